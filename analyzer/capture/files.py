@@ -1,0 +1,334 @@
+"""Capture files: pcap (both byte orders, micro/nanosecond), pcapng, gzip/zstd-compressed, stdin.
+
+Parsing is plain ``struct`` over memoryviews of large chunks read from the file: no object per
+packet but the ``(index, ts, linktype, data)`` tuple, and ``data`` is a zero-copy slice of the
+chunk. The parsers (:func:`iter_pcap`, :func:`iter_pcapng`) are pure generators over an
+iterator of byte chunks; only :class:`CaptureFile` opens files.
+
+Damage never raises: the reader stops at the first unreadable record, keeps every packet before
+it and records an :class:`~analyzer.model.Issue` in ``issues`` (``capture.truncated``,
+``capture.corrupt``, ``capture.unknown_format``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import struct
+import sys
+from collections.abc import Iterator
+from typing import BinaryIO
+
+from analyzer.model import Issue, error, warning
+
+CHUNK = 8 << 20
+# No sane capture record is larger than this (the largest snaplen tools write is 256 KiB;
+# jumbo-frame and USB captures stay far below). A length beyond it is corruption, and we refuse
+# to allocate for it.
+MAX_RECORD = 16 << 20
+
+PCAP_MAGIC = {
+    b"\xd4\xc3\xb2\xa1": ("<", 1e-6),
+    b"\xa1\xb2\xc3\xd4": (">", 1e-6),
+    b"\x4d\x3c\xb2\xa1": ("<", 1e-9),
+    b"\xa1\xb2\x3c\x4d": (">", 1e-9),
+}
+PCAPNG_SHB = b"\x0a\x0d\x0d\x0a"
+GZIP_MAGIC = b"\x1f\x8b"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+class _Chunks:
+    """Buffer over an iterator of chunks: ``need(n)`` makes ``n`` bytes available from ``pos``.
+
+    Only the unread remainder is ever copied when a record straddles two chunks.
+    """
+
+    __slots__ = ("it", "buf", "pos", "consumed", "eof")
+
+    def __init__(self, chunks: Iterator[bytes]):
+        self.it = chunks
+        self.buf = memoryview(b"")
+        self.pos = 0
+        self.consumed = 0  # bytes of the stream before buf[0]
+        self.eof = False
+
+    def need(self, n: int) -> bool:
+        while len(self.buf) - self.pos < n:
+            if self.eof:
+                return False
+            chunk = next(self.it, None)
+            if chunk is None:
+                self.eof = True
+                return False
+            rest = self.buf[self.pos :]
+            self.consumed += self.pos
+            self.buf = memoryview(bytes(rest) + chunk if len(rest) else chunk)
+            self.pos = 0
+        return True
+
+    @property
+    def offset(self) -> int:
+        return self.consumed + self.pos
+
+    def remaining(self) -> int:
+        return len(self.buf) - self.pos
+
+
+def _truncated(what: str, chunks: _Chunks, count: int) -> Issue:
+    return error(
+        "capture.truncated",
+        f"capture file is truncated: {what} cut short at byte {chunks.offset} "
+        f"({chunks.remaining()} bytes left over) after {count} packets",
+        offset=chunks.offset,
+    )
+
+
+def iter_pcap(chunks_it: Iterator[bytes], issues: list[Issue]) -> Iterator[tuple]:
+    """Packets of a classic pcap stream as ``(index, ts, linktype, data)`` tuples."""
+    c = _Chunks(chunks_it)
+    if not c.need(24):
+        issues.append(error("capture.truncated", "pcap file header is incomplete", offset=0))
+        return
+    magic = bytes(c.buf[0:4])
+    order, scale = PCAP_MAGIC[magic]
+    linktype = struct.unpack_from(order + "I", c.buf, 20)[0] & 0x0FFFFFFF
+    c.pos = 24
+    rec = struct.Struct(order + "IIII")
+    unpack_from = rec.unpack_from
+    index = 0
+    while True:
+        if not c.need(16):
+            if c.remaining():
+                issues.append(_truncated("record header", c, index))
+            return
+        sec, frac, incl, orig = unpack_from(c.buf, c.pos)
+        if incl > MAX_RECORD:
+            issues.append(
+                error(
+                    "capture.corrupt",
+                    f"pcap record {index + 1} claims {incl} bytes (limit {MAX_RECORD}); "
+                    f"stopping after {index} packets",
+                    offset=c.offset,
+                )
+            )
+            return
+        if not c.need(16 + incl):
+            issues.append(_truncated(f"packet {index + 1}", c, index))
+            return
+        start = c.pos + 16
+        index += 1
+        yield (index, sec + frac * scale, linktype, c.buf[start : start + incl])
+        c.pos = start + incl
+
+
+def _tsresol(value: int) -> float:
+    return 2.0 ** -(value & 0x7F) if value & 0x80 else 10.0**-value
+
+
+def iter_pcapng(chunks_it: Iterator[bytes], issues: list[Issue]) -> Iterator[tuple]:
+    """Packets of a pcapng stream: several sections, interfaces with their own link types and
+    timestamp resolutions; EPB, SPB and the obsolete OPB; every other block is skipped."""
+    c = _Chunks(chunks_it)
+    order = "<"
+    interfaces: list[tuple[int, float, int, int]] = []  # (linktype, scale, ts offset s, snaplen)
+    index = 0
+    while True:
+        if not c.need(12):
+            if c.remaining():
+                issues.append(_truncated("block header", c, index))
+            return
+        btype_raw = bytes(c.buf[c.pos : c.pos + 4])
+        if btype_raw == PCAPNG_SHB:
+            bom = bytes(c.buf[c.pos + 8 : c.pos + 12])
+            if bom == b"\x4d\x3c\x2b\x1a":
+                order = "<"
+            elif bom == b"\x1a\x2b\x3c\x4d":
+                order = ">"
+            else:
+                issues.append(
+                    error(
+                        "capture.corrupt", "pcapng section header has a bad byte-order magic", offset=c.offset
+                    )
+                )
+                return
+            interfaces = []
+        btype, blen = struct.unpack_from(order + "II", c.buf, c.pos)
+        if blen < 12 or blen % 4 or blen > MAX_RECORD:
+            issues.append(
+                error(
+                    "capture.corrupt",
+                    f"pcapng block of type 0x{btype:x} has invalid length {blen}; "
+                    f"stopping after {index} packets",
+                    offset=c.offset,
+                )
+            )
+            return
+        if not c.need(blen):
+            issues.append(_truncated(f"block of type 0x{btype:x}", c, index))
+            return
+        b = c.buf
+        p = c.pos
+        body = p + 8
+        end = p + blen - 4
+        if btype == 6 or btype == 2:  # EPB, or obsolete OPB (16-bit interface id + drops)
+            if btype == 6:
+                iface, tsh, tsl, cap, _orig = struct.unpack_from(order + "IIIII", b, body)
+            else:
+                iface, _drops, tsh, tsl, cap, _orig = struct.unpack_from(order + "HHIIII", b, body)
+            data = body + 20
+            if iface >= len(interfaces) or data + cap > end:
+                issues.append(
+                    warning(
+                        "capture.bad_block",
+                        f"packet block with unknown interface {iface} or bad length skipped",
+                        offset=c.offset,
+                    )
+                )
+            else:
+                lt, scale, tsoff, _snap = interfaces[iface]
+                index += 1
+                yield (index, ((tsh << 32) | tsl) * scale + tsoff, lt, b[data : data + cap])
+        elif btype == 3:  # SPB: interface 0, no timestamp
+            (orig,) = struct.unpack_from(order + "I", b, body)
+            if not interfaces:
+                issues.append(
+                    warning("capture.bad_block", "simple packet block before any interface", offset=c.offset)
+                )
+            else:
+                lt, _scale, _tsoff, snap = interfaces[0]
+                cap = min(orig, snap or orig, end - body - 4)
+                index += 1
+                yield (index, 0.0, lt, b[body + 4 : body + 4 + cap])
+        elif btype == 1:  # IDB
+            lt, _res, snap = struct.unpack_from(order + "HHI", b, body)
+            scale, tsoff = 1e-6, 0
+            o = body + 8
+            while o + 4 <= end:
+                code, olen = struct.unpack_from(order + "HH", b, o)
+                if code == 0:
+                    break
+                if o + 4 + olen > end:
+                    break
+                if code == 9 and olen >= 1:
+                    scale = _tsresol(b[o + 4])
+                elif code == 14 and olen >= 8:
+                    (tsoff,) = struct.unpack_from(order + "q", b, o + 4)
+                o += 4 + ((olen + 3) & ~3)
+            interfaces.append((lt, scale, tsoff, snap))
+        c.pos = p + blen
+
+
+def _file_chunks(f: BinaryIO, first: bytes) -> Iterator[bytes]:
+    if first:
+        yield first
+    read = f.read
+    while True:
+        chunk = read(CHUNK)
+        if not chunk:
+            return
+        yield chunk
+
+
+class CaptureFile:
+    """A capture file (path, or ``-`` for stdin, or a binary file object), iterated as packets.
+
+    >>> cap = CaptureFile("captures/x.pcap")
+    >>> for index, ts, linktype, data in cap: ...
+    >>> cap.issues   # damage found, as Issue objects
+    """
+
+    def __init__(self, source: str | os.PathLike | BinaryIO):
+        self.source = source
+        self.name = "-" if source == "-" else getattr(source, "name", None) or os.fspath(source)
+        self.issues: list[Issue] = []
+        self.format: str | None = None
+        self.compression: str | None = None
+        self.bytes_read = 0
+
+    def _open(self) -> BinaryIO:
+        if self.source == "-":
+            return sys.stdin.buffer
+        if hasattr(self.source, "read"):
+            return self.source  # type: ignore[return-value]
+        return open(self.source, "rb")  # noqa: SIM115 - closed in __iter__
+
+    def __iter__(self) -> Iterator[tuple]:
+        f = self._open()
+        try:
+            yield from self._packets(f)
+        finally:
+            if f is not sys.stdin.buffer and not hasattr(self.source, "read"):
+                f.close()
+
+    def _packets(self, f: BinaryIO) -> Iterator[tuple]:
+        head = f.read(4)
+        if head[:2] == GZIP_MAGIC:
+            self.compression = "gzip"
+            f = gzip.GzipFile(fileobj=_Prefixed(head, f))  # type: ignore[assignment]
+            head = b""
+        elif head == ZSTD_MAGIC:
+            import zstandard
+
+            self.compression = "zstd"
+            f = zstandard.ZstdDecompressor().stream_reader(_Prefixed(head, f), read_across_frames=True)
+            head = b""
+        chunks = self._counted(_file_chunks(f, head))
+        try:
+            first = next(chunks, b"")
+        except (OSError, EOFError, ValueError) as exc:
+            self.issues.append(error("capture.corrupt", f"cannot decompress ({self.compression}): {exc}"))
+            return
+        magic = first[:4]
+        if magic in PCAP_MAGIC:
+            self.format = "pcap"
+            parser = iter_pcap
+        elif magic == PCAPNG_SHB:
+            self.format = "pcapng"
+            parser = iter_pcapng
+        else:
+            what = "an empty file" if not first else f"magic bytes {bytes(magic).hex()}"
+            self.issues.append(
+                error("capture.unknown_format", f"not a pcap or pcapng capture ({what})", offset=0)
+            )
+            return
+        try:
+            yield from parser(_chain(first, chunks), self.issues)
+        except (OSError, EOFError, ValueError, struct.error) as exc:
+            # Damage inside the compressed stream (bad gzip CRC, cut zstd frame, ...)
+            self.issues.append(
+                error("capture.corrupt", f"capture data unreadable after byte {self.bytes_read}: {exc}")
+            )
+
+    def _counted(self, chunks: Iterator[bytes]) -> Iterator[bytes]:
+        for chunk in chunks:
+            self.bytes_read += len(chunk)
+            yield chunk
+
+
+def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
+    yield first
+    yield from rest
+
+
+class _Prefixed(io.RawIOBase):
+    """A file object that replays bytes already read (the sniffed magic) before the rest."""
+
+    def __init__(self, prefix: bytes, f: BinaryIO):
+        self.prefix = prefix
+        self.f = f
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        if self.prefix:
+            n = min(len(b), len(self.prefix))
+            b[:n] = self.prefix[:n]
+            self.prefix = self.prefix[n:]
+            return n
+        data = self.f.read(len(b))
+        n = len(data)
+        b[:n] = data
+        return n

@@ -1,0 +1,545 @@
+"""kafka-analyzer command line: read, stats, export, live, protocol.
+
+Exit codes: 0 success; 1 the capture was damaged (truncated or corrupt: partial results were
+printed) or held no Kafka traffic; 2 usage errors, missing or unreadable files, not a capture.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterable, Iterator
+
+from analyzer import __version__
+from analyzer.dissect import schema
+from analyzer.dissect.message import Options
+from analyzer.model import Exchange, Severity
+from analyzer.pipeline import ConnectionEnd, Pipeline, StreamEvent
+from analyzer.session.stats import Stats, error_names
+
+EXIT_OK, EXIT_DAMAGED, EXIT_USAGE = 0, 1, 2
+
+
+# -- shared plumbing -----------------------------------------------------------------------------
+
+
+class Run:
+    """One analysis: the pipeline, its events and what the front end needs afterwards."""
+
+    def __init__(self, args) -> None:
+        self.args = args
+        self.opts = Options(records_bodies=getattr(args, "records", False),
+                            show_secrets=getattr(args, "show_secrets", False))
+        self.pipeline = Pipeline(self.opts, ports=args.port or ())
+        self.capture_issues: list = []
+        self.exchanges = 0
+        self.cap = None
+        self.interrupted = False
+
+    def events_from_file(self, path: str) -> Iterator:
+        from analyzer.capture.files import CaptureFile
+
+        self.cap = cap = CaptureFile(path)
+        p = self.pipeline
+        feed = p.feed
+        progress = _Progress(path, cap) if _want_progress(path) else None
+        try:
+            for i, (index, ts, linktype, data) in enumerate(cap):
+                evs = feed(index, ts, linktype, data)
+                if evs:
+                    yield from evs
+                if progress is not None and not i & 0x3FF:
+                    progress.update()
+        except KeyboardInterrupt:
+            self.interrupted = True
+        finally:
+            if progress is not None:
+                progress.close()
+        yield from p.finish()
+        self.capture_issues.extend(cap.issues)
+
+    def exit_code(self) -> int:
+        if any(i.code == "capture.unknown_format" for i in self.capture_issues):
+            return EXIT_USAGE
+        if any(i.severity == Severity.ERROR for i in self.capture_issues):
+            return EXIT_DAMAGED
+        if self.exchanges == 0 and not self.interrupted:
+            return EXIT_DAMAGED
+        return EXIT_OK
+
+    def report_capture_issues(self) -> None:
+        for i in self.capture_issues:
+            print(f"kafka-analyzer: {i.severity}: {i.message}", file=sys.stderr)
+        if self.exchanges == 0 and not any(i.code == "capture.unknown_format" for i in self.capture_issues):
+            p = self.pipeline
+            hint = (" (no TCP traffic at all)" if p.reasm.connections == 0
+                    else f" in {p.reasm.connections} TCP connections")
+            print(f"kafka-analyzer: no Kafka traffic found{hint}; Kafka is detected by content on any "
+                  "port, --port PORT names broker ports explicitly", file=sys.stderr)
+
+
+def _want_progress(path: str) -> bool:
+    if path == "-" or not sys.stderr.isatty():
+        return False
+    try:
+        return os.path.getsize(path) > 50 << 20
+    except OSError:
+        return False
+
+
+class _Progress:
+    def __init__(self, path: str, cap) -> None:
+        from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+
+        self.cap = cap
+        self.p = Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
+                          TimeRemainingColumn(), transient=True, console=_stderr_console())
+        self.task = self.p.add_task(os.path.basename(path), total=os.path.getsize(path))
+        self.p.start()
+
+    def update(self) -> None:
+        self.p.update(self.task, completed=self.cap.bytes_read)
+
+    def close(self) -> None:
+        self.p.stop()
+
+
+def _stderr_console():
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def _check_file(path: str) -> str | None:
+    if path == "-":
+        return None
+    if not os.path.exists(path):
+        return f"no such file: {path}"
+    if os.path.isdir(path):
+        return f"is a directory: {path}"
+    if not os.access(path, os.R_OK):
+        return f"cannot read {path}: permission denied"
+    return None
+
+
+def _fmt_ts(ts: float, origin: float | None, absolute: bool) -> str:
+    if absolute or origin is None:
+        return _dt.datetime.fromtimestamp(ts, _dt.UTC).strftime("%H:%M:%S.%f")
+    return f"{ts - origin:12.6f}"
+
+
+# -- read ------------------------------------------------------------------------------------------
+
+
+def _api_filter(values: list[str] | None) -> set[int] | None:
+    if not values:
+        return None
+    names = {(schema.api_name(k) or "").lower(): k for k in range(200) if schema.api_name(k)}
+    out = set()
+    for v in values:
+        for part in v.split(","):
+            part = part.strip()
+            if part.lstrip("-").isdigit():
+                out.add(int(part))
+            elif part.lower() in names:
+                out.add(names[part.lower()])
+            else:
+                raise SystemExit(f"kafka-analyzer: unknown API {part!r} (see `kafka-analyzer protocol`)")
+    return out
+
+
+def topics_text(topics: dict[str, list[int]], limit: int = 3) -> str:
+    parts = []
+    for name, parts_ in list(topics.items())[:limit]:
+        ps = sorted(set(parts_))
+        parts.append(f"{name}[{','.join(map(str, ps))}]" if ps else name)
+    if len(topics) > limit:
+        parts.append(f"+{len(topics) - limit} more")
+    return " ".join(parts)
+
+
+def exchange_line(ex: Exchange, origin: float | None, absolute: bool = False) -> str:
+    key = ex.api_key
+    name = (schema.api_name(key) if key is not None else None) or ("?" if key is None else f"Api{key}")
+    ver = ex.api_version
+    api = f"{name} v{ver}" if ver is not None else name
+    conn = ex.conn
+    known = conn.client_direction is not None
+    a, b = (conn.client, conn.broker) if known else (conn.a, conn.b)
+    req = ex.request.frame.length + 4 if ex.request else None
+    resp = ex.response.frame.length + 4 if ex.response else None
+    lat = ex.latency
+    sizes = f"{req if req is not None else '-'}/{resp if resp is not None else '-'}B"
+    lat_s = f"{lat * 1000:.3f}ms" if lat is not None else "-"
+    errs = error_names(ex.response.body) if ex.response is not None else []
+    flags = []
+    if errs:
+        uniq = sorted(set(errs))
+        flags.append(",".join(uniq[:3]) + (f",+{len(uniq) - 3}" if len(uniq) > 3 else ""))
+    for i in ex.all_issues():
+        if i.severity >= Severity.WARNING or i.code in ("pairing.no_request", "pairing.acks0"):
+            flags.append(i.code)
+    cid = ex.client_id if ex.client_id is not None else "-"
+    corr = ex.correlation_id if ex.correlation_id is not None else "-"
+    return (f"{_fmt_ts(ex.ts, origin, absolute)}  {a} -> {b}  {cid}  {api}  corr={corr}  "
+            f"{topics_text(ex.topics)}  {sizes}  {lat_s}" + (f"  [{'; '.join(dict.fromkeys(flags))}]"
+                                                              if flags else "")).replace("    ", "  ")
+
+
+def cmd_read(args) -> int:
+    run = Run(args)
+    apis = _api_filter(args.api)
+    out = sys.stdout
+    origin = None
+    for ev in run.events_from_file(args.capture):
+        if type(ev) is not Exchange:
+            if args.verbose and type(ev) is StreamEvent:
+                print(f"# {ev.issue.severity}: {ev.issue.code}: {ev.issue.message}", file=out)
+            continue
+        run.exchanges += 1
+        if origin is None:
+            origin = run.pipeline.first_ts
+        if not _keep(ev, args, apis):
+            continue
+        out.write(exchange_line(ev, origin, args.absolute) + "\n")
+    run.report_capture_issues()
+    return run.exit_code()
+
+
+def _keep(ex: Exchange, args, apis) -> bool:
+    if apis is not None and ex.api_key not in apis:
+        return False
+    if args.topic and not any(t in ex.topics for t in args.topic):
+        return False
+    if args.client and ex.client_id not in args.client:
+        return False
+    if args.errors:
+        has_err = ex.response is not None and error_names(ex.response.body)
+        bad = any(i.severity >= Severity.WARNING for i in ex.all_issues())
+        if not (has_err or bad):
+            return False
+    if args.slower_than is not None:
+        lat = ex.latency
+        if lat is None or lat * 1000.0 < args.slower_than:
+            return False
+    return True
+
+
+# -- stats -----------------------------------------------------------------------------------------
+
+
+def cmd_stats(args) -> int:
+    run = Run(args)
+    stats = Stats(run.pipeline.knowledge.topic_ids)
+    for ev in run.events_from_file(args.capture):
+        if type(ev) is Exchange:
+            run.exchanges += 1
+        stats.add(ev)
+    for i in run.capture_issues:
+        stats.anomalies[i.code] += 1
+        stats.anomaly_examples.setdefault(i.code, i.message)
+    tables = stats_tables(stats, run.pipeline)
+    if args.format == "json":
+        import orjson
+
+        sys.stdout.buffer.write(orjson.dumps(tables, option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        render_tables(tables, sys.stdout)
+    run.report_capture_issues()
+    return run.exit_code()
+
+
+def stats_tables(stats: Stats, pipeline: Pipeline) -> dict:
+    k = pipeline.knowledge
+    return {
+        "capture": {
+            "packets": pipeline.packets,
+            "tcp_connections": pipeline.reasm.connections,
+            "exchanges": stats.exchanges,
+            "first_ts": pipeline.first_ts,
+            "last_ts": pipeline.last_ts,
+            "skipped_packets": dict(pipeline.skipped),
+        },
+        "apis": stats.api_rows(),
+        "topics": stats.topic_rows(),
+        "clients": stats.client_rows(k),
+        "connections": stats.connection_rows(),
+        "brokers": [{"node_id": n, "address": a, "rack": k.racks.get(n)} for n, a in sorted(k.brokers.items())],
+        "groups": [
+            {"group_id": g.group_id, "protocol_type": g.protocol_type, "protocol": g.protocol_name,
+             "generations": g.generations_seen, "members": len(g.members)}
+            for g in k.groups.values()
+        ],
+        "anomalies": stats.anomaly_rows(),
+    }
+
+
+_TITLES = {
+    "apis": ("Requests per API", ["api_name", "count", "p50_ms", "p95_ms", "p99_ms", "max_ms", "unanswered",
+                                  "errors"]),
+    "topics": ("Topics", ["topic", "requests", "produced_records", "produced_bytes", "fetched_records",
+                          "fetched_bytes"]),
+    "clients": ("Clients", ["client_id", "software", "requests", "responses_with_errors", "connections"]),
+    "connections": ("Connections", ["connection", "client", "broker", "exchanges", "bytes_to_broker",
+                                    "bytes_to_client", "gaps", "duration_s", "status"]),
+    "brokers": ("Brokers", ["node_id", "address", "rack"]),
+    "groups": ("Consumer groups", ["group_id", "protocol_type", "protocol", "generations", "members"]),
+    "anomalies": ("Anomalies", ["anomaly", "count", "example"]),
+}
+
+
+def _cell(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, dict):
+        return ", ".join(f"{k}={n}" for k, n in v.items()) or "-"
+    if isinstance(v, list):
+        return ",".join(map(str, v)) or "-"
+    return str(v)
+
+
+def render_tables(tables: dict, out) -> None:
+    cap = tables["capture"]
+    head = (f"{cap['packets']} packets, {cap['tcp_connections']} TCP connections, "
+            f"{cap['exchanges']} Kafka exchanges")
+    if cap["first_ts"] is not None and cap["last_ts"] is not None:
+        head += f", {cap['last_ts'] - cap['first_ts']:.3f} s"
+    tty = out.isatty()
+    if tty:
+        from rich.console import Console
+        from rich.table import Table
+
+        console = Console(file=out)
+        console.print(head)
+        for key, (title, cols) in _TITLES.items():
+            rows = tables[key]
+            if not rows:
+                continue
+            t = Table(title=title, title_justify="left")
+            for c in cols:
+                t.add_column(c, justify="right" if isinstance(rows[0].get(c), int | float) else "left")
+            for r in rows:
+                t.add_row(*(_cell(r.get(c)) for c in cols))
+            console.print(t)
+        return
+    out.write(head + "\n")
+    for key, (title, cols) in _TITLES.items():
+        rows = tables[key]
+        if not rows:
+            continue
+        cells = [[_cell(r.get(c)) for c in cols] for r in rows]
+        widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
+        out.write(f"\n{title}\n")
+        out.write("  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True)).rstrip() + "\n")
+        for row in cells:
+            out.write("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() + "\n")
+
+
+# -- export ----------------------------------------------------------------------------------------
+
+
+def cmd_export(args) -> int:
+    from analyzer.export.writer import Writer
+
+    run = Run(args)
+    out = open(args.output, "wb") if args.output and args.output != "-" else sys.stdout.buffer  # noqa: SIM115
+    stats = Stats(run.pipeline.knowledge.topic_ids)
+    w = Writer(out, args.format, spans=not args.no_spans)
+    try:
+        w.begin(args.capture)
+        for ev in run.events_from_file(args.capture):
+            if type(ev) is Exchange:
+                run.exchanges += 1
+            stats.add(ev)
+            w.event(ev)
+        tables = stats_tables(stats, run.pipeline)
+        w.end(tables, [i.to_dict() for i in run.capture_issues])
+    except BrokenPipeError:
+        return EXIT_OK
+    finally:
+        if out is not sys.stdout.buffer:
+            out.close()
+        else:
+            out.flush()
+    run.report_capture_issues()
+    return run.exit_code()
+
+
+# -- live ------------------------------------------------------------------------------------------
+
+
+def cmd_live(args) -> int:
+    from analyzer.capture import live
+
+    problem = live.check_privileges(args.interface)
+    if problem:
+        print(f"kafka-analyzer: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    run = Run(args)
+    run.pipeline.reasm.idle_timeout = 300.0
+    stats = Stats(run.pipeline.knowledge.topic_ids)
+    writer = None
+    if args.mode == "export":
+        from analyzer.export.writer import Writer
+
+        writer = Writer(sys.stdout.buffer, "ndjson", spans=not args.no_spans)
+        writer.begin(f"live:{args.interface}")
+    origin = None
+    sniffer = live.LiveCapture(args.interface, bpf=args.filter, write=args.write, count=args.count,
+                               duration=args.duration)
+
+    def handle(evs: Iterable) -> None:
+        nonlocal origin
+        for ev in evs:
+            stats.add(ev)
+            if type(ev) is Exchange:
+                run.exchanges += 1
+                if args.mode == "read":
+                    if origin is None:
+                        origin = run.pipeline.first_ts
+                    if _keep(ev, args, _api_filter(args.api)):
+                        print(exchange_line(ev, origin, args.absolute), flush=True)
+            if writer is not None:
+                writer.event(ev)
+                sys.stdout.buffer.flush()
+
+    old = signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, lambda *_: sniffer.stop())
+    last_expire = time.monotonic()
+    try:
+        for index, ts, linktype, data in sniffer:
+            handle(run.pipeline.feed(index, ts, linktype, data))
+            now = time.monotonic()
+            if now - last_expire > 10:
+                handle(run.pipeline.expire(ts))
+                last_expire = now
+    except KeyboardInterrupt:
+        run.interrupted = True
+    finally:
+        sniffer.close()
+        signal.signal(signal.SIGTERM, old)
+    handle(run.pipeline.finish())
+    if sniffer.error:
+        print(f"kafka-analyzer: {sniffer.error}", file=sys.stderr)
+    tables = stats_tables(stats, run.pipeline)
+    if writer is not None:
+        writer.end(tables, [])
+    elif args.mode == "stats" or run.interrupted or args.mode == "read":
+        render_tables(tables, sys.stdout if args.mode == "stats" else sys.stderr)
+    if sniffer.error:
+        return EXIT_USAGE
+    return EXIT_OK
+
+
+# -- protocol --------------------------------------------------------------------------------------
+
+
+def cmd_protocol(args) -> int:
+    from analyzer.dissect.protocol_table import API_NAMES
+
+    rows = []
+    for key in sorted(API_NAMES):
+        rng = schema.version_range(key)
+        if rng is None:
+            continue
+        rows.append({"api_key": key, "name": API_NAMES[key], "min_version": rng[0], "max_version": rng[1]})
+    if args.format == "json":
+        import orjson
+
+        sys.stdout.buffer.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2) + b"\n")
+        return EXIT_OK
+    print(f"{'key':>4}  {'name':<36} versions")
+    for r in rows:
+        print(f"{r['api_key']:>4}  {r['name']:<36} v{r['min_version']}-v{r['max_version']}")
+    print(f"{len(rows)} APIs; every version decoded from the Kafka 3.9 and 4.2 message schemas")
+    return EXIT_OK
+
+
+# -- argument parsing ------------------------------------------------------------------------------
+
+
+def _common(p: argparse.ArgumentParser, capture: bool = True) -> None:
+    if capture:
+        p.add_argument("capture", help="pcap or pcapng file (optionally gzip/zstd compressed), or - for stdin")
+    p.add_argument("--port", type=int, action="append", metavar="PORT",
+                   help="a broker port (repeatable); Kafka is found by content anyway, this settles roles")
+    p.add_argument("--show-secrets", action="store_true", help="do not mask SASL passwords and SCRAM proofs")
+
+
+def _filters(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--api", action="append", metavar="API", help="only these APIs (names or keys, repeatable)")
+    p.add_argument("--topic", action="append", metavar="TOPIC", help="only exchanges naming this topic")
+    p.add_argument("--client", action="append", metavar="CLIENT_ID", help="only this client id")
+    p.add_argument("--errors", action="store_true", help="only exchanges with error codes or problems")
+    p.add_argument("--slower-than", type=float, metavar="MS", help="only exchanges slower than MS ms")
+    p.add_argument("--absolute", action="store_true", help="absolute UTC times instead of seconds from start")
+    p.add_argument("-v", "--verbose", action="store_true", help="also print connection-level issues")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="kafka-analyzer", description="Kafka wire-protocol analyzer")
+    ap.add_argument("--version", action="version", version=f"kafka-analyzer {__version__}")
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("read", help="one line per request/response exchange")
+    _common(p)
+    _filters(p)
+    p.set_defaults(func=cmd_read)
+
+    p = sub.add_parser("stats", help="tables per API, topic, client, connection, and anomalies")
+    _common(p)
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(func=cmd_stats)
+
+    p = sub.add_parser("export", help="every exchange as JSON or NDJSON")
+    _common(p)
+    p.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    p.add_argument("--format", choices=("json", "ndjson"), default="ndjson")
+    p.add_argument("--records", action="store_true", help="decode record bodies (keys, values, headers)")
+    p.add_argument("--no-spans", action="store_true", help="leave out the byte span of every field")
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("live", help="sniff an interface (needs capture privileges)")
+    _common(p, capture=False)
+    _filters(p)
+    p.add_argument("-i", "--interface", required=True)
+    p.add_argument("-f", "--filter", metavar="BPF", help="capture filter, e.g. 'tcp port 9092'")
+    p.add_argument("--write", metavar="FILE.pcap", help="also save the packets")
+    p.add_argument("--count", type=int, help="stop after N packets")
+    p.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
+    p.add_argument("--mode", choices=("read", "stats", "export"), default="read")
+    p.add_argument("--records", action="store_true", help="(export) decode record bodies")
+    p.add_argument("--no-spans", action="store_true", help="(export) leave out byte spans")
+    p.set_defaults(func=cmd_live)
+
+    p = sub.add_parser("protocol", help="the API keys and versions this analyzer decodes")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(func=cmd_protocol)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    cap = getattr(args, "capture", None)
+    if cap is not None:
+        problem = _check_file(cap)
+        if problem:
+            print(f"kafka-analyzer: {problem}", file=sys.stderr)
+            return EXIT_USAGE
+    try:
+        return args.func(args)
+    except BrokenPipeError:
+        # stdout closed early (| head): not an error
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        except OSError:
+            pass
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

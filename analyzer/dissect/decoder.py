@@ -1,0 +1,510 @@
+"""The one generic, table-driven Kafka message decoder.
+
+Each (api key, request/response, version) entry of the generated protocol table is compiled
+once into a *plan*: a tuple of small closures, one per field present in that version, each
+reading its bytes and appending a :class:`~analyzer.model.Field` (name in snake_case, type,
+value, byte offset and length in the frame payload) to its parent. Flexible versions use the
+compact encodings and a tagged-field section at the end of every struct; tagged fields known to
+the table are decoded by name, unknown ones are kept as raw bytes with their tag.
+
+Nothing here raises on bad bytes: a fault stops decoding where it happens, the fields decoded so
+far stay in the tree, and the fault becomes an :class:`~analyzer.model.Issue` with its offset.
+Every length and count is checked against the bytes that remain before anything is allocated.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import struct
+from functools import cache, lru_cache
+
+from analyzer.dissect import schema
+from analyzer.dissect.errors import ERRORS
+from analyzer.model import Field, Issue, error, note, warning
+
+OPEN = 0x7FFF
+
+
+class Fault(Exception):
+    """Internal: stops decoding at a malformed or truncated spot (caught in this module)."""
+
+    def __init__(self, code: str, message: str, offset: int):
+        super().__init__(message)
+        self.code = code
+        self.offset = offset
+
+
+_FIXED = {
+    "int8": struct.Struct(">b"),
+    "int16": struct.Struct(">h"),
+    "uint16": struct.Struct(">H"),
+    "int32": struct.Struct(">i"),
+    "uint32": struct.Struct(">I"),
+    "int64": struct.Struct(">q"),
+    "float64": struct.Struct(">d"),
+}
+_i16 = _FIXED["int16"].unpack_from
+_i32 = _FIXED["int32"].unpack_from
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+@cache
+def snake(name: str) -> str:
+    return _CAMEL.sub("_", name).lower()
+
+
+def kafka_uuid(raw: bytes) -> str:
+    """Kafka's own text form of a Uuid (URL-safe base64, no padding), as its tools print it."""
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+# -- primitive readers: (buf, pos, end) -> (value, new pos); raise Fault ---------------------
+
+
+def _need(pos: int, n: int, end: int, what: str) -> None:
+    if pos + n > end:
+        raise Fault("decode.truncated", f"{what}: needs {n} bytes, {max(end - pos, 0)} left", pos)
+
+
+def read_uvarint(buf, pos: int, end: int) -> tuple[int, int]:
+    shift = 0
+    value = 0
+    start = pos
+    while True:
+        if pos >= end:
+            raise Fault("decode.truncated", "varint runs past the end", start)
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, pos
+        shift += 7
+        if shift > 63:
+            raise Fault("decode.bad_varint", "varint longer than 10 bytes", start)
+
+
+def _error_display(v: int) -> str | None:
+    e = ERRORS.get(v)
+    return e[0] if e else f"UNKNOWN_ERROR_CODE({v})"
+
+
+# -- plan compilation --------------------------------------------------------------------------
+
+
+def _in(rng, v: int) -> bool:
+    return rng is not None and rng[0] <= v <= rng[1]
+
+
+class Ctx:
+    """What a decode needs besides the bytes: options and where issues go."""
+
+    __slots__ = ("issues", "records_bodies", "records_hook")
+
+    def __init__(self, records_bodies: bool = False, records_hook=None):
+        self.issues: list[Issue] = []
+        self.records_bodies = records_bodies
+        self.records_hook = records_hook
+
+
+def _compile_fields(fields: tuple, version: int, flexible: bool, path: str) -> tuple:
+    """Compile the fields present in ``version`` into (ordered readers, tagged readers by tag)."""
+    ordered = []
+    tagged = {}
+    for f in fields:
+        name, ftype, versions, nullable, tagged_v, tag, default, extra, children = f
+        if not _in(versions, version):
+            continue
+        is_null = _in(nullable, version)
+        fflex = flexible
+        if extra and "flexible" in extra:
+            fflex = _in(extra["flexible"], version)
+        reader = _compile_field(
+            snake(name), ftype, is_null, fflex, children, version, flexible, f"{path}.{name}", extra
+        )
+        if tag is not None and _in(tagged_v, version):
+            tagged[tag] = (snake(name), reader)
+        else:
+            ordered.append(reader)
+    return tuple(ordered), tagged
+
+
+def _compile_field(name, ftype, nullable, flex, children, version, struct_flex, path, extra):
+    if ftype.startswith("[]"):
+        elem = ftype[2:]
+        if children is not None:
+            sub = _compile_struct(children, version, struct_flex, path)
+            elem_reader = _struct_reader(elem, sub, struct_flex)
+        else:
+            elem_reader = _primitive_reader(elem, elem.lower(), False, flex, None)
+        return _array_reader(name, ftype, elem_reader, nullable, flex)
+    if children is not None:
+        sub = _compile_struct(children, version, struct_flex, path)
+        return _named_struct_reader(name, ftype, sub, struct_flex, nullable)
+    return _primitive_reader(name, ftype, nullable, flex, extra)
+
+
+def _compile_struct(fields, version, flexible, path):
+    return _compile_fields(fields, version, flexible, path)
+
+
+def _primitive_reader(name: str, ftype: str, nullable: bool, flex: bool, extra):
+    """A reader for one primitive field: (buf, pos, end, out, ctx) -> pos."""
+    if ftype in _FIXED:
+        st = _FIXED[ftype]
+        size = st.size
+        unpack = st.unpack_from
+        is_error = name == "error_code" or name.endswith("_error_code")
+
+        def read_fixed(buf, pos, end, out, ctx):
+            if pos + size > end:
+                raise Fault(
+                    "decode.truncated", f"{name} ({ftype}): needs {size} bytes, {max(end - pos, 0)} left", pos
+                )
+            v = unpack(buf, pos)[0]
+            out.append(Field(name, ftype, v, pos, size, None, _error_display(v) if is_error and v else None))
+            return pos + size
+
+        return read_fixed
+    if ftype == "bool":
+
+        def read_bool(buf, pos, end, out, ctx):
+            _need(pos, 1, end, name)
+            out.append(Field(name, "bool", buf[pos] != 0, pos, 1))
+            return pos + 1
+
+        return read_bool
+    if ftype == "uuid":
+
+        def read_uuid(buf, pos, end, out, ctx):
+            _need(pos, 16, end, name)
+            out.append(Field(name, "uuid", kafka_uuid(bytes(buf[pos : pos + 16])), pos, 16))
+            return pos + 16
+
+        return read_uuid
+    if ftype in ("string", "bytes", "records"):
+        return _varlen_reader(name, ftype, nullable, flex)
+    raise ValueError(f"unknown primitive type {ftype!r} for {name}")
+
+
+def _read_len(buf, pos, end, flex: bool, wide: bool):
+    """Length prefix: compact (uvarint N+1) or int16/int32. Returns (length or -1, new pos)."""
+    if flex:
+        n, pos = read_uvarint(buf, pos, end)
+        return n - 1, pos
+    if wide:
+        _need(pos, 4, end, "length")
+        return _i32(buf, pos)[0], pos + 4
+    _need(pos, 2, end, "length")
+    return _i16(buf, pos)[0], pos + 2
+
+
+def _varlen_reader(name: str, ftype: str, nullable: bool, flex: bool):
+    wide = ftype != "string"
+    is_records = ftype == "records"
+
+    def read_varlen(buf, pos, end, out, ctx):
+        start = pos
+        n, pos = _read_len(buf, pos, end, flex, wide)
+        if n < 0:
+            if n != -1:
+                raise Fault("decode.bad_length", f"{name}: negative length {n}", start)
+            f = Field(name, ftype, None, start, pos - start)
+            out.append(f)
+            if not nullable:
+                ctx.issues.append(
+                    warning(
+                        "decode.unexpected_null",
+                        f"{name} is null but not nullable in this version",
+                        start,
+                        name,
+                    )
+                )
+            return pos
+        if pos + n > end:
+            raise Fault("decode.truncated", f"{name} ({ftype}): length {n} but {end - pos} bytes left", start)
+        if ftype == "string":
+            raw = bytes(buf[pos : pos + n])
+            try:
+                v = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                v = raw.decode("utf-8", "backslashreplace")
+                ctx.issues.append(warning("decode.bad_utf8", f"{name} is not valid UTF-8", pos, name))
+            out.append(Field(name, ftype, v, start, pos + n - start))
+        elif is_records:
+            f = Field(name, ftype, n, start, pos + n - start, [])
+            out.append(f)
+            if ctx.records_hook is not None:
+                ctx.records_hook(buf, pos, pos + n, f, ctx)
+        else:
+            out.append(Field(name, ftype, bytes(buf[pos : pos + n]), start, pos + n - start))
+        return pos + n
+
+    return read_varlen
+
+
+def _array_reader(name, ftype, elem_reader, nullable: bool, flex: bool):
+    def read_array(buf, pos, end, out, ctx):
+        start = pos
+        n, pos = _read_len(buf, pos, end, flex, True)
+        if n < 0:
+            if n != -1:
+                raise Fault("decode.bad_length", f"{name}: negative array count {n}", start)
+            out.append(Field(name, ftype, None, start, pos - start))
+            if not nullable:
+                ctx.issues.append(
+                    warning(
+                        "decode.unexpected_null",
+                        f"{name} is null but not nullable in this version",
+                        start,
+                        name,
+                    )
+                )
+            return pos
+        # every element takes at least one byte: a hostile count costs nothing
+        if n > end - pos:
+            raise Fault(
+                "decode.bad_count", f"{name}: {n} elements cannot fit in the {end - pos} bytes left", start
+            )
+        items: list[Field] = []
+        f = Field(name, ftype, n, start, 0, items)
+        out.append(f)
+        try:
+            for _ in range(n):
+                pos = elem_reader(buf, pos, end, items, ctx)
+        finally:
+            f.length = pos - start
+        return pos
+
+    return read_array
+
+
+def _run_struct(sub, flex, buf, pos, end, children, ctx):
+    ordered, tagged = sub
+    for r in ordered:
+        pos = r(buf, pos, end, children, ctx)
+    if flex:
+        pos = _read_tagged(tagged, buf, pos, end, children, ctx)
+    return pos
+
+
+def _struct_reader(type_name: str, sub, flex: bool):
+    def read_elem(buf, pos, end, out, ctx):
+        children: list[Field] = []
+        f = Field(snake(type_name), type_name, None, pos, 0, children)
+        out.append(f)
+        start = pos
+        try:
+            pos = _run_struct(sub, flex, buf, pos, end, children, ctx)
+        finally:
+            f.length = pos - start
+        return pos
+
+    return read_elem
+
+
+def _named_struct_reader(name, type_name, sub, flex, nullable):
+    def read_struct(buf, pos, end, out, ctx):
+        start = pos
+        if nullable:
+            _need(pos, 1, end, name)
+            if buf[pos] == 0xFF:
+                out.append(Field(name, type_name, None, start, 1))
+                return pos + 1
+            pos += 1
+        children: list[Field] = []
+        f = Field(name, type_name, None, start, 0, children)
+        out.append(f)
+        try:
+            pos = _run_struct(sub, flex, buf, pos, end, children, ctx)
+        finally:
+            f.length = pos - start
+        return pos
+
+    return read_struct
+
+
+def _read_tagged(tagged: dict, buf, pos, end, out, ctx) -> int:
+    start = pos
+    count, pos = read_uvarint(buf, pos, end)
+    if count > end - pos:
+        raise Fault("decode.bad_count", f"{count} tagged fields cannot fit in {end - pos} bytes", start)
+    for _ in range(count):
+        tstart = pos
+        tag, pos = read_uvarint(buf, pos, end)
+        size, pos = read_uvarint(buf, pos, end)
+        if pos + size > end:
+            raise Fault(
+                "decode.truncated", f"tagged field {tag}: size {size} but {end - pos} bytes left", tstart
+            )
+        known = tagged.get(tag)
+        if known is None:
+            out.append(
+                Field(
+                    f"tag_{tag}", "unknown_tagged", bytes(buf[pos : pos + size]), tstart, pos + size - tstart
+                )
+            )
+        else:
+            name, reader = known
+            sub_out: list[Field] = []
+            try:
+                used = reader(buf, pos, pos + size, sub_out, ctx)
+            except Fault as exc:
+                ctx.issues.append(
+                    error(exc.code, f"tagged field {name} (tag {tag}): {exc}", exc.offset, name)
+                )
+                used = pos + size
+            out.extend(sub_out)
+            if used != pos + size:
+                ctx.issues.append(
+                    warning(
+                        "decode.tagged_size",
+                        f"tagged field {name} (tag {tag}) has {pos + size - used} unread bytes",
+                        used,
+                        name,
+                    )
+                )
+        pos += size
+    return pos
+
+
+@lru_cache(maxsize=4096)
+def message_plan(api_key: int, kind: str, version: int):
+    """Compiled readers of one message body version, or None if the table does not know it."""
+    got = schema.message_fields(api_key, kind, version)
+    if got is None:
+        return None
+    fields, flexible = got
+    return _compile_fields(fields, version, flexible, kind), flexible
+
+
+@lru_cache(maxsize=64)
+def header_plan(kind: str, header_version: int):
+    got = schema.header_fields(kind, header_version)
+    if got is None:
+        return None
+    fields, flexible = got
+    return _compile_fields(fields, header_version, flexible, kind + "_header"), flexible
+
+
+@lru_cache(maxsize=256)
+def data_plan(name: str, version: int):
+    got = schema.data_fields(name, version)
+    if got is None:
+        return None
+    fields, flexible = got
+    return _compile_fields(fields, version, flexible, name), flexible
+
+
+def decode_struct(plan, buf, pos: int, end: int, name: str, type_name: str, ctx: Ctx) -> tuple[Field, int]:
+    """Decode a compiled plan at ``pos``; on a fault the partial tree is kept and the issue
+    recorded. Returns the struct Field and the position where decoding stopped."""
+    sub, flex = plan
+    children: list[Field] = []
+    f = Field(name, type_name, None, pos, 0, children)
+    start = pos
+    ordered, tagged = sub
+    try:
+        for r in ordered:
+            pos = r(buf, pos, end, children, ctx)
+        if flex:
+            pos = _read_tagged(tagged, buf, pos, end, children, ctx)
+    except Fault as exc:
+        ctx.issues.append(error(exc.code, str(exc), exc.offset, _path_at(f, exc.offset)))
+        f.length = max(exc.offset, start) - start
+        return f, -1
+    f.length = pos - start
+    return f, pos
+
+
+def _path_at(root: Field, offset: int) -> str:
+    """The dotted path of the deepest field that was being decoded at ``offset``."""
+    path = [root.name]
+    node = root
+    while node.children:
+        last = node.children[-1]
+        path.append(last.name)
+        node = last
+    return ".".join(path)
+
+
+# -- messages ----------------------------------------------------------------------------------
+
+
+def request_header_version(api_key: int, api_version: int) -> int:
+    got = schema.message_fields(api_key, "request", api_version)
+    if got is not None and got[1]:
+        return 2
+    if api_key == 7 and api_version == 0:  # ControlledShutdown v0 had no client id
+        return 0
+    return 1
+
+
+def response_header_version(api_key: int, api_version: int) -> int:
+    if api_key == 18:  # ApiVersions responses always use header v0 (KIP-511)
+        return 0
+    got = schema.message_fields(api_key, "response", api_version)
+    return 1 if got is not None and got[1] else 0
+
+
+def peek_request(payload) -> tuple[int, int, int] | None:
+    """(api_key, api_version, correlation_id) of a request frame payload, or None if too short."""
+    if len(payload) < 8:
+        return None
+    return struct.unpack_from(">hhi", payload, 0)
+
+
+def decode_header(payload, kind: str, header_version: int, ctx: Ctx) -> tuple[Field, int]:
+    plan = header_plan(kind, header_version)
+    return decode_struct(plan, payload, 0, len(payload), f"{kind}_header", f"{kind.capitalize()}Header", ctx)
+
+
+def decode_body(payload, pos: int, api_key: int, kind: str, version: int, ctx: Ctx) -> Field | None:
+    """Decode a message body from ``pos`` to the end of the payload; None if unknown."""
+    plan = message_plan(api_key, kind, version)
+    name = schema.api_name(api_key) or f"Api{api_key}"
+    if plan is None:
+        rng = schema.version_range(api_key)
+        if rng is None:
+            ctx.issues.append(warning("decode.unknown_api", f"unknown api key {api_key}", pos))
+        else:
+            ctx.issues.append(
+                warning(
+                    "decode.unsupported_version",
+                    f"{name} {kind} v{version} is outside the known versions v{rng[0]}-v{rng[1]}",
+                    pos,
+                )
+            )
+        return None
+    end = len(payload)
+    body, stop = decode_struct(
+        plan, payload, pos, end, snake(name) + "_" + kind, f"{name}{kind.capitalize()}", ctx
+    )
+    if stop != -1 and stop < end:
+        ctx.issues.append(
+            warning(
+                "decode.trailing_bytes",
+                f"{end - stop} bytes after the end of the {name} {kind} v{version}",
+                stop,
+            )
+        )
+    return body
+
+
+__all__ = [
+    "Ctx",
+    "Fault",
+    "decode_body",
+    "decode_header",
+    "decode_struct",
+    "data_plan",
+    "kafka_uuid",
+    "message_plan",
+    "note",
+    "peek_request",
+    "read_uvarint",
+    "request_header_version",
+    "response_header_version",
+    "snake",
+]

@@ -1,0 +1,425 @@
+"""Sans-IO Kafka framing: byte streams of a TCP connection -> size-prefixed Kafka frames.
+
+One :class:`KafkaConnection` per TCP connection takes the reassembler's StreamData and Gap
+events for both directions (:meth:`KafkaConnection.feed`) and returns complete
+:class:`~analyzer.model.Frame` objects plus :class:`~analyzer.model.Issue` objects.
+
+* Which direction is the client is decided by content: the direction whose bytes parse as a
+  plausible Kafka request header (known api key and version, sane client id). A port hint
+  (``broker_ports``) settles it first when given; a captured SYN is the tie-breaker.
+* Frames split over many segments and many frames in one segment are both normal. A frame that
+  lies inside one StreamData chunk is sliced from it without copying.
+* After a Gap, or when a direction starts mid-stream (no SYN captured), the direction is out of
+  sync: the framer scans for the next plausible frame start (requests: header checks; responses:
+  a correlation id that an unanswered request carried, else a chain of two plausible frames),
+  reports how many bytes it skipped, and goes on.
+* A size field beyond ``max_frame`` is treated as garbage (resynchronisation), so a hostile
+  2 GB length never makes us buffer or allocate for it.
+* A connection whose first bytes are TLS, or in which no request appears in the first
+  ``detect_limit`` bytes, is given up as not Kafka (with a note) and its bytes dropped.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import deque
+
+from analyzer.dissect import schema
+from analyzer.model import Frame, Gap, Issue, note, warning
+
+_i32 = struct.Struct(">i").unpack_from
+_req_head = struct.Struct(">hhih").unpack_from  # api_key, api_version, correlation_id, client id length
+
+DEFAULT_MAX_FRAME = 256 << 20
+
+
+def plausible_request(buf, p: int, end: int, max_frame: int = DEFAULT_MAX_FRAME) -> bool:
+    """Does ``buf[p:]`` start with the size prefix and header of a Kafka request?"""
+    if end - p < 14:
+        return False
+    size = _i32(buf, p)[0]
+    return 10 <= size <= max_frame and plausible_request_header(buf, p + 4, end, size)
+
+
+def plausible_request_header(buf, p: int, end: int, size: int) -> bool:
+    """Does ``buf[p:]`` (a frame payload of ``size`` bytes) start with a Kafka request header?
+
+    Checks the api key and version against the protocol table, the correlation id's sign, and the
+    client id's length and bytes (printable ASCII) as far as they are available.
+    """
+    if end - p < 10:
+        return False
+    key, ver, corr, clen = _req_head(buf, p)
+    if corr < 0:
+        return False
+    rng = schema.version_range(key)
+    if rng is None or not rng[0] <= ver <= rng[1]:
+        return False
+    if clen == -1:
+        return True
+    if clen < 0 or clen > size - 10:
+        return False
+    s = p + 10
+    cid = bytes(buf[s : min(s + clen, end)])
+    return all(32 <= b < 127 for b in cid)
+
+
+def _decodes_cleanly(payload: bytes) -> bool:
+    from analyzer.dissect.message import decode_request
+    from analyzer.model import Severity
+
+    msg = decode_request(Frame(0, 0, 0, len(payload), payload, 0.0, 0.0, ()))
+    return msg.body is not None and not any(i.severity == Severity.ERROR for i in msg.issues)
+
+
+def looks_like_tls(buf, p: int, end: int) -> bool:
+    return end - p >= 3 and buf[p] == 0x16 and buf[p + 1] == 3 and buf[p + 2] <= 4
+
+
+class _Direction:
+    __slots__ = ("buf", "start", "chunks", "synced", "skipped", "skipping", "skip_from", "frames")
+
+    def __init__(self, synced: bool) -> None:
+        self.buf = bytearray()
+        self.start = 0  # stream offset of buf[0]
+        self.chunks: deque = deque()  # (end offset, ts, packet index) of bytes in buf
+        self.synced = synced
+        self.skipped = 0  # bytes skipped in all
+        self.skipping = 0  # bytes skipped since the last report
+        self.skip_from = 0
+        self.frames = 0
+
+
+class KafkaConnection:
+    """Frames of one TCP connection. ``client`` is the client's direction (0/1) once known."""
+
+    def __init__(
+        self,
+        conn: int,
+        syn: bool,
+        client: int | None = None,
+        port_client: int | None = None,
+        max_frame: int = DEFAULT_MAX_FRAME,
+        detect_limit: int = 1 << 20,
+    ) -> None:
+        self.conn = conn
+        self.client = client
+        self.port_client = port_client  # the direction towards a usual Kafka port, if any
+        self.syn = syn
+        self.max_frame = max_frame
+        self.detect_limit = detect_limit
+        self.dirs = (_Direction(syn), _Direction(syn))
+        self.pending: set[int] = set()  # correlation ids of requests not yet framed back
+        self.not_kafka: str | None = None
+        self.seen = 0
+
+    # -- input -------------------------------------------------------------------------------
+    def feed(self, ev) -> tuple[list[Frame], list[Issue]]:
+        frames: list[Frame] = []
+        issues: list[Issue] = []
+        if self.not_kafka:
+            return frames, issues
+        d = ev.direction
+        st = self.dirs[d]
+        if type(ev) is Gap:
+            self._gap(st, ev, d, issues)
+            return frames, issues
+        data = ev.data
+        if self.client is None:
+            self.seen += len(data)
+        # Fast path: synced, nothing buffered, and whole frames inside this chunk: slice them.
+        if st.synced and not st.buf and self.client is not None:
+            p = 0
+            n = len(data)
+            while n - p >= 4:
+                size = _i32(data, p)[0]
+                if size < 0 or size > self.max_frame:
+                    break
+                e = p + 4 + size
+                if e > n:
+                    break
+                frames.append(
+                    self._frame(d, ev.offset + p, size, data[p + 4 : e], ev.ts, ev.ts, (ev.packet_index,))
+                )
+                p = e
+            if p == n:
+                return frames, issues
+            if p:
+                data = data[p:]
+                st.start = ev.offset + p
+            else:
+                st.start = ev.offset
+        elif not st.buf:
+            st.start = ev.offset
+        st.buf += data
+        st.chunks.append((st.start + len(st.buf), ev.ts, ev.packet_index))
+        self._extract(d, frames, issues)
+        return frames, issues
+
+    def flush(self) -> list[Issue]:
+        """End of the connection: bytes left in a direction are an incomplete frame."""
+        issues: list[Issue] = []
+        for d, st in enumerate(self.dirs):
+            self._report_skip(d, st, issues, final=False)
+            if st.buf and not self.not_kafka:
+                what = "frame" if st.synced and self.client is not None else "unframed bytes"
+                size = _i32(st.buf, 0)[0] if st.synced and len(st.buf) >= 4 else None
+                more = f" of a {size}-byte frame" if size is not None and size >= 0 else ""
+                issues.append(
+                    warning(
+                        "framing.incomplete",
+                        f"{len(st.buf)} bytes{more} at the end of the "
+                        f"{self._dir_name(d)} stream were not a complete {what}",
+                        offset=st.start,
+                        where=self._dir_name(d),
+                    )
+                )
+                st.buf = bytearray()
+        return issues
+
+    # -- internals ---------------------------------------------------------------------------
+    def _dir_name(self, d: int) -> str:
+        if self.client is None:
+            return f"direction {d}"
+        return "client" if d == self.client else "broker"
+
+    def _gap(self, st: _Direction, ev: Gap, d: int, issues: list[Issue]) -> None:
+        self._report_skip(d, st, issues, final=False)
+        lost_in_frame = len(st.buf)
+        st.buf = bytearray()
+        st.chunks.clear()
+        st.start = ev.offset + ev.length
+        st.synced = False
+        issues.append(
+            warning(
+                "stream.gap",
+                f"{ev.length} bytes of the {self._dir_name(d)} stream were not captured"
+                + (
+                    f"; {lost_in_frame} buffered bytes of the frame in progress dropped"
+                    if lost_in_frame
+                    else ""
+                ),
+                offset=ev.offset,
+                where=self._dir_name(d),
+            )
+        )
+
+    def _frame(self, d, offset, size, payload, ts_first, ts_last, packets) -> Frame:
+        st = self.dirs[d]
+        st.frames += 1
+        kind = "request" if d == self.client else "response"
+        f = Frame(self.conn, d, offset, size, payload, ts_first, ts_last, packets, kind)
+        if kind == "request" and size >= 8:
+            self.pending.add(_i32(payload, 4)[0])
+        elif size >= 4:
+            self.pending.discard(_i32(payload, 0)[0])
+        return f
+
+    def _decide_client(self, issues: list[Issue]) -> bool:
+        """Try to decide which direction is the client; True once decided.
+
+        Candidates are ranked: a clean request at the start of a direction's data or of a TCP
+        segment beats one found by scanning bytes; ties go to the direction towards the hinted
+        broker port, then to the SYN sender (direction 0).
+        """
+        if self.client is not None:
+            return True
+        for d in (0, 1):
+            st = self.dirs[d]
+            if looks_like_tls(st.buf, 0, len(st.buf)) and (st.synced or st.chunks):
+                self._give_up("TLS", issues)
+                return False
+        found = []
+        for d in (0, 1):
+            st = self.dirs[d]
+            if st.synced:
+                if plausible_request(st.buf, 0, len(st.buf), self.max_frame):
+                    found.append((0, d != self.port_client, d))
+            else:
+                got = self._scan_request(st, 0)
+                if got is not None:
+                    found.append((0 if got[1] else 1, d != self.port_client, d))
+        if found:
+            best = min(found)
+            # a request found only by scanning bytes is weak evidence: wait for the other
+            # direction to speak (or for plenty of bytes) before trusting it
+            if best[0] == 0 or all(st.chunks for st in self.dirs) or self.seen > 65536:
+                self.client = best[2]
+                return True
+        if self.seen > self.detect_limit or (self.syn and all(len(st.buf) >= 14 for st in self.dirs)):
+            self._give_up(f"no Kafka request in the first {self.seen} bytes", issues)
+        return False
+
+    def _give_up(self, why: str, issues: list[Issue]) -> None:
+        self.not_kafka = why
+        for st in self.dirs:
+            st.buf = bytearray()
+            st.chunks.clear()
+        issues.append(note("framing.not_kafka", f"connection is not decodable Kafka: {why}"))
+
+    def _scan_request(self, st: _Direction, p: int) -> tuple[int, bool] | None:
+        """Next plausible request start at or after ``p``, and whether it is at a TCP segment
+        start. Segment starts are tried first: after a gap or a mid-stream start, frames usually
+        begin there, and byte scans can find false headers inside other messages. A candidate
+        whose whole frame is buffered must also decode without error."""
+        buf = st.buf
+        for q in self._segment_starts(st, p):
+            if self._request_at(buf, q):
+                return q, True
+        end = len(buf)
+        while p + 14 <= end:
+            if self._request_at(buf, p):
+                return p, False
+            p += 1
+        return None
+
+    def _request_at(self, buf, p: int) -> bool:
+        end = len(buf)
+        if not plausible_request(buf, p, end, self.max_frame):
+            return False
+        size = _i32(buf, p)[0]
+        return p + 4 + size > end or _decodes_cleanly(bytes(buf[p + 4 : p + 4 + size]))
+
+    @staticmethod
+    def _segment_starts(st: _Direction, p: int) -> list[int]:
+        """Buffer positions (>= p) where a captured TCP segment's bytes begin."""
+        out = []
+        prev = st.start
+        for cend, _ts, _pi in st.chunks:
+            q = prev - st.start
+            if q >= p:
+                out.append(q)
+            prev = cend
+        return out
+
+    def _scan_response(self, buf, p: int) -> int | None:
+        """Next plausible response start: a pending correlation id, else two chained frames."""
+        end = len(buf)
+        pending = self.pending
+        mf = self.max_frame
+        waiting = None
+        while p + 8 <= end:
+            size = _i32(buf, p)[0]
+            if 4 <= size <= mf:
+                corr = _i32(buf, p + 4)[0]
+                if corr in pending:
+                    return p
+                if corr >= 0 and not pending:
+                    nxt = p + 4 + size
+                    if nxt == end:
+                        return p
+                    if nxt + 8 <= end:
+                        s2 = _i32(buf, nxt)[0]
+                        if 4 <= s2 <= mf and _i32(buf, nxt + 4)[0] >= 0:
+                            return p
+                    elif nxt > end and waiting is None:
+                        waiting = p  # cannot tell yet: keep the bytes from here
+            p += 1
+        return waiting if waiting is not None else None
+
+    def _extract(self, d: int, frames: list[Frame], issues: list[Issue]) -> None:
+        st = self.dirs[d]
+        if self.client is None and not self._decide_client(issues):
+            return
+        if self.not_kafka:
+            return
+        other = self.dirs[1 - d]
+        if other.buf and other is not st:
+            # the other direction may have waited for the roles to be known
+            self._extract_dir(1 - d, frames, issues)
+        self._extract_dir(d, frames, issues)
+
+    def _extract_dir(self, d: int, frames: list[Frame], issues: list[Issue]) -> None:
+        st = self.dirs[d]
+        buf = st.buf
+        p = 0
+        n = len(buf)
+        is_req = d == self.client
+        while True:
+            if not st.synced:
+                if is_req:
+                    got = self._scan_request(st, p)
+                    q = got[0] if got is not None else None
+                else:
+                    q = self._scan_response(buf, p)
+                if q is None:
+                    # keep a tail that may hold the start of the next header
+                    keep = 13 if is_req else 7
+                    q = max(p, n - keep)
+                    self._skip(st, st.start + p, q - p)
+                    p = q
+                    break
+                self._skip(st, st.start + p, q - p)
+                self._report_skip(d, st, issues)
+                p = q
+                st.synced = True
+            if n - p < 4:
+                break
+            size = _i32(buf, p)[0]
+            if size < 0 or size > self.max_frame:
+                issues.append(
+                    warning(
+                        "framing.bad_size",
+                        f"implausible frame size {size} in the {self._dir_name(d)} stream; resynchronising",
+                        offset=st.start + p,
+                        where=self._dir_name(d),
+                    )
+                )
+                st.synced = False
+                p += 1
+                continue
+            e = p + 4 + size
+            if e > n:
+                break
+            ts_first, ts_last, packets = self._packets(st, st.start + p, st.start + e)
+            frames.append(
+                self._frame(d, st.start + p, size, bytes(buf[p + 4 : e]), ts_first, ts_last, packets)
+            )
+            p = e
+        if p:
+            del buf[:p]
+            st.start += p
+        self._trim_chunks(st)
+
+    @staticmethod
+    def _skip(st: _Direction, offset: int, count: int) -> None:
+        if count > 0:
+            if not st.skipping:
+                st.skip_from = offset
+            st.skipping += count
+            st.skipped += count
+
+    def _report_skip(self, d: int, st: _Direction, issues: list[Issue], final: bool = True) -> None:
+        if st.skipping:
+            how = "to resynchronise on the next Kafka frame" if final else "without finding a Kafka frame"
+            issues.append(
+                warning(
+                    "framing.resync",
+                    f"skipped {st.skipping} bytes of the {self._dir_name(d)} stream {how}",
+                    offset=st.skip_from,
+                    where=self._dir_name(d),
+                )
+            )
+            st.skipping = 0
+
+    @staticmethod
+    def _packets(st: _Direction, start: int, end: int) -> tuple[float, float, tuple[int, ...]]:
+        ts_first = ts_last = None
+        idx: list[int] = []
+        for cend, ts, pi in st.chunks:
+            if cend <= start:
+                continue
+            if ts_first is None:
+                ts_first = ts
+            ts_last = ts
+            if not idx or idx[-1] != pi:
+                idx.append(pi)
+            if cend >= end:
+                break
+        return ts_first or 0.0, ts_last or 0.0, tuple(idx)
+
+    @staticmethod
+    def _trim_chunks(st: _Direction) -> None:
+        ch = st.chunks
+        while ch and ch[0][0] <= st.start:
+            ch.popleft()

@@ -1,0 +1,213 @@
+"""Frames -> Messages: headers with the protocol's special cases, bodies, embedded protocols.
+
+* Request header v2 for flexible request versions, v1 otherwise, v0 for ControlledShutdown v0;
+  the client id is never compact (the table carries that field-level override).
+* Response header v1 for flexible versions, except ApiVersions (always v0). A broker answers an
+  ApiVersions request newer than it supports with a v0 response (error UNSUPPORTED_VERSION);
+  that response is decoded as v0.
+* Responses are decoded with their request's api key and version (:func:`decode_response`);
+  without them only the correlation id is known.
+* After SaslHandshake v0 the connection carries raw SASL tokens (:func:`decode_sasl_token`).
+* Embedded payloads: the consumer protocol's Subscription/Assignment inside JoinGroup and
+  SyncGroup; SASL PLAIN passwords and SCRAM proofs are masked unless ``show_secrets``.
+* Records fields (Produce, Fetch, ShareFetch...) go to :mod:`analyzer.dissect.records`.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from analyzer.dissect import schema
+from analyzer.dissect.decoder import (
+    Ctx,
+    data_plan,
+    decode_body,
+    decode_header,
+    decode_struct,
+    request_header_version,
+    response_header_version,
+)
+from analyzer.model import Field, Frame, Message, warning
+
+_i16 = struct.Struct(">h").unpack_from
+_i32 = struct.Struct(">i").unpack_from
+
+API_VERSIONS = 18
+SASL_HANDSHAKE = 17
+SASL_AUTHENTICATE = 36
+UNSUPPORTED_VERSION = 35
+
+
+class Options:
+    """Decoding options shared by a whole run."""
+
+    __slots__ = ("records_bodies", "show_secrets", "limits")
+
+    def __init__(self, records_bodies: bool = False, show_secrets: bool = False, limits=None):
+        self.records_bodies = records_bodies
+        self.show_secrets = show_secrets
+        self.limits = limits
+
+
+DEFAULT_OPTIONS = Options()
+
+
+def _records_hook(opts: Options):
+    from analyzer.dissect import records
+
+    limits = opts.limits or records.DEFAULT_LIMITS
+
+    def hook(buf, start, end, field: Field, ctx: Ctx) -> None:
+        entries, issues = records.decode_records(
+            memoryview(buf)[start:end], start, limits=limits, bodies=ctx.records_bodies
+        )
+        field.children = entries
+        ctx.issues.extend(issues)
+
+    return hook
+
+
+def _ctx(opts: Options) -> Ctx:
+    return Ctx(records_bodies=opts.records_bodies, records_hook=_records_hook(opts))
+
+
+def decode_request(frame: Frame, opts: Options = DEFAULT_OPTIONS) -> Message:
+    payload = frame.payload
+    ctx = _ctx(opts)
+    if len(payload) < 8:
+        ctx.issues.append(
+            warning("decode.truncated", f"request of {len(payload)} bytes is too short for a header", 0)
+        )
+        return Message(frame, "request", None, None, None, None, None, ctx.issues)
+    api_key, api_version, corr = struct.unpack_from(">hhi", payload, 0)
+    header, pos = decode_header(payload, "request", request_header_version(api_key, api_version), ctx)
+    client_id = header.get("client_id")
+    body = None
+    if pos >= 0:
+        body = decode_body(payload, pos, api_key, "request", api_version, ctx)
+        if body is not None:
+            _embedded(api_key, "request", body, payload, ctx, opts)
+    return Message(frame, "request", api_key, api_version, corr, header, body, ctx.issues, client_id)
+
+
+def decode_response(
+    frame: Frame, api_key: int | None, api_version: int | None, opts: Options = DEFAULT_OPTIONS
+) -> Message:
+    payload = frame.payload
+    ctx = _ctx(opts)
+    if len(payload) < 4:
+        ctx.issues.append(
+            warning("decode.truncated", f"response of {len(payload)} bytes is too short for a header", 0)
+        )
+        return Message(frame, "response", api_key, api_version, None, None, None, ctx.issues)
+    corr = _i32(payload, 0)[0]
+    if api_key is None or api_version is None:
+        header, _ = decode_header(payload, "response", 0, ctx)
+        return Message(frame, "response", None, None, corr, header, None, ctx.issues)
+    version = api_version
+    if (
+        api_key == API_VERSIONS
+        and version > 0
+        and len(payload) >= 6
+        and _i16(payload, 4)[0] == UNSUPPORTED_VERSION
+    ):
+        version = 0  # the broker did not know the requested version and answered in v0
+    header, pos = decode_header(payload, "response", response_header_version(api_key, version), ctx)
+    body = None
+    if pos >= 0:
+        body = decode_body(payload, pos, api_key, "response", version, ctx)
+        if body is not None:
+            _embedded(api_key, "response", body, payload, ctx, opts)
+    return Message(frame, "response", api_key, version, corr, header, body, ctx.issues)
+
+
+def decode_sasl_token(frame: Frame, mechanism: str | None, opts: Options = DEFAULT_OPTIONS) -> Message:
+    """A raw SASL token frame (after SaslHandshake v0): the whole payload is the token."""
+    payload = frame.payload
+    f = Field("sasl_token", "bytes", bytes(payload), 0, len(payload))
+    _mask_sasl(f, mechanism, opts)
+    body = Field("sasl_token", "SaslToken", None, 0, len(payload), [f])
+    return Message(frame, frame.kind, None, None, None, None, body, [])
+
+
+# -- embedded protocols ------------------------------------------------------------------------
+
+
+def _embedded(api_key: int, kind: str, body: Field, payload, ctx: Ctx, opts: Options) -> None:
+    if api_key == 11:  # JoinGroup
+        ptype = body.get("protocol_type")
+        if kind == "request":
+            for p in _items(body, "protocols"):
+                _consumer(p.child("metadata"), "ConsumerProtocolSubscription", ptype, payload, ctx)
+        else:
+            for m in _items(body, "members"):
+                _consumer(m.child("metadata"), "ConsumerProtocolSubscription", ptype, payload, ctx)
+    elif api_key == 14:  # SyncGroup
+        ptype = body.get("protocol_type")
+        if kind == "request":
+            for a in _items(body, "assignments"):
+                _consumer(a.child("assignment"), "ConsumerProtocolAssignment", ptype, payload, ctx)
+        else:
+            _consumer(body.child("assignment"), "ConsumerProtocolAssignment", ptype, payload, ctx)
+    elif api_key == SASL_AUTHENTICATE and kind == "request":
+        _mask_sasl(body.child("auth_bytes"), None, opts)
+
+
+def _items(body: Field, name: str) -> list[Field]:
+    f = body.child(name)
+    return f.children or [] if f is not None else []
+
+
+def _consumer(f: Field | None, schema_name: str, ptype: str | None, payload, ctx: Ctx) -> None:
+    """Decode consumer-protocol bytes in place (children of the bytes field).
+
+    Decoded when the group's protocol type is "consumer", or, when the message does not say
+    (older versions), when the bytes parse cleanly as the consumer protocol.
+    """
+    if f is None or not f.value or ptype not in (None, "consumer"):
+        return
+    raw = f.value
+    n = len(raw)
+    if n < 2:
+        return
+    start = f.offset + f.length - n
+    version = _i16(raw, 0)[0]
+    # v0-v3 are defined; newer versions are read as the newest we know (fields are only added)
+    known = schema.data_fields(schema_name, version) is not None
+    if version < 0 or (not known and ptype is None):
+        return
+    plan = data_plan(schema_name, version if known else 3)
+    if plan is None:
+        return
+    sub = Ctx(ctx.records_bodies, ctx.records_hook)
+    vfield = Field("version", "int16", version, start, 2)
+    decoded, stop = decode_struct(
+        plan, payload, start + 2, start + n, schema_name[16:].lower(), schema_name, sub
+    )
+    if ptype is None and (sub.issues or stop != start + n):
+        return  # not the consumer protocol after all
+    f.children = [vfield, decoded]
+    f.display = schema_name
+    ctx.issues.extend(sub.issues)
+
+
+def _mask_sasl(f: Field | None, mechanism: str | None, opts: Options) -> None:
+    """Mask the secret part of a SASL token: PLAIN's password, SCRAM's client proof."""
+    if f is None or not f.value or opts.show_secrets:
+        return
+    raw: bytes = f.value
+    parts = raw.split(b"\x00")
+    if len(parts) == 3 and mechanism in (None, "PLAIN"):
+        f.value = parts[0] + b"\x00" + parts[1] + b"\x00" + b"*" * 8
+        f.display = (
+            f"PLAIN authzid={parts[0].decode(errors='replace')!r} "
+            f"user={parts[1].decode(errors='replace')!r} password=********"
+        )
+        return
+    if raw.startswith(b"c=") and b",p=" in raw:
+        head = raw[: raw.index(b",p=")]
+        f.value = head + b",p=********"
+        f.display = "SCRAM client-final-message (proof masked)"
+        return
+    if raw.startswith(b"n,") or raw.startswith(b"y,") or raw.startswith(b"p="):
+        f.display = "SCRAM client-first-message"

@@ -1,0 +1,61 @@
+"""Look-ups over the generated protocol table (analyzer/dissect/protocol_table.py).
+
+A segment is ``(lo, hi, flexible, fields)``; these helpers pick the segment that holds a given
+version and say whether that version uses the flexible (compact + tagged fields) encoding.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from analyzer.dissect.protocol_table import API_NAMES, DATA, HEADERS, MESSAGES
+
+Range = tuple[int, int] | None
+
+
+def in_versions(rng: Range, version: int) -> bool:
+    """True when ``version`` lies in the inclusive range ``rng`` ((lo, hi) or None = never)."""
+    return rng is not None and rng[0] <= version <= rng[1]
+
+
+def _pick(segments: tuple, version: int) -> tuple[tuple, bool] | None:
+    for lo, hi, flexible, fields in segments:
+        if lo <= version <= hi:
+            return fields, in_versions(flexible, version)
+    return None
+
+
+@lru_cache(maxsize=1024)
+def message_fields(api_key: int, kind: str, version: int) -> tuple[tuple, bool] | None:
+    """Field tuples of ``kind`` ("request"/"response") of ``api_key`` at ``version`` and whether
+    that version is flexible; None for an unknown api key or version."""
+    segments = MESSAGES.get((api_key, kind))
+    return None if segments is None else _pick(segments, version)
+
+
+@lru_cache(maxsize=16)
+def header_fields(kind: str, version: int) -> tuple[tuple, bool] | None:
+    """Field tuples of the request/response header at header ``version``, and its flexibility."""
+    segments = HEADERS.get(kind)
+    return None if segments is None else _pick(segments, version)
+
+
+@lru_cache(maxsize=128)
+def data_fields(name: str, version: int) -> tuple[tuple, bool] | None:
+    """Field tuples of the "data" schema ``name`` (e.g. "ConsumerProtocolSubscription")."""
+    segments = DATA.get(name)
+    return None if segments is None else _pick(segments, version)
+
+
+@lru_cache(maxsize=256)
+def version_range(api_key: int) -> tuple[int, int] | None:
+    """Lowest and highest known request version of ``api_key`` over all snapshots."""
+    segments = MESSAGES.get((api_key, "request"))
+    if not segments:
+        return None
+    return min(s[0] for s in segments), max(s[1] for s in segments)
+
+
+def api_name(api_key: int) -> str | None:
+    """API name without the Request/Response suffix ("Produce", "Fetch"...); None if unknown."""
+    return API_NAMES.get(api_key)

@@ -1,0 +1,154 @@
+"""JSON views of pipeline events: the export format (documented by ``export/schema.json``).
+
+Field trees become plain JSON values (structs -> objects, arrays -> lists, bytes -> text when
+they are printable UTF-8, else ``{"base64": ...}``), so ``jq '.request.body.topic_data[0].name'``
+works; the byte span of every field goes into a separate flat ``spans`` object keyed by JSON
+pointer (``"/topic_data/0/name": [offset, length]``, offsets in the frame payload), which is what
+a hex view needs. Fields inside decompressed data have no span in the frame and are left out
+of ``spans``.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from analyzer.dissect import schema
+from analyzer.model import ConnInfo, Exchange, Field, Message
+
+_INT_TYPES = frozenset(("int8", "int16", "uint16", "int32", "uint32", "int64"))
+
+
+def bytes_json(raw: bytes | None) -> Any:
+    """Text when the bytes are printable UTF-8, else {"base64": ...}."""
+    if raw is None:
+        return None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(raw).decode()}
+    if text.isprintable() or all(c.isprintable() or c in "\t\n\r" for c in text):
+        return text
+    return {"base64": base64.b64encode(raw).decode()}
+
+
+def field_json(f: Field, spans: dict | None, path: str) -> Any:
+    if spans is not None:
+        spans[path or "/"] = [f.offset, f.length]
+    ch = f.children
+    t = f.type
+    if ch is None:
+        v = f.value
+        if isinstance(v, bytes | bytearray | memoryview):
+            return bytes_json(bytes(v))
+        return v
+    if t == "records":
+        return {"length": f.value, "batches": [field_json(b, spans, f"{path}/batches/{i}") for i, b in enumerate(ch)]}
+    if t == "decompressed":
+        # children live in the decompressed buffer: no spans inside
+        return [field_json(c, None, "") for c in ch]
+    if t.startswith("[]"):
+        if f.value is None:
+            return None
+        return [field_json(c, spans, f"{path}/{i}") for i, c in enumerate(ch)]
+    if t == "bytes":  # bytes with an embedded protocol decoded below them
+        out: dict[str, Any] = {"raw": bytes_json(f.value), "protocol": f.display}
+        for c in ch:
+            out[c.name] = field_json(c, spans, f"{path}/{c.name}")
+        return out
+    return struct_json(f, spans, path)
+
+
+def struct_json(f: Field, spans: dict | None, path: str) -> dict:
+    out: dict[str, Any] = {}
+    for c in f.children or ():
+        out[c.name] = field_json(c, spans, f"{path}/{c.name}")
+        if c.display is not None and c.children is None:
+            if c.type in _INT_TYPES and c.name.endswith("error_code"):
+                out[c.name + "_name"] = c.display
+            else:
+                out[c.name + "_text"] = c.display
+    if isinstance(f.value, dict):  # record batch / message summary
+        for k, v in f.value.items():
+            out.setdefault(k, v)
+    return out
+
+
+def message_json(m: Message | None, with_spans: bool = True) -> dict | None:
+    if m is None:
+        return None
+    fr = m.frame
+    spans: dict | None = {} if with_spans else None
+    out: dict[str, Any] = {
+        "ts": fr.ts_first,
+        "ts_last": fr.ts_last,
+        "frames": list(fr.packet_indexes),
+        "offset": fr.offset,
+        "length": fr.length,
+        "header": struct_json(m.header, spans, "/header") if m.header is not None else None,
+        "body": struct_json(m.body, spans, "/body") if m.body is not None else None,
+    }
+    if spans is not None:
+        out["spans"] = spans
+    return out
+
+
+def endpoint_pair(info: ConnInfo) -> dict:
+    if info.client_direction is None:
+        return {"id": info.id, "client": str(info.a), "broker": str(info.b)}
+    return {"id": info.id, "client": str(info.client), "broker": str(info.broker)}
+
+
+def exchange_json(ex: Exchange, with_spans: bool = True) -> dict:
+    key = ex.api_key
+    lat = ex.latency
+    return {
+        "type": "exchange",
+        "ts": ex.ts,
+        "api_key": key,
+        "api_name": schema.api_name(key) if key is not None else None,
+        "api_version": ex.api_version,
+        "correlation_id": ex.correlation_id,
+        "client_id": ex.client_id,
+        "connection": endpoint_pair(ex.conn),
+        "topics": ex.topics,
+        "request": message_json(ex.request, with_spans),
+        "response": message_json(ex.response, with_spans),
+        "latency_ms": None if lat is None else round(lat * 1000.0, 3),
+        "issues": [i.to_dict() for i in ex.all_issues()],
+    }
+
+
+def connection_json(info: ConnInfo) -> dict:
+    cd = info.client_direction
+    names = ("client", "broker") if cd in (0, None) else ("broker", "client")
+    return {
+        "type": "connection",
+        **endpoint_pair(info),
+        "roles_known": cd is not None,
+        "syn_seen": info.syn,
+        "first_ts": info.ts_first,
+        "last_ts": info.ts_last,
+        "frames": {names[0]: info.frames[0], names[1]: info.frames[1]},
+        "bytes": {names[0]: info.bytes[0], names[1]: info.bytes[1]},
+        "gaps": {names[0]: info.gaps[0], names[1]: info.gaps[1]},
+        "closed": info.closed,
+        "not_kafka": info.not_kafka,
+    }
+
+
+def stream_event_json(ev) -> dict:
+    """A StreamEvent: a gap line for lost bytes, an issue line for everything else."""
+    issue = ev.issue
+    conn = ev.conn
+    direction = None
+    if conn is not None and ev.direction >= 0 and conn.client_direction is not None:
+        direction = "client" if ev.direction == conn.client_direction else "broker"
+    d = {
+        "type": "gap" if issue.code == "stream.gap" else "issue",
+        "ts": ev.ts,
+        "connection": conn.id if conn is not None else None,
+        "direction": direction,
+        **issue.to_dict(),
+    }
+    return d

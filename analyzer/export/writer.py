@@ -1,0 +1,72 @@
+"""Streaming JSON / NDJSON writer of pipeline events (orjson: the export is on the hot path).
+
+NDJSON: one object per line, each with a ``type``: ``capture`` (first line), ``exchange``,
+``connection`` (when a connection ends), ``gap``, ``issue``, and ``summary`` (last line).
+JSON: one object ``{"capture", "exchanges", "connections", "gaps", "issues", "summary"}``,
+written as a stream too (arrays are kept open while events arrive, memory stays flat).
+"""
+
+from __future__ import annotations
+
+from typing import BinaryIO
+
+import orjson
+
+from analyzer import __version__
+from analyzer.export.jsonout import connection_json, exchange_json, stream_event_json
+from analyzer.model import Exchange
+from analyzer.pipeline import ConnectionEnd, StreamEvent
+
+_OPTS = orjson.OPT_NON_STR_KEYS
+
+
+class Writer:
+    def __init__(self, out: BinaryIO, fmt: str = "ndjson", spans: bool = True):
+        if fmt not in ("json", "ndjson"):
+            raise ValueError(fmt)
+        self.out = out
+        self.fmt = fmt
+        self.spans = spans
+        # json: buffered sections other than exchanges (small: one entry per connection/issue)
+        self.sections: dict[str, list[bytes]] = {"connections": [], "gaps": [], "issues": []}
+        self.first_exchange = True
+
+    def begin(self, capture: str) -> None:
+        head = {"type": "capture", "file": capture, "analyzer": f"kafka-analyzer {__version__}"}
+        if self.fmt == "ndjson":
+            self.out.write(orjson.dumps(head, option=_OPTS | orjson.OPT_APPEND_NEWLINE))
+        else:
+            del head["type"]
+            self.out.write(b'{"capture":' + orjson.dumps(head) + b',\n"exchanges":[\n')
+
+    def event(self, ev) -> None:
+        t = type(ev)
+        if t is Exchange:
+            obj = exchange_json(ev, self.spans)
+            section = None
+        elif t is StreamEvent:
+            obj = stream_event_json(ev)
+            section = "gaps" if obj["type"] == "gap" else "issues"
+        elif t is ConnectionEnd:
+            obj = connection_json(ev.conn)
+            section = "connections"
+        else:
+            return
+        data = orjson.dumps(obj, option=_OPTS)
+        if self.fmt == "ndjson":
+            self.out.write(data + b"\n")
+        elif section is None:
+            self.out.write(data if self.first_exchange else b",\n" + data)
+            self.first_exchange = False
+        else:
+            self.sections[section].append(data)
+
+    def end(self, summary: dict, capture_issues: list[dict]) -> None:
+        summary = {**summary, "capture_issues": capture_issues}
+        if self.fmt == "ndjson":
+            self.out.write(orjson.dumps({"type": "summary", **summary}, option=_OPTS | orjson.OPT_APPEND_NEWLINE))
+            return
+        self.out.write(b"\n]")
+        for name, items in self.sections.items():
+            self.out.write(b',\n"' + name.encode() + b'":[' + b",\n".join(items) + b"]")
+        self.out.write(b',\n"summary":' + orjson.dumps(summary, option=_OPTS) + b"}\n")

@@ -1,0 +1,248 @@
+"""Types passed between the stages.
+
+Packet -> Segment -> StreamData | Gap -> Frame -> Message -> Exchange.
+
+Hot-path types (Packet, Segment, StreamData, Gap) are NamedTuples: a tuple is the cheapest
+object Python can build, and the field names keep the code readable. Decoded output (Field,
+Issue, Message, Exchange) are slotted dataclasses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any, NamedTuple
+
+
+class Severity(IntEnum):
+    """Ordered so that max() gives the worst."""
+
+    NOTE = 0
+    WARNING = 1
+    ERROR = 2
+
+    def __str__(self) -> str:  # "error", "warning", "note"
+        return self.name.lower()
+
+
+@dataclass(frozen=True, slots=True)
+class Issue:
+    """A fact about bad or unusual input: collected as data, never raised past a stage.
+
+    ``code`` is a stable dotted identifier (``capture.truncated``, ``decode.truncated``,
+    ``records.crc_mismatch``...). ``offset`` is the byte offset inside the object the issue
+    belongs to (the frame for dissector issues), ``where`` a human-readable location
+    (a field path, a packet number).
+    """
+
+    severity: Severity
+    code: str
+    message: str
+    offset: int | None = None
+    where: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"severity": str(self.severity), "code": self.code, "message": self.message}
+        if self.offset is not None:
+            d["offset"] = self.offset
+        if self.where is not None:
+            d["where"] = self.where
+        return d
+
+
+def error(code: str, message: str, offset: int | None = None, where: str | None = None) -> Issue:
+    return Issue(Severity.ERROR, code, message, offset, where)
+
+
+def warning(code: str, message: str, offset: int | None = None, where: str | None = None) -> Issue:
+    return Issue(Severity.WARNING, code, message, offset, where)
+
+
+def note(code: str, message: str, offset: int | None = None, where: str | None = None) -> Issue:
+    return Issue(Severity.NOTE, code, message, offset, where)
+
+
+@dataclass(slots=True)
+class Field:
+    """One decoded field: the tree every front end walks.
+
+    ``offset``/``length`` are the byte span inside the frame payload (the bytes after the
+    4-byte size prefix). ``children`` is a list for structs and arrays, None for leaves.
+    ``value`` holds the decoded Python value for leaves (int, str, bytes, bool, float, None,
+    uuid string); for arrays it is the element count (None for a null array).
+    ``display`` optionally carries an annotation (an error code's name, a masked secret).
+    """
+
+    name: str
+    type: str
+    value: Any
+    offset: int
+    length: int
+    children: list[Field] | None = None
+    display: str | None = None
+
+    def child(self, name: str) -> Field | None:
+        if self.children:
+            for c in self.children:
+                if c.name == name:
+                    return c
+        return None
+
+    def get(self, name: str, default: Any = None) -> Any:
+        c = self.child(name)
+        return default if c is None else c.value
+
+    def walk(self):
+        """Yield this field and every descendant, depth first."""
+        stack = [self]
+        while stack:
+            f = stack.pop()
+            yield f
+            if f.children:
+                stack.extend(reversed(f.children))
+
+
+class Packet(NamedTuple):
+    index: int  # 1-based, as tshark numbers frames
+    ts: float  # seconds since the epoch
+    linktype: int
+    data: memoryview | bytes
+
+
+class Endpoint(NamedTuple):
+    ip: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"[{self.ip}]:{self.port}" if ":" in self.ip else f"{self.ip}:{self.port}"
+
+
+class StreamData(NamedTuple):
+    """Contiguous bytes of one direction of a connection, at stream ``offset``."""
+
+    conn: int  # connection id
+    direction: int  # 0: from the connection's first sender (SYN side if seen), 1: the other
+    offset: int
+    data: memoryview | bytes
+    ts: float
+    packet_index: int
+
+
+class Gap(NamedTuple):
+    """Bytes of one direction that were never captured (never zero-filled)."""
+
+    conn: int
+    direction: int
+    offset: int
+    length: int
+    ts: float
+    packet_index: int
+
+
+@dataclass(slots=True)
+class Frame:
+    """One size-prefixed Kafka frame; ``payload`` excludes the 4-byte size."""
+
+    conn: int
+    direction: int
+    offset: int  # stream offset of the size prefix
+    length: int  # payload length (the size field's value)
+    payload: bytes | memoryview
+    ts_first: float
+    ts_last: float
+    packet_indexes: tuple[int, ...]
+    kind: str = "request"  # "request" | "response": decided by the connection's roles
+
+
+@dataclass(slots=True)
+class Message:
+    """A decoded request or response."""
+
+    frame: Frame
+    kind: str  # "request" | "response"
+    api_key: int | None
+    api_version: int | None
+    correlation_id: int | None
+    header: Field | None
+    body: Field | None
+    issues: list[Issue] = field(default_factory=list)
+    client_id: str | None = None
+
+    @property
+    def severity(self) -> Severity | None:
+        return max((i.severity for i in self.issues), default=None)
+
+
+@dataclass(slots=True)
+class ConnInfo:
+    """What is known of one TCP connection."""
+
+    id: int
+    a: Endpoint  # direction-0 sender
+    b: Endpoint
+    ts_first: float
+    syn: bool
+    client_direction: int | None = None
+    ts_last: float = 0.0
+    closed: str | None = None
+    frames: list[int] = field(default_factory=lambda: [0, 0])
+    bytes: list[int] = field(default_factory=lambda: [0, 0])
+    gaps: list[int] = field(default_factory=lambda: [0, 0])
+    not_kafka: str | None = None
+
+    @property
+    def client(self) -> Endpoint:
+        return self.b if self.client_direction == 1 else self.a
+
+    @property
+    def broker(self) -> Endpoint:
+        return self.a if self.client_direction == 1 else self.b
+
+
+@dataclass(slots=True)
+class Exchange:
+    """A request paired with its response (either may be missing, with an issue saying why)."""
+
+    conn: ConnInfo
+    request: Message | None
+    response: Message | None
+    issues: list[Issue] = field(default_factory=list)
+    # filled by the session layer from the messages and its per-capture knowledge
+    topics: dict[str, list[int]] = field(default_factory=dict)
+
+    @property
+    def api_key(self) -> int | None:
+        m = self.request or self.response
+        return m.api_key if m else None
+
+    @property
+    def api_version(self) -> int | None:
+        m = self.request or self.response
+        return m.api_version if m else None
+
+    @property
+    def correlation_id(self) -> int | None:
+        m = self.request or self.response
+        return m.correlation_id if m else None
+
+    @property
+    def client_id(self) -> str | None:
+        return self.request.client_id if self.request else None
+
+    @property
+    def latency(self) -> float | None:
+        if self.request is None or self.response is None:
+            return None
+        return self.response.frame.ts_first - self.request.frame.ts_last
+
+    @property
+    def ts(self) -> float:
+        m = self.request or self.response
+        return m.frame.ts_first if m else 0.0
+
+    def all_issues(self) -> list[Issue]:
+        out = list(self.issues)
+        for m in (self.request, self.response):
+            if m is not None:
+                out.extend(m.issues)
+        return out

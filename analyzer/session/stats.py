@@ -1,0 +1,262 @@
+"""Statistics over pipeline events: a pure accumulator that front ends render.
+
+Per API (count, latency percentiles, errors by name), per topic (produced and fetched records
+and bytes), per client, per connection, and anomalies (CRC errors, gaps, unanswered requests,
+error codes, unsupported versions, resynchronisations).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from analyzer.dissect import schema
+from analyzer.dissect.errors import ERRORS
+from analyzer.model import ConnInfo, Exchange, Field, Severity
+
+PRODUCE, FETCH, SHARE_FETCH = 0, 1, 78
+
+
+def percentile(sorted_values: list[float], q: float) -> float | None:
+    """Nearest-rank percentile of already sorted values."""
+    if not sorted_values:
+        return None
+    k = max(0, min(len(sorted_values) - 1, int(round(q / 100.0 * len(sorted_values) + 0.5)) - 1))
+    return sorted_values[k]
+
+
+def error_codes(body: Field | None) -> list[int]:
+    """Every non-zero error code in a body (top level and nested)."""
+    out: list[int] = []
+    if body is None:
+        return out
+    for f in body.walk():
+        if f.value and f.type == "int16" and (f.name == "error_code" or f.name.endswith("_error_code")):
+            out.append(f.value)
+    return out
+
+
+def error_names(body: Field | None) -> list[str]:
+    return [ERRORS.get(c, (f"UNKNOWN_ERROR_CODE({c})",))[0] for c in error_codes(body)]
+
+
+def record_totals(body: Field | None, topic_ids: dict[str, str] | None = None) -> dict[str, list[int]]:
+    """topic -> [records, bytes] carried by the records fields of a Produce request or Fetch
+    response body (record counts from batch headers, so no record body is decoded)."""
+    out: dict[str, list[int]] = {}
+    if body is None:
+        return out
+    ids = topic_ids or {}
+    for arr in body.children or ():
+        if arr.children is None or not arr.type.startswith("[]"):
+            continue
+        for t in arr.children:
+            name = None
+            for x in t.children or ():
+                if x.name in ("name", "topic", "topic_name") and x.type == "string":
+                    name = x.value
+                elif x.name == "topic_id" and x.type == "uuid" and name is None:
+                    name = ids.get(x.value, x.value)
+            if name is None:
+                continue
+            acc = out.setdefault(name, [0, 0])
+            for f in t.walk():
+                if f.type == "records" and f.children:
+                    for b in f.children:
+                        v = b.value
+                        if isinstance(v, dict):
+                            acc[0] += v.get("records") or 0
+                            acc[1] += v.get("bytes") or 0
+    return out
+
+
+@dataclass(slots=True)
+class ApiStats:
+    count: int = 0
+    latencies: list[float] = field(default_factory=list)
+    errors: Counter = field(default_factory=Counter)
+    unanswered: int = 0
+    req_bytes: int = 0
+    resp_bytes: int = 0
+
+
+@dataclass(slots=True)
+class TopicStats:
+    produced_records: int = 0
+    produced_bytes: int = 0
+    fetched_records: int = 0
+    fetched_bytes: int = 0
+    requests: int = 0
+
+
+@dataclass(slots=True)
+class ClientStats:
+    requests: int = 0
+    errors: int = 0
+    connections: set = field(default_factory=set)
+    software: str | None = None
+
+
+class Stats:
+    """Feed it every pipeline event (:meth:`add`); read the tables afterwards."""
+
+    def __init__(self, topic_ids: dict[str, str] | None = None) -> None:
+        self.topic_ids = topic_ids if topic_ids is not None else {}  # shared with the Knowledge
+        self.apis: dict[tuple[int, str], ApiStats] = defaultdict(ApiStats)
+        self.topics: dict[str, TopicStats] = defaultdict(TopicStats)
+        self.clients: dict[str, ClientStats] = defaultdict(ClientStats)
+        self.connections: dict[int, ConnInfo] = {}
+        self.conn_exchanges: Counter = Counter()
+        self.anomalies: Counter = Counter()
+        self.anomaly_examples: dict[str, str] = {}
+        self.exchanges = 0
+        self.first_ts: float | None = None
+        self.last_ts: float | None = None
+
+    def add(self, ev) -> None:
+        if isinstance(ev, Exchange):
+            self._exchange(ev)
+            return
+        issue = getattr(ev, "issue", None)
+        if issue is not None:
+            self._anomaly(issue.code, issue.message)
+            return
+        info = getattr(ev, "conn", None)
+        if isinstance(info, ConnInfo):
+            self.connections[info.id] = info
+
+    def _anomaly(self, code: str, example: str) -> None:
+        self.anomalies[code] += 1
+        self.anomaly_examples.setdefault(code, example)
+
+    def _exchange(self, ex: Exchange) -> None:
+        self.exchanges += 1
+        key = ex.api_key
+        ts = ex.ts
+        if self.first_ts is None or ts < self.first_ts:
+            self.first_ts = ts
+        if self.last_ts is None or ts > self.last_ts:
+            self.last_ts = ts
+        self.connections.setdefault(ex.conn.id, ex.conn)
+        self.conn_exchanges[ex.conn.id] += 1
+        name = (schema.api_name(key) if key is not None else None) or (
+            f"Api{key}" if key is not None else "(unknown)"
+        )
+        a = self.apis[(key if key is not None else -1, name)]
+        a.count += 1
+        lat = ex.latency
+        if lat is not None:
+            a.latencies.append(lat)
+        if ex.request is not None:
+            a.req_bytes += ex.request.frame.length + 4
+        if ex.response is not None:
+            a.resp_bytes += ex.response.frame.length + 4
+            for n in error_names(ex.response.body):
+                a.errors[n] += 1
+                self._anomaly(f"kafka.{n}", f"{name} response with error {n}")
+        for issue in ex.all_issues():
+            if issue.code == "pairing.no_response":
+                a.unanswered += 1
+            if issue.severity >= Severity.WARNING or issue.code.startswith("pairing."):
+                self._anomaly(issue.code, issue.message)
+        cid = ex.client_id
+        if ex.request is not None:
+            c = self.clients[cid if cid is not None else "(none)"]
+            c.requests += 1
+            c.connections.add(ex.conn.id)
+            if ex.response is not None and error_codes(ex.response.body):
+                c.errors += 1
+        for topic in ex.topics:
+            self.topics[topic].requests += 1
+        if key == PRODUCE and ex.request is not None:
+            for topic, (n, b) in record_totals(ex.request.body, self.topic_ids).items():
+                t = self.topics[topic]
+                t.produced_records += n
+                t.produced_bytes += b
+        elif key in (FETCH, SHARE_FETCH) and ex.response is not None:
+            for topic, (n, b) in record_totals(ex.response.body, self.topic_ids).items():
+                t = self.topics[topic]
+                t.fetched_records += n
+                t.fetched_bytes += b
+
+    # -- tables --------------------------------------------------------------------------------
+    def api_rows(self) -> list[dict]:
+        rows = []
+        for (key, name), a in sorted(self.apis.items()):
+            lat = sorted(a.latencies)
+            rows.append(
+                {
+                    "api_key": key if key >= 0 else None,
+                    "api_name": name,
+                    "count": a.count,
+                    "p50_ms": _ms(percentile(lat, 50)),
+                    "p95_ms": _ms(percentile(lat, 95)),
+                    "p99_ms": _ms(percentile(lat, 99)),
+                    "max_ms": _ms(lat[-1] if lat else None),
+                    "unanswered": a.unanswered,
+                    "request_bytes": a.req_bytes,
+                    "response_bytes": a.resp_bytes,
+                    "errors": dict(a.errors.most_common()),
+                }
+            )
+        return rows
+
+    def topic_rows(self) -> list[dict]:
+        return [
+            {
+                "topic": name,
+                "requests": t.requests,
+                "produced_records": t.produced_records,
+                "produced_bytes": t.produced_bytes,
+                "fetched_records": t.fetched_records,
+                "fetched_bytes": t.fetched_bytes,
+            }
+            for name, t in sorted(self.topics.items())
+        ]
+
+    def client_rows(self, knowledge=None) -> list[dict]:
+        rows = []
+        for cid, c in sorted(self.clients.items()):
+            sw = knowledge.clients.get(cid) if knowledge is not None else None
+            rows.append(
+                {
+                    "client_id": cid,
+                    "software": " ".join(x for x in sw if x) if sw else None,
+                    "requests": c.requests,
+                    "responses_with_errors": c.errors,
+                    "connections": len(c.connections),
+                }
+            )
+        return rows
+
+    def connection_rows(self) -> list[dict]:
+        rows = []
+        for cid, info in sorted(self.connections.items()):
+            known = info.client_direction is not None
+            cd = info.client_direction or 0
+            rows.append(
+                {
+                    "connection": cid,
+                    "client": str(info.client) if known else str(info.a),
+                    "broker": str(info.broker) if known else str(info.b),
+                    "exchanges": self.conn_exchanges[cid],
+                    "requests": info.frames[cd] if known else 0,
+                    "responses": info.frames[1 - cd] if known else 0,
+                    "bytes_to_broker": info.bytes[cd],
+                    "bytes_to_client": info.bytes[1 - cd],
+                    "gaps": sum(info.gaps),
+                    "duration_s": round(max(info.ts_last - info.ts_first, 0.0), 6),
+                    "status": info.not_kafka and f"not Kafka: {info.not_kafka}" or info.closed or "open",
+                }
+            )
+        return rows
+
+    def anomaly_rows(self) -> list[dict]:
+        return [
+            {"anomaly": code, "count": n, "example": self.anomaly_examples.get(code, "")}
+            for code, n in self.anomalies.most_common()
+        ]
+
+
+def _ms(v: float | None) -> float | None:
+    return None if v is None else round(v * 1000.0, 3)

@@ -1,0 +1,285 @@
+"""The generated protocol table and its look-ups, checked against known Kafka protocol facts."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from analyzer.dissect import protocol_table as pt
+from analyzer.dissect.schema import (
+    api_name,
+    data_fields,
+    header_fields,
+    in_versions,
+    message_fields,
+    version_range,
+)
+
+ROOT = Path(__file__).resolve().parents[3]
+SCHEMAS = ROOT.parent / "shared" / "kafka-schemas"
+GENERATOR = ROOT / "tools" / "gen_protocol.py"
+TABLE = ROOT / "analyzer" / "dissect" / "protocol_table.py"
+
+PRIMITIVES = {
+    "int8", "int16", "uint16", "int32", "uint32", "int64", "float64", "bool", "string", "bytes", "uuid",
+    "records",
+}  # fmt: skip
+
+
+def field(fields: tuple, name: str) -> tuple:
+    for f in fields:
+        if f[0] == name:
+            return f
+    raise KeyError(name)
+
+
+def names(fields: tuple) -> list[str]:
+    return [f[0] for f in fields]
+
+
+def present(fields: tuple, version: int) -> list[str]:
+    return [f[0] for f in fields if in_versions(f[2], version)]
+
+
+# --------------------------------------------------------------------------- version ranges
+
+
+@pytest.mark.parametrize(
+    ("api_key", "name", "lo", "hi"),
+    [
+        (0, "Produce", 0, 13),
+        (1, "Fetch", 0, 18),
+        (2, "ListOffsets", 0, 11),
+        (3, "Metadata", 0, 13),
+        (4, "LeaderAndIsr", 0, 7),
+        (5, "StopReplica", 0, 4),
+        (6, "UpdateMetadata", 0, 8),
+        (7, "ControlledShutdown", 0, 3),
+        (8, "OffsetCommit", 0, 10),
+        (18, "ApiVersions", 0, 4),
+        (68, "ConsumerGroupHeartbeat", 0, 1),
+        (74, "ListConfigResources", 0, 1),  # ListClientMetricsResources in 3.9
+        (78, "ShareFetch", 0, 2),
+        (88, "StreamsGroupHeartbeat", 0, 0),
+        (92, "DeleteShareGroupOffsets", 0, 0),
+    ],
+)
+def test_version_ranges_and_names(api_key, name, lo, hi):
+    assert api_name(api_key) == name
+    assert version_range(api_key) == (lo, hi)
+    for v in (lo, hi):
+        assert message_fields(api_key, "request", v) is not None
+        assert message_fields(api_key, "response", v) is not None
+    assert message_fields(api_key, "request", hi + 1) is None
+
+
+def test_every_api_key_of_both_snapshots():
+    assert sorted(pt.API_NAMES) == list(range(93))
+    for key in pt.API_NAMES:
+        assert (key, "request") in pt.MESSAGES
+        assert (key, "response") in pt.MESSAGES
+        assert key in pt.API_LISTENERS
+    assert api_name(9999) is None
+    assert version_range(9999) is None
+    assert message_fields(9999, "request", 0) is None
+
+
+def test_merge_rule_segments():
+    # Produce: 4.2 supplies v3-13, 3.9 only the versions 4.2 dropped (v0-2)
+    assert [(s[0], s[1]) for s in pt.MESSAGES[(0, "request")]] == [(3, 13), (0, 2)]
+    assert [(s[0], s[1]) for s in pt.MESSAGES[(1, "request")]] == [(4, 18), (0, 3)]
+    # Metadata: 4.2 has every version, so there is no 3.9 segment
+    assert [(s[0], s[1]) for s in pt.MESSAGES[(3, "request")]] == [(0, 13)]
+    # LeaderAndIsr: 4.2 has validVersions "none", everything comes from 3.9
+    assert [(s[0], s[1]) for s in pt.MESSAGES[(4, "request")]] == [(0, 7)]
+    assert pt.API_LISTENERS[4] == ("zkBroker",)
+    # ShareGroupHeartbeat: 4.2 starts at v1; the early-access v0 comes from 3.9
+    assert [(s[0], s[1]) for s in pt.MESSAGES[(76, "request")]] == [(1, 1), (0, 0)]
+
+
+def test_segments_are_disjoint():
+    for key, segments in [*pt.MESSAGES.items(), *pt.HEADERS.items(), *pt.DATA.items()]:
+        seen: set[int] = set()
+        for lo, hi, _, _ in segments:
+            assert lo <= hi, key
+            versions = set(range(lo, hi + 1))
+            assert not versions & seen, key
+            seen |= versions
+
+
+def check_fields(fields: tuple, where: str) -> None:
+    for f in fields:
+        assert len(f) == 9, where
+        name, ftype, versions, _nullable, tagged, tag, default, extra, children = f
+        assert isinstance(name, str) and name.isidentifier(), where  # "isKRaftController" is lower-case
+        assert versions is not None, f"{where}.{name}"
+        assert (tag is None) == (tagged is None), f"{where}.{name}"
+        assert extra is None or (extra and set(extra) <= {"map_key", "entity", "flexible"}), where
+        assert default is None or isinstance(default, (str, int, bool)), where
+        base = ftype.removeprefix("[]")
+        if base in PRIMITIVES:
+            assert children is None, f"{where}.{name}"
+        else:
+            assert isinstance(children, tuple), f"{where}.{name}"
+            check_fields(children, f"{where}.{name}")
+
+
+def test_field_tuple_shape():
+    for key, segments in [*pt.MESSAGES.items(), *pt.HEADERS.items(), *pt.DATA.items()]:
+        for lo, hi, flexible, fields in segments:
+            assert flexible is None or (len(flexible) == 2 and flexible[1] == pt.OPEN), key
+            check_fields(fields, f"{key}@{lo}-{hi}")
+
+
+# --------------------------------------------------------------------------- field facts
+
+
+def test_produce_request():
+    fields, flexible = message_fields(0, "request", 3)
+    assert not flexible
+    txn = field(fields, "TransactionalId")
+    assert txn[1] == "string"
+    assert in_versions(txn[2], 3) and in_versions(txn[3], 3)  # present and nullable from v3
+    assert txn[6] == "null"
+    assert txn[7] == {"entity": "transactionalId"}
+    assert message_fields(0, "request", 9)[1] is True
+    assert message_fields(0, "request", 8)[1] is False
+    # v0-2 come from 3.9 and have no TransactionalId
+    fields0, _ = message_fields(0, "request", 0)
+    assert present(fields0, 0) == ["Acks", "TimeoutMs", "TopicData"]
+    topic = field(fields0, "TopicData")
+    assert topic[1] == "[]TopicProduceData"
+    assert names(field(topic[8], "PartitionData")[8]) == ["Index", "Records"]
+    # Produce v13 identifies topics by id (KIP-516)
+    fields13, _ = message_fields(0, "request", 13)
+    topics13 = field(fields13, "TopicData")[8]
+    assert present(topics13, 13)[:1] == ["TopicId"]
+    assert field(topics13, "TopicId")[7] == {"map_key": True}
+
+
+def test_fetch_topic_id_from_v13():
+    for version in (13, 18):
+        fields, flexible = message_fields(1, "request", version)
+        assert flexible
+        topics = field(fields, "Topics")[8]
+        assert "TopicId" in present(topics, version)
+        assert "Topic" not in present(topics, version)
+        assert field(topics, "TopicId")[1] == "uuid"
+    fields12, _ = message_fields(1, "request", 12)
+    topics12 = field(fields12, "Topics")[8]
+    assert "Topic" in present(topics12, 12) and "TopicId" not in present(topics12, 12)
+    # ClusterId is a tagged field (tag 0) from v12
+    cluster = field(fields12, "ClusterId")
+    assert cluster[4] == (12, pt.OPEN) and cluster[5] == 0 and cluster[6] == "null"
+
+
+def test_fetch_v0_from_39():
+    fields, flexible = message_fields(1, "request", 0)
+    assert not flexible
+    assert present(fields, 0) == ["ReplicaId", "MaxWaitMs", "MinBytes", "Topics"]
+
+
+def test_api_versions_response_tagged_fields():
+    fields, flexible = message_fields(18, "response", 3)
+    assert flexible
+    features = field(fields, "SupportedFeatures")
+    assert features[1] == "[]SupportedFeatureKey"
+    assert features[4] == (3, pt.OPEN) and features[5] == 0
+    assert names(features[8]) == ["Name", "MinVersion", "MaxVersion"]
+    assert field(features[8], "Name")[7] == {"map_key": True}
+    epoch = field(fields, "FinalizedFeaturesEpoch")
+    assert epoch[5] == 1 and epoch[6] == "-1"
+    assert field(fields, "ZkMigrationReady")[5] == 3
+    # v0-2 are not flexible (the response header stays v0 for ApiVersions, a decoder concern)
+    assert message_fields(18, "response", 2)[1] is False
+
+
+def test_common_structs_are_inlined():
+    # FetchResponse v16+ NodeEndpoints uses [] of a struct defined inline; MetadataRequest uses
+    # commonStructs-free fields, while e.g. DescribeClientQuotas and others use commonStructs.
+    for (api_key, kind), segments in pt.MESSAGES.items():
+        for _, _, _, fields in segments:
+            check_fields(fields, f"{api_key}/{kind}")
+    # LeaderAndIsr (3.9) uses the commonStruct LeaderAndIsrPartitionState
+    fields, _ = message_fields(4, "request", 7)
+    topic_states = field(fields, "TopicStates")[8]
+    states = field(topic_states, "PartitionStates")
+    assert states[1] == "[]LeaderAndIsrPartitionState"
+    assert "Leader" in names(states[8]) and "Isr" in names(states[8])
+
+
+def test_request_header():
+    fields, flexible = header_fields("request", 2)
+    assert flexible
+    client_id = field(fields, "ClientId")
+    assert client_id[1] == "string"
+    assert client_id[7] == {"flexible": None}  # field-level "flexibleVersions": "none"
+    assert in_versions(client_id[3], 2)
+    # v0 (only ControlledShutdown v0 uses it) comes from 3.9 and has no ClientId
+    fields0, flexible0 = header_fields("request", 0)
+    assert not flexible0
+    assert present(fields0, 0) == ["RequestApiKey", "RequestApiVersion", "CorrelationId"]
+    assert header_fields("request", 3) is None
+    assert header_fields("response", 1)[1] is True
+    assert names(header_fields("response", 0)[0]) == ["CorrelationId"]
+
+
+def test_data_schemas():
+    expected = {"ConsumerProtocolSubscription", "ConsumerProtocolAssignment", "LeaderChangeMessage"}
+    assert expected <= set(pt.DATA)
+    assert "EndTxnMarker" in pt.DATA  # only in 4.2
+    fields, flexible = data_fields("ConsumerProtocolSubscription", 3)
+    assert not flexible  # flexibleVersions "none"
+    assert "RackId" in present(fields, 3)
+    assert "RackId" not in present(fields, 2)
+    assert data_fields("ConsumerProtocolSubscription", 4) is None
+    assert data_fields("NoSuchThing", 0) is None
+
+
+def test_in_versions():
+    assert in_versions((3, pt.OPEN), 3)
+    assert in_versions((3, pt.OPEN), 300)
+    assert not in_versions((3, pt.OPEN), 2)
+    assert in_versions((0, 2), 2) and not in_versions((0, 2), 3)
+    assert not in_versions(None, 0)
+
+
+def test_no_prose_copied():
+    text = TABLE.read_text(encoding="utf-8")
+    assert "Licensed to the Apache Software Foundation" not in text
+    assert "The topic name." not in text
+    assert '"about"' not in text
+
+
+# --------------------------------------------------------------------------- generator
+
+
+@pytest.mark.skipif(not SCHEMAS.is_dir(), reason="../shared/kafka-schemas is not available")
+def test_table_is_up_to_date(tmp_path):
+    out = tmp_path / "protocol_table.py"
+    subprocess.run(
+        [sys.executable, str(GENERATOR), "--schemas", str(SCHEMAS), "--out", str(out), "--quiet"],
+        check=True,
+    )
+    assert out.read_text(encoding="utf-8") == TABLE.read_text(encoding="utf-8"), (
+        "analyzer/dissect/protocol_table.py is stale: run tools/gen_protocol.py"
+    )
+
+
+def test_comment_stripping():
+    sys.path.insert(0, str(GENERATOR.parent))
+    try:
+        import gen_protocol
+    finally:
+        sys.path.remove(str(GENERATOR.parent))
+    text = '// header\n{"a": "x // not a comment", // trailing\n "b": "\\"//\\""}\n'
+    import json
+
+    assert json.loads(gen_protocol.strip_comments(text)) == {"a": "x // not a comment", "b": '"//"'}
+    assert gen_protocol.parse_versions("3+") == (3, pt.OPEN)
+    assert gen_protocol.parse_versions("0-2") == (0, 2)
+    assert gen_protocol.parse_versions("0") == (0, 0)
+    assert gen_protocol.parse_versions("none") is None

@@ -1,0 +1,404 @@
+"""Generate analyzer/dissect/protocol_table.py from the Apache Kafka message schemas.
+
+Reads the JSON message definitions of every snapshot folder ``kafka-X.Y`` under ``--schemas``
+(by default ``../shared/kafka-schemas`` next to the project root) and writes a compact Python
+module holding only the protocol facts the decoder needs: names, types, version ranges,
+nullable/tagged versions, tags, defaults, map keys, entity types and field-level
+flexibleVersions overrides. No descriptions ("about" texts) and no licence text are copied.
+
+Merge rule: for a given (apiKey, version) the newest snapshot whose validVersions contains the
+version supplies its definition; an older snapshot only supplies the versions no newer one has.
+
+Usage: python tools/gen_protocol.py [--schemas DIR] [--out FILE] [--quiet]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_SCHEMAS = PROJECT_ROOT.parent / "shared" / "kafka-schemas"
+DEFAULT_OUT = PROJECT_ROOT / "analyzer" / "dissect" / "protocol_table.py"
+
+OPEN = 0x7FFF
+LINE_LENGTH = 110
+INDENT = "    "
+SNAPSHOT_RE = re.compile(r"^kafka-(\d+)\.(\d+)$")
+PRIMITIVES = frozenset(
+    ("int8", "int16", "uint16", "int32", "uint32", "int64", "float64", "bool", "string", "bytes", "uuid")
+    + ("records",)
+)
+
+Range = tuple[int, int] | None
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def strip_comments(text: str) -> str:
+    """Remove ``//`` comments that are outside JSON strings (a "//" inside a string stays)."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    in_string = False
+    while i < n:
+        c = text[i]
+        if in_string:
+            if c == "\\":
+                out.append(text[i : i + 2])
+                i += 2
+                continue
+            if c == '"':
+                in_string = False
+            out.append(c)
+            i += 1
+        elif c == '"':
+            in_string = True
+            out.append(c)
+            i += 1
+        elif text.startswith("//", i):
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def load_schema(path: Path) -> dict:
+    return json.loads(strip_comments(path.read_text(encoding="utf-8")))
+
+
+def parse_versions(spec: str | None) -> Range:
+    """ "3+" -> (3, OPEN), "0-2" -> (0, 2), "1" -> (1, 1), "none"/None -> None."""
+    if spec is None:
+        return None
+    spec = spec.strip()
+    if spec == "none":
+        return None
+    if spec.endswith("+"):
+        return (int(spec[:-1]), OPEN)
+    if "-" in spec:
+        lo, hi = spec.split("-", 1)
+        return (int(lo), int(hi))
+    return (int(spec), int(spec))
+
+
+def find_snapshots(schemas: Path) -> list[tuple[str, Path]]:
+    """Snapshot folders, newest first: [("4.2", path), ("3.9", path)]."""
+    found = []
+    for d in schemas.iterdir():
+        m = SNAPSHOT_RE.match(d.name)
+        if d.is_dir() and m:
+            found.append(((int(m.group(1)), int(m.group(2))), d))
+    found.sort(reverse=True)
+    return [(f"{major}.{minor}", d) for (major, minor), d in found]
+
+
+# --------------------------------------------------------------------------- converting
+
+
+def overlaps(a: Range, b: Range) -> bool:
+    return a is not None and b is not None and a[0] <= b[1] and b[0] <= a[1]
+
+
+def convert_fields(fields: list[dict], common: dict[str, dict], segment: tuple[int, int]) -> tuple:
+    """Field tuples of the fields that exist in some version of ``segment`` (others are dropped)."""
+    result = []
+    for f in fields:
+        versions = parse_versions(f.get("versions"))
+        if not overlaps(versions, segment):
+            continue
+        ftype = f["type"]
+        base = ftype.removeprefix("[]")
+        children = None
+        if base not in PRIMITIVES:
+            if "fields" in f:
+                sub = f["fields"]
+            elif base in common:
+                sub = common[base]["fields"]
+            else:
+                raise ValueError(f"unresolved struct type {ftype!r} of field {f['name']!r}")
+            children = convert_fields(sub, common, segment)
+        elif "fields" in f:
+            raise ValueError(f"primitive field {f['name']!r} has nested fields")
+        extra = {}
+        if f.get("mapKey"):
+            extra["map_key"] = True
+        if "entityType" in f:
+            extra["entity"] = f["entityType"]
+        if "flexibleVersions" in f:
+            extra["flexible"] = parse_versions(f["flexibleVersions"])
+        tag = f.get("tag")
+        result.append(
+            (
+                f["name"],
+                ftype,
+                versions,
+                parse_versions(f.get("nullableVersions")),
+                parse_versions(f.get("taggedVersions")),
+                None if tag is None else int(tag),
+                f.get("default"),
+                extra or None,
+                children,
+            )
+        )
+    return tuple(result)
+
+
+def subtract(rng: tuple[int, int], taken: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Parts of ``rng`` not covered by any range in ``taken`` (as contiguous ranges)."""
+    parts = [rng]
+    for t_lo, t_hi in taken:
+        nxt = []
+        for lo, hi in parts:
+            if t_hi < lo or t_lo > hi:
+                nxt.append((lo, hi))
+                continue
+            if lo < t_lo:
+                nxt.append((lo, t_lo - 1))
+            if hi > t_hi:
+                nxt.append((t_hi + 1, hi))
+        parts = nxt
+    return parts
+
+
+def build_segments(schemas_by_snapshot: list[dict]) -> tuple:
+    """Segments (lo, hi, flexible, fields), newest snapshot first, following the merge rule."""
+    segments = []
+    taken: list[tuple[int, int]] = []
+    for schema in schemas_by_snapshot:
+        valid = parse_versions(schema.get("validVersions"))
+        if valid is None:
+            continue
+        common = {c["name"]: c for c in schema.get("commonStructs", [])}
+        flexible = parse_versions(schema.get("flexibleVersions"))
+        for lo, hi in subtract(valid, taken):
+            fields = convert_fields(schema.get("fields", []), common, (lo, hi))
+            segments.append((lo, hi, flexible, fields))
+        taken.append(valid)
+    return tuple(segments)
+
+
+def collect(schemas: Path) -> dict:
+    snapshots = find_snapshots(schemas)
+    if not snapshots:
+        raise SystemExit(f"no kafka-X.Y snapshot folders in {schemas}")
+    # (type, apiKey or schema name) -> [schema of each snapshot that has it, newest first]; keyed
+    # by apiKey rather than file name because an API may be renamed (ListClientMetricsResources ->
+    # ListConfigResources, api key 74)
+    by_key: dict[tuple, list[dict]] = {}
+    for _, folder in snapshots:
+        for path in sorted(folder.glob("*.json")):
+            schema = load_schema(path)
+            key = (schema["type"], schema.get("apiKey", schema["name"]))
+            by_key.setdefault(key, []).append(schema)
+
+    api_names: dict[int, str] = {}
+    listeners: dict[int, tuple[str, ...]] = {}
+    by_api: dict[tuple[int, str], list[dict]] = {}
+    headers: dict[str, tuple] = {}
+    data: dict[str, tuple] = {}
+    for key in sorted(by_key, key=str):
+        versions = by_key[key]
+        newest = versions[0]
+        kind = newest["type"]
+        if kind in ("request", "response"):
+            api_key = int(newest["apiKey"])
+            by_api[(api_key, kind)] = versions
+        elif kind == "header":
+            header_kind = {"RequestHeader": "request", "ResponseHeader": "response"}[newest["name"]]
+            headers[header_kind] = build_segments(versions)
+        elif kind == "data":
+            data[newest["name"]] = build_segments(versions)
+        else:
+            raise ValueError(f"{newest['name']}: unknown schema type {kind!r}")
+
+    messages: dict[tuple[int, str], tuple] = {}
+    for key in sorted(by_api):
+        versions = by_api[key]
+        messages[key] = build_segments(versions)
+        if key[1] == "request":
+            newest = versions[0]
+            api_names[key[0]] = newest["name"].removesuffix("Request")
+            for schema in versions:
+                if "listeners" in schema:
+                    listeners[key[0]] = tuple(schema["listeners"])
+                    break
+    return {
+        "snapshots": [name for name, _ in snapshots],
+        "api_names": api_names,
+        "listeners": listeners,
+        "messages": messages,
+        "headers": headers,
+        "data": data,
+    }
+
+
+# --------------------------------------------------------------------------- writing
+# Layout: one field tuple per line (wrapped with a hanging indent only when longer than the line
+# length), a struct field's children follow its head line "(..., (" one level deeper. This is
+# far more compact than `ruff format`'s one-element-per-line explosion of nested tuples, so the
+# tables sit in a "# fmt: off" region (`ruff format --check` leaves them alone and passes).
+
+
+def literal(value) -> str:
+    if value is None or isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, int):
+        return "OPEN" if value == OPEN else str(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, tuple):
+        if len(value) == 1:
+            return f"({literal(value[0])},)"
+        return "(" + ", ".join(literal(v) for v in value) + ")"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{literal(k)}: {literal(v)}" for k, v in value.items()) + "}"
+    raise TypeError(f"cannot write {type(value).__name__}")
+
+
+def fill(out: list[str], indent: str, items: list[str], end: str) -> None:
+    """Write ``(item, item, ..., item`` + ``end`` at ``indent``, wrapping with a hanging indent."""
+    pieces = [item + ", " for item in items[:-1]] + [items[-1] + end]
+    line = indent + "("
+    for piece in pieces:
+        if len(line) + len(piece.rstrip()) > LINE_LENGTH and line != indent + "(":
+            out.append(line.rstrip())
+            line = indent + " "
+        line += piece
+    out.append(line)
+
+
+def write_fields(out: list[str], fields: tuple, depth: int) -> None:
+    indent = INDENT * depth
+    for field in fields:
+        *head, children = field
+        items = [literal(v) for v in head]
+        if children is None:
+            fill(out, indent, [*items, "None"], "),")
+        elif not children:
+            fill(out, indent, [*items, "()"], "),")
+        else:
+            fill(out, indent, items, ", (")
+            write_fields(out, children, depth + 1)
+            out.append(indent + ")),")
+
+
+def write_segments(out: list[str], prefix: str, segments: tuple, depth: int) -> None:
+    indent = INDENT * depth
+    out.append(f"{indent}{prefix}(")
+    for lo, hi, flexible, fields in segments:
+        head = f"{indent}{INDENT}({literal(lo)}, {literal(hi)}, {literal(flexible)}, "
+        if not fields:
+            out.append(head + "()),")
+            continue
+        out.append(head + "(")
+        write_fields(out, fields, depth + 2)
+        out.append(f"{indent}{INDENT})),")
+    out.append(f"{indent}),")
+
+
+def write_segment_dict(out: list[str], name: str, table: dict) -> None:
+    out.append(f"{name} = {{")
+    for key, segments in table.items():
+        write_segments(out, f"{literal(key)}: ", segments, 1)
+    out.append("}")
+
+
+def write_flat_dict(out: list[str], name: str, table: dict) -> None:
+    out.append(f"{name} = {{")
+    out.extend(f"{INDENT}{literal(k)}: {literal(v)}," for k, v in table.items())
+    out.append("}")
+
+
+HEADER_COMMENT = """\
+OPEN = 0x7FFF  # "N+" version ranges end here
+
+# A field is a tuple:
+#   (name, type, versions, nullable, tagged, tag, default, extra, children)
+# name: the schema's field name (CamelCase, as in the JSON)
+# type: primitive type name ("int8", "int16", "uint16", "int32", "uint32", "int64", "float64", "bool",
+#       "string", "bytes", "uuid", "records"), "[]<primitive>" for arrays of primitives, or
+#       "[]<StructName>" / "<StructName>" for structs
+# versions / nullable / tagged: (lo, hi) inclusive with hi=OPEN for "N+", or None for "none"/absent
+# tag: int or None; default: the schema's "default" value as given (str/int/bool) or None
+# extra: None or a dict with any of: "map_key": True, "entity": "<entityType>",
+#        "flexible": (lo, hi) | None (a field-level "flexibleVersions" override, only present when
+#        the field has the key; e.g. RequestHeader.ClientId has "none" -> None)
+# children: None for primitives / arrays of primitives, else a tuple of field tuples (struct fields,
+#           commonStructs resolved and inlined). Fields that exist in no version of their segment
+#           are left out.
+"""
+
+
+def render(model: dict) -> str:
+    snaps = " + ".join(sorted(model["snapshots"], key=lambda s: tuple(int(p) for p in s.split("."))))
+    docstring = (
+        f"Generated by tools/gen_protocol.py from the Apache Kafka message schemas ({snaps}). Do not edit."
+    )
+    out = [
+        f'"""{docstring}"""',
+        "",
+        HEADER_COMMENT,
+        "# fmt: off",
+        "",
+        "# apiKey -> API name without the Request/Response suffix (newest snapshot's name)",
+    ]
+    write_flat_dict(out, "API_NAMES", model["api_names"])
+    out += ["", "# apiKey -> listeners of the newest snapshot that lists them"]
+    write_flat_dict(out, "API_LISTENERS", model["listeners"])
+    out += [
+        "",
+        '# MESSAGES[(api_key, "request" | "response")] = segments, newest snapshot first:',
+        "#   (lo, hi, flexible, fields): versions lo..hi come from this snapshot (merge rule: the newest",
+        "#   snapshot whose validVersions has the version), flexible = flexibleVersions (lo, hi) or None",
+    ]
+    write_segment_dict(out, "MESSAGES", model["messages"])
+    out += ["", '# HEADERS["request" | "response"] = segments of RequestHeader / ResponseHeader']
+    write_segment_dict(out, "HEADERS", model["headers"])
+    out += ["", '# DATA[name] = segments of every schema of type "data" (embedded payloads, control records)']
+    write_segment_dict(out, "DATA", model["data"])
+    out += ["", "# fmt: on"]
+    return "\n".join(out) + "\n"
+
+
+def generate(schemas: Path) -> tuple[str, dict]:
+    model = collect(schemas)
+    return render(model), model
+
+
+def summary(model: dict) -> str:
+    lines = [f"snapshots: {', '.join(model['snapshots'])}; APIs: {len(model['api_names'])}"]
+    for api_key, name in model["api_names"].items():
+        segs = model["messages"].get((api_key, "request"), ())
+        parts = [f"v{lo}-{hi}" if lo != hi else f"v{lo}" for lo, hi, _, _ in segs]
+        if segs:
+            rng = f"{min(s[0] for s in segs)}..{max(s[1] for s in segs)}"
+        else:
+            rng = "none"
+        lines.append(f"  {api_key:3d} {name:<34} {rng:<7} segments: {' + '.join(parts) or '-'}")
+    lines.append(f"headers: {', '.join(sorted(model['headers']))}; data schemas: {len(model['data'])}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--schemas", type=Path, default=DEFAULT_SCHEMAS, help="folder with kafka-X.Y folders")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="module to write")
+    parser.add_argument("--quiet", action="store_true", help="do not print the summary")
+    args = parser.parse_args(argv)
+    text, model = generate(args.schemas)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text, encoding="utf-8")
+    if not args.quiet:
+        print(summary(model))
+        print(f"wrote {args.out} ({len(text.encode())} bytes)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
