@@ -7,6 +7,7 @@ printed) or held no Kafka traffic; 2 usage errors, missing or unreadable files, 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
 import os
 import signal
@@ -18,7 +19,7 @@ from analyzer import __version__
 from analyzer.dissect import schema
 from analyzer.dissect.message import Options
 from analyzer.model import Exchange, Severity
-from analyzer.pipeline import ConnectionEnd, Pipeline, StreamEvent
+from analyzer.pipeline import Pipeline, StreamEvent
 from analyzer.session.stats import Stats, error_names
 
 EXIT_OK, EXIT_DAMAGED, EXIT_USAGE = 0, 1, 2
@@ -32,8 +33,9 @@ class Run:
 
     def __init__(self, args) -> None:
         self.args = args
-        self.opts = Options(records_bodies=getattr(args, "records", False),
-                            show_secrets=getattr(args, "show_secrets", False))
+        self.opts = Options(
+            records_bodies=getattr(args, "records", False), show_secrets=getattr(args, "show_secrets", False)
+        )
         self.pipeline = Pipeline(self.opts, ports=args.port or ())
         self.capture_issues: list = []
         self.exchanges = 0
@@ -76,10 +78,16 @@ class Run:
             print(f"kafka-analyzer: {i.severity}: {i.message}", file=sys.stderr)
         if self.exchanges == 0 and not any(i.code == "capture.unknown_format" for i in self.capture_issues):
             p = self.pipeline
-            hint = (" (no TCP traffic at all)" if p.reasm.connections == 0
-                    else f" in {p.reasm.connections} TCP connections")
-            print(f"kafka-analyzer: no Kafka traffic found{hint}; Kafka is detected by content on any "
-                  "port, --port PORT names broker ports explicitly", file=sys.stderr)
+            hint = (
+                " (no TCP traffic at all)"
+                if p.reasm.connections == 0
+                else f" in {p.reasm.connections} TCP connections"
+            )
+            print(
+                f"kafka-analyzer: no Kafka traffic found{hint}; Kafka is detected by content on any "
+                "port, --port PORT names broker ports explicitly",
+                file=sys.stderr,
+            )
 
 
 def _want_progress(path: str) -> bool:
@@ -96,8 +104,14 @@ class _Progress:
         from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
 
         self.cap = cap
-        self.p = Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
-                          TimeRemainingColumn(), transient=True, console=_stderr_console())
+        self.p = Progress(
+            "[progress.description]{task.description}",
+            BarColumn(),
+            DownloadColumn(),
+            TimeRemainingColumn(),
+            transient=True,
+            console=_stderr_console(),
+        )
         self.task = self.p.add_task(os.path.basename(path), total=os.path.getsize(path))
         self.p.start()
 
@@ -185,9 +199,11 @@ def exchange_line(ex: Exchange, origin: float | None, absolute: bool = False) ->
             flags.append(i.code)
     cid = ex.client_id if ex.client_id is not None else "-"
     corr = ex.correlation_id if ex.correlation_id is not None else "-"
-    return (f"{_fmt_ts(ex.ts, origin, absolute)}  {a} -> {b}  {cid}  {api}  corr={corr}  "
-            f"{topics_text(ex.topics)}  {sizes}  {lat_s}" + (f"  [{'; '.join(dict.fromkeys(flags))}]"
-                                                              if flags else "")).replace("    ", "  ")
+    return (
+        f"{_fmt_ts(ex.ts, origin, absolute)}  {a} -> {b}  {cid}  {api}  corr={corr}  "
+        f"{topics_text(ex.topics)}  {sizes}  {lat_s}"
+        + (f"  [{'; '.join(dict.fromkeys(flags))}]" if flags else "")
+    ).replace("    ", "  ")
 
 
 def cmd_read(args) -> int:
@@ -268,10 +284,17 @@ def stats_tables(stats: Stats, pipeline: Pipeline) -> dict:
         "topics": stats.topic_rows(),
         "clients": stats.client_rows(k),
         "connections": stats.connection_rows(),
-        "brokers": [{"node_id": n, "address": a, "rack": k.racks.get(n)} for n, a in sorted(k.brokers.items())],
+        "brokers": [
+            {"node_id": n, "address": a, "rack": k.racks.get(n)} for n, a in sorted(k.brokers.items())
+        ],
         "groups": [
-            {"group_id": g.group_id, "protocol_type": g.protocol_type, "protocol": g.protocol_name,
-             "generations": g.generations_seen, "members": len(g.members)}
+            {
+                "group_id": g.group_id,
+                "protocol_type": g.protocol_type,
+                "protocol": g.protocol_name,
+                "generations": g.generations_seen,
+                "members": len(g.members),
+            }
             for g in k.groups.values()
         ],
         "anomalies": stats.anomaly_rows(),
@@ -279,13 +302,29 @@ def stats_tables(stats: Stats, pipeline: Pipeline) -> dict:
 
 
 _TITLES = {
-    "apis": ("Requests per API", ["api_name", "count", "p50_ms", "p95_ms", "p99_ms", "max_ms", "unanswered",
-                                  "errors"]),
-    "topics": ("Topics", ["topic", "requests", "produced_records", "produced_bytes", "fetched_records",
-                          "fetched_bytes"]),
+    "apis": (
+        "Requests per API",
+        ["api_name", "count", "p50_ms", "p95_ms", "p99_ms", "max_ms", "unanswered", "errors"],
+    ),
+    "topics": (
+        "Topics",
+        ["topic", "requests", "produced_records", "produced_bytes", "fetched_records", "fetched_bytes"],
+    ),
     "clients": ("Clients", ["client_id", "software", "requests", "responses_with_errors", "connections"]),
-    "connections": ("Connections", ["connection", "client", "broker", "exchanges", "bytes_to_broker",
-                                    "bytes_to_client", "gaps", "duration_s", "status"]),
+    "connections": (
+        "Connections",
+        [
+            "connection",
+            "client",
+            "broker",
+            "exchanges",
+            "bytes_to_broker",
+            "bytes_to_client",
+            "gaps",
+            "duration_s",
+            "status",
+        ],
+    ),
     "brokers": ("Brokers", ["node_id", "address", "rack"]),
     "groups": ("Consumer groups", ["group_id", "protocol_type", "protocol", "generations", "members"]),
     "anomalies": ("Anomalies", ["anomaly", "count", "example"]),
@@ -304,8 +343,10 @@ def _cell(v) -> str:
 
 def render_tables(tables: dict, out) -> None:
     cap = tables["capture"]
-    head = (f"{cap['packets']} packets, {cap['tcp_connections']} TCP connections, "
-            f"{cap['exchanges']} Kafka exchanges")
+    head = (
+        f"{cap['packets']} packets, {cap['tcp_connections']} TCP connections, "
+        f"{cap['exchanges']} Kafka exchanges"
+    )
     if cap["first_ts"] is not None and cap["last_ts"] is not None:
         head += f", {cap['last_ts'] - cap['first_ts']:.3f} s"
     tty = out.isatty()
@@ -389,8 +430,9 @@ def cmd_live(args) -> int:
         writer = Writer(sys.stdout.buffer, "ndjson", spans=not args.no_spans)
         writer.begin(f"live:{args.interface}")
     origin = None
-    sniffer = live.LiveCapture(args.interface, bpf=args.filter, write=args.write, count=args.count,
-                               duration=args.duration)
+    sniffer = live.LiveCapture(
+        args.interface, bpf=args.filter, write=args.write, count=args.count, duration=args.duration
+    )
 
     def handle(evs: Iterable) -> None:
         nonlocal origin
@@ -464,14 +506,23 @@ def cmd_protocol(args) -> int:
 
 def _common(p: argparse.ArgumentParser, capture: bool = True) -> None:
     if capture:
-        p.add_argument("capture", help="pcap or pcapng file (optionally gzip/zstd compressed), or - for stdin")
-    p.add_argument("--port", type=int, action="append", metavar="PORT",
-                   help="a broker port (repeatable); Kafka is found by content anyway, this settles roles")
+        p.add_argument(
+            "capture", help="pcap or pcapng file (optionally gzip/zstd compressed), or - for stdin"
+        )
+    p.add_argument(
+        "--port",
+        type=int,
+        action="append",
+        metavar="PORT",
+        help="a broker port (repeatable); Kafka is found by content anyway, this settles roles",
+    )
     p.add_argument("--show-secrets", action="store_true", help="do not mask SASL passwords and SCRAM proofs")
 
 
 def _filters(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--api", action="append", metavar="API", help="only these APIs (names or keys, repeatable)")
+    p.add_argument(
+        "--api", action="append", metavar="API", help="only these APIs (names or keys, repeatable)"
+    )
     p.add_argument("--topic", action="append", metavar="TOPIC", help="only exchanges naming this topic")
     p.add_argument("--client", action="append", metavar="CLIENT_ID", help="only this client id")
     p.add_argument("--errors", action="store_true", help="only exchanges with error codes or problems")
@@ -534,10 +585,8 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except BrokenPipeError:
         # stdout closed early (| head): not an error
-        try:
+        with contextlib.suppress(OSError):
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115
-        except OSError:
-            pass
         return EXIT_OK
 
 

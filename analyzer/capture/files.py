@@ -12,11 +12,10 @@ it and records an :class:`~analyzer.model.Issue` in ``issues`` (``capture.trunca
 
 from __future__ import annotations
 
-import gzip
-import io
 import os
 import struct
 import sys
+import zlib
 from collections.abc import Iterator
 from typing import BinaryIO
 
@@ -264,22 +263,15 @@ class CaptureFile:
 
     def _packets(self, f: BinaryIO) -> Iterator[tuple]:
         head = f.read(4)
+        raw = _file_chunks(f, head)
         if head[:2] == GZIP_MAGIC:
             self.compression = "gzip"
-            f = gzip.GzipFile(fileobj=_Prefixed(head, f))  # type: ignore[assignment]
-            head = b""
+            raw = self._gunzip(raw)
         elif head == ZSTD_MAGIC:
-            import zstandard
-
             self.compression = "zstd"
-            f = zstandard.ZstdDecompressor().stream_reader(_Prefixed(head, f), read_across_frames=True)
-            head = b""
-        chunks = self._counted(_file_chunks(f, head))
-        try:
-            first = next(chunks, b"")
-        except (OSError, EOFError, ValueError) as exc:
-            self.issues.append(error("capture.corrupt", f"cannot decompress ({self.compression}): {exc}"))
-            return
+            raw = self._unzstd(raw)
+        chunks = self._counted(raw)
+        first = next(chunks, b"")
         magic = first[:4]
         if magic in PCAP_MAGIC:
             self.format = "pcap"
@@ -288,17 +280,76 @@ class CaptureFile:
             self.format = "pcapng"
             parser = iter_pcapng
         else:
+            if self.issues:  # the decompressor already said what is wrong
+                return
             what = "an empty file" if not first else f"magic bytes {bytes(magic).hex()}"
             self.issues.append(
                 error("capture.unknown_format", f"not a pcap or pcapng capture ({what})", offset=0)
             )
             return
+        yield from parser(_chain(first, chunks), self.issues)
+        # a decompression problem is the real cause of a truncated record: report it first
+        self.issues.sort(key=lambda i: i.code != "capture.corrupt")
+
+    def _gunzip(self, raw: Iterator[bytes]) -> Iterator[bytes]:
+        """gzip members (several may follow each other), decompressed chunk by chunk so that a
+        damaged or cut file still yields everything before the damage."""
+        d = zlib.decompressobj(wbits=31)
+        fed = False  # has the current member received any input?
         try:
-            yield from parser(_chain(first, chunks), self.issues)
-        except (OSError, EOFError, ValueError, struct.error) as exc:
-            # Damage inside the compressed stream (bad gzip CRC, cut zstd frame, ...)
+            for chunk in raw:
+                data = chunk
+                while data:
+                    fed = True
+                    out = d.decompress(data, CHUNK)
+                    while out:
+                        yield out
+                        out = d.decompress(d.unconsumed_tail, CHUNK) if d.unconsumed_tail else b""
+                    data = b""
+                    if d.eof:
+                        rest = d.unused_data
+                        d = zlib.decompressobj(wbits=31)
+                        fed = False
+                        # like gzip readers, bytes after the last member that are not another
+                        # member are ignored
+                        data = rest if rest[:2] == GZIP_MAGIC else b""
+        except zlib.error as exc:
             self.issues.append(
-                error("capture.corrupt", f"capture data unreadable after byte {self.bytes_read}: {exc}")
+                error(
+                    "capture.corrupt",
+                    f"gzip data is damaged after {self.bytes_read} decompressed bytes: {exc}",
+                )
+            )
+            return
+        if fed and not d.eof:
+            self.issues.append(
+                error(
+                    "capture.corrupt", f"gzip stream is cut short after {self.bytes_read} decompressed bytes"
+                )
+            )
+
+    def _unzstd(self, raw: Iterator[bytes]) -> Iterator[bytes]:
+        import zstandard
+
+        d = zstandard.ZstdDecompressor().decompressobj()
+        try:
+            for chunk in raw:
+                out = d.decompress(chunk)
+                if out:
+                    yield out
+        except zstandard.ZstdError as exc:
+            self.issues.append(
+                error(
+                    "capture.corrupt",
+                    f"zstd data is damaged after {self.bytes_read} decompressed bytes: {exc}",
+                )
+            )
+            return
+        if not getattr(d, "eof", True):
+            self.issues.append(
+                error(
+                    "capture.corrupt", f"zstd stream is cut short after {self.bytes_read} decompressed bytes"
+                )
             )
 
     def _counted(self, chunks: Iterator[bytes]) -> Iterator[bytes]:
@@ -310,25 +361,3 @@ class CaptureFile:
 def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
     yield first
     yield from rest
-
-
-class _Prefixed(io.RawIOBase):
-    """A file object that replays bytes already read (the sniffed magic) before the rest."""
-
-    def __init__(self, prefix: bytes, f: BinaryIO):
-        self.prefix = prefix
-        self.f = f
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b) -> int:
-        if self.prefix:
-            n = min(len(b), len(self.prefix))
-            b[:n] = self.prefix[:n]
-            self.prefix = self.prefix[n:]
-            return n
-        data = self.f.read(len(b))
-        n = len(data)
-        b[:n] = data
-        return n

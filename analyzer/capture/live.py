@@ -36,16 +36,24 @@ def check_privileges(interface: str) -> str | None:
             s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)  # type: ignore[attr-defined]
             s.close()
         except (PermissionError, OSError):
-            return (f"no permission to capture on {interface}: run as root, or give the Python "
-                    "interpreter CAP_NET_RAW (setcap cap_net_raw,cap_net_admin=eip $(realpath $(which python3)))")
+            return (
+                f"no permission to capture on {interface}: run as root, or give the Python "
+                "interpreter CAP_NET_RAW (setcap cap_net_raw,cap_net_admin=eip $(realpath $(which python3)))"
+            )
     return None
 
 
 class LiveCapture:
     """Iterate packets as they arrive; ``stop()`` (or Ctrl-C) ends the iteration cleanly."""
 
-    def __init__(self, interface: str, bpf: str | None = None, write: str | None = None,
-                 count: int | None = None, duration: float | None = None):
+    def __init__(
+        self,
+        interface: str,
+        bpf: str | None = None,
+        write: str | None = None,
+        count: int | None = None,
+        duration: float | None = None,
+    ):
         self.interface = interface
         self.bpf = bpf
         self.write = write
@@ -67,8 +75,15 @@ class LiveCapture:
             self._q.put((float(pkt.time), bytes(pkt), _linktype(pkt)))
 
         try:
-            sniff(iface=self.interface, filter=self.bpf, store=False, prn=put, count=self.count or 0,
-                  timeout=self.duration, stop_filter=lambda _p: self._stop.is_set())
+            sniff(
+                iface=self.interface,
+                filter=self.bpf,
+                store=False,
+                prn=put,
+                count=self.count or 0,
+                timeout=self.duration,
+                stop_filter=lambda _p: self._stop.is_set(),
+            )
         except PermissionError:
             self.error = f"no permission to capture on {self.interface}: run as root or grant CAP_NET_RAW"
         except OSError as exc:

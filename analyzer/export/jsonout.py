@@ -43,7 +43,10 @@ def field_json(f: Field, spans: dict | None, path: str) -> Any:
             return bytes_json(bytes(v))
         return v
     if t == "records":
-        return {"length": f.value, "batches": [field_json(b, spans, f"{path}/batches/{i}") for i, b in enumerate(ch)]}
+        return {
+            "length": f.value,
+            "batches": [field_json(b, spans, f"{path}/batches/{i}") for i, b in enumerate(ch)],
+        }
     if t == "decompressed":
         # children live in the decompressed buffer: no spans inside
         return [field_json(c, None, "") for c in ch]

@@ -64,7 +64,9 @@ class Writer:
     def end(self, summary: dict, capture_issues: list[dict]) -> None:
         summary = {**summary, "capture_issues": capture_issues}
         if self.fmt == "ndjson":
-            self.out.write(orjson.dumps({"type": "summary", **summary}, option=_OPTS | orjson.OPT_APPEND_NEWLINE))
+            self.out.write(
+                orjson.dumps({"type": "summary", **summary}, option=_OPTS | orjson.OPT_APPEND_NEWLINE)
+            )
             return
         self.out.write(b"\n]")
         for name, items in self.sections.items():

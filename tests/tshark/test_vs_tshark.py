@@ -1,0 +1,117 @@
+"""Compare with tshark (the reference where it decodes): frames per connection and, for every
+request tshark decodes, the same (api key, version, correlation id) paired the same way."""
+
+import shutil
+import subprocess
+from collections import Counter
+
+import pytest
+from conftest import project_captures, public_captures
+
+from analyzer.capture.files import CaptureFile
+from analyzer.model import Exchange
+from analyzer.pipeline import ConnectionEnd, Pipeline, analyze_file
+
+pytestmark = [pytest.mark.tshark, pytest.mark.skipif(shutil.which("tshark") is None, reason="no tshark")]
+
+CAPTURES = public_captures() + project_captures()
+
+
+def ours(path):
+    conns = []
+    exchanges = []
+    for ev in analyze_file(CaptureFile(path), Pipeline()):
+        if isinstance(ev, ConnectionEnd):
+            conns.append(ev.conn)
+        elif isinstance(ev, Exchange):
+            exchanges.append(ev)
+    return conns, exchanges
+
+
+def tshark_pdus(path, ports):
+    args = [
+        "tshark",
+        "-r",
+        str(path),
+        "-Y",
+        "kafka",
+        "-T",
+        "fields",
+        "-E",
+        "separator=|",
+        "-E",
+        "occurrence=a",
+        "-E",
+        "aggregator=,",
+        "-e",
+        "ip.src",
+        "-e",
+        "ipv6.src",
+        "-e",
+        "tcp.srcport",
+        "-e",
+        "ip.dst",
+        "-e",
+        "ipv6.dst",
+        "-e",
+        "tcp.dstport",
+        "-e",
+        "kafka.len",
+        "-e",
+        "kafka.correlation_id",
+        "-e",
+        "kafka.request_key",
+        "-e",
+        "kafka.request.version",
+        "-e",
+        "_ws.malformed",
+    ]
+    for p in sorted(ports):
+        args[3:3] = ["-d", f"tcp.port=={p},kafka"]
+    out = subprocess.run(args, capture_output=True, text=True, timeout=300, check=True).stdout
+    rows = []
+    for line in out.splitlines():
+        src, src6, sport, dst, dst6, dport, lens, corrs, keys, vers, malformed = line.split("|")
+        rows.append(
+            (
+                (src or src6, int(sport)),
+                (dst or dst6, int(dport)),
+                lens.split(","),
+                corrs.split(","),
+                keys.split(",") if keys else [],
+                vers.split(",") if vers else [],
+                bool(malformed),
+            )
+        )
+    return rows
+
+
+@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: p.name)
+def test_frames_per_connection_equal_tshark_pdus(path):
+    conns, exchanges = ours(path)
+    ports = {c.broker.port for c in conns if c.client_direction is not None}
+    rows = tshark_pdus(path, ports)
+    theirs = Counter()
+    for src, dst, lens, *_ in rows:
+        theirs[frozenset((src, dst))] += len(lens)
+    mine = Counter()
+    for c in conns:
+        mine[frozenset(((c.a.ip, c.a.port), (c.b.ip, c.b.port)))] += sum(c.frames)
+    assert mine == theirs
+
+
+@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: p.name)
+def test_requests_tshark_decodes_are_ours_too(path):
+    conns, exchanges = ours(path)
+    ports = {c.broker.port for c in conns if c.client_direction is not None}
+    theirs = Counter()
+    for src, _dst, _lens, corrs, keys, vers, _malformed in tshark_pdus(path, ports):
+        for corr, key, ver in zip(corrs, keys, vers, strict=False):
+            theirs[(src, int(key), int(ver), int(corr))] += 1
+    mine = Counter()
+    for e in exchanges:
+        if e.request is not None:
+            c = e.conn
+            mine[((c.client.ip, c.client.port), e.api_key, e.api_version, e.correlation_id)] += 1
+    missing = theirs - mine
+    assert not missing, f"requests tshark decodes that we do not: {missing}"

@@ -1,0 +1,165 @@
+"""Kafka framing over reassembled streams: splits, merges, gaps, mid-stream starts, garbage."""
+
+import struct
+
+from packets import Conversation, api_versions_request, api_versions_response, metadata_request
+from scapy.layers.inet import TCP
+
+from analyzer.dissect.framing import KafkaConnection
+from analyzer.model import Gap, StreamData
+
+REQS = [api_versions_request(i, pad=i * 300) for i in range(1, 8)]
+RESPS = [api_versions_response(i, n_apis=10 * i) for i in range(1, 8)]
+
+
+def feed_all(conn: KafkaConnection, events):
+    frames, issues = [], []
+    for ev in events:
+        f, i = conn.feed(ev)
+        frames.extend(f)
+        issues.extend(i)
+    issues.extend(conn.flush())
+    return frames, issues
+
+
+def chunks(direction, data, sizes, start=0, ts=1.0):
+    out = []
+    off = start
+    i = 0
+    while off - start < len(data):
+        n = sizes[i % len(sizes)]
+        out.append(StreamData(1, direction, off, data[off - start : off - start + n], ts, i + 1))
+        off += n
+        i += 1
+    return out
+
+
+def test_frames_split_across_segments_and_many_per_segment():
+    req = b"".join(REQS)
+    resp = b"".join(RESPS)
+    for sizes in ([1], [7, 3], [1448], [len(req)], [100, 5000]):
+        conn = KafkaConnection(1, syn=True)
+        frames, issues = feed_all(conn, chunks(0, req, sizes) + chunks(1, resp, sizes))
+        assert [bytes(f.payload) for f in frames if f.kind == "request"] == [r[4:] for r in REQS]
+        assert [bytes(f.payload) for f in frames if f.kind == "response"] == [r[4:] for r in RESPS]
+        assert not issues
+        assert conn.client == 0
+
+
+def test_packet_indexes_and_timestamps_of_a_frame():
+    req = REQS[3]
+    evs = [StreamData(1, 0, o, req[o : o + 500], 10.0 + o, 100 + o // 500) for o in range(0, len(req), 500)]
+    frames, _ = feed_all(KafkaConnection(1, syn=True), evs)
+    (f,) = frames
+    assert f.packet_indexes == tuple(100 + i for i in range(len(evs)))
+    assert f.ts_first == 10.0 and f.ts_last == evs[-1].ts
+
+
+def test_gap_loses_only_the_frame_it_hits():
+    req = b"".join(REQS)
+    # frame boundaries
+    bounds = []
+    o = 0
+    for r in REQS:
+        bounds.append((o, o + len(r)))
+        o += len(r)
+    hole_start, hole_len = bounds[2][0] + 100, 200  # inside frame 3
+    evs = [
+        StreamData(1, 0, 0, req[:hole_start], 1.0, 1),
+        Gap(1, 0, hole_start, hole_len, 2.0, 2),
+        StreamData(1, 0, hole_start + hole_len, req[hole_start + hole_len :], 3.0, 3),
+    ]
+    frames, issues = feed_all(KafkaConnection(1, syn=True), evs)
+    got = [bytes(f.payload) for f in frames]
+    assert got == [r[4:] for i, r in enumerate(REQS) if i != 2]
+    codes = [i.code for i in issues]
+    assert "stream.gap" in codes and "framing.resync" in codes
+    skipped = next(i for i in issues if i.code == "framing.resync")
+    assert str(bounds[3][0] - hole_start - hole_len) in skipped.message
+
+
+def test_mid_stream_start_resynchronises_on_both_directions():
+    req = b"".join(REQS)
+    resp = b"".join(RESPS)
+    cut_req = len(REQS[0]) + 37  # start inside request 2
+    cut_resp = len(RESPS[0]) + 11
+    conn = KafkaConnection(1, syn=False)
+    evs = chunks(0, req[cut_req:], [500], start=cut_req) + chunks(1, resp[cut_resp:], [700], start=cut_resp)
+    # interleave like a capture: requests first, then responses
+    frames, issues = feed_all(conn, evs)
+    assert conn.client == 0
+    assert [bytes(f.payload) for f in frames if f.kind == "request"] == [r[4:] for r in REQS[2:]]
+    # responses 3.. are found by their correlation ids (requests 3.. are known)
+    assert [bytes(f.payload) for f in frames if f.kind == "response"] == [r[4:] for r in RESPS[2:]]
+    assert sum(1 for i in issues if i.code == "framing.resync") == 2
+
+
+def test_client_found_by_content_when_it_speaks_second_without_syn():
+    # the broker's bytes arrive first (a response to a request before the capture started)
+    conn = KafkaConnection(1, syn=False)
+    evs = [StreamData(1, 0, 0, RESPS[0], 1.0, 1), StreamData(1, 1, 0, metadata_request(9, ["t"]), 2.0, 2)]
+    frames, issues = feed_all(conn, evs)
+    assert conn.client == 1
+    assert [f.kind for f in frames] == ["response", "request"]
+
+
+def test_hostile_length_is_not_buffered():
+    garbage = struct.pack(">i", 0x7FFFFFF0) + b"\x00" * 100
+    conn = KafkaConnection(1, syn=True, client=0)
+    frames, issues = feed_all(conn, [StreamData(1, 0, 0, garbage + REQS[0], 1.0, 1)])
+    assert [bytes(f.payload) for f in frames] == [REQS[0][4:]]
+    assert any(i.code == "framing.bad_size" for i in issues)
+    assert len(conn.dirs[0].buf) == 0
+
+
+def test_tls_is_given_up():
+    hello = bytes([0x16, 3, 1, 0, 200]) + b"\x01" * 200
+    conn = KafkaConnection(1, syn=True)
+    frames, issues = feed_all(conn, [StreamData(1, 0, 0, hello, 1.0, 1)])
+    assert not frames and conn.not_kafka == "TLS"
+
+
+def test_non_kafka_connection_is_given_up_and_dropped():
+    http = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+    conn = KafkaConnection(1, syn=True)
+    frames, issues = feed_all(
+        conn, [StreamData(1, 0, 0, http, 1.0, 1), StreamData(1, 1, 0, b"HTTP/1.1 200 OK\r\n", 1.0, 2)]
+    )
+    assert not frames and conn.not_kafka
+    assert all(len(d.buf) == 0 for d in conn.dirs)
+
+
+def test_incomplete_frame_at_the_end_is_reported():
+    conn = KafkaConnection(1, syn=True)
+    frames, issues = feed_all(conn, [StreamData(1, 0, 0, REQS[0] + REQS[1][:50], 1.0, 1)])
+    assert len(frames) == 1
+    assert [i.code for i in issues] == ["framing.incomplete"]
+    assert "50 bytes" in issues[0].message
+
+
+def test_conversation_capture_end_to_end(tmp_path):
+    """A capture with one lost segment: every frame before and after the gap, gap reported."""
+    from packets import write_pcap
+
+    from analyzer.capture.files import CaptureFile
+    from analyzer.model import Exchange
+    from analyzer.pipeline import Pipeline, StreamEvent, analyze_file
+
+    c = Conversation().handshake()
+    seg_lists = []
+    for r, s in zip(REQS, RESPS, strict=True):
+        seg_lists.append(c.send(0, r, mss=400))
+        c.send(1, s, mss=1448)
+    c.close()
+    lost = seg_lists[3][1]  # a segment in the middle of request 4
+    pkts = [p for p in c.pkts if p is not lost]
+    path = tmp_path / "lost.pcap"
+    write_pcap(path, [(1000.0 + i * 0.001, bytes(p)) for i, p in enumerate(pkts)])
+    events = list(analyze_file(CaptureFile(path), Pipeline()))
+    exchanges = [e for e in events if isinstance(e, Exchange)]
+    paired = sorted(e.correlation_id for e in exchanges if e.request and e.response)
+    assert paired == [1, 2, 3, 5, 6, 7]
+    orphan = [e for e in exchanges if e.request is None]
+    assert [e.correlation_id for e in orphan] == [4]
+    gaps = [e for e in events if isinstance(e, StreamEvent) and e.issue.code == "stream.gap"]
+    assert len(gaps) == 1 and f"{len(bytes(lost[TCP].payload))} bytes" in gaps[0].issue.message

@@ -1,0 +1,192 @@
+"""TCP reassembly on crafted conversations: streams must come out byte for byte."""
+
+import random
+import struct
+
+from packets import (
+    Conversation,
+    api_versions_request,
+    api_versions_response,
+    reassemble,
+)
+from scapy.layers.inet import IP, TCP
+from scapy.layers.inet6 import IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrHopByHop
+from scapy.layers.l2 import Dot1AD, Dot1Q, Ether
+
+from analyzer.reassembly.packet import decode_tcp
+
+REQ = b"".join(api_versions_request(i, pad=700) for i in range(1, 6))  # ~3.8 KB: several segments
+RESP = b"".join(api_versions_response(i, n_apis=60) for i in range(1, 6))
+
+
+def conv(**kw):
+    c = Conversation(**kw).handshake()
+    c.send(0, REQ, mss=500)
+    c.send(1, RESP, mss=700)
+    return c
+
+
+def test_in_order_both_directions_and_fin():
+    c = conv()
+    c.close()
+    streams, gaps, opens, closes = reassemble(c.pkts)
+    assert streams[(1, 0)] == REQ
+    assert streams[(1, 1)] == RESP
+    assert not gaps
+    assert [o.syn for o in opens] == [True]
+    assert [x.reason for x in closes] == ["fin"]
+
+
+def test_reordered_segments():
+    c = conv()
+    data = c.pkts[3:]
+    rnd = random.Random(7)
+    # shuffle within windows of 4 packets: out of order but nothing lost
+    shuffled = []
+    for i in range(0, len(data), 4):
+        w = data[i : i + 4]
+        rnd.shuffle(w)
+        shuffled.extend(w)
+    streams, gaps, _, _ = reassemble(c.pkts[:3] + shuffled)
+    assert streams[(1, 0)] == REQ and streams[(1, 1)] == RESP
+    assert not gaps
+
+
+def test_duplicates_and_retransmissions_are_delivered_once():
+    c = conv()
+    pkts = []
+    for p in c.pkts:
+        pkts.append(p)
+        if p[TCP].payload:
+            pkts.append(p.copy())  # exact duplicate
+    streams, gaps, _, _ = reassemble(pkts)
+    assert streams[(1, 0)] == REQ and streams[(1, 1)] == RESP and not gaps
+
+
+def test_overlapping_retransmission():
+    c = Conversation().handshake()
+    base = c.seq[0]
+    c.send(0, REQ[:1000], mss=1000)
+    # a retransmission that re-sends bytes 500..1500 (half old, half new), then the rest
+    c.pkts.append(c.pkt(0, "PA", REQ[500:1500], seq=base + 500))
+    c.seq[0] = base + 1500
+    c.send(0, REQ[1500:], mss=900)
+    streams, gaps, _, _ = reassemble(c.pkts)
+    assert streams[(1, 0)] == REQ and not gaps
+
+
+def test_lost_segment_is_a_gap_never_zero_filled():
+    c = Conversation().handshake()
+    segs = c.send(0, REQ, mss=500)
+    lost = segs[3]
+    pkts = [p for p in c.pkts if p is not lost]
+    streams, gaps, _, _ = reassemble(pkts)
+    n = len(lost[TCP].payload)
+    assert gaps[(1, 0)] == [(1500, n)]
+    assert streams[(1, 0)] == REQ[:1500] + REQ[1500 + n :]
+
+
+def test_bytes_acked_but_not_captured_become_a_gap_at_once():
+    c = Conversation().handshake()
+    segs = c.send(0, REQ[:2000], mss=500)
+    c.pkts.remove(segs[-1])  # the last segment is lost: nothing after it to show the hole...
+    c.pkts.append(c.pkt(1, "A"))  # ...but the broker acknowledges it
+    streams, gaps, _, _ = reassemble(c.pkts)
+    assert gaps[(1, 0)] == [(1500, 500)]
+    assert streams[(1, 0)] == REQ[:1500]
+
+
+def test_mid_stream_start():
+    c = conv()
+    pkts = c.pkts[5:]  # no handshake, first two request segments missing
+    streams, gaps, opens, _ = reassemble(pkts)
+    assert opens[0].syn is False
+    assert streams[(1, 0)] == REQ[1000:]
+    assert streams[(1, 1)] == RESP
+
+
+def test_sequence_number_wraparound():
+    c = conv(isn_c=0xFFFFFFFF - 1200, isn_s=0xFFFFFFFF - 10)
+    streams, gaps, _, _ = reassemble(c.pkts)
+    assert streams[(1, 0)] == REQ and streams[(1, 1)] == RESP and not gaps
+
+
+def test_keepalive_and_zero_window_probe():
+    c = Conversation().handshake()
+    c.send(0, REQ[:1000], mss=1000)
+    c.pkts.append(c.pkt(0, "A", b"\x00", seq=c.seq[0] - 1))  # keep-alive: one old garbage byte
+    c.pkts.append(c.pkt(0, "A", REQ[1000:1001]))  # zero-window probe: next byte alone
+    c.send(0, REQ[1000:], mss=1000)  # the real segment re-sends that byte
+    streams, gaps, _, _ = reassemble(c.pkts)
+    assert streams[(1, 0)] == REQ and not gaps
+
+
+def test_port_reuse_after_close_is_a_new_connection():
+    a = conv().close()
+    b = conv(isn_c=777777, isn_s=888888).close()
+    streams, gaps, opens, closes = reassemble(a.pkts + b.pkts)
+    assert len(opens) == 2 and [x.reason for x in closes] == ["fin", "fin"]
+    assert streams[(1, 0)] == REQ and streams[(2, 0)] == REQ
+
+
+def test_rst_closes():
+    c = conv()
+    c.pkts.append(c.pkt(1, "R"))
+    _, _, _, closes = reassemble(c.pkts)
+    assert [x.reason for x in closes] == ["rst"]
+
+
+def test_out_of_order_buffer_is_bounded():
+    c = Conversation().handshake()
+    segs = c.send(0, REQ * 4, mss=500)
+    pkts = [p for p in c.pkts if p is not segs[0]]  # first segment lost, everything else buffered
+    streams, gaps, _, _ = reassemble(pkts, max_buffer=2000)
+    assert gaps[(1, 0)][0] == (0, 500)
+    assert streams[(1, 0)] == (REQ * 4)[500:]
+
+
+def test_vlan_and_qinq():
+    c = conv(l2=False)
+    tagged = [Ether() / Dot1AD(vlan=10) / Dot1Q(vlan=300) / p for p in c.pkts]
+    streams, _, _, _ = reassemble(tagged, linktype=1)
+    assert streams[(1, 0)] == REQ and streams[(1, 1)] == RESP
+
+
+def test_linux_cooked_sll2():
+    c = conv(l2=False)
+
+    def sll2(p):
+        proto = 0x86DD if IPv6 in p else 0x0800
+        return struct.pack(">HHIHBB8s", proto, 0, 1, 772, 0, 6, b"\x00" * 8) + bytes(p)
+
+    streams, _, _, _ = reassemble([sll2(p) for p in c.pkts], linktype=276)
+    assert streams[(1, 0)] == REQ and streams[(1, 1)] == RESP
+
+
+def test_ipv6_with_extension_headers():
+    c = conv(client=("2001:db8::1", 40000), broker=("2001:db8::2", 9092), v6=True, l2=False)
+    pkts = []
+    for p in c.pkts:
+        ip6 = p[IPv6]
+        tcp = ip6[TCP]
+        pkts.append(
+            Ether() / IPv6(src=ip6.src, dst=ip6.dst) / IPv6ExtHdrHopByHop() / IPv6ExtHdrDestOpt() / tcp
+        )
+    streams, _, opens, _ = reassemble(pkts)
+    assert streams[(1, 0)] == REQ and streams[(1, 1)] == RESP
+    assert opens[0].src == "2001:db8::1"
+
+
+def test_ethernet_padding_is_not_payload():
+    p = Ether() / IP(src="10.0.0.1", dst="10.0.0.2") / TCP(flags="PA") / b"abc"
+    raw = bytes(p) + b"\x00" * 20  # Ethernet minimum-size padding after the IP packet
+    seg = decode_tcp(1, memoryview(raw))
+    assert bytes(seg[-1]) == b"abc"
+
+
+def test_non_tcp_and_truncated_packets_are_skipped_with_a_reason():
+    from scapy.layers.inet import UDP
+
+    assert decode_tcp(1, memoryview(bytes(Ether() / IP() / UDP()))) == "not tcp"
+    assert decode_tcp(1, memoryview(bytes(Ether() / IP() / TCP())[:30])) == "truncated"
+    assert decode_tcp(147, memoryview(b"\x00" * 40)) == "unknown linktype 147"
