@@ -29,10 +29,11 @@ OPEN = 0x7FFF
 class Fault(Exception):
     """Internal: stops decoding at a malformed or truncated spot (caught in this module)."""
 
-    def __init__(self, code: str, message: str, offset: int):
+    def __init__(self, code: str, message: str, offset: int, field: str | None = None):
         super().__init__(message)
         self.code = code
         self.offset = offset
+        self.field = field  # the field being decoded, when known
 
 
 _FIXED = {
@@ -65,7 +66,7 @@ def kafka_uuid(raw: bytes) -> str:
 
 def _need(pos: int, n: int, end: int, what: str) -> None:
     if pos + n > end:
-        raise Fault("decode.truncated", f"{what}: needs {n} bytes, {max(end - pos, 0)} left", pos)
+        raise Fault("decode.truncated", f"{what}: needs {n} bytes, {max(end - pos, 0)} left", pos, what)
 
 
 def read_uvarint(buf, pos: int, end: int) -> tuple[int, int]:
@@ -160,7 +161,10 @@ def _primitive_reader(name: str, ftype: str, nullable: bool, flex: bool, extra):
         def read_fixed(buf, pos, end, out, ctx):
             if pos + size > end:
                 raise Fault(
-                    "decode.truncated", f"{name} ({ftype}): needs {size} bytes, {max(end - pos, 0)} left", pos
+                    "decode.truncated",
+                    f"{name} ({ftype}): needs {size} bytes, {max(end - pos, 0)} left",
+                    pos,
+                    name,
                 )
             v = unpack(buf, pos)[0]
             out.append(Field(name, ftype, v, pos, size, None, _error_display(v) if is_error and v else None))
@@ -206,10 +210,14 @@ def _varlen_reader(name: str, ftype: str, nullable: bool, flex: bool):
 
     def read_varlen(buf, pos, end, out, ctx):
         start = pos
-        n, pos = _read_len(buf, pos, end, flex, wide)
+        try:
+            n, pos = _read_len(buf, pos, end, flex, wide)
+        except Fault as exc:
+            exc.field = name
+            raise
         if n < 0:
             if n != -1:
-                raise Fault("decode.bad_length", f"{name}: negative length {n}", start)
+                raise Fault("decode.bad_length", f"{name}: negative length {n}", start, name)
             f = Field(name, ftype, None, start, pos - start)
             out.append(f)
             if not nullable:
@@ -223,7 +231,9 @@ def _varlen_reader(name: str, ftype: str, nullable: bool, flex: bool):
                 )
             return pos
         if pos + n > end:
-            raise Fault("decode.truncated", f"{name} ({ftype}): length {n} but {end - pos} bytes left", start)
+            raise Fault(
+                "decode.truncated", f"{name} ({ftype}): length {n} but {end - pos} bytes left", start, name
+            )
         if ftype == "string":
             raw = bytes(buf[pos : pos + n])
             try:
@@ -247,10 +257,14 @@ def _varlen_reader(name: str, ftype: str, nullable: bool, flex: bool):
 def _array_reader(name, ftype, elem_reader, nullable: bool, flex: bool):
     def read_array(buf, pos, end, out, ctx):
         start = pos
-        n, pos = _read_len(buf, pos, end, flex, True)
+        try:
+            n, pos = _read_len(buf, pos, end, flex, True)
+        except Fault as exc:
+            exc.field = name
+            raise
         if n < 0:
             if n != -1:
-                raise Fault("decode.bad_length", f"{name}: negative array count {n}", start)
+                raise Fault("decode.bad_length", f"{name}: negative array count {n}", start, name)
             out.append(Field(name, ftype, None, start, pos - start))
             if not nullable:
                 ctx.issues.append(
@@ -265,7 +279,10 @@ def _array_reader(name, ftype, elem_reader, nullable: bool, flex: bool):
         # every element takes at least one byte: a hostile count costs nothing
         if n > end - pos:
             raise Fault(
-                "decode.bad_count", f"{name}: {n} elements cannot fit in the {end - pos} bytes left", start
+                "decode.bad_count",
+                f"{name}: {n} elements cannot fit in the {end - pos} bytes left",
+                start,
+                name,
             )
         items: list[Field] = []
         f = Field(name, ftype, n, start, 0, items)
@@ -411,7 +428,10 @@ def decode_struct(plan, buf, pos: int, end: int, name: str, type_name: str, ctx:
         if flex:
             pos = _read_tagged(tagged, buf, pos, end, children, ctx)
     except Fault as exc:
-        ctx.issues.append(error(exc.code, str(exc), exc.offset, _path_at(f, exc.offset)))
+        where = _path_at(f, exc.offset)
+        if exc.field is not None and not where.endswith("." + exc.field):
+            where += "." + exc.field
+        ctx.issues.append(error(exc.code, str(exc), exc.offset, where))
         f.length = max(exc.offset, start) - start
         return f, -1
     f.length = pos - start
@@ -419,11 +439,13 @@ def decode_struct(plan, buf, pos: int, end: int, name: str, type_name: str, ctx:
 
 
 def _path_at(root: Field, offset: int) -> str:
-    """The dotted path of the deepest field that was being decoded at ``offset``."""
+    """The dotted path of the deepest struct or array that was being decoded at ``offset``."""
     path = [root.name]
     node = root
     while node.children:
         last = node.children[-1]
+        if last.children is None or not last.offset <= offset <= last.offset + last.length:
+            break
         path.append(last.name)
         node = last
     return ".".join(path)

@@ -1,0 +1,170 @@
+"""The generic decoder: special cases of the protocol, tagged fields, faults with offsets, and
+that no byte string can make it raise or hang."""
+
+import struct
+import time
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from packets import api_versions_request, cstr, uvarint
+
+from analyzer.dissect.decoder import message_plan
+from analyzer.dissect.message import Options, decode_request, decode_response, decode_sasl_token
+from analyzer.dissect.protocol_table import MESSAGES
+from analyzer.model import Frame, Severity
+
+
+def frame(payload: bytes, kind="request") -> Frame:
+    return Frame(1, 0, 0, len(payload), payload, 0.0, 0.0, (1,), kind)
+
+
+def test_request_header_v2_client_id_is_not_compact():
+    p = api_versions_request(7, client_id="my-client")[4:]
+    m = decode_request(frame(p))
+    assert (m.api_key, m.api_version, m.correlation_id, m.client_id) == (18, 3, 7, "my-client")
+    assert m.body.get("client_software_name") == "kafka-analyzer-test"
+    assert not m.issues
+
+
+def test_unknown_tagged_fields_are_kept_with_their_tag():
+    body = cstr("sw") + cstr("1") + uvarint(2) + uvarint(9) + uvarint(3) + b"abc" + uvarint(12) + uvarint(0)
+    p = struct.pack(">hhih", 18, 3, 1, 1) + b"c" + b"\x00" + body
+    m = decode_request(frame(p))
+    assert not m.issues
+    tags = [(f.name, f.value, f.offset, f.length) for f in m.body.children if f.type == "unknown_tagged"]
+    start = len(p) - 7  # after the tagged-field count
+    assert tags == [("tag_9", b"abc", start, 5), ("tag_12", b"", start + 5, 2)]
+
+
+def test_known_tagged_field_decoded_by_name():
+    # ApiVersions response v3: tag 0 SupportedFeatures, tag 1 FinalizedFeaturesEpoch
+    body = struct.pack(">h", 0) + uvarint(1) + struct.pack(">i", 0)
+    tagged = uvarint(1) + uvarint(1) + uvarint(8) + struct.pack(">q", 42)
+    p = struct.pack(">i", 5) + body + tagged
+    m = decode_response(frame(p, "response"), 18, 3)
+    assert not m.issues
+    assert m.body.get("finalized_features_epoch") == 42
+
+
+def test_api_versions_unsupported_version_answer_is_decoded_as_v0():
+    # a v4 request answered in v0: error 35 UNSUPPORTED_VERSION and the broker's versions
+    body = struct.pack(">hi", 35, 1) + struct.pack(">hhh", 18, 0, 3)
+    p = struct.pack(">i", 9) + body
+    m = decode_response(frame(p, "response"), 18, 4)
+    assert m.api_version == 0 and not m.issues
+    err = m.body.child("error_code")
+    assert err.value == 35 and err.display == "UNSUPPORTED_VERSION"
+
+
+def test_truncated_message_keeps_what_was_decoded_and_says_where():
+    p = api_versions_request(7, client_id="my-client")[4:]
+    m = decode_request(frame(p[:-6]))
+    assert m.client_id == "my-client"
+    (issue,) = m.issues
+    assert issue.severity == Severity.ERROR and issue.code == "decode.truncated"
+    assert issue.offset == 20 and issue.where == "api_versions_request.client_software_name"
+
+
+def test_hostile_array_count_costs_nothing():
+    # Metadata v1 request claiming 2^31-1 topics
+    p = struct.pack(">hhih", 3, 1, 1, 0) + struct.pack(">i", 0x7FFFFFFF)
+    t = time.perf_counter()
+    m = decode_request(frame(p))
+    assert time.perf_counter() - t < 0.01
+    assert [i.code for i in m.issues] == ["decode.bad_count"]
+
+
+def test_unknown_api_key_and_version():
+    m = decode_request(frame(struct.pack(">hhih", 999, 0, 1, 0)))
+    assert m.body is None and [i.code for i in m.issues] == ["decode.unknown_api"]
+    m = decode_request(frame(struct.pack(">hhih", 3, 99, 1, 0)))
+    assert m.body is None and [i.code for i in m.issues] == ["decode.unsupported_version"]
+
+
+def test_sasl_plain_password_is_masked_unless_asked():
+    tok = b"\x00alice\x00s3cret"
+    m = decode_sasl_token(frame(tok), "PLAIN")
+    f = m.body.children[0]
+    assert b"s3cret" not in f.value and "password=********" in f.display
+    m = decode_sasl_token(frame(tok), "PLAIN", Options(show_secrets=True))
+    assert m.body.children[0].value == tok
+
+
+def test_sasl_authenticate_scram_proof_is_masked():
+    final = b"c=biws,r=abcdef,p=SECRETPROOF=="
+    p = struct.pack(">hhih", 36, 1, 5, 1) + b"c" + struct.pack(">i", len(final)) + final
+    m = decode_request(frame(p))
+    f = m.body.child("auth_bytes")
+    assert b"SECRETPROOF" not in f.value and f.value.endswith(b"p=********")
+
+
+def test_consumer_protocol_subscription_inside_join_group():
+    sub = (
+        struct.pack(">h", 1)
+        + struct.pack(">i", 2)
+        + struct.pack(">h", 1)
+        + b"a"
+        + struct.pack(">h", 1)
+        + b"b"
+    )
+    sub += struct.pack(">i", -1) + struct.pack(">i", 0)  # user data null, owned partitions []
+    # JoinGroup v1 request: group_id, session_timeout, rebalance_timeout, member_id, protocol_type, protocols
+    body = (
+        struct.pack(">h", 1)
+        + b"g"
+        + struct.pack(">ii", 10000, 30000)
+        + struct.pack(">h", 0)
+        + struct.pack(">h", 8)
+        + b"consumer"
+        + struct.pack(">i", 1)
+        + struct.pack(">h", 5)
+        + b"range"
+        + struct.pack(">i", len(sub))
+        + sub
+    )
+    p = struct.pack(">hhih", 11, 1, 3, 1) + b"c" + body
+    m = decode_request(frame(p))
+    assert not m.issues
+    md = m.body.child("protocols").children[0].child("metadata")
+    assert md.display == "ConsumerProtocolSubscription"
+    decoded = md.children[1]
+    assert [t.value for t in decoded.child("topics").children] == ["a", "b"]
+    assert md.children[0].offset == md.offset + 4  # after the bytes length
+
+
+def all_plans():
+    for (key, kind), segments in MESSAGES.items():
+        for lo, hi, _flex, _fields in segments:
+            for v in range(lo, hi + 1):
+                yield key, kind, v
+
+
+PAIRS = sorted(set(all_plans()))
+
+
+def test_every_version_in_the_table_compiles():
+    assert len(PAIRS) > 700
+    for key, kind, v in PAIRS:
+        assert message_plan(key, kind, v) is not None
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(PAIRS), st.binary(max_size=300))
+def test_random_bytes_never_raise_and_finish_fast(pair, data):
+    key, kind, v = pair
+    t = time.perf_counter()
+    if kind == "request":
+        m = decode_request(frame(struct.pack(">hhih", key, v, 1, 0) + data))
+    else:
+        m = decode_response(frame(struct.pack(">i", 1) + data, "response"), key, v)
+    assert time.perf_counter() - t < 0.5
+    for i in m.issues:
+        assert i.offset is None or 0 <= i.offset <= len(data) + 10
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(min_size=0, max_size=200))
+def test_random_frames_never_raise(data):
+    decode_request(frame(data))
+    decode_response(frame(data, "response"), None, None)
+    decode_sasl_token(frame(data), None)
