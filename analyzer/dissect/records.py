@@ -1,0 +1,888 @@
+"""Decode the ``records`` field of Produce requests and Fetch / ShareFetch responses.
+
+``decode_records(data, base)`` takes the bytes after the field's length prefix and returns
+``(fields, issues)``. It never raises on any byte string: every length and count is checked
+against the bytes that remain before it is used, varints are bounded (5 bytes for int32, 10 for
+int64), decompression goes through ``codecs.decompress`` (bounded by ``Limits``) and timestamps
+are range-checked before formatting.
+
+Entries. The set is a sequence of entries ``offset int64, size int32, ...``; byte 16 of each
+entry is its magic (v0/v1: after the 4-byte CRC; v2: after the partition leader epoch), so the
+format is detected per entry:
+
+* magic 0/1: a ``message`` Field (children offset, message_size, crc, magic, attributes,
+  [timestamp], key, value). A compressed wrapper also gets a ``decompressed`` child holding the
+  inner messages. Inner offsets of magic 1 wrappers are relative (KIP-31): inner message ``i``
+  is at ``wrapper.offset - last_inner.offset + inner_i.offset``. Every inner message keeps its
+  raw ``offset`` child and gets an ``absolute_offset`` child (same span) with the resolved one.
+* magic 2: a ``record_batch`` Field (children base_offset ... record_count), then ``records``
+  (an array of ``record`` Fields) when uncompressed, or ``decompressed`` (children: that
+  ``records`` array) when compressed. Records of control batches get their key / value decoded
+  as control records (key: version, type: 0 ABORT, 1 COMMIT, KRaft types 2-6; value of
+  ABORT/COMMIT: version, coordinator_epoch) with Field types ``control_key`` /
+  ``control_value``.
+* an entry cut short at the end of the set (a broker stops a fetch at its byte limit) is a
+  Field of type ``partial`` (name ``record_batch`` when its magic byte says 2, else
+  ``message``) with the header fields that are complete, and a NOTE ``records.partial_batch``
+  / ``records.partial_message``. A Produce request should never contain one: callers that know
+  the direction may escalate it. Inside decompressed data, a cut entry is an ERROR
+  ``records.truncated``.
+
+Coordinates. Top-level Fields span frame coordinates: ``base`` + position in ``data``, so a hex
+view can highlight them. A Field of type ``decompressed`` spans the *compressed* bytes in its
+parent's coordinates and its ``value`` is the decompressed ``bytes``; all its descendants'
+``offset``/``length`` are positions inside that ``value`` (starting at 0). Nested compression
+nests the rule. Issue ``offset`` is always a frame offset: for problems inside decompressed
+data it is the start of the outermost compressed span, and ``where`` spells out the exact place
+("record 3 of batch at decompressed offset 0 (base offset 5) in message at offset 40 (offset
+7)"). Key, value and header Fields span their length prefix plus their bytes.
+
+Summary values. Each entry Field's ``value`` is a dict, so statistics need no record bodies::
+
+    magic, codec (name), records (count), bytes (size on the wire), base_offset, last_offset,
+    crc_ok, transactional, control, partial, producer_id, producer_epoch, base_sequence,
+    max_timestamp, control_type (v2 control batches: "COMMIT"/"ABORT"/..., else None)
+
+``records`` is the declared count for v2 (clamped at 0); for v0/v1 it is 1 for a plain
+message and the number of inner messages for a wrapper, None when the wrapper could not be
+decompressed. For inner messages ``base_offset`` is the absolute offset and ``raw_offset`` the
+one written in the message.
+
+v0/v1 dicts also carry ``raw_offset``.
+
+``bodies=False``: entries keep their header Fields (offset ... record_count) but get no key /
+value / records / decompressed children, and v2 batches are not decompressed (their count is
+in the header). All CRCs are still checked, control batches (one tiny record) are still
+decoded for ``control_type``, and v0/v1 wrappers are still decompressed to count (and
+CRC-check) their inner messages. Key/value length errors of plain v0/v1 messages are only
+found with bodies.
+
+Issue codes: records.crc_mismatch, records.partial_message, records.partial_batch,
+records.truncated, records.bad_length, records.unknown_magic, records.bad_record,
+records.bad_varint, records.record_count_mismatch, records.trailing_bytes,
+records.bad_control_record, records.inner_magic_mismatch, records.decompression_failed,
+records.decompression_limit, records.lz4_legacy_checksum, records.bad_header_key.
+A CRC mismatch inside a wrapper whose own CRC already failed is not reported again (the inner
+message's ``crc_ok`` is still False): one corrupted byte gives one ``records.crc_mismatch``.
+An LZ4 frame with the Kafka 0.8/0.9 header checksum is normal in a magic 0 message (no issue)
+and a WARNING ``records.lz4_legacy_checksum`` in magic 1/2 (brokers reject it there).
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from analyzer.dissect.codecs import DEFAULT_LIMITS, Limits, codec_name, decompress_capped
+from analyzer.dissect.crc import crc32c
+from analyzer.model import Field, Issue, Severity, error, note, warning
+
+__all__ = ["decode_records", "Limits", "DEFAULT_LIMITS", "CONTROL_TYPES", "iso_timestamp"]
+
+_LEGACY = struct.Struct(">qiIbb")  # offset, message_size, crc, magic, attributes
+_OFF_SIZE = struct.Struct(">qi")
+_V2 = struct.Struct(">qiibIhiqqqhii")
+_I64 = struct.Struct(">q")
+_I32 = struct.Struct(">i")
+_CTRL_KEY = struct.Struct(">hh")
+_CTRL_VALUE = struct.Struct(">hi")
+
+_LEGACY_MIN = (14, 22)  # smallest message_size: crc, magic, attributes, [timestamp], key len, value len
+_V2_MIN = 49  # smallest batch_length: the header after the length field
+_V2_HEADER = 61
+_MAX_DEPTH_CAP = 16  # whatever Limits says, recursion stays shallow
+
+CONTROL_TYPES = {
+    0: "ABORT",
+    1: "COMMIT",
+    2: "LEADER_CHANGE",
+    3: "SNAPSHOT_HEADER",
+    4: "SNAPSHOT_FOOTER",
+    5: "KRAFT_VERSION",
+    6: "KRAFT_VOTERS",
+}
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MIN_MS = -62135596800000  # 0001-01-01T00:00:00Z
+_MAX_MS = 253402300799999  # 9999-12-31T23:59:59.999Z
+
+
+_SECONDS: dict[int, str] = {}  # epoch second -> "YYYY-MM-DDTHH:MM:SS" (records of a batch share seconds)
+
+
+def iso_timestamp(ms: int) -> str | None:
+    """ISO 8601 UTC for epoch milliseconds; None for -1 (no timestamp) or out of range."""
+    if ms == -1 or ms < _MIN_MS or ms > _MAX_MS:
+        return None
+    sec, milli = divmod(ms, 1000)
+    head = _SECONDS.get(sec)
+    if head is None:
+        if len(_SECONDS) >= 4096:
+            _SECONDS.clear()
+        head = _SECONDS[sec] = (_EPOCH + timedelta(seconds=sec)).isoformat()[:-6]
+    return f"{head}.{milli:03d}Z"
+
+
+class _Malformed(Exception):  # noqa: N818 - internal control flow, never escapes this module
+    """A record or message body does not parse; caught right where the record is framed."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _varint(buf: bytes, p: int, end: int) -> tuple[int, int]:
+    """Zigzag varint, at most 5 bytes, as Kafka's ByteUtils.readVarint (value wraps to 32 bits)."""
+    if p < end:
+        b = buf[p]
+        if b < 0x80:
+            return (b >> 1) ^ -(b & 1), p + 1
+    result = 0
+    shift = 0
+    limit = p + 5
+    while p < end:
+        if p == limit:
+            raise _Malformed("records.bad_varint", "varint longer than 5 bytes")
+        b = buf[p]
+        p += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            result &= 0xFFFFFFFF
+            return (result >> 1) ^ -(result & 1), p
+        shift += 7
+    raise _Malformed("records.bad_varint", "varint cut by the end of the data")
+
+
+def _varlong(buf: bytes, p: int, end: int) -> tuple[int, int]:
+    """Zigzag varlong, at most 10 bytes (value wraps to 64 bits)."""
+    if p < end:
+        b = buf[p]
+        if b < 0x80:
+            return (b >> 1) ^ -(b & 1), p + 1
+    result = 0
+    shift = 0
+    limit = p + 10
+    while p < end:
+        if p == limit:
+            raise _Malformed("records.bad_varint", "varlong longer than 10 bytes")
+        b = buf[p]
+        p += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            result &= 0xFFFFFFFFFFFFFFFF
+            return (result >> 1) ^ -(result & 1), p
+        shift += 7
+    raise _Malformed("records.bad_varint", "varlong cut by the end of the data")
+
+
+def _text(b: bytes) -> str | None:
+    try:
+        return b.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _crc_display(stored: int, computed: int) -> str:
+    if stored == computed:
+        return f"0x{stored:08x} (ok)"
+    return f"0x{stored:08x} (mismatch: computed 0x{computed:08x})"
+
+
+_ATTR_DISPLAY: dict[tuple[int, int], str] = {}
+
+
+def _v2_attr_display(attrs: int) -> str:
+    d = _ATTR_DISPLAY.get((2, attrs))
+    if d is None:
+        d = _ATTR_DISPLAY[(2, attrs)] = _v2_attr_text(attrs)
+    return d
+
+
+def _v2_attr_text(attrs: int) -> str:
+    parts = [
+        f"codec={codec_name(attrs & 7)}",
+        "timestamp_type=log_append_time" if attrs & 0x08 else "timestamp_type=create_time",
+    ]
+    if attrs & 0x10:
+        parts.append("transactional")
+    if attrs & 0x20:
+        parts.append("control")
+    if attrs & 0x40:
+        parts.append("delete_horizon")
+    return ", ".join(parts)
+
+
+def _legacy_attr_display(attrs: int, magic: int) -> str:
+    d = _ATTR_DISPLAY.get((magic, attrs))
+    if d is None:
+        d = _ATTR_DISPLAY[(magic, attrs)] = _legacy_attr_text(attrs, magic)
+    return d
+
+
+def _legacy_attr_text(attrs: int, magic: int) -> str:
+    s = f"codec={codec_name(attrs & 7)}"
+    if magic >= 1:
+        s += ", timestamp_type=log_append_time" if attrs & 0x08 else ", timestamp_type=create_time"
+    return s
+
+
+def _summary(
+    magic: int | None, codec: str | None, records: int | None, size: int, base_offset: int | None
+) -> dict:
+    return {
+        "magic": magic,
+        "codec": codec,
+        "records": records,
+        "bytes": size,
+        "base_offset": base_offset,
+        "last_offset": base_offset,
+        "crc_ok": None,
+        "transactional": False,
+        "control": False,
+        "partial": False,
+        "producer_id": None,
+        "producer_epoch": None,
+        "base_sequence": None,
+        "max_timestamp": None,
+        "control_type": None,
+    }
+
+
+class _Ctx:
+    __slots__ = ("limits", "bodies", "issues", "budget", "max_depth")
+
+    def __init__(self, limits: Limits, bodies: bool) -> None:
+        self.limits = limits
+        self.bodies = bodies
+        self.issues: list[Issue] = []
+        self.budget = limits.max_total_output
+        self.max_depth = min(limits.max_depth, _MAX_DEPTH_CAP)
+
+    def add(self, issue: Issue, offset: int, where: str) -> None:
+        self.issues.append(Issue(issue.severity, issue.code, issue.message, offset, where))
+
+
+def decode_records(
+    data: bytes | bytearray | memoryview,
+    base: int,
+    *,
+    limits: Limits = DEFAULT_LIMITS,
+    bodies: bool = True,
+) -> tuple[list[Field], list[Issue]]:
+    """Decode a records field; see the module docstring. Never raises on bad bytes."""
+    buf = data if type(data) is bytes else bytes(data)
+    ctx = _Ctx(limits, bodies)
+    fields = _decode_set(ctx, buf, base, 0, None, None, True, None)
+    return fields, ctx.issues
+
+
+def _decode_set(
+    ctx: _Ctx,
+    buf: bytes,
+    base: int,
+    depth: int,
+    anchor: int | None,
+    parent_where: str | None,
+    trusted: bool,
+    wrapper_magic: int | None,
+) -> list[Field]:
+    """Decode the entries of a message set / batch sequence.
+
+    ``anchor`` is None at the top level; inside decompressed data it is the frame offset used
+    for issues. ``trusted`` is False inside a wrapper whose CRC failed.
+    """
+    out: list[Field] = []
+    n = len(buf)
+    mv = memoryview(buf)
+    pos = 0
+    while pos < n:
+        rem = n - pos
+        at = base + pos
+        ioff = at if anchor is None else anchor
+        if rem < 12:
+            out.append(
+                _partial(
+                    ctx,
+                    buf,
+                    pos,
+                    rem,
+                    None,
+                    None,
+                    base,
+                    ioff,
+                    _entry_where(parent_where, at, pos),
+                    anchor is not None,
+                )
+            )
+            break
+        off, size = _OFF_SIZE.unpack_from(buf, pos)
+        magic = buf[pos + 16] if rem >= 17 else None
+        if magic is None:
+            minimum = _LEGACY_MIN[0]
+        elif magic == 2:
+            minimum = _V2_MIN
+        elif magic < 2:
+            minimum = _LEGACY_MIN[magic]
+        else:
+            signed = magic - 256 if magic > 127 else magic
+            ctx.issues.append(
+                error(
+                    "records.unknown_magic",
+                    f"unknown magic {signed} (offset {off}, size {size})",
+                    ioff,
+                    _entry_where(parent_where, at, pos),
+                )
+            )
+            break
+        if size < minimum:
+            ctx.issues.append(
+                error(
+                    "records.bad_length",
+                    f"size {size} is below the minimum {minimum} for magic {magic}; cannot continue",
+                    ioff,
+                    _entry_where(parent_where, at, pos),
+                )
+            )
+            break
+        if 12 + size > rem:
+            out.append(
+                _partial(
+                    ctx,
+                    buf,
+                    pos,
+                    rem,
+                    off,
+                    size,
+                    base,
+                    ioff,
+                    _entry_where(parent_where, at, pos),
+                    anchor is not None,
+                )
+            )
+            break
+        end = pos + 12 + size
+        if wrapper_magic is not None and magic != wrapper_magic:
+            ctx.issues.append(
+                warning(
+                    "records.inner_magic_mismatch",
+                    f"inner entry has magic {magic}, its wrapper magic {wrapper_magic}",
+                    ioff,
+                    _entry_where(parent_where, at, pos),
+                )
+            )
+        if magic == 2:
+            out.append(_decode_batch(ctx, buf, mv, pos, end, base, depth, anchor, parent_where, trusted))
+        else:
+            out.append(_decode_message(ctx, buf, mv, pos, end, base, depth, anchor, parent_where, trusted))
+        pos = end
+    return out
+
+
+def _entry_where(parent_where: str | None, at: int, pos: int) -> str:
+    if parent_where is None:
+        return f"entry at offset {at}"
+    return f"entry at decompressed offset {pos} in {parent_where}"
+
+
+def _partial(
+    ctx: _Ctx,
+    buf: bytes,
+    pos: int,
+    rem: int,
+    off: int | None,
+    size: int | None,
+    base: int,
+    ioff: int,
+    where: str,
+    inner: bool,
+) -> Field:
+    at = base + pos
+    if off is None and rem >= 8:
+        (off,) = _I64.unpack_from(buf, pos)
+    magic = buf[pos + 16] if rem >= 17 else None
+    kind = "batch" if magic == 2 else "message"
+    children = []
+    if rem >= 8:
+        children.append(Field("offset" if kind == "message" else "base_offset", "int64", off, at, 8))
+    if rem >= 12:
+        children.append(
+            Field("message_size" if kind == "message" else "batch_length", "int32", size, at + 8, 4)
+        )
+    if magic is not None:
+        children.append(Field("magic", "int8", magic, at + 16, 1))
+    total = "?" if size is None else str(12 + size)
+    if inner:
+        ctx.issues.append(
+            error(
+                "records.truncated",
+                f"{kind} cut after {rem} of {total} bytes inside decompressed data",
+                ioff,
+                where,
+            )
+        )
+    else:
+        ctx.issues.append(
+            note(
+                f"records.partial_{kind}",
+                f"{kind} cut after {rem} of {total} bytes (normal at the end of a fetch response)",
+                ioff,
+                where,
+            )
+        )
+    summary = _summary(magic, None, 0, rem, off)
+    summary["partial"] = True
+    return Field("record_batch" if magic == 2 else "message", "partial", summary, at, rem, children)
+
+
+# --- magic 0 / 1 -------------------------------------------------------------------------------
+
+
+def _legacy_bytes(buf: bytes, p: int, end: int, name: str) -> tuple[bytes | None, int, int]:
+    """(value, start of data, position after) of an int32-length-prefixed byte string."""
+    if p + 4 > end:
+        raise _Malformed("records.bad_record", f"{name} length cut by the end of the message")
+    (ln,) = _I32.unpack_from(buf, p)
+    p += 4
+    if ln == -1:
+        return None, p, p
+    if ln < 0:
+        raise _Malformed("records.bad_record", f"{name} has negative length {ln}")
+    if ln > end - p:
+        raise _Malformed(
+            "records.bad_record", f"{name} length {ln} exceeds the {end - p} bytes left in the message"
+        )
+    return buf[p : p + ln], p, p + ln
+
+
+def _decode_message(
+    ctx: _Ctx,
+    buf: bytes,
+    mv: memoryview,
+    pos: int,
+    end: int,
+    base: int,
+    depth: int,
+    anchor: int | None,
+    parent_where: str | None,
+    trusted: bool,
+) -> Field:
+    off, size, crc, magic, attrs = _LEGACY.unpack_from(buf, pos)
+    at = base + pos
+    ioff = at if anchor is None else anchor
+    if parent_where is None:
+        where = f"message at offset {at} (offset {off})"
+    else:
+        where = f"message at decompressed offset {pos} (offset {off}) in {parent_where}"
+    computed = zlib.crc32(mv[pos + 16 : end])
+    crc_ok = computed == crc
+    if not crc_ok and trusted:
+        ctx.issues.append(
+            error(
+                "records.crc_mismatch",
+                f"message CRC-32 mismatch: stored 0x{crc:08x}, computed 0x{computed:08x}",
+                ioff,
+                where,
+            )
+        )
+    codec = attrs & 7
+    children = [
+        Field("offset", "int64", off, at, 8),
+        Field("message_size", "int32", size, at + 8, 4),
+        Field("crc", "uint32", crc, at + 12, 4, None, _crc_display(crc, computed)),
+        Field("magic", "int8", magic, at + 16, 1),
+        Field("attributes", "int8", attrs, at + 17, 1, None, _legacy_attr_display(attrs, magic)),
+    ]
+    p = pos + 18
+    ts = None
+    if magic == 1:
+        (ts,) = _I64.unpack_from(buf, p)
+        children.append(Field("timestamp", "int64", ts, base + p, 8, None, iso_timestamp(ts)))
+        p += 8
+    summary = _summary(magic, codec_name(codec), 1, 12 + size, off)
+    summary["crc_ok"] = crc_ok
+    summary["raw_offset"] = off
+    summary["max_timestamp"] = ts
+    field = Field("message", "message", summary, at, 12 + size, children)
+    if codec == 0 and not ctx.bodies:
+        return field
+    try:
+        kstart = p
+        key, kdata, p = _legacy_bytes(buf, p, end, "key")
+        if ctx.bodies:
+            children.append(
+                Field(
+                    "key", "bytes", key, base + kstart, p - kstart, None, None if key is None else _text(key)
+                )
+            )
+        vstart = p
+        value, vdata, p = _legacy_bytes(buf, p, end, "value")
+        if ctx.bodies:
+            text = None if value is None or codec else _text(value)
+            children.append(Field("value", "bytes", value, base + vstart, p - vstart, None, text))
+        if p != end:
+            raise _Malformed("records.bad_record", f"{end - p} unused bytes after the value")
+    except _Malformed as e:
+        ctx.issues.append(error(e.code, e.message, ioff, where))
+        if codec:
+            summary["records"] = None
+        return field
+    if codec:
+        _unwrap(ctx, field, value, vdata, p, base, depth, anchor, where, trusted and crc_ok)
+    return field
+
+
+def _unwrap(
+    ctx: _Ctx,
+    field: Field,
+    value: bytes | None,
+    vdata: int,
+    vend: int,
+    base: int,
+    depth: int,
+    anchor: int | None,
+    where: str,
+    trusted: bool,
+) -> None:
+    """Decompress a magic 0/1 wrapper's value and decode the inner message set into ``field``."""
+    summary = field.value
+    magic = summary["magic"]
+    codec = field.children[4].value & 7
+    ioff = base + vdata if anchor is None else anchor
+    summary["records"] = None
+    if value is None:
+        ctx.issues.append(
+            error("records.bad_record", "compressed wrapper message has a null value", ioff, where)
+        )
+        return
+    if depth + 1 > ctx.max_depth:
+        ctx.issues.append(
+            error(
+                "records.decompression_limit",
+                f"compressed message sets nested deeper than {ctx.max_depth}: not decompressed",
+                ioff,
+                where,
+            )
+        )
+        return
+    raw, issue = decompress_capped(codec, value, ctx.limits, ctx.budget)
+    if issue is not None:
+        if issue.code == "records.lz4_legacy_checksum":
+            if magic != 0:  # expected for magic 0, a producer bug for magic 1
+                ctx.add(
+                    Issue(Severity.WARNING, issue.code, issue.message + " in a magic 1 message"), ioff, where
+                )
+        else:
+            ctx.add(issue, ioff, where)
+    if raw is None:
+        return
+    ctx.budget -= len(raw)
+    inner = _decode_set(ctx, raw, 0, depth + 1, ioff, where, trusted, magic)
+    msgs = [f for f in inner if f.type == "message"]
+    last_raw = msgs[-1].value["raw_offset"] if msgs else 0
+    wrapper_offset = summary["raw_offset"]
+    log_append = magic == 1 and field.children[4].value & 0x08
+    count: int | None = 0
+    for f in inner:
+        s = f.value
+        if f.type == "message":
+            raw_off = s["raw_offset"]
+            absolute = wrapper_offset - last_raw + raw_off if magic >= 1 else raw_off
+            delta = absolute - raw_off
+            s["base_offset"] = absolute
+            if s["last_offset"] is not None:
+                s["last_offset"] += delta
+            if log_append:
+                s["max_timestamp"] = summary["max_timestamp"]
+            if ctx.bodies and f.children:
+                o = f.children[0]
+                f.children.insert(1, Field("absolute_offset", "int64", absolute, o.offset, o.length))
+        if count is not None:
+            count = None if s["records"] is None else count + s["records"]
+    summary["records"] = count  # None when an inner wrapper could not be counted
+    if inner and inner[0].value["base_offset"] is not None:
+        summary["base_offset"] = inner[0].value["base_offset"]
+        summary["last_offset"] = inner[-1].value["last_offset"]
+    if ctx.bodies:
+        field.children.append(Field("decompressed", "decompressed", raw, base + vdata, vend - vdata, inner))
+
+
+# --- magic 2 -----------------------------------------------------------------------------------
+
+
+def _decode_batch(
+    ctx: _Ctx,
+    buf: bytes,
+    mv: memoryview,
+    pos: int,
+    end: int,
+    base: int,
+    depth: int,
+    anchor: int | None,
+    parent_where: str | None,
+    trusted: bool,
+) -> Field:
+    (bo, blen, ple, magic, crc, attrs, lod, bts, mts, pid, pep, bseq, count) = _V2.unpack_from(buf, pos)
+    at = base + pos
+    ioff = at if anchor is None else anchor
+    if parent_where is None:
+        where = f"batch at offset {at} (base offset {bo})"
+    else:
+        where = f"batch at decompressed offset {pos} (base offset {bo}) in {parent_where}"
+    computed = crc32c(mv[pos + 21 : end])
+    crc_ok = computed == crc
+    if not crc_ok and trusted:
+        ctx.issues.append(
+            error(
+                "records.crc_mismatch",
+                f"batch CRC-32C mismatch: stored 0x{crc:08x}, computed 0x{computed:08x}",
+                ioff,
+                where,
+            )
+        )
+    codec = attrs & 7
+    control = bool(attrs & 0x20)
+    children = [
+        Field("base_offset", "int64", bo, at, 8),
+        Field("batch_length", "int32", blen, at + 8, 4),
+        Field("partition_leader_epoch", "int32", ple, at + 12, 4),
+        Field("magic", "int8", magic, at + 16, 1),
+        Field("crc", "uint32", crc, at + 17, 4, None, _crc_display(crc, computed)),
+        Field("attributes", "int16", attrs, at + 21, 2, None, _v2_attr_display(attrs)),
+        Field("last_offset_delta", "int32", lod, at + 23, 4, None, f"last offset {bo + lod}"),
+        Field("base_timestamp", "int64", bts, at + 27, 8, None, iso_timestamp(bts)),
+        Field("max_timestamp", "int64", mts, at + 35, 8, None, iso_timestamp(mts)),
+        Field("producer_id", "int64", pid, at + 43, 8),
+        Field("producer_epoch", "int16", pep, at + 51, 2),
+        Field("base_sequence", "int32", bseq, at + 53, 4),
+        Field("record_count", "int32", count, at + 57, 4),
+    ]
+    summary = _summary(2, codec_name(codec), max(count, 0), 12 + blen, bo)
+    summary["last_offset"] = bo + lod
+    summary["crc_ok"] = crc_ok
+    summary["transactional"] = bool(attrs & 0x10)
+    summary["control"] = control
+    summary["producer_id"] = pid
+    summary["producer_epoch"] = pep
+    summary["base_sequence"] = bseq
+    summary["max_timestamp"] = mts
+    field = Field("record_batch", "record_batch", summary, at, 12 + blen, children)
+    if not ctx.bodies and not control:
+        return field
+    rstart = pos + _V2_HEADER
+    batch = (bo, bts, mts, attrs, count, where, ioff)
+    if count < 0:
+        ctx.issues.append(
+            error("records.record_count_mismatch", f"negative record count {count}", ioff, where)
+        )
+    if codec == 0:
+        records = _decode_v2_records(ctx, buf, rstart, end, base, batch)
+        children.append(records)
+    else:
+        raw, issue = decompress_capped(codec, mv[rstart:end], ctx.limits, ctx.budget)
+        cioff = base + rstart if anchor is None else anchor
+        if issue is not None:
+            if issue.code == "records.lz4_legacy_checksum":
+                ctx.add(
+                    Issue(Severity.WARNING, issue.code, issue.message + " in a magic 2 batch"), cioff, where
+                )
+            else:
+                ctx.add(issue, cioff, where)
+        if raw is None:
+            return field
+        ctx.budget -= len(raw)
+        records = _decode_v2_records(ctx, raw, 0, len(raw), 0, (bo, bts, mts, attrs, count, where, cioff))
+        children.append(Field("decompressed", "decompressed", raw, base + rstart, end - rstart, [records]))
+    if control and records.children:
+        k = records.children[0].child("key")
+        if k is not None and k.type == "control_key":
+            summary["control_type"] = k.display
+    return field
+
+
+def _decode_v2_records(ctx: _Ctx, buf: bytes, start: int, end: int, base: int, batch: tuple) -> Field:
+    bo, bts, mts, attrs, count, where, ioff = batch
+    recs: list[Field] = []
+    p = start
+    framed = True
+    while len(recs) < count and p < end:
+        rstart = p
+        try:
+            length, p = _varint(buf, p, end)
+        except _Malformed as e:
+            ctx.issues.append(
+                error(e.code, f"record length: {e.message}", ioff, f"record {len(recs)} of {where}")
+            )
+            framed = False
+            break
+        if length < 0 or length > end - p:
+            ctx.issues.append(
+                error(
+                    "records.bad_record",
+                    f"record length {length} does not fit the {end - p} bytes left",
+                    ioff,
+                    f"record {len(recs)} of {where}",
+                )
+            )
+            framed = False
+            break
+        rend = p + length
+        recs.append(_decode_record(ctx, buf, rstart, p, rend, base, batch, len(recs)))
+        p = rend
+    if framed and count >= 0 and len(recs) < count:
+        ctx.issues.append(
+            error(
+                "records.record_count_mismatch",
+                f"batch declares {count} records, its data holds {len(recs)}",
+                ioff,
+                where,
+            )
+        )
+    elif framed and p < end:
+        ctx.issues.append(
+            error("records.trailing_bytes", f"{end - p} bytes after the last of {count} records", ioff, where)
+        )
+    return Field("records", "array", len(recs), base + start, p - start, recs)
+
+
+def _decode_record(
+    ctx: _Ctx, buf: bytes, rstart: int, p: int, rend: int, base: int, batch: tuple, index: int
+) -> Field:
+    bo, bts, mts, attrs, count, where, ioff = batch
+    children = [Field("length", "varint", rend - p, base + rstart, p - rstart)]
+    field = Field("record", "record", None, base + rstart, rend - rstart, children)
+    try:
+        if p >= rend:
+            raise _Malformed("records.bad_record", "record attributes cut by the end of the record")
+        a = buf[p]
+        children.append(Field("attributes", "int8", a - 256 if a > 127 else a, base + p, 1))
+        p += 1
+        s = p
+        tsd, p = _varlong(buf, p, rend)
+        if attrs & 0x08:
+            tsdisp = iso_timestamp(mts)
+            tsdisp = None if tsdisp is None else tsdisp + " (log append time)"
+        else:
+            tsdisp = None if bts == -1 else iso_timestamp(bts + tsd)
+        children.append(Field("timestamp_delta", "varlong", tsd, base + s, p - s, None, tsdisp))
+        s = p
+        od, p = _varint(buf, p, rend)
+        field.value = bo + od
+        field.display = odisp = f"offset {bo + od}"
+        children.append(Field("offset_delta", "varint", od, base + s, p - s, None, odisp))
+        if attrs & 0x20:
+            p = _control_kv(ctx, buf, p, rend, base, children, where, ioff, index)
+        else:
+            p = _bytes_field(buf, p, rend, base, "key", children)
+            p = _bytes_field(buf, p, rend, base, "value", children)
+        s = p
+        hcount, p = _varint(buf, p, rend)
+        if hcount < 0:
+            raise _Malformed("records.bad_record", f"negative header count {hcount}")
+        if hcount > (rend - p) // 2:
+            raise _Malformed(
+                "records.bad_record", f"header count {hcount} does not fit the {rend - p} bytes left"
+            )
+        headers: list[Field] = []
+        # spans cover the rest of the record until the headers parse completely
+        hfield = Field("headers", "array", hcount, base + s, rend - s, headers)
+        children.append(hfield)
+        for _ in range(hcount):
+            hs = p
+            hkids: list[Field] = []
+            headers.append(Field("header", "struct", None, base + hs, rend - hs, hkids))
+            klen, p2 = _varint(buf, p, rend)
+            if klen < 0 or klen > rend - p2:
+                raise _Malformed("records.bad_record", f"header key length {klen} is negative or too long")
+            kb = buf[p2 : p2 + klen]
+            ktext = _text(kb)
+            if ktext is None:
+                ctx.issues.append(
+                    warning(
+                        "records.bad_header_key",
+                        "header key is not valid UTF-8",
+                        ioff,
+                        f"record {index} of {where}",
+                    )
+                )
+                ktext = kb.decode("utf-8", "replace")
+            hkids.append(Field("key", "string", ktext, base + p, p2 + klen - p))
+            p = _bytes_field(buf, p2 + klen, rend, base, "value", hkids)
+            headers[-1].length = p - hs
+            headers[-1].display = ktext
+        hfield.length = p - s
+        if p != rend:
+            raise _Malformed("records.bad_record", f"{rend - p} unused bytes at the end of the record")
+    except _Malformed as e:
+        ctx.issues.append(error(e.code, e.message, ioff, f"record {index} of {where}"))
+    return field
+
+
+def _bytes_field(buf: bytes, p: int, end: int, base: int, name: str, out: list[Field]) -> int:
+    s = p
+    ln, p = _varint(buf, p, end)
+    if ln == -1:
+        out.append(Field(name, "bytes", None, base + s, p - s))
+        return p
+    if ln < 0:
+        raise _Malformed("records.bad_record", f"{name} has negative length {ln}")
+    if ln > end - p:
+        raise _Malformed(
+            "records.bad_record", f"{name} length {ln} exceeds the {end - p} bytes left in the record"
+        )
+    v = buf[p : p + ln]
+    out.append(Field(name, "bytes", v, base + s, p + ln - s, None, _text(v)))
+    return p + ln
+
+
+def _control_kv(
+    ctx: _Ctx, buf: bytes, p: int, end: int, base: int, out: list[Field], where: str, ioff: int, index: int
+) -> int:
+    kpos = len(out)
+    p = _bytes_field(buf, p, end, base, "key", out)
+    vpos = len(out)
+    p = _bytes_field(buf, p, end, base, "value", out)
+    key, value = out[kpos], out[vpos]
+    kb: Any = key.value
+    if kb is None or len(kb) < 4:
+        ctx.issues.append(
+            error(
+                "records.bad_control_record",
+                "control record key shorter than 4 bytes",
+                ioff,
+                f"record {index} of {where}",
+            )
+        )
+        return p
+    version, ctype = _CTRL_KEY.unpack_from(kb)
+    kd = key.offset + key.length - len(kb)
+    name = CONTROL_TYPES.get(ctype, f"unknown({ctype})")
+    key.type = "control_key"
+    key.display = name
+    key.children = [
+        Field("version", "int16", version, kd, 2),
+        Field("type", "int16", ctype, kd + 2, 2, None, name),
+    ]
+    vb: Any = value.value
+    if ctype in (0, 1):
+        if vb is None or len(vb) < 6:
+            ctx.issues.append(
+                error(
+                    "records.bad_control_record",
+                    f"{name} marker value shorter than 6 bytes",
+                    ioff,
+                    f"record {index} of {where}",
+                )
+            )
+            return p
+        vversion, epoch = _CTRL_VALUE.unpack_from(vb)
+        vd = value.offset + value.length - len(vb)
+        value.type = "control_value"
+        value.display = f"{name} marker, coordinator epoch {epoch}"
+        value.children = [
+            Field("version", "int16", vversion, vd, 2),
+            Field("coordinator_epoch", "int32", epoch, vd + 2, 4),
+        ]
+    return p
