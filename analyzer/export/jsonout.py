@@ -47,10 +47,7 @@ def field_json(f: Field, spans: dict | None, path: str) -> Any:
             "length": f.value,
             "batches": [field_json(b, spans, f"{path}/batches/{i}") for i, b in enumerate(ch)],
         }
-    if t == "decompressed":
-        # children live in the decompressed buffer: no spans inside
-        return [field_json(c, None, "") for c in ch]
-    if t.startswith("[]"):
+    if t.startswith("[]") or t == "array":
         if f.value is None:
             return None
         return [field_json(c, spans, f"{path}/{i}") for i, c in enumerate(ch)]
@@ -65,8 +62,18 @@ def field_json(f: Field, spans: dict | None, path: str) -> Any:
 def struct_json(f: Field, spans: dict | None, path: str) -> dict:
     out: dict[str, Any] = {}
     for c in f.children or ():
-        out[c.name] = field_json(c, spans, f"{path}/{c.name}")
-        if c.display is not None and c.children is None:
+        if c.type == "decompressed":
+            # what a compressed record batch or wrapper message holds; its fields live in the
+            # decompressed buffer, so they get no spans in the frame
+            out["decompressed_size"] = len(c.value) if c.value is not None else None
+            inner = c.children or []
+            if inner and all(x.name == "message" for x in inner):
+                out["messages"] = [field_json(x, None, "") for x in inner]
+            else:
+                out.update(struct_json(c, None, ""))
+            continue
+        v = out[c.name] = field_json(c, spans, f"{path}/{c.name}")
+        if c.display is not None and c.children is None and c.display != v:
             if c.type in _INT_TYPES and c.name.endswith("error_code"):
                 out[c.name + "_name"] = c.display
             else:
