@@ -30,3 +30,16 @@ def pytest_report_header(config):
         f"public captures: {len(public_captures())} ({PUBLIC}), "
         f"project captures: {len(project_captures())}, root={os.geteuid() == 0}"
     )
+
+
+def known_malformed(api_key, kind: str, body_error_code) -> str | None:
+    """Bytes on the wire that really are malformed, by name (issue: 'except bytes that really are
+    malformed, which the test names'). Returns why, or None.
+
+    * librdkafka's mock cluster answers an ApiVersions request it does not support with
+      UNSUPPORTED_VERSION (35) in a layout that is neither v0 nor the requested version (the
+      ApiKeys array count is one short and the response ends 2 bytes early).
+    """
+    if api_key == 18 and kind == "response" and body_error_code == 35:
+        return "librdkafka mock: malformed ApiVersions UNSUPPORTED_VERSION answer"
+    return None

@@ -6,13 +6,14 @@ scapy is imported here only (the ``live`` extra); the core never imports it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
+import struct
+import sys
 import threading
 import time
 from collections.abc import Iterator
-
-_STOP = object()
 
 
 def check_privileges(interface: str) -> str | None:
@@ -63,54 +64,66 @@ class LiveCapture:
         self._q: queue.Queue = queue.Queue(maxsize=100_000)
         self._stop = threading.Event()
         self._writer = None
-        self._thread: threading.Thread | None = None
+        self._sniffer = None
 
     def stop(self) -> None:
         self._stop.set()
+        sn = self._sniffer
+        if sn is not None and getattr(sn, "running", False):
+            with contextlib.suppress(Exception):  # already stopping
+                sn.stop(join=False)
 
-    def _run(self) -> None:
-        from scapy.all import sniff
+    def _started(self) -> None:
+        what = f" ({self.bpf})" if self.bpf else ""
+        print(f"kafka-analyzer: capturing on {self.interface}{what}", file=sys.stderr, flush=True)
+
+    def _start(self) -> None:
+        from scapy.all import AsyncSniffer
 
         def put(pkt) -> None:
             self._q.put((float(pkt.time), bytes(pkt), _linktype(pkt)))
 
+        self._sniffer = AsyncSniffer(  # --duration is enforced by __iter__
+            iface=self.interface,
+            filter=self.bpf,
+            store=False,
+            prn=put,
+            count=self.count or 0,
+            started_callback=self._started,
+        )
         try:
-            sniff(
-                iface=self.interface,
-                filter=self.bpf,
-                store=False,
-                prn=put,
-                count=self.count or 0,
-                timeout=self.duration,
-                stop_filter=lambda _p: self._stop.is_set(),
-            )
+            self._sniffer.start()
         except PermissionError:
             self.error = f"no permission to capture on {self.interface}: run as root or grant CAP_NET_RAW"
-        except OSError as exc:
+        except Exception as exc:  # noqa: BLE001 - scapy raises Scapy_Exception for a bad BPF filter
             self.error = f"capture on {self.interface} failed: {exc}"
-        except Exception as exc:  # scapy raises Scapy_Exception for a bad BPF filter
-            self.error = f"capture on {self.interface} failed: {exc}"
-        finally:
-            self._q.put(_STOP)
+
+    def _running(self) -> bool:
+        sn = self._sniffer
+        if sn is None or self.error:
+            return False
+        t = getattr(sn, "thread", None)
+        return t is not None and t.is_alive()
 
     def __iter__(self) -> Iterator[tuple]:
         if self.write:
-            from scapy.utils import PcapWriter
-
-            self._writer = PcapWriter(self.write, append=False, sync=True)
-        self._thread = threading.Thread(target=self._run, name="sniff", daemon=True)
-        self._thread.start()
+            self._writer = PcapFileWriter(self.write)
+        self._start()
         index = 0
-        deadline = time.monotonic() + self.duration + 5 if self.duration else None
+        deadline = time.monotonic() + self.duration if self.duration else None
         while True:
+            if deadline is not None and time.monotonic() >= deadline:
+                self.stop()
+                deadline = None
             try:
-                item = self._q.get(timeout=0.5)
+                item = self._q.get(timeout=0.2)
             except queue.Empty:
-                if deadline is not None and time.monotonic() > deadline:
+                if not self._running():
+                    exc = getattr(self._sniffer, "exception", None)
+                    if exc is not None and not self.error:
+                        self.error = f"capture on {self.interface} failed: {exc}"
                     return
                 continue
-            if item is _STOP:
-                return
             ts, data, linktype = item
             index += 1
             if self._writer is not None:
@@ -118,16 +131,13 @@ class LiveCapture:
             yield (index, ts, linktype, data)
 
     def _write(self, ts: float, data: bytes, linktype: int) -> None:
-        w = self._writer
-        if w.linktype is None:
-            w.linktype = linktype
-        sec = int(ts)
-        w.write_packet(data, sec=sec, usec=int(round((ts - sec) * 1e6)))
+        self._writer.write(ts, data, linktype)
 
     def close(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        self.stop()
+        t = getattr(self._sniffer, "thread", None)
+        if t is not None:
+            t.join(timeout=5)
         if self._writer is not None:
             self._writer.close()
             self._writer = None
@@ -146,3 +156,31 @@ def _linktype(pkt) -> int:
     if isinstance(pkt, IP | IPv6):
         return 101
     return 1
+
+
+class PcapFileWriter:
+    """A classic pcap file (little-endian, microseconds), written as packets arrive and flushed
+    every second, so an interrupted capture still leaves a readable file."""
+
+    def __init__(self, path: str):
+        self.f = open(path, "wb")  # noqa: SIM115 - closed by close()
+        self.linktype: int | None = None
+        self.last_flush = 0.0
+
+    def write(self, ts: float, data: bytes, linktype: int) -> None:
+        if self.linktype is None:
+            self.linktype = linktype
+            self.f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, linktype))
+        sec = int(ts)
+        usec = min(int(round((ts - sec) * 1e6)), 999_999)
+        self.f.write(struct.pack("<IIII", sec, usec, len(data), len(data)))
+        self.f.write(data)
+        now = time.monotonic()
+        if now - self.last_flush > 1.0:
+            self.f.flush()
+            self.last_flush = now
+
+    def close(self) -> None:
+        if self.linktype is None:  # no packet: still a valid, empty capture
+            self.f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, 1))
+        self.f.close()

@@ -27,7 +27,7 @@ from analyzer.dissect.decoder import (
     request_header_version,
     response_header_version,
 )
-from analyzer.model import Field, Frame, Message, warning
+from analyzer.model import Field, Frame, Message, Severity, error, note, warning
 
 _i16 = struct.Struct(">h").unpack_from
 _i32 = struct.Struct(">i").unpack_from
@@ -36,6 +36,7 @@ API_VERSIONS = 18
 SASL_HANDSHAKE = 17
 SASL_AUTHENTICATE = 36
 UNSUPPORTED_VERSION = 35
+_PARTIAL = frozenset(("records.partial_batch", "records.partial_message"))
 
 
 class Options:
@@ -87,7 +88,11 @@ def decode_request(frame: Frame, opts: Options = DEFAULT_OPTIONS) -> Message:
         body = decode_body(payload, pos, api_key, "request", api_version, ctx)
         if body is not None:
             _embedded(api_key, "request", body, payload, ctx, opts)
-    return Message(frame, "request", api_key, api_version, corr, header, body, ctx.issues, client_id)
+    issues = ctx.issues
+    if any(i.code in _PARTIAL for i in issues):
+        # Only a Fetch response may end with a cut-off batch; in a Produce request it is damage
+        issues = [error(i.code, i.message, i.offset, i.where) if i.code in _PARTIAL else i for i in issues]
+    return Message(frame, "request", api_key, api_version, corr, header, body, issues, client_id)
 
 
 def decode_response(
@@ -111,14 +116,35 @@ def decode_response(
         and len(payload) >= 6
         and _i16(payload, 4)[0] == UNSUPPORTED_VERSION
     ):
-        version = 0  # the broker did not know the requested version and answered in v0
+        # The broker did not know the requested version: Kafka answers in v0. Take the layout
+        # (v0, else the requested one) that decodes cleanly.
+        msg = _decode_response_as(payload, ctx, opts, api_key, 0)
+        if msg[3]:
+            alt = _decode_response_as(payload, _ctx(opts), opts, api_key, version)
+            if not alt[3]:
+                return Message(frame, "response", api_key, version, corr, alt[0], alt[1], alt[2])
+            msg[2].append(
+                note(
+                    "decode.api_versions_fallback",
+                    f"UNSUPPORTED_VERSION answer to an ApiVersions "
+                    f"v{version} request matches neither the v0 nor the v{version} layout",
+                    4,
+                )
+            )
+        return Message(frame, "response", api_key, 0, corr, msg[0], msg[1], msg[2])
+    header, body, issues, _ = _decode_response_as(payload, ctx, opts, api_key, version)
+    return Message(frame, "response", api_key, version, corr, header, body, issues)
+
+
+def _decode_response_as(payload, ctx: Ctx, opts: Options, api_key: int, version: int):
+    """(header, body, issues, has errors) of a response decoded as ``version``."""
     header, pos = decode_header(payload, "response", response_header_version(api_key, version), ctx)
     body = None
     if pos >= 0:
         body = decode_body(payload, pos, api_key, "response", version, ctx)
         if body is not None:
             _embedded(api_key, "response", body, payload, ctx, opts)
-    return Message(frame, "response", api_key, version, corr, header, body, ctx.issues)
+    return header, body, ctx.issues, any(i.severity == Severity.ERROR for i in ctx.issues)
 
 
 def decode_sasl_token(frame: Frame, mechanism: str | None, opts: Options = DEFAULT_OPTIONS) -> Message:
