@@ -189,7 +189,7 @@ def exchange_line(ex: Exchange, origin: float | None, absolute: bool = False) ->
     lat = ex.latency
     sizes = f"{req if req is not None else '-'}/{resp if resp is not None else '-'}B"
     lat_s = f"{lat * 1000:.3f}ms" if lat is not None else "-"
-    errs = error_names(ex.response.body) if ex.response is not None else []
+    errs = error_names(ex.response)
     flags = []
     if errs:
         uniq = sorted(set(errs))
@@ -234,7 +234,7 @@ def _keep(ex: Exchange, args, apis) -> bool:
     if args.client and ex.client_id not in args.client:
         return False
     if args.errors:
-        has_err = ex.response is not None and error_names(ex.response.body)
+        has_err = ex.response is not None and ex.response.errors
         bad = any(i.severity >= Severity.WARNING for i in ex.all_issues())
         if not (has_err or bad):
             return False

@@ -167,6 +167,7 @@ class Message:
     body: Field | None
     issues: list[Issue] = field(default_factory=list)
     client_id: str | None = None
+    errors: list[int] = field(default_factory=list)  # non-zero error codes anywhere in the body
 
     @property
     def severity(self) -> Severity | None:

@@ -101,10 +101,11 @@ def _in(rng, v: int) -> bool:
 class Ctx:
     """What a decode needs besides the bytes: options and where issues go."""
 
-    __slots__ = ("issues", "records_bodies", "records_hook")
+    __slots__ = ("issues", "errors", "records_bodies", "records_hook")
 
     def __init__(self, records_bodies: bool = False, records_hook=None):
         self.issues: list[Issue] = []
+        self.errors: list[int] = []  # every non-zero error code met, so front ends need no tree walk
         self.records_bodies = records_bodies
         self.records_hook = records_hook
 
@@ -156,7 +157,25 @@ def _primitive_reader(name: str, ftype: str, nullable: bool, flex: bool, extra):
         st = _FIXED[ftype]
         size = st.size
         unpack = st.unpack_from
-        is_error = name == "error_code" or name.endswith("_error_code")
+        if name == "error_code" or name.endswith("_error_code"):
+
+            def read_error(buf, pos, end, out, ctx):
+                if pos + size > end:
+                    raise Fault(
+                        "decode.truncated",
+                        f"{name} ({ftype}): needs {size} bytes, {max(end - pos, 0)} left",
+                        pos,
+                        name,
+                    )
+                v = unpack(buf, pos)[0]
+                if v:
+                    out.append(Field(name, ftype, v, pos, size, None, _error_display(v)))
+                    ctx.errors.append(v)
+                else:
+                    out.append(Field(name, ftype, v, pos, size))
+                return pos + size
+
+            return read_error
 
         def read_fixed(buf, pos, end, out, ctx):
             if pos + size > end:
@@ -166,8 +185,7 @@ def _primitive_reader(name: str, ftype: str, nullable: bool, flex: bool, extra):
                     pos,
                     name,
                 )
-            v = unpack(buf, pos)[0]
-            out.append(Field(name, ftype, v, pos, size, None, _error_display(v) if is_error and v else None))
+            out.append(Field(name, ftype, unpack(buf, pos)[0], pos, size))
             return pos + size
 
         return read_fixed

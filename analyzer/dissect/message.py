@@ -92,7 +92,7 @@ def decode_request(frame: Frame, opts: Options = DEFAULT_OPTIONS) -> Message:
     if any(i.code in _PARTIAL for i in issues):
         # Only a Fetch response may end with a cut-off batch; in a Produce request it is damage
         issues = [error(i.code, i.message, i.offset, i.where) if i.code in _PARTIAL else i for i in issues]
-    return Message(frame, "request", api_key, api_version, corr, header, body, issues, client_id)
+    return Message(frame, "request", api_key, api_version, corr, header, body, issues, client_id, ctx.errors)
 
 
 def decode_response(
@@ -122,7 +122,9 @@ def decode_response(
         if msg[3]:
             alt = _decode_response_as(payload, _ctx(opts), opts, api_key, version)
             if not alt[3]:
-                return Message(frame, "response", api_key, version, corr, alt[0], alt[1], alt[2])
+                return Message(
+                    frame, "response", api_key, version, corr, alt[0], alt[1], alt[2], None, alt[4]
+                )
             msg[2].append(
                 note(
                     "decode.api_versions_fallback",
@@ -131,20 +133,20 @@ def decode_response(
                     4,
                 )
             )
-        return Message(frame, "response", api_key, 0, corr, msg[0], msg[1], msg[2])
-    header, body, issues, _ = _decode_response_as(payload, ctx, opts, api_key, version)
-    return Message(frame, "response", api_key, version, corr, header, body, issues)
+        return Message(frame, "response", api_key, 0, corr, msg[0], msg[1], msg[2], None, msg[4])
+    header, body, issues, _, errors = _decode_response_as(payload, ctx, opts, api_key, version)
+    return Message(frame, "response", api_key, version, corr, header, body, issues, None, errors)
 
 
 def _decode_response_as(payload, ctx: Ctx, opts: Options, api_key: int, version: int):
-    """(header, body, issues, has errors) of a response decoded as ``version``."""
+    """(header, body, issues, has error issues, error codes) of a response decoded as ``version``."""
     header, pos = decode_header(payload, "response", response_header_version(api_key, version), ctx)
     body = None
     if pos >= 0:
         body = decode_body(payload, pos, api_key, "response", version, ctx)
         if body is not None:
             _embedded(api_key, "response", body, payload, ctx, opts)
-    return header, body, ctx.issues, any(i.severity == Severity.ERROR for i in ctx.issues)
+    return header, body, ctx.issues, any(i.severity == Severity.ERROR for i in ctx.issues), ctx.errors
 
 
 def decode_sasl_token(frame: Frame, mechanism: str | None, opts: Options = DEFAULT_OPTIONS) -> Message:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from analyzer.dissect import schema
 from analyzer.dissect.errors import ERRORS
-from analyzer.model import ConnInfo, Exchange, Field, Severity
+from analyzer.model import ConnInfo, Exchange, Field, Message, Severity
 
 PRODUCE, FETCH, SHARE_FETCH = 0, 1, 78
 
@@ -25,19 +25,11 @@ def percentile(sorted_values: list[float], q: float) -> float | None:
     return sorted_values[k]
 
 
-def error_codes(body: Field | None) -> list[int]:
-    """Every non-zero error code in a body (top level and nested)."""
-    out: list[int] = []
-    if body is None:
-        return out
-    for f in body.walk():
-        if f.value and f.type == "int16" and (f.name == "error_code" or f.name.endswith("_error_code")):
-            out.append(f.value)
-    return out
-
-
-def error_names(body: Field | None) -> list[str]:
-    return [ERRORS.get(c, (f"UNKNOWN_ERROR_CODE({c})",))[0] for c in error_codes(body)]
+def error_names(msg: Message | None) -> list[str]:
+    """Names of the non-zero error codes of a message (collected while decoding)."""
+    if msg is None:
+        return []
+    return [ERRORS.get(c, (f"UNKNOWN_ERROR_CODE({c})",))[0] for c in msg.errors]
 
 
 def record_totals(body: Field | None, topic_ids: dict[str, str] | None = None) -> dict[str, list[int]]:
@@ -151,7 +143,7 @@ class Stats:
             a.req_bytes += ex.request.frame.length + 4
         if ex.response is not None:
             a.resp_bytes += ex.response.frame.length + 4
-            for n in error_names(ex.response.body):
+            for n in error_names(ex.response):
                 a.errors[n] += 1
                 self._anomaly(f"kafka.{n}", f"{name} response with error {n}")
         for issue in ex.all_issues():
@@ -164,7 +156,7 @@ class Stats:
             c = self.clients[cid if cid is not None else "(none)"]
             c.requests += 1
             c.connections.add(ex.conn.id)
-            if ex.response is not None and error_codes(ex.response.body):
+            if ex.response is not None and ex.response.errors:
                 c.errors += 1
         for topic in ex.topics:
             self.topics[topic].requests += 1

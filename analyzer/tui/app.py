@@ -1,0 +1,634 @@
+"""A Textual TUI to browse a capture: exchange list, decoded field tree, hex view, stats.
+
+The capture is analysed by the ordinary :class:`~analyzer.pipeline.Pipeline` in a worker thread;
+rows reach the UI in batches (at most one batch in flight, so a huge capture never floods the
+message queue) and the UI stays responsive while the file is read.
+
+Keys: ``/`` filter, ``tab``/``shift+tab`` switch panes, ``r`` request/response in the hex view,
+``e`` next exchange with errors, ``s`` stats screen, ``q`` quit.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.message import Message
+from textual.timer import Timer
+from textual.widgets import DataTable, Footer, Header, Input, Static, Tree
+from textual.worker import get_current_worker
+
+from analyzer.cli import topics_text
+from analyzer.dissect.message import Options
+from analyzer.model import Exchange, Field, Issue, Severity
+from analyzer.pipeline import Pipeline
+from analyzer.session.stats import Stats, error_names
+from analyzer.tui.widgets import (
+    SEVERITY_STYLE,
+    DetailTree,
+    HexView,
+    NodeData,
+    StatsScreen,
+    api_text,
+    hex_target,
+    message_roots,
+)
+
+EXIT_OK, EXIT_DAMAGED, EXIT_USAGE = 0, 1, 2
+
+COLUMNS = ("#", "time", "client -> broker", "client id", "API", "corr", "topics", "req/resp B", "latency", "!")
+
+
+# -- rows and filtering -------------------------------------------------------------------------------
+
+
+@dataclass(slots=True, eq=False)
+class ExRow:
+    """One exchange with its table cells and what the filter searches."""
+
+    index: int
+    ex: Exchange
+    cells: tuple
+    api: str  # lower case "produce v7"
+    topics: tuple[str, ...]
+    client: str
+    has_errors: bool
+    flags: list[str] = field(default_factory=list)
+
+
+def exchange_flags(ex: Exchange) -> tuple[list[str], Severity | None]:
+    """Error names of the response and the notable issues (as ``kafka-analyzer read`` flags them)."""
+    errs = error_names(ex.response.body) if ex.response is not None else []
+    flags: list[str] = []
+    worst: Severity | None = Severity.ERROR if errs else None
+    if errs:
+        uniq = sorted(set(errs))
+        flags.append(",".join(uniq[:3]) + (f",+{len(uniq) - 3}" if len(uniq) > 3 else ""))
+    for i in ex.all_issues():
+        if i.severity >= Severity.WARNING or i.code in ("pairing.no_response", "pairing.acks0"):
+            flags.append(i.code)
+            if i.severity >= Severity.WARNING and (worst is None or i.severity > worst):
+                worst = i.severity
+    return list(dict.fromkeys(flags)), worst
+
+
+def make_row(index: int, ex: Exchange, origin: float | None) -> ExRow:
+    conn = ex.conn
+    known = conn.client_direction is not None
+    a, b = (conn.client, conn.broker) if known else (conn.a, conn.b)
+    req = ex.request.frame.length + 4 if ex.request else None
+    resp = ex.response.frame.length + 4 if ex.response else None
+    lat = ex.latency
+    api = api_text(ex.api_key, ex.api_version)
+    cid = ex.client_id
+    flags, worst = exchange_flags(ex)
+    flag_text = Text(
+        "; ".join(flags), style=SEVERITY_STYLE.get(worst, "") if worst is not None else "dim", no_wrap=True
+    )
+    if len(flag_text) > 60:
+        flag_text.truncate(60, overflow="ellipsis")
+    topics = topics_text(ex.topics)
+    cells = (
+        Text(str(index + 1), style="dim"),
+        Text(f"{ex.ts - origin:.6f}" if origin is not None else "-"),
+        Text(f"{a} -> {b}" if known else f"{a} ?? {b}"),
+        Text(cid if cid is not None else "-"),
+        Text(api, style="bold"),
+        Text(str(ex.correlation_id) if ex.correlation_id is not None else "-"),
+        Text(topics if len(topics) <= 60 else topics[:59] + "…"),
+        Text(f"{req if req is not None else '-'}/{resp if resp is not None else '-'}"),
+        Text(f"{lat * 1000:.3f}ms" if lat is not None else "-"),
+        flag_text,
+    )
+    has_errors = bool(worst is not None)
+    return ExRow(
+        index,
+        ex,
+        cells,
+        api.lower(),
+        tuple(t.lower() for t in ex.topics),
+        (cid or "").lower(),
+        has_errors,
+        flags,
+    )
+
+
+ERROR_WORDS = ("errors", "error", "err")
+
+
+def parse_filter(text: str) -> list[str]:
+    return [t for t in text.lower().split() if t]
+
+
+def row_matches(row: ExRow, terms: list[str]) -> bool:
+    """Every term must match: ``errors`` keeps exchanges with error codes or problems; any other
+    term is a substring of the API name (``produce``, ``fetch v12``), a topic or the client id."""
+    for t in terms:
+        if t in ERROR_WORDS:
+            if not row.has_errors:
+                return False
+        elif not (t in row.api or t in row.client or any(t in topic for topic in row.topics)):
+            return False
+    return True
+
+
+# -- messages from the worker ------------------------------------------------------------------------
+
+
+class AnalysisBatch(Message):
+    """New rows and progress from the analysis thread."""
+
+    def __init__(
+        self,
+        rows: list[ExRow],
+        packets: int,
+        fraction: float | None,
+        done: bool = False,
+        capture_issues: list[Issue] | None = None,
+        error: str | None = None,
+        connections: int = 0,
+    ) -> None:
+        super().__init__()
+        self.rows = rows
+        self.packets = packets
+        self.fraction = fraction
+        self.done = done
+        self.capture_issues = capture_issues or []
+        self.error = error
+        self.connections = connections
+
+
+def check_file(path: str) -> str | None:
+    if not os.path.exists(path):
+        return f"no such file: {path}"
+    if os.path.isdir(path):
+        return f"is a directory: {path}"
+    if not os.access(path, os.R_OK):
+        return f"cannot read {path}: permission denied"
+    return None
+
+
+# -- the app ---------------------------------------------------------------------------------------------
+
+
+class AnalyzerApp(App[int]):
+    """Browse the Kafka exchanges of one capture file."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "kafka-analyzer"
+
+    BINDINGS = [
+        Binding("q", "quit", "Quit"),
+        Binding("slash", "filter", "Filter"),
+        Binding("r", "toggle_hex", "Req/Resp hex"),
+        Binding("e", "next_error", "Next error"),
+        Binding("s", "stats", "Stats"),
+        Binding("escape", "close_filter", "Close filter", show=False),
+    ]
+
+    BATCH_SECONDS = 0.1  # how often the worker posts rows while reading
+    SLICE_SECONDS = 0.05  # how long the worker holds the stats lock at a time
+
+    def __init__(self, path: str, opts: Options | None = None, ports: tuple[int, ...] = ()) -> None:
+        super().__init__()
+        self.path = path
+        self.opts = opts if opts is not None else Options(records_bodies=True)
+        self.pipeline = Pipeline(self.opts, ports=ports)
+        self.stats = Stats(self.pipeline.knowledge.topic_ids)
+        self.rows: list[ExRow] = []
+        self.shown: list[int] = []  # indexes into rows, in table order
+        self.terms: list[str] = []
+        self.current: ExRow | None = None
+        self.hex_kind = "request"
+        self.selected: NodeData | None = None
+        self.packets = 0
+        self.connections = 0
+        self.fraction: float | None = 0.0
+        self.done = False
+        self.capture_issues: list[Issue] = []
+        self.load_error: str | None = None
+        self._lock = threading.Lock()  # the pipeline and stats, shared with the worker
+        self._ack = threading.Event()  # the UI has taken the last batch
+        self._ack.set()
+        self._stop = threading.Event()
+        self._filter_timer: Timer | None = None
+        self.sub_title = os.path.basename(path)
+
+    # layout -------------------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static(id="message")
+        yield Input(
+            placeholder="filter: API, topic or client id substrings, 'errors'; enter applies, esc closes",
+            id="filter",
+        )
+        yield DataTable(id="exchanges", cursor_type="row", zebra_stripes=True)
+        with Horizontal(id="detail"):
+            yield DetailTree(id="tree")
+            yield HexView(id="hex")
+        yield Static(id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#exchanges", DataTable)
+        table.add_columns(*COLUMNS)
+        table.border_title = "Exchanges"
+        tree = self.query_one(DetailTree)
+        tree.border_title = "Decoded"
+        tree.show_exchange(None)
+        self.query_one(HexView).set_data(b"", "frame payload")
+        table.focus()
+        self._update_status()
+        self._analyze()
+
+    def on_unmount(self) -> None:
+        self._stop.set()
+        self._ack.set()
+
+    # analysis (worker thread) ------------------------------------------------------------------------
+    @work(thread=True, exclusive=True, exit_on_error=False, name="analysis")
+    def _analyze(self) -> None:
+        worker = get_current_worker()
+
+        def cancelled() -> bool:
+            return worker.is_cancelled or self._stop.is_set()
+
+        def post(batch: AnalysisBatch) -> bool:
+            while not self._ack.wait(0.05):
+                if cancelled():
+                    return False
+            if cancelled():
+                return False
+            self._ack.clear()
+            self.post_message(batch)
+            return True
+
+        problem = check_file(self.path)
+        if problem:
+            post(AnalysisBatch([], 0, None, done=True, error=problem))
+            return
+        from analyzer.capture.files import CaptureFile
+
+        p = self.pipeline
+        cap = CaptureFile(self.path)
+        try:
+            size = os.path.getsize(self.path)
+        except OSError:
+            size = 0
+        it = iter(cap)
+        rows: list[ExRow] = []
+        count = 0
+        origin: float | None = None
+        finished = False
+        last_post = time.monotonic()
+        try:
+            while not finished:
+                if cancelled():
+                    return
+                deadline = time.monotonic() + self.SLICE_SECONDS
+                events: list = []
+                with self._lock:
+                    n = 0
+                    while True:
+                        pkt = next(it, None)
+                        if pkt is None:
+                            events.extend(p.finish())
+                            finished = True
+                            break
+                        evs = p.feed(*pkt)
+                        if evs:
+                            events.extend(evs)
+                        n += 1
+                        if not n & 63 and time.monotonic() > deadline:
+                            break
+                    add = self.stats.add
+                    for ev in events:
+                        add(ev)
+                    if finished:
+                        for i in cap.issues:
+                            self.stats.anomalies[i.code] += 1
+                            self.stats.anomaly_examples.setdefault(i.code, i.message)
+                for ev in events:
+                    if type(ev) is Exchange:
+                        if origin is None:
+                            origin = p.first_ts
+                        rows.append(make_row(count, ev, origin))
+                        count += 1
+                now = time.monotonic()
+                if finished or now - last_post >= self.BATCH_SECONDS:
+                    fraction = min(1.0, cap.bytes_read / size) if size else None
+                    batch = AnalysisBatch(
+                        rows,
+                        p.packets,
+                        1.0 if finished else fraction,
+                        done=finished,
+                        capture_issues=list(cap.issues) if finished else None,
+                        connections=p.reasm.connections,
+                    )
+                    if not post(batch):
+                        return
+                    rows = []
+                    last_post = now
+        except Exception as e:  # a bug must not take the UI down: say what happened
+            post(
+                AnalysisBatch(
+                    rows,
+                    p.packets,
+                    None,
+                    done=True,
+                    capture_issues=list(cap.issues),
+                    error=f"analysis failed after {p.packets} packets: {type(e).__name__}: {e}",
+                )
+            )
+        finally:
+            close = getattr(it, "close", None)
+            if close is not None:
+                close()
+
+    # batches (UI thread) ------------------------------------------------------------------------------
+    @on(AnalysisBatch)
+    def _on_batch(self, batch: AnalysisBatch) -> None:
+        try:
+            self._take_batch(batch)
+        finally:
+            self._ack.set()
+
+    def _take_batch(self, batch: AnalysisBatch) -> None:
+        table = self.query_one("#exchanges", DataTable)
+        base = len(self.rows)
+        self.rows.extend(batch.rows)
+        terms = self.terms
+        for r in batch.rows:
+            if not terms or row_matches(r, terms):
+                self.shown.append(r.index)
+                table.add_row(*r.cells, key=str(r.index))
+        self.packets = batch.packets
+        self.connections = batch.connections
+        self.fraction = batch.fraction
+        if batch.error:
+            self.load_error = batch.error
+        if batch.done:
+            self.done = True
+            self.capture_issues = batch.capture_issues
+            self._show_problems()
+        if self.current is None and self.shown and base < len(self.rows):
+            self._show(self.rows[self.shown[0]])
+        self._update_status()
+
+    def _show_problems(self) -> None:
+        lines: list[Text] = []
+        if self.load_error:
+            lines.append(Text(f"Cannot analyse the capture: {self.load_error}", style="bold"))
+        for i in self.capture_issues:
+            if i.code == "capture.unknown_format":
+                lines.append(Text(f"Not a capture file: {i.message}", style="bold"))
+            elif i.severity >= Severity.ERROR:
+                lines.append(
+                    Text(f"Capture damaged: {i.message} (showing what was read before the damage)")
+                )
+            else:
+                lines.append(Text(f"Capture {i.severity}: {i.message}"))
+        unknown = any(i.code == "capture.unknown_format" for i in self.capture_issues)
+        if not self.rows and not self.load_error and not unknown:
+            where = (
+                "no TCP traffic at all"
+                if self.connections == 0
+                else f"{self.connections} TCP connections, none carrying Kafka"
+            )
+            lines.append(Text(f"No Kafka traffic found in {self.packets} packets ({where})."))
+        msg = self.query_one("#message", Static)
+        if lines:
+            msg.update(Text("\n").join(lines))
+            msg.add_class("shown")
+            self.notify(str(lines[0]), severity="error" if self.exit_code else "warning", timeout=8)
+        else:
+            msg.remove_class("shown")
+
+    @property
+    def exit_code(self) -> int:
+        """What ``run_tui`` returns: like the CLI, 2 for an unreadable file or not a capture, 1 for
+        a damaged capture or one without Kafka exchanges, else 0."""
+        if self.load_error and not self.rows and not self.packets:
+            return EXIT_USAGE
+        if any(i.code == "capture.unknown_format" for i in self.capture_issues):
+            return EXIT_USAGE
+        if self.load_error or any(i.severity >= Severity.ERROR for i in self.capture_issues):
+            return EXIT_DAMAGED
+        if self.done and not self.rows:
+            return EXIT_DAMAGED
+        return EXIT_OK
+
+    def _update_status(self) -> None:
+        if self.done:
+            state = Text("done", style="green")
+        elif self.fraction is not None:
+            state = Text(f"analysing… {self.fraction * 100:.0f}%", style="yellow")
+        else:
+            state = Text("analysing…", style="yellow")
+        t = Text()
+        t.append(os.path.basename(self.path), style="bold")
+        t.append("  ")
+        t.append_text(state)
+        t.append(f"  {self.packets} packets  {len(self.rows)} exchanges")
+        errs = sum(1 for r in self.rows if r.has_errors)
+        if errs:
+            t.append(f"  {errs} with errors", style="red")
+        if self.terms:
+            t.append(f"  showing {len(self.shown)} (filter: {' '.join(self.terms)})", style="cyan")
+        if self.capture_issues or self.load_error:
+            t.append("  capture problems: see top", style="bold red")
+        self.query_one("#status", Static).update(t)
+
+    # selection --------------------------------------------------------------------------------------------
+    @on(DataTable.RowHighlighted, "#exchanges")
+    def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        key = event.row_key.value if event.row_key is not None else None
+        if key is None:
+            return
+        row = self.rows[int(key)]
+        if row is not self.current:
+            self._show(row)
+
+    def _show(self, row: ExRow | None) -> None:
+        self.current = row
+        self.selected = None
+        tree = self.query_one(DetailTree)
+        if row is None:
+            tree.show_exchange(None)
+            self._update_hex()
+            return
+        ex = row.ex
+        title = (
+            f"#{row.index + 1}  {api_text(ex.api_key, ex.api_version)}  corr={ex.correlation_id}  "
+            f"{ex.conn.client if ex.conn.client_direction is not None else ex.conn.a} -> "
+            f"{ex.conn.broker if ex.conn.client_direction is not None else ex.conn.b}"
+        )
+        tree.show_exchange(ex, title)
+        self.hex_kind = "request" if ex.request is not None else "response"
+        self._update_hex()
+
+    @on(Tree.NodeHighlighted, "#tree")
+    def _node_highlighted(self, event: Tree.NodeHighlighted) -> None:
+        data = event.node.data
+        if not isinstance(data, NodeData):
+            return
+        self.selected = data
+        if data.kind is not None:
+            self.hex_kind = data.kind
+        self._update_hex()
+
+    def _update_hex(self) -> None:
+        hv = self.query_one(HexView)
+        row = self.current
+        if row is None:
+            hv.set_data(b"", "no exchange selected")
+            return
+        target = hex_target(row.ex, self.hex_kind, self.selected)
+        if target is None:
+            hv.set_data(b"", f"{self.hex_kind}: not captured")
+            return
+        if target.data != hv.data or target.title != hv.title:
+            hv.set_data(target.data, target.title)
+        hv.set_highlight(target.start, target.end)
+
+    def select_exchange(self, index: int) -> bool:
+        """Move the list cursor to exchange ``index`` (0-based) if the filter shows it."""
+        try:
+            pos = self.shown.index(index)
+        except ValueError:
+            return False
+        self.query_one("#exchanges", DataTable).move_cursor(row=pos)
+        self._show(self.rows[index])
+        return True
+
+    def reveal_field(self, kind: str, target: Field) -> bool:
+        """Open the tree down to ``target`` (a field of the current exchange's ``kind`` message),
+        put the cursor on it and highlight its bytes."""
+        node = self.query_one(DetailTree).reveal(kind, target)
+        if node is None:
+            return False
+        self.selected = node.data
+        self.hex_kind = kind
+        self._update_hex()
+        return True
+
+    def find_field(self, kind: str, pred) -> Field | None:
+        """The first field of the current exchange's ``kind`` message for which ``pred`` is true."""
+        if self.current is None:
+            return None
+        ex = self.current.ex
+        m = ex.request if kind == "request" else ex.response
+        for root in message_roots(m):
+            for f in root.walk():
+                if pred(f):
+                    return f
+        return None
+
+    # actions ------------------------------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if isinstance(self.screen, StatsScreen) and action in ("filter", "toggle_hex", "next_error", "stats"):
+            return False
+        return True
+
+    def action_filter(self) -> None:
+        inp = self.query_one("#filter", Input)
+        inp.add_class("shown")
+        inp.focus()
+
+    def action_close_filter(self) -> None:
+        inp = self.query_one("#filter", Input)
+        if not inp.has_class("shown"):
+            return
+        self._apply_filter(inp.value)
+        if not inp.value.strip():
+            inp.remove_class("shown")
+        self.query_one("#exchanges", DataTable).focus()
+
+    @on(Input.Submitted, "#filter")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        self._apply_filter(event.value)
+        if not event.value.strip():
+            event.input.remove_class("shown")
+        self.query_one("#exchanges", DataTable).focus()
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        if self._filter_timer is not None:
+            self._filter_timer.stop()
+        value = event.value
+        self._filter_timer = self.set_timer(0.3, lambda: self._apply_filter(value))
+
+    def _apply_filter(self, text: str) -> None:
+        if self._filter_timer is not None:
+            self._filter_timer.stop()
+            self._filter_timer = None
+        terms = parse_filter(text)
+        if terms == self.terms:
+            return
+        self.terms = terms
+        table = self.query_one("#exchanges", DataTable)
+        table.clear()
+        self.shown = []
+        for r in self.rows:
+            if not terms or row_matches(r, terms):
+                self.shown.append(r.index)
+                table.add_row(*r.cells, key=str(r.index))
+        keep = self.current
+        if keep is not None and keep.index in self.shown:
+            table.move_cursor(row=self.shown.index(keep.index))
+        elif self.shown:
+            table.move_cursor(row=0)
+            self._show(self.rows[self.shown[0]])
+        else:
+            self._show(None)
+        self._update_status()
+
+    def action_toggle_hex(self) -> None:
+        if self.current is None:
+            return
+        ex = self.current.ex
+        other = "response" if self.hex_kind == "request" else "request"
+        if (ex.response if other == "response" else ex.request) is None:
+            self.notify(f"no {other} in this exchange", timeout=2)
+            return
+        self.hex_kind = other
+        self._update_hex()
+
+    def action_next_error(self) -> None:
+        if not self.shown:
+            return
+        table = self.query_one("#exchanges", DataTable)
+        start = table.cursor_row if self.current is not None else -1
+        n = len(self.shown)
+        for step in range(1, n + 1):
+            pos = (start + step) % n
+            if self.rows[self.shown[pos]].has_errors:
+                table.move_cursor(row=pos)
+                self._show(self.rows[self.shown[pos]])
+                return
+        self.notify("no exchange with errors", timeout=2)
+
+    def stats_snapshot(self) -> dict:
+        from analyzer.cli import stats_tables
+
+        with self._lock:
+            return stats_tables(self.stats, self.pipeline)
+
+    def action_stats(self) -> None:
+        note = "" if self.done else "analysis still running: partial numbers"
+        self.push_screen(StatsScreen(self.stats_snapshot(), note))
+
+
+def run_tui(path: str, opts: Options | None = None, ports: tuple[int, ...] = ()) -> int:
+    """Run the TUI on a capture file; returns an exit code (0 ok, 1 damaged or no Kafka, 2 unusable)."""
+    app = AnalyzerApp(path, opts, tuple(ports))
+    app.run()
+    rc = app.return_code or 0
+    return rc if rc else app.exit_code
