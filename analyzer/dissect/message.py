@@ -139,14 +139,15 @@ def decode_response(
 
 
 def _decode_response_as(payload, ctx: Ctx, opts: Options, api_key: int, version: int):
-    """(header, body, issues, has error issues, error codes) of a response decoded as ``version``."""
+    """(header, body, issues, not a clean fit, error codes) of a response decoded as ``version``."""
     header, pos = decode_header(payload, "response", response_header_version(api_key, version), ctx)
     body = None
     if pos >= 0:
         body = decode_body(payload, pos, api_key, "response", version, ctx)
         if body is not None:
             _embedded(api_key, "response", body, payload, ctx, opts)
-    return header, body, ctx.issues, any(i.severity == Severity.ERROR for i in ctx.issues), ctx.errors
+    clean = not any(i.severity == Severity.ERROR or i.code == "decode.trailing_bytes" for i in ctx.issues)
+    return header, body, ctx.issues, not clean, ctx.errors
 
 
 def decode_sasl_token(frame: Frame, mechanism: str | None, opts: Options = DEFAULT_OPTIONS) -> Message:

@@ -115,3 +115,53 @@ def test_requests_tshark_decodes_are_ours_too(path):
             mine[((c.client.ip, c.client.port), e.api_key, e.api_version, e.correlation_id)] += 1
     missing = theirs - mine
     assert not missing, f"requests tshark decodes that we do not: {missing}"
+
+
+def tshark_links(path, ports):
+    """(request frame number, response frame number, correlation id) tshark pairs (two-pass)."""
+    args = [
+        "tshark",
+        "-2",
+        "-r",
+        str(path),
+        "-Y",
+        "kafka.request_frame",
+        "-T",
+        "fields",
+        "-E",
+        "separator=|",
+        "-E",
+        "occurrence=a",
+        "-E",
+        "aggregator=,",
+        "-e",
+        "frame.number",
+        "-e",
+        "kafka.request_frame",
+        "-e",
+        "kafka.correlation_id",
+    ]
+    for p in sorted(ports):
+        args[4:4] = ["-d", f"tcp.port=={p},kafka"]
+    out = subprocess.run(args, capture_output=True, text=True, timeout=300, check=True).stdout
+    links = set()
+    for line in out.splitlines():
+        frame, reqs, corrs = line.split("|")
+        for req, corr in zip(reqs.split(","), corrs.split(","), strict=False):
+            if req:
+                links.add((int(req), int(frame), int(corr)))
+    return links
+
+
+@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: p.name)
+def test_exchanges_pair_like_tshark(path):
+    conns, exchanges = ours(path)
+    ports = {c.broker.port for c in conns if c.client_direction is not None}
+    theirs = tshark_links(path, ports)
+    mine = {
+        (e.request.frame.packet_indexes[-1], e.response.frame.packet_indexes[-1], e.correlation_id)
+        for e in exchanges
+        if e.request is not None and e.response is not None
+    }
+    missing = theirs - mine
+    assert not missing, f"pairs tshark makes that we do not: {sorted(missing)[:10]}"

@@ -1,0 +1,87 @@
+"""The project's captures hold exactly the records their manifest says were produced and
+consumed, with every CRC valid (except the malformed bytes named in conftest)."""
+
+import json
+from collections import Counter
+
+import pytest
+from conftest import CAPTURES, known_malformed
+
+from analyzer.capture.files import CaptureFile
+from analyzer.dissect.message import Options
+from analyzer.model import Exchange, Severity
+from analyzer.pipeline import Pipeline, StreamEvent, analyze_file
+from analyzer.session.records import iter_records
+
+MANIFEST = (
+    json.loads((CAPTURES / "manifest.json").read_text()) if (CAPTURES / "manifest.json").exists() else []
+)
+PRODUCE, FETCH = 0, 1
+
+
+def rec_key(topic, key, value, headers):
+    return (topic, key, value, tuple((k, v) for k, v in headers))
+
+
+def text(b):
+    return None if b is None else b.decode()
+
+
+def analyse(path):
+    p = Pipeline(Options(records_bodies=True))
+    produced, fetched, errors, crc = Counter(), Counter(), [], []
+    for ev in analyze_file(CaptureFile(path), p):
+        if isinstance(ev, StreamEvent):
+            if ev.issue.severity == Severity.ERROR:
+                errors.append(ev.issue)
+            continue
+        if not isinstance(ev, Exchange):
+            continue
+        if ev.api_key == PRODUCE and ev.request is not None:
+            for r in iter_records(ev.request.body, p.knowledge.topic_ids):
+                produced[
+                    rec_key(r.topic, text(r.key), text(r.value), [(k, text(v)) for k, v in r.headers])
+                ] += 1
+        if ev.api_key == FETCH and ev.response is not None:
+            for r in iter_records(ev.response.body, p.knowledge.topic_ids):
+                if not r.control:
+                    fetched[
+                        rec_key(r.topic, text(r.key), text(r.value), [(k, text(v)) for k, v in r.headers])
+                    ] += 1
+        for m in (ev.request, ev.response):
+            if m is None:
+                continue
+            named = known_malformed(ev.api_key, m.kind, m.body.get("error_code") if m.body else None)
+            for i in m.issues:
+                if i.code == "records.crc_mismatch":
+                    crc.append((ev.api_key, m.kind, i))
+                elif i.severity == Severity.ERROR and not named:
+                    errors.append(i)
+    return produced, fetched, errors, crc
+
+
+@pytest.mark.parametrize("entry", MANIFEST, ids=lambda e: e["file"])
+def test_records_in_capture_are_exactly_the_manifest(entry):
+    produced, fetched, errors, crc = analyse(CAPTURES / entry["file"])
+    want_p = {rec_key(r["topic"], r["key"], r["value"], r.get("headers") or []) for r in entry["produced"]}
+    assert set(produced) == want_p
+    want_c = {rec_key(r["topic"], r["key"], r["value"], r.get("headers") or []) for r in entry["consumed"]}
+    assert set(fetched) == want_c
+    assert not errors
+    # the only bad CRCs: the librdkafka mock writes transaction markers with CRC 0
+    for api_key, kind, issue in crc:
+        assert (api_key, kind) == (FETCH, "response") and "stored 0x00000000" in issue.message, issue
+    if "txn" not in entry["file"]:
+        assert not crc
+
+
+def test_manifest_covers_every_codec_and_magic():
+    seen = {(e["client"], e["codec"]) for e in MANIFEST}
+    for codec in ("none", "gzip", "snappy", "lz4", "zstd"):
+        assert ("librdkafka", codec) in seen
+    assert {e["api_version"] for e in MANIFEST if e["client"] == "kafka-python"} >= {
+        "0.8.2",
+        "0.9",
+        "0.10.0",
+        "0.11",
+    }
