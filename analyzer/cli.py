@@ -195,7 +195,7 @@ def exchange_line(ex: Exchange, origin: float | None, absolute: bool = False) ->
         uniq = sorted(set(errs))
         flags.append(",".join(uniq[:3]) + (f",+{len(uniq) - 3}" if len(uniq) > 3 else ""))
     for i in ex.all_issues():
-        if i.severity >= Severity.WARNING or i.code in ("pairing.no_request", "pairing.acks0"):
+        if i.severity >= Severity.WARNING or i.code.startswith("pairing."):
             flags.append(i.code)
     cid = ex.client_id if ex.client_id is not None else "-"
     corr = ex.correlation_id if ex.correlation_id is not None else "-"

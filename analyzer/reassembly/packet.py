@@ -79,7 +79,26 @@ def _ethertype_payload(linktype: int, data) -> tuple[int, int] | str:
     return f"unknown linktype {linktype}"
 
 
+# Ethernet + IPv4 without options + TCP, the overwhelmingly common case, in one unpack:
+# total length, fragment word, protocol, src, dst | sport, dport, seq, ack, data offset, flags
+_fast = struct.Struct("!2xH2xHxB2x4s4sHHIIBB").unpack_from
+
+
 def decode_tcp(linktype: int, data) -> tuple | str:
+    n = len(data)
+    if linktype == 1 and n >= 54 and data[12] == 8 and data[13] == 0 and data[14] == 0x45:
+        total, frag, proto, src, dst, sport, dport, seq, ack, doff, flags = _fast(data, 14)
+        if proto == 6 and not frag & 0x3FFF:
+            end = 14 + total if total else n
+            if end > n:
+                end = n
+            start = 34 + (doff >> 4) * 4
+            if start <= end and doff >= 0x50:
+                return (src, sport, dst, dport, seq, ack, flags, data[start:end])
+    return _decode_tcp(linktype, data)
+
+
+def _decode_tcp(linktype: int, data) -> tuple | str:
     r = _ethertype_payload(linktype, data)
     if type(r) is str:
         return r

@@ -86,6 +86,24 @@ class Reassembler:
         src, sport, dst, dport, seq, ack, flags, payload = seg
         out: list = []
         hit = self.table.get((src, sport, dst, dport))
+        if hit is not None and not flags & 0x07:
+            # fast path: an established connection, no SYN/FIN/RST
+            conn, d = hit
+            conn.last_ts = ts
+            if payload:
+                me = conn.dirs[d]
+                if me.next == seq and not me.ooo:
+                    n = len(payload)
+                    out.append(StreamData(conn.id, d, me.base, payload, ts, index))
+                    me.next = (seq + n) & M32
+                    me.base += n
+                else:
+                    self._data(conn, d, conn.dirs[d], seq, payload, ts, index, out)
+            if flags & ACK:
+                other = conn.dirs[1 - d]
+                if other.next is not None and other.next != ack:
+                    self._acked(conn, 1 - d, other, ack, ts, index, out)
+            return out
         if hit is None or (flags & SYN and not flags & ACK and self._is_new_syn(hit, seq)):
             if hit is not None:
                 self._close(hit[0], ts, "reused", out)

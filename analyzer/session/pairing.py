@@ -48,19 +48,24 @@ class ConnectionPairer:
         return self._response(frame)
 
     def flush(self) -> list[Exchange]:
+        """The connection ended: requests still waiting were never answered in the capture.
+
+        That is a note, not a warning: the capture or the connection simply ended first (a
+        consumer closing during a long-poll Fetch does this every time)."""
+        how = {
+            "fin": "the connection was closed before a response",
+            "rst": "the connection was reset before a response",
+            "end of capture": "the capture ended before a response",
+        }.get(self.info.closed or "", "no response in the capture")
         out = []
         for req in self.pending.values():
             out.append(
-                self._exchange(
-                    req, None, [warning("pairing.no_response", "request never answered in the capture")]
-                )
+                self._exchange(req, None, [note("pairing.no_response", f"request never answered: {how}")])
             )
         self.pending.clear()
         for tok in self.raw_pending:
             out.append(
-                self._exchange(
-                    tok, None, [warning("pairing.no_response", "SASL token never answered in the capture")]
-                )
+                self._exchange(tok, None, [note("pairing.no_response", f"SASL token never answered: {how}")])
             )
         self.raw_pending.clear()
         return out
