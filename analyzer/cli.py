@@ -507,7 +507,17 @@ def cmd_protocol(args) -> int:
 def _common(p: argparse.ArgumentParser, capture: bool = True) -> None:
     if capture:
         p.add_argument(
-            "capture", help="pcap or pcapng file (optionally gzip/zstd compressed), or - for stdin"
+            "capture",
+            nargs="+",
+            help="pcap or pcapng files (optionally gzip/zstd compressed), or - for stdin",
+        )
+        p.add_argument(
+            "-j",
+            "--jobs",
+            type=int,
+            default=1,
+            metavar="N",
+            help="with several capture files: analyse N files at a time in parallel processes",
         )
     p.add_argument(
         "--port",
@@ -574,13 +584,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
-    cap = getattr(args, "capture", None)
-    if cap is not None:
-        problem = _check_file(cap)
-        if problem:
-            print(f"kafka-analyzer: {problem}", file=sys.stderr)
-            return EXIT_USAGE
+    caps = getattr(args, "capture", None)
+    if caps is not None:
+        for cap in caps:
+            problem = _check_file(cap)
+            if problem:
+                print(f"kafka-analyzer: {problem}", file=sys.stderr)
+                return EXIT_USAGE
+        if len(caps) > 1:
+            return _many(args, argv, caps)
+        args.capture = caps[0]
     try:
         return args.func(args)
     except BrokenPipeError:
@@ -588,6 +603,41 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.suppress(OSError):
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115
         return EXIT_OK
+
+
+def _many(args, argv: list[str], caps: list[str]) -> int:
+    """Several capture files: each is analysed by its own process (``-j`` at a time); outputs
+    are printed in the order of the files, each under a ``==> FILE <==`` line for read/stats."""
+    import subprocess
+    from concurrent.futures import ThreadPoolExecutor
+
+    if "-" in caps:
+        print("kafka-analyzer: stdin (-) cannot be combined with other capture files", file=sys.stderr)
+        return EXIT_USAGE
+    if args.command == "export" and (args.format == "json" or args.output):
+        print("kafka-analyzer: several captures export as NDJSON to stdout only", file=sys.stderr)
+        return EXIT_USAGE
+    rest = [a for a in argv if a not in caps]
+    jobs = [j for j in range(len(rest)) if rest[j] in ("-j", "--jobs")]
+    for j in reversed(jobs):
+        del rest[j : j + 2]
+    rest = [a for a in rest if not a.startswith("--jobs=")]
+
+    def one(cap: str):
+        cmd = [sys.executable, "-m", "analyzer", rest[0], cap, *rest[1:]]
+        return subprocess.run(cmd, capture_output=True)
+
+    rc = EXIT_OK
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        for cap, r in zip(caps, pool.map(one, caps), strict=True):
+            if args.command != "export":
+                sys.stdout.write(f"==> {cap} <==\n")
+                sys.stdout.flush()
+            sys.stdout.buffer.write(r.stdout)
+            sys.stdout.buffer.flush()
+            sys.stderr.buffer.write(r.stderr)
+            rc = max(rc, r.returncode)
+    return rc
 
 
 if __name__ == "__main__":
