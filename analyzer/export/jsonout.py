@@ -4,8 +4,9 @@ Field trees become plain JSON values (structs -> objects, arrays -> lists, bytes
 they are printable UTF-8, else ``{"base64": ...}``), so ``jq '.request.body.topic_data[0].name'``
 works; the byte span of every field goes into a separate flat ``spans`` object keyed by JSON
 pointer (``"/topic_data/0/name": [offset, length]``, offsets in the frame payload), which is what
-a hex view needs. Fields inside decompressed data have no span in the frame and are left out
-of ``spans``.
+a hex view needs. Record batches and legacy messages get one span each (the fields inside them
+none: they would outweigh the records), and fields inside decompressed data have no span in the
+frame at all.
 """
 
 from __future__ import annotations
@@ -43,9 +44,13 @@ def field_json(f: Field, spans: dict | None, path: str) -> Any:
             return bytes_json(bytes(v))
         return v
     if t == "records":
+        # spans of the batches only: one per record field would outweigh the records themselves
+        if spans is not None:
+            for i, b in enumerate(ch):
+                spans[f"{path}/batches/{i}"] = [b.offset, b.length]
         return {
             "length": f.value,
-            "batches": [field_json(b, spans, f"{path}/batches/{i}") for i, b in enumerate(ch)],
+            "batches": [field_json(b, None, "") for b in ch],
         }
     if t.startswith("[]") or t == "array":
         if f.value is None:
