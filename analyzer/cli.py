@@ -477,6 +477,20 @@ def cmd_live(args) -> int:
     return EXIT_OK
 
 
+# -- tui -------------------------------------------------------------------------------------------
+
+
+def cmd_tui(args) -> int:
+    from analyzer.tui.app import run_tui
+
+    if args.capture == "-":
+        print("kafka-analyzer: the TUI needs a capture file, not stdin", file=sys.stderr)
+        return EXIT_USAGE
+    return run_tui(
+        args.capture, Options(records_bodies=True, show_secrets=args.show_secrets), tuple(args.port or ())
+    )
+
+
 # -- protocol --------------------------------------------------------------------------------------
 
 
@@ -577,6 +591,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-spans", action="store_true", help="(export) leave out byte spans")
     p.set_defaults(func=cmd_live)
 
+    p = sub.add_parser("tui", help="browse a capture: exchanges, field tree, hex view")
+    _common(p)
+    p.set_defaults(func=cmd_tui)
+
     p = sub.add_parser("protocol", help="the API keys and versions this analyzer decodes")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(func=cmd_protocol)
@@ -613,6 +631,9 @@ def _many(args, argv: list[str], caps: list[str]) -> int:
 
     if "-" in caps:
         print("kafka-analyzer: stdin (-) cannot be combined with other capture files", file=sys.stderr)
+        return EXIT_USAGE
+    if args.command == "tui":
+        print("kafka-analyzer: the TUI opens one capture at a time", file=sys.stderr)
         return EXIT_USAGE
     if args.command == "export" and (args.format == "json" or args.output):
         print("kafka-analyzer: several captures export as NDJSON to stdout only", file=sys.stderr)

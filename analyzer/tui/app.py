@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from rich.text import Text
 from textual import on, work
@@ -22,17 +22,17 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.timer import Timer
-from textual.widgets import DataTable, Footer, Header, Input, Static, Tree
+from textual.widgets import Footer, Header, Input, Static, Tree
 from textual.worker import get_current_worker
 
 from analyzer.cli import topics_text
-from analyzer.dissect.message import Options
+from analyzer.dissect.message import Options, decode_request, decode_response
 from analyzer.model import Exchange, Field, Issue, Severity
 from analyzer.pipeline import Pipeline
 from analyzer.session.stats import Stats, error_names
 from analyzer.tui.widgets import (
-    SEVERITY_STYLE,
     DetailTree,
+    ExchangeList,
     HexView,
     NodeData,
     StatsScreen,
@@ -43,7 +43,20 @@ from analyzer.tui.widgets import (
 
 EXIT_OK, EXIT_DAMAGED, EXIT_USAGE = 0, 1, 2
 
-COLUMNS = ("#", "time", "client -> broker", "client id", "API", "corr", "topics", "req/resp B", "latency", "!")
+# "!": the flags, error names and notable issues
+COLUMNS = (
+    "#",
+    "time",
+    "client -> broker",
+    "client id",
+    "API",
+    "corr",
+    "topics",
+    "req/resp B",
+    "latency",
+    "!",
+)
+MAX_WIDTHS = (7, 16, 47, 30, 26, 10, 60, 17, 12, 80)
 
 
 # -- rows and filtering -------------------------------------------------------------------------------
@@ -55,24 +68,26 @@ class ExRow:
 
     index: int
     ex: Exchange
-    cells: tuple
+    cells: tuple[str, ...]
+    severity: Severity | None  # of the flags: colours the last column
     api: str  # lower case "produce v7"
     topics: tuple[str, ...]
     client: str
     has_errors: bool
     flags: list[str] = field(default_factory=list)
+    slim: bool = False  # the decoded trees were dropped: re-decode from the frames to show them
 
 
 def exchange_flags(ex: Exchange) -> tuple[list[str], Severity | None]:
     """Error names of the response and the notable issues (as ``kafka-analyzer read`` flags them)."""
-    errs = error_names(ex.response.body) if ex.response is not None else []
+    errs = error_names(ex.response)
     flags: list[str] = []
     worst: Severity | None = Severity.ERROR if errs else None
     if errs:
         uniq = sorted(set(errs))
         flags.append(",".join(uniq[:3]) + (f",+{len(uniq) - 3}" if len(uniq) > 3 else ""))
     for i in ex.all_issues():
-        if i.severity >= Severity.WARNING or i.code in ("pairing.no_response", "pairing.acks0"):
+        if i.severity >= Severity.WARNING or i.code in ("pairing.no_request", "pairing.acks0"):
             flags.append(i.code)
             if i.severity >= Severity.WARNING and (worst is None or i.severity > worst):
                 worst = i.severity
@@ -89,29 +104,24 @@ def make_row(index: int, ex: Exchange, origin: float | None) -> ExRow:
     api = api_text(ex.api_key, ex.api_version)
     cid = ex.client_id
     flags, worst = exchange_flags(ex)
-    flag_text = Text(
-        "; ".join(flags), style=SEVERITY_STYLE.get(worst, "") if worst is not None else "dim", no_wrap=True
-    )
-    if len(flag_text) > 60:
-        flag_text.truncate(60, overflow="ellipsis")
-    topics = topics_text(ex.topics)
     cells = (
-        Text(str(index + 1), style="dim"),
-        Text(f"{ex.ts - origin:.6f}" if origin is not None else "-"),
-        Text(f"{a} -> {b}" if known else f"{a} ?? {b}"),
-        Text(cid if cid is not None else "-"),
-        Text(api, style="bold"),
-        Text(str(ex.correlation_id) if ex.correlation_id is not None else "-"),
-        Text(topics if len(topics) <= 60 else topics[:59] + "…"),
-        Text(f"{req if req is not None else '-'}/{resp if resp is not None else '-'}"),
-        Text(f"{lat * 1000:.3f}ms" if lat is not None else "-"),
-        flag_text,
+        str(index + 1),
+        f"{ex.ts - origin:.6f}" if origin is not None else "-",
+        f"{a} -> {b}" if known else f"{a} ?? {b}",
+        cid if cid is not None else "-",
+        api,
+        str(ex.correlation_id) if ex.correlation_id is not None else "-",
+        topics_text(ex.topics),
+        f"{req if req is not None else '-'}/{resp if resp is not None else '-'}",
+        f"{lat * 1000:.3f}ms" if lat is not None else "-",
+        "; ".join(flags),
     )
-    has_errors = bool(worst is not None)
+    has_errors = worst is not None
     return ExRow(
         index,
         ex,
         cells,
+        worst,
         api.lower(),
         tuple(t.lower() for t in ex.topics),
         (cid or "").lower(),
@@ -128,15 +138,57 @@ def parse_filter(text: str) -> list[str]:
 
 
 def row_matches(row: ExRow, terms: list[str]) -> bool:
-    """Every term must match: ``errors`` keeps exchanges with error codes or problems; any other
+    """Every term must match: ``errors`` keeps exchanges with error codes or problems;
+    ``api:X``, ``topic:X``, ``client:X`` look for substring X in that column only; any other
     term is a substring of the API name (``produce``, ``fetch v12``), a topic or the client id."""
     for t in terms:
         if t in ERROR_WORDS:
             if not row.has_errors:
                 return False
-        elif not (t in row.api or t in row.client or any(t in topic for topic in row.topics)):
+            continue
+        col, sep, value = t.partition(":")
+        if sep and col in ("api", "topic", "client"):
+            if col == "api":
+                ok = value in row.api
+            elif col == "topic":
+                ok = any(value in topic for topic in row.topics)
+            else:
+                ok = value in row.client
+        else:
+            ok = t in row.api or t in row.client or any(t in topic for topic in row.topics)
+        if not ok:
             return False
     return True
+
+
+# -- keeping memory low: trees are dropped after the row is made, and re-decoded when shown ----------
+
+
+def slim(ex: Exchange) -> bool:
+    """Drop the decoded header and body of the exchange's Kafka messages (kept: frames, issues,
+    error codes, topics). A capture of a million exchanges keeps a few hundred bytes per
+    exchange instead of its whole field trees. SASL tokens (no api key) are kept as decoded."""
+    dropped = False
+    for m in (ex.request, ex.response):
+        if m is not None and m.api_key is not None and (m.header is not None or m.body is not None):
+            m.header = m.body = None
+            dropped = True
+    return dropped
+
+
+def redecode(ex: Exchange, opts: Options) -> Exchange:
+    """The exchange with the field trees of :func:`slim`-med messages decoded again from their
+    frames, as the pairing layer decoded them (responses with their request's key and version).
+    Issues, error codes and everything else come from the original exchange."""
+    req, resp = ex.request, ex.response
+    if req is not None and req.api_key is not None and req.header is None and req.body is None:
+        d = decode_request(req.frame, opts)
+        req = replace(req, header=d.header, body=d.body)
+    if resp is not None and resp.api_key is not None and resp.header is None and resp.body is None:
+        key, ver = (ex.request.api_key, ex.request.api_version) if ex.request is not None else (None, None)
+        d = decode_response(resp.frame, key, ver, opts)
+        resp = replace(resp, header=d.header, body=d.body)
+    return Exchange(ex.conn, req, resp, ex.issues, ex.topics)
 
 
 # -- messages from the worker ------------------------------------------------------------------------
@@ -194,6 +246,7 @@ class AnalyzerApp(App[int]):
     ]
 
     BATCH_SECONDS = 0.1  # how often the worker posts rows while reading
+    VIEW_CACHE = 8  # re-decoded exchanges kept
     SLICE_SECONDS = 0.05  # how long the worker holds the stats lock at a time
 
     def __init__(self, path: str, opts: Options | None = None, ports: tuple[int, ...] = ()) -> None:
@@ -206,9 +259,13 @@ class AnalyzerApp(App[int]):
         self.shown: list[int] = []  # indexes into rows, in table order
         self.terms: list[str] = []
         self.current: ExRow | None = None
+        self.view: Exchange | None = None  # the current exchange with its field trees
+        self.slim_exchanges = True
+        self._views: dict[int, Exchange] = {}
         self.hex_kind = "request"
         self.selected: NodeData | None = None
         self.packets = 0
+        self.error_rows = 0  # exchanges with error codes or problems
         self.connections = 0
         self.fraction: float | None = 0.0
         self.done = False
@@ -226,10 +283,11 @@ class AnalyzerApp(App[int]):
         yield Header()
         yield Static(id="message")
         yield Input(
-            placeholder="filter: API, topic or client id substrings, 'errors'; enter applies, esc closes",
+            placeholder="filter: words in API, topic or client id (api:, topic:, client: to choose), errors; "
+            "enter applies, esc closes",
             id="filter",
         )
-        yield DataTable(id="exchanges", cursor_type="row", zebra_stripes=True)
+        yield ExchangeList(COLUMNS, MAX_WIDTHS, id="exchanges")
         with Horizontal(id="detail"):
             yield DetailTree(id="tree")
             yield HexView(id="hex")
@@ -237,8 +295,8 @@ class AnalyzerApp(App[int]):
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one("#exchanges", DataTable)
-        table.add_columns(*COLUMNS)
+        table = self.query_one(ExchangeList)
+        table.set_rows(self.rows, self.shown)
         table.border_title = "Exchanges"
         tree = self.query_one(DetailTree)
         tree.border_title = "Decoded"
@@ -319,7 +377,10 @@ class AnalyzerApp(App[int]):
                     if type(ev) is Exchange:
                         if origin is None:
                             origin = p.first_ts
-                        rows.append(make_row(count, ev, origin))
+                        row = make_row(count, ev, origin)
+                        if self.slim_exchanges:
+                            row.slim = slim(ev)
+                        rows.append(row)
                         count += 1
                 now = time.monotonic()
                 if finished or now - last_post >= self.BATCH_SECONDS:
@@ -361,14 +422,13 @@ class AnalyzerApp(App[int]):
             self._ack.set()
 
     def _take_batch(self, batch: AnalysisBatch) -> None:
-        table = self.query_one("#exchanges", DataTable)
-        base = len(self.rows)
+        table = self.query_one(ExchangeList)
         self.rows.extend(batch.rows)
+        self.error_rows += sum(1 for r in batch.rows if r.has_errors)
         terms = self.terms
-        for r in batch.rows:
-            if not terms or row_matches(r, terms):
-                self.shown.append(r.index)
-                table.add_row(*r.cells, key=str(r.index))
+        new = [r.index for r in batch.rows if not terms or row_matches(r, terms)]
+        self.shown.extend(new)
+        table.rows_added(new)
         self.packets = batch.packets
         self.connections = batch.connections
         self.fraction = batch.fraction
@@ -378,8 +438,9 @@ class AnalyzerApp(App[int]):
             self.done = True
             self.capture_issues = batch.capture_issues
             self._show_problems()
-        if self.current is None and self.shown and base < len(self.rows):
-            self._show(self.rows[self.shown[0]])
+        if self.current is None and new:
+            table.move_cursor(self.shown.index(new[0]))
+            self._show(self.rows[new[0]])
         self._update_status()
 
     def _show_problems(self) -> None:
@@ -390,9 +451,7 @@ class AnalyzerApp(App[int]):
             if i.code == "capture.unknown_format":
                 lines.append(Text(f"Not a capture file: {i.message}", style="bold"))
             elif i.severity >= Severity.ERROR:
-                lines.append(
-                    Text(f"Capture damaged: {i.message} (showing what was read before the damage)")
-                )
+                lines.append(Text(f"Capture damaged: {i.message} (showing what was read before the damage)"))
             else:
                 lines.append(Text(f"Capture {i.severity}: {i.message}"))
         unknown = any(i.code == "capture.unknown_format" for i in self.capture_issues)
@@ -437,9 +496,8 @@ class AnalyzerApp(App[int]):
         t.append("  ")
         t.append_text(state)
         t.append(f"  {self.packets} packets  {len(self.rows)} exchanges")
-        errs = sum(1 for r in self.rows if r.has_errors)
-        if errs:
-            t.append(f"  {errs} with errors", style="red")
+        if self.error_rows:
+            t.append(f"  {self.error_rows} with errors", style="red")
         if self.terms:
             t.append(f"  showing {len(self.shown)} (filter: {' '.join(self.terms)})", style="cyan")
         if self.capture_issues or self.load_error:
@@ -447,24 +505,22 @@ class AnalyzerApp(App[int]):
         self.query_one("#status", Static).update(t)
 
     # selection --------------------------------------------------------------------------------------------
-    @on(DataTable.RowHighlighted, "#exchanges")
-    def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        key = event.row_key.value if event.row_key is not None else None
-        if key is None:
-            return
-        row = self.rows[int(key)]
+    @on(ExchangeList.RowHighlighted)
+    def _row_highlighted(self, event: ExchangeList.RowHighlighted) -> None:
+        row = self.rows[event.index]
         if row is not self.current:
             self._show(row)
 
     def _show(self, row: ExRow | None) -> None:
         self.current = row
         self.selected = None
+        self.view = None
         tree = self.query_one(DetailTree)
         if row is None:
             tree.show_exchange(None)
             self._update_hex()
             return
-        ex = row.ex
+        ex = self.view = self.full_exchange(row)
         title = (
             f"#{row.index + 1}  {api_text(ex.api_key, ex.api_version)}  corr={ex.correlation_id}  "
             f"{ex.conn.client if ex.conn.client_direction is not None else ex.conn.a} -> "
@@ -473,6 +529,22 @@ class AnalyzerApp(App[int]):
         tree.show_exchange(ex, title)
         self.hex_kind = "request" if ex.request is not None else "response"
         self._update_hex()
+
+    def full_exchange(self, row: ExRow) -> Exchange:
+        """The exchange of ``row`` with its field trees (re-decoded if they were dropped)."""
+        if not row.slim:
+            return row.ex
+        view = self._views.pop(row.index, None)
+        if view is None:
+            try:
+                view = redecode(row.ex, self.opts)
+            except Exception as e:  # never expected: decoders report problems as issues
+                self.notify(f"cannot decode exchange #{row.index + 1} again: {e}", severity="error")
+                view = row.ex
+        self._views[row.index] = view
+        while len(self._views) > self.VIEW_CACHE:
+            del self._views[next(iter(self._views))]
+        return view
 
     @on(Tree.NodeHighlighted, "#tree")
     def _node_highlighted(self, event: Tree.NodeHighlighted) -> None:
@@ -490,7 +562,7 @@ class AnalyzerApp(App[int]):
         if row is None:
             hv.set_data(b"", "no exchange selected")
             return
-        target = hex_target(row.ex, self.hex_kind, self.selected)
+        target = hex_target(self.view or row.ex, self.hex_kind, self.selected)
         if target is None:
             hv.set_data(b"", f"{self.hex_kind}: not captured")
             return
@@ -504,7 +576,7 @@ class AnalyzerApp(App[int]):
             pos = self.shown.index(index)
         except ValueError:
             return False
-        self.query_one("#exchanges", DataTable).move_cursor(row=pos)
+        self.query_one(ExchangeList).move_cursor(pos)
         self._show(self.rows[index])
         return True
 
@@ -521,9 +593,9 @@ class AnalyzerApp(App[int]):
 
     def find_field(self, kind: str, pred) -> Field | None:
         """The first field of the current exchange's ``kind`` message for which ``pred`` is true."""
-        if self.current is None:
+        if self.current is None or self.view is None:
             return None
-        ex = self.current.ex
+        ex = self.view
         m = ex.request if kind == "request" else ex.response
         for root in message_roots(m):
             for f in root.walk():
@@ -533,9 +605,8 @@ class AnalyzerApp(App[int]):
 
     # actions ------------------------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if isinstance(self.screen, StatsScreen) and action in ("filter", "toggle_hex", "next_error", "stats"):
-            return False
-        return True
+        main_only = ("filter", "toggle_hex", "next_error", "stats")
+        return not (isinstance(self.screen, StatsScreen) and action in main_only)
 
     def action_filter(self) -> None:
         inp = self.query_one("#filter", Input)
@@ -549,14 +620,14 @@ class AnalyzerApp(App[int]):
         self._apply_filter(inp.value)
         if not inp.value.strip():
             inp.remove_class("shown")
-        self.query_one("#exchanges", DataTable).focus()
+        self.query_one(ExchangeList).focus()
 
     @on(Input.Submitted, "#filter")
     def _filter_submitted(self, event: Input.Submitted) -> None:
         self._apply_filter(event.value)
         if not event.value.strip():
             event.input.remove_class("shown")
-        self.query_one("#exchanges", DataTable).focus()
+        self.query_one(ExchangeList).focus()
 
     @on(Input.Changed, "#filter")
     def _filter_changed(self, event: Input.Changed) -> None:
@@ -564,6 +635,14 @@ class AnalyzerApp(App[int]):
             self._filter_timer.stop()
         value = event.value
         self._filter_timer = self.set_timer(0.3, lambda: self._apply_filter(value))
+
+    def set_filter(self, text: str) -> None:
+        """Filter the list as if ``text`` had been typed in the filter input."""
+        inp = self.query_one("#filter", Input)
+        with inp.prevent(Input.Changed):
+            inp.value = text
+        inp.set_class(bool(text.strip()), "shown")
+        self._apply_filter(text)
 
     def _apply_filter(self, text: str) -> None:
         if self._filter_timer is not None:
@@ -573,18 +652,16 @@ class AnalyzerApp(App[int]):
         if terms == self.terms:
             return
         self.terms = terms
-        table = self.query_one("#exchanges", DataTable)
-        table.clear()
-        self.shown = []
-        for r in self.rows:
-            if not terms or row_matches(r, terms):
-                self.shown.append(r.index)
-                table.add_row(*r.cells, key=str(r.index))
+        table = self.query_one(ExchangeList)
+        self.shown = (
+            [r.index for r in self.rows if row_matches(r, terms)] if terms else list(range(len(self.rows)))
+        )
+        table.set_rows(self.rows, self.shown)
         keep = self.current
         if keep is not None and keep.index in self.shown:
-            table.move_cursor(row=self.shown.index(keep.index))
+            table.move_cursor(self.shown.index(keep.index))
         elif self.shown:
-            table.move_cursor(row=0)
+            table.move_cursor(0)
             self._show(self.rows[self.shown[0]])
         else:
             self._show(None)
@@ -604,13 +681,13 @@ class AnalyzerApp(App[int]):
     def action_next_error(self) -> None:
         if not self.shown:
             return
-        table = self.query_one("#exchanges", DataTable)
+        table = self.query_one(ExchangeList)
         start = table.cursor_row if self.current is not None else -1
         n = len(self.shown)
         for step in range(1, n + 1):
             pos = (start + step) % n
             if self.rows[self.shown[pos]].has_errors:
-                table.move_cursor(row=pos)
+                table.move_cursor(pos)
                 self._show(self.rows[self.shown[pos]])
                 return
         self.notify("no exchange with errors", timeout=2)

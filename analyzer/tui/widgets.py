@@ -1,4 +1,5 @@
-"""Widgets of the TUI: the field tree of an exchange, the hex view, the stats screen.
+"""Widgets of the TUI: the exchange list, the field tree of an exchange, the hex view, the stats
+screen.
 
 Everything here is UI-thread code; the pure helpers (:func:`field_label`, :func:`hex_target`,
 :func:`field_path`) are also used by the tests.
@@ -10,17 +11,17 @@ from dataclasses import dataclass
 
 from rich.segment import Segment
 from rich.style import Style
-from rich.table import Table
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.geometry import Size
+from textual.message import Message as TMessage
 from textual.screen import Screen
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
-from textual.widgets import Footer, Static, Tree
+from textual.widgets import DataTable, Footer, Static, Tree
 from textual.widgets.tree import TreeNode
 
 from analyzer.dissect import schema
@@ -31,6 +32,7 @@ from analyzer.model import Exchange, Field, Issue, Message, Severity
 _MAX_TEXT = 160
 _SUMMARY_KEYS = ("magic", "codec", "records", "bytes", "base_offset", "last_offset", "control_type")
 SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.NOTE: "dim"}
+_SEV_STYLES = {k: Style.parse(v) for k, v in SEVERITY_STYLE.items()}
 
 
 def api_text(key: int | None, version: int | None) -> str:
@@ -81,6 +83,8 @@ def field_label(f: Field) -> Text:
     elif v is not None or f.children is None:
         t.append(": ")
         t.append(value_text(v), style="green" if isinstance(v, str) else "")
+        if f.type == "records" and isinstance(v, int):
+            t.append(" bytes")
     if f.display and not (isinstance(v, bytes | bytearray | memoryview)):
         bad = bool(v) and f.type == "int16" and f.name.endswith("error_code")
         bad = bad or "mismatch" in f.display.lower()
@@ -208,7 +212,7 @@ class DetailTree(Tree[NodeData]):
     so a Fetch response with thousands of records costs nothing until it is opened.
     """
 
-    AUTO_EXPAND_DEPTH = 4
+    AUTO_EXPAND_DEPTH = 6
     EAGER_LINES = 120  # auto-expand levels while the visible tree stays below this many lines
 
     def __init__(self, *args, **kwargs) -> None:
@@ -337,7 +341,7 @@ def _ascii(b: int) -> str:
 class HexView(ScrollView, can_focus=True):
     """``offset | hex | ascii`` over a byte string, with one highlighted span.
 
-    16 bytes per row when the view is wide enough, 8 otherwise. Rendered line by line (the line
+    16 bytes per row when the view is wide enough, else 8 or 4. Rendered line by line (the line
     API), so a payload of megabytes costs only the visible rows.
     """
 
@@ -348,8 +352,6 @@ class HexView(ScrollView, can_focus=True):
     HexView > .hexview--separator { color: $text-muted; }
     HexView > .hexview--highlight { background: $accent; color: $text; text-style: bold; }
     """
-
-    WIDE = 77  # width needed for 16 bytes per row
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -382,22 +384,32 @@ class HexView(ScrollView, can_focus=True):
         return max(1, -(-len(self.data) // self.bytes_per_row))
 
     def _update_size(self) -> None:
-        width = self.size.width
-        self.bytes_per_row = 16 if width == 0 or width >= self.WIDE else 8
+        width = self.scrollable_content_region.width
+        if width == 0 or width >= self.line_width_for(16):
+            self.bytes_per_row = 16
+        elif width >= self.line_width_for(8):
+            self.bytes_per_row = 8
+        else:
+            self.bytes_per_row = 4
         self.virtual_size = Size(self.line_width, self.rows)
         self._update_title()
 
-    @property
-    def line_width(self) -> int:
-        n = self.bytes_per_row
+    @staticmethod
+    def line_width_for(n: int) -> int:
         return 10 + 3 * n + (1 if n == 16 else 0) + 2 + n
 
+    @property
+    def line_width(self) -> int:
+        return self.line_width_for(self.bytes_per_row)
+
     def _update_title(self) -> None:
-        t = f"{self.title} ({len(self.data)} bytes)" if self.title else f"{len(self.data)} bytes"
+        size = f"{len(self.data)} bytes"
+        self.border_title = f"{self.title} ({size})" if self.title else size
         if self.highlight:
             s, e = self.highlight
-            t += f" · selected {s}..{e - 1} ({e - s} bytes)"
-        self.border_title = t
+            self.border_subtitle = f"selected {s}..{e - 1} (0x{s:x}, {e - s} bytes)"
+        else:
+            self.border_subtitle = ""
 
     def _scroll_to_highlight(self) -> None:
         if not self.highlight:
@@ -460,6 +472,196 @@ class HexView(ScrollView, can_focus=True):
         )
 
 
+# -- exchange list ---------------------------------------------------------------------------------
+
+
+class ExchangeList(ScrollView, can_focus=True):
+    """The exchange table: a virtual list (line API) over rows kept by the app.
+
+    A DataTable measures and stores every row it is given, which costs seconds for a capture
+    of tens of thousands of exchanges; this list only keeps the indexes of the rows the filter
+    shows and renders the visible ones, so rows stream in and filters apply instantly.
+
+    ``source`` is any list of objects with ``cells`` (a tuple of str, one per column) and
+    ``severity`` (a :class:`Severity` or None, colours the last column); ``shown`` are the
+    indexes into ``source`` displayed, in order.
+    """
+
+    COMPONENT_CLASSES = {
+        "exchangelist--header",
+        "exchangelist--cursor",
+        "exchangelist--cursor-blurred",
+        "exchangelist--odd",
+    }
+    DEFAULT_CSS = """
+    ExchangeList { background: $surface; }
+    ExchangeList > .exchangelist--header { background: $panel; color: $text; text-style: bold; }
+    ExchangeList > .exchangelist--cursor { background: $accent; color: $text; text-style: bold; }
+    ExchangeList > .exchangelist--cursor-blurred { background: $accent 40%; }
+    ExchangeList > .exchangelist--odd { background: $surface-lighten-1; }
+    """
+    BINDINGS = [
+        Binding("up", "cursor(-1)", "Up", show=False),
+        Binding("down", "cursor(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home", "edge(0)", "First", show=False),
+        Binding("end", "edge(1)", "Last", show=False),
+    ]
+
+    class RowHighlighted(TMessage):
+        """The cursor moved to row ``cursor_row``, showing ``source[index]``."""
+
+        def __init__(self, exchange_list: ExchangeList, cursor_row: int, index: int) -> None:
+            super().__init__()
+            self.exchange_list = exchange_list
+            self.cursor_row = cursor_row
+            self.index = index
+
+        @property
+        def control(self) -> ExchangeList:
+            return self.exchange_list
+
+    GAP = 2
+
+    def __init__(self, columns: tuple[str, ...], max_widths: tuple[int, ...] | None = None, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.columns = columns
+        self.max_widths = max_widths or tuple(60 for _ in columns)
+        self.widths = [len(c) for c in columns]
+        self.source: list = []
+        self.shown: list[int] = []
+        self.cursor_row = -1
+
+    @property
+    def row_count(self) -> int:
+        return len(self.shown)
+
+    # data ---------------------------------------------------------------------------------------------
+    def set_rows(self, source: list, shown: list[int]) -> None:
+        """Show ``source[i] for i in shown`` (a new filter); the cursor goes to the first row."""
+        self.source = source
+        self.shown = shown
+        self._measure(shown)
+        self.cursor_row = -1
+        self._update_size()
+        self.scroll_to(0, 0, animate=False, immediate=True)
+        self.refresh()
+
+    def rows_added(self, new: list[int]) -> None:
+        """``new`` indexes were appended to ``shown`` (by the app, which owns the list)."""
+        self._measure(new)
+        self._update_size()
+        self.refresh()
+
+    def _measure(self, indexes: list[int]) -> None:
+        widths, caps, src = self.widths, self.max_widths, self.source
+        for i in indexes:
+            for c, cell in enumerate(src[i].cells):
+                n = len(cell)
+                if n > widths[c]:
+                    widths[c] = min(n, caps[c])
+
+    def _update_size(self) -> None:
+        width = 1 + sum(self.widths) + self.GAP * (len(self.widths) - 1)
+        self.virtual_size = Size(width, len(self.shown) + 1)
+
+    # cursor ---------------------------------------------------------------------------------------------
+    def move_cursor(self, row: int, scroll: bool = True) -> None:
+        if not self.shown:
+            self.cursor_row = -1
+            self.refresh()
+            return
+        row = max(0, min(row, len(self.shown) - 1))
+        changed = row != self.cursor_row
+        self.cursor_row = row
+        if scroll:
+            self._scroll_to_cursor()
+        self.refresh()
+        if changed:
+            self.post_message(self.RowHighlighted(self, row, self.shown[row]))
+
+    @property
+    def _page(self) -> int:
+        return max(1, self.scrollable_content_region.height - 1)
+
+    def _scroll_to_cursor(self) -> None:
+        row = self.cursor_row
+        if row < 0:
+            return
+        top = round(self.scroll_offset.y)
+        page = self._page
+        if row < top:
+            self.scroll_to(y=row, animate=False, immediate=True)
+        elif row >= top + page:
+            self.scroll_to(y=row - page + 1, animate=False, immediate=True)
+
+    def action_cursor(self, delta: int) -> None:
+        self.move_cursor(max(0, self.cursor_row) + delta if self.cursor_row >= 0 else 0)
+
+    def action_page(self, direction: int) -> None:
+        self.move_cursor(max(0, self.cursor_row) + direction * self._page)
+
+    def action_edge(self, end: int) -> None:
+        self.move_cursor(len(self.shown) - 1 if end else 0)
+
+    def on_click(self, event) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None or offset.y < 1:
+            return
+        row = round(self.scroll_offset.y) + offset.y - 1
+        if 0 <= row < len(self.shown):
+            self.move_cursor(row, scroll=False)
+
+    def on_resize(self) -> None:
+        self._scroll_to_cursor()
+
+    def on_focus(self) -> None:
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self.refresh()
+
+    # rendering ------------------------------------------------------------------------------------------
+    def _line_segments(self, cells, base: Style, last: Style | None) -> list[Segment]:
+        segs = [Segment(" ", base)]
+        gap = " " * self.GAP
+        n = len(cells)
+        for c, (cell, w) in enumerate(zip(cells, self.widths, strict=False)):
+            text = cell if len(cell) <= w else cell[: max(0, w - 1)] + "…"
+            style = base + last if (last is not None and c == n - 1) else base
+            segs.append(Segment(text.ljust(w) + (gap if c < n - 1 else ""), style))
+        return segs
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        width = self.scrollable_content_region.width
+        base = self.rich_style
+        if y == 0:
+            style = base + self.get_component_rich_style("exchangelist--header")
+            segs = self._line_segments(self.columns, style, None)
+        else:
+            row = scroll_y + y - 1
+            if row >= len(self.shown):
+                return Strip.blank(width, base)
+            item = self.source[self.shown[row]]
+            if row == self.cursor_row:
+                name = "exchangelist--cursor" if self.has_focus else "exchangelist--cursor-blurred"
+                style = base + self.get_component_rich_style(name)
+            elif row % 2:
+                style = base + self.get_component_rich_style("exchangelist--odd")
+            else:
+                style = base
+            sev = getattr(item, "severity", None)
+            segs = self._line_segments(item.cells, style, _SEV_STYLES.get(sev) if sev is not None else None)
+        return Strip(segs).crop_extend(scroll_x, scroll_x + width, style)
+
+    def row_text(self, row: int) -> str:
+        """The plain text of a displayed row (for tests and copy)."""
+        item = self.source[self.shown[row]]
+        return "".join(s.text for s in self._line_segments(item.cells, Style(), None)).rstrip()
+
+
 # -- stats screen --------------------------------------------------------------------------------------
 
 STATS_SECTIONS = {
@@ -493,7 +695,7 @@ def _cell(v) -> str:
     return str(v)
 
 
-def stats_renderables(tables: dict, note: str = "") -> list:
+def stats_head(tables: dict, note: str = "") -> Text:
     cap = tables.get("capture", {})
     head = Text()
     head.append(
@@ -508,24 +710,14 @@ def stats_renderables(tables: dict, note: str = "") -> list:
         head.append(f"\nskipped packets: {_cell(skipped)}", style="dim")
     if note:
         head.append(f"\n{note}", style="italic yellow")
-    out: list = [head]
-    for key, (title, cols) in STATS_SECTIONS.items():
-        rows = tables.get(key) or []
-        if not rows:
-            continue
-        t = Table(title=title, title_justify="left", expand=False)
-        for c in cols:
-            numeric = isinstance(rows[0].get(c), int | float) and not isinstance(rows[0].get(c), bool)
-            t.add_column(c, justify="right" if numeric else "left", overflow="fold")
-        for r in rows:
-            t.add_row(*(Text(_cell(r.get(c))) for c in cols))
-        out.append(t)
-    return out
+    return head
 
 
 class StatsScreen(Screen):
-    """The ``stats`` tables of the capture: APIs with latency percentiles, topics, anomalies..."""
+    """The ``stats`` tables of the capture: APIs with latency percentiles, topics, clients,
+    connections, brokers, groups, anomalies. Long tables are cut at ``MAX_ROWS`` rows."""
 
+    MAX_ROWS = 2000
     BINDINGS = [
         Binding("escape,s", "app.pop_screen", "Back"),
         Binding("q", "app.quit", "Quit"),
@@ -538,9 +730,44 @@ class StatsScreen(Screen):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="stats-scroll"):
-            for i, r in enumerate(stats_renderables(self.tables, self.note)):
-                yield Static(r, classes="stats-section", id=f"stats-{i}")
+            yield Static(stats_head(self.tables, self.note), id="stats-head", classes="stats-title")
+            for key, (title, cols) in STATS_SECTIONS.items():
+                rows = self.tables.get(key) or []
+                if not rows:
+                    continue
+                label = Text(title, style="bold")
+                if len(rows) > self.MAX_ROWS:
+                    label.append(
+                        f"  (first {self.MAX_ROWS} of {len(rows)}; `kafka-analyzer stats` has them all)",
+                        style="dim",
+                    )
+                yield Static(label, classes="stats-title")
+                table: DataTable = DataTable(id=f"stats-{key}", classes="stats-table", cursor_type="row")
+                for c in cols:
+                    v = rows[0].get(c)
+                    numeric = isinstance(v, int | float) and not isinstance(v, bool)
+                    table.add_column(Text(c, justify="right" if numeric else "left"), key=c)
+                table.add_rows(
+                    tuple(
+                        Text(
+                            _cell(r.get(c)),
+                            justify="right" if isinstance(r.get(c), int | float) else "left",
+                        )
+                        for c in cols
+                    )
+                    for r in rows[: self.MAX_ROWS]
+                )
+                yield table
         yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#stats-scroll").focus()
+
+    def section_text(self, key: str) -> str:
+        """The plain text of one section's table (for tests)."""
+        table = self.query_one(f"#stats-{key}", DataTable)
+        cols = [str(c.label) for c in table.ordered_columns]
+        lines = ["  ".join(cols)]
+        for r in range(table.row_count):
+            lines.append("  ".join(str(x) for x in table.get_row_at(r)))
+        return "\n".join(lines)

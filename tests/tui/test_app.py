@@ -1,0 +1,400 @@
+"""Pilot-driven tests of the TUI (textual's ``App.run_test``, run with ``asyncio.run``)."""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+from rich.style import Style
+
+from analyzer.capture.files import CaptureFile
+from analyzer.dissect.message import Options
+from analyzer.model import Exchange, Severity
+from analyzer.pipeline import Pipeline, analyze_file
+from analyzer.session.stats import error_names
+from analyzer.tui.app import AnalyzerApp, redecode, slim
+from analyzer.tui.widgets import DetailTree, HexView, StatsScreen, api_text
+
+ROOT = Path(__file__).resolve().parents[2]
+PUBLIC = ROOT.parent / "shared" / "captures" / "public"
+SW8 = PUBLIC / "deepflow_00-produce-v7-sw8.pcap"
+NDPI = PUBLIC / "ndpi_kafka.pcapng"
+GZIP = ROOT / "captures" / "librdkafka-produce-consume-gzip.pcap"
+
+SIZE = (160, 50)
+
+
+def need(path: Path) -> Path:
+    if not path.is_file():
+        pytest.skip(f"capture not available: {path}")
+    return path
+
+
+def pipeline_exchanges(path: Path) -> list[Exchange]:
+    p = Pipeline(Options(records_bodies=True))
+    return [ev for ev in analyze_file(CaptureFile(str(path)), p) if type(ev) is Exchange]
+
+
+async def wait_done(app: AnalyzerApp, pilot, timeout: float = 10.0) -> None:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not app.done:
+        assert loop.time() < end, "analysis did not finish"
+        await pilot.pause(0.02)
+    await pilot.pause()
+
+
+@asynccontextmanager
+async def started(path, size=SIZE):
+    app = AnalyzerApp(str(path))
+    async with app.run_test(size=size) as pilot:
+        await wait_done(app, pilot)
+        yield app, pilot
+
+
+def widget_text(app: AnalyzerApp, selector: str) -> str:
+    return str(app.screen.query_one(selector).content)
+
+
+def rendered_highlight(hv: HexView) -> tuple[set[int], set[int]]:
+    """Byte offsets drawn with the highlight style: (in the hex column, in the ascii column)."""
+    hl: Style = hv.get_component_rich_style("hexview--highlight")
+    n = hv.bytes_per_row
+    hex_on: set[int] = set()
+    ascii_on: set[int] = set()
+    for row in range(hv.rows):
+        segs = hv.row_segments(row)
+        sep = next(i for i, s in enumerate(segs) if s.text.startswith("│"))
+        cells = [s for s in segs[2:sep] if len(s.text) == 2]  # after the offset and its gap
+        assert len(cells) == min(n, len(hv.data) - row * n)
+        hex_on.update(row * n + k for k, s in enumerate(cells) if s.style == hl)
+        chars = segs[sep + 1 :]
+        ascii_on.update(row * n + k for k, s in enumerate(chars) if s.style == hl)
+    return hex_on, ascii_on
+
+
+def has_errors(ex: Exchange) -> bool:
+    return bool(error_names(ex.response)) or any(i.severity >= Severity.WARNING for i in ex.all_issues())
+
+
+def tree_of(f):
+    if f is None:
+        return None
+    return [(x.name, x.type, repr(x.value), x.offset, x.length, x.display) for x in f.walk()]
+
+
+def all_captures() -> list[Path]:
+    out = sorted(PUBLIC.glob("*.pcap*")) if PUBLIC.is_dir() else []
+    return out + [GZIP] if GZIP.is_file() else out
+
+
+# -- tests ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", all_captures(), ids=lambda p: p.name)
+def test_redecode_gives_the_pipeline_trees(path):
+    """The list keeps exchanges without their trees and decodes them again when shown."""
+    opts = Options(records_bodies=True)
+    for ex in pipeline_exchanges(path):
+        want = [(tree_of(m.header), tree_of(m.body)) if m else None for m in (ex.request, ex.response)]
+        slimmed = slim(ex)
+        if slimmed:
+            assert all(m is None or m.api_key is None or m.body is None for m in (ex.request, ex.response))
+        view = redecode(ex, opts)
+        got = [(tree_of(m.header), tree_of(m.body)) if m else None for m in (view.request, view.response)]
+        assert got == want
+        assert view.all_issues() == ex.all_issues()
+
+
+@pytest.mark.parametrize("path", [SW8, NDPI], ids=lambda p: p.name)
+def test_rows_match_pipeline(path):
+    need(path)
+    expected = pipeline_exchanges(path)
+
+    async def go():
+        async with started(path) as (app, _pilot):
+            table = app.query_one("#exchanges")
+            assert len(app.rows) == len(expected) > 0
+            assert table.row_count == len(expected)
+            assert [r.ex.correlation_id for r in app.rows] == [e.correlation_id for e in expected]
+            assert [r.ex.api_key for r in app.rows] == [e.api_key for e in expected]
+            assert f"{len(expected)} exchanges" in widget_text(app, "#status")
+            assert app.exit_code == 0
+            assert not app.query_one("#message").has_class("shown")
+
+    asyncio.run(go())
+
+
+def test_produce_tree_and_hex_highlight():
+    need(SW8)
+
+    async def go():
+        async with started(SW8) as (app, pilot):
+            produce = [r.index for r in app.rows if r.ex.api_key == 0]
+            assert produce
+            assert app.select_exchange(produce[0])
+            await pilot.pause()
+            tree = app.query_one(DetailTree)
+            hv = app.query_one(HexView)
+            ex = app.current.ex
+            assert ex.api_key == 0 and ex.api_version == 7
+            # the topic name is visible without any expansion
+            assert any("quickstart-events" in label for label in tree.all_labels())
+
+            # the record header key sw8, inside the (folded) record batch
+            sw8 = app.find_field("request", lambda f: f.name == "key" and f.value == "sw8")
+            assert sw8 is not None
+            assert app.reveal_field("request", sw8)
+            await pilot.pause()
+            node = tree.cursor_node
+            assert node is not None and node.data.field is sw8
+            assert "sw8" in str(node.label)
+            assert node.parent.data.field.name == "header"
+            assert any(str(lab).startswith("key: 'sw8'") for lab in tree.all_labels())
+            assert hv.highlight == (sw8.offset, sw8.offset + sw8.length)
+
+            # the topic-name node: its bytes, and only those, are highlighted
+            name = app.find_field(
+                "request",
+                lambda f: f.name == "name" and f.type == "string" and f.value == "quickstart-events",
+            )
+            assert name is not None
+            assert app.reveal_field("request", name)
+            await pilot.pause()
+            assert tree.cursor_node.data.field is name
+            span = set(range(name.offset, name.offset + name.length))
+            assert hv.data == bytes(ex.request.frame.payload)
+            assert hv.highlight == (name.offset, name.offset + name.length)
+            hex_on, ascii_on = rendered_highlight(hv)
+            assert hex_on == span and ascii_on == span
+            assert bytes(hv.data[name.offset + 2 : name.offset + name.length]) == b"quickstart-events"
+
+            # moving the tree cursor with the keyboard moves the highlight
+            tree.focus()
+            await pilot.press("down")
+            await pilot.pause()
+            nxt = tree.cursor_node.data.field
+            assert nxt is not None and nxt is not name
+            assert hv.highlight == (nxt.offset, nxt.offset + nxt.length)
+
+            # r: the response bytes (nothing of the request highlighted), r again: back
+            await pilot.press("r")
+            await pilot.pause()
+            assert app.hex_kind == "response"
+            assert hv.data == bytes(ex.response.frame.payload)
+            assert hv.highlight is None
+            await pilot.press("r")
+            await pilot.pause()
+            assert hv.data == bytes(ex.request.frame.payload)
+            assert hv.highlight == (nxt.offset, nxt.offset + nxt.length)
+
+    asyncio.run(go())
+
+
+def test_decompressed_fields_highlight_in_decompressed_bytes():
+    need(GZIP)
+
+    expected = pipeline_exchanges(GZIP)
+    rows = [
+        i
+        for i, e in enumerate(expected)
+        if e.api_key == 0
+        and e.request is not None
+        and any(f.type == "decompressed" for f in e.request.body.walk())
+    ]
+    if not rows:
+        pytest.skip("no compressed Produce batch in the capture")
+
+    async def go():
+        async with started(GZIP) as (app, pilot):
+            app.select_exchange(rows[0])
+            await pilot.pause()
+            container = app.find_field("request", lambda f: f.type == "decompressed")
+            key = next(f for f in container.walk() if f.name == "key" and f.type == "bytes")
+            assert app.reveal_field("request", key)
+            await pilot.pause()
+            hv = app.query_one(HexView)
+            assert hv.data == bytes(container.value)
+            assert "decompressed" in hv.title
+            assert hv.highlight == (key.offset, key.offset + key.length)
+            hex_on, _ = rendered_highlight(hv)
+            assert hex_on == set(range(key.offset, key.offset + key.length))
+            # the decompressed container itself spans compressed bytes of the frame
+            assert app.reveal_field("request", container)
+            await pilot.pause()
+            assert hv.data == bytes(app.view.request.frame.payload)
+            assert hv.highlight == (container.offset, container.offset + container.length)
+
+    asyncio.run(go())
+
+
+def test_filter():
+    need(NDPI)
+    expected = pipeline_exchanges(NDPI)
+
+    async def go():
+        async with started(NDPI) as (app, pilot):
+            table = app.query_one("#exchanges")
+            inp = app.query_one("#filter")
+
+            async def apply(text: str, typed: bool = False) -> list:
+                if typed:  # with the keys (slow: a few only)
+                    await pilot.press("escape", "slash")
+                    assert app.focused is inp
+                    inp.value = ""
+                    await pilot.press(*text, "enter")
+                else:
+                    app.set_filter(text)
+                await pilot.pause()
+                return [app.rows[i].ex for i in app.shown]
+
+            # a bare word matches the API name, the topics or the client id
+            shown = await apply("produce", typed=True)
+            assert inp.value == "produce"
+            want = [e for e in expected if e.api_key == 0 or "produce" in (e.client_id or "")]
+            assert table.row_count == len(shown) == len(want) > 0
+            assert [e.correlation_id for e in shown] == [e.correlation_id for e in want]
+
+            # api: looks at the API column only (Produce and InitProducerId here)
+            shown = await apply("api:produce")
+            want = [e for e in expected if "produce" in api_text(e.api_key, e.api_version).lower()]
+            assert {e.api_key for e in want} == {0, 22}
+            assert table.row_count == len(shown) == len(want)
+            assert [e.correlation_id for e in shown] == [e.correlation_id for e in want]
+
+            shown = await apply("errors")
+            assert table.row_count == len(shown) == sum(1 for e in expected if has_errors(e)) > 0
+            assert all(has_errors(e) for e in shown)
+
+            shown = await apply("sampletopic")
+            assert shown and all("sampleTopic" in e.topics for e in shown)
+
+            shown = await apply("client:console-producer api:produce")  # terms are ANDed
+            assert [(e.client_id, e.api_key) for e in shown] == [
+                ("console-producer", 22),
+                ("console-producer", 0),
+            ]
+
+            shown = await apply("no-such-thing")
+            assert table.row_count == 0 and app.current is None
+
+            # typing q in the filter does not quit
+            shown = await apply("q", typed=True)
+            assert app.is_running and inp.value == "q"
+
+            shown = await apply("")
+            assert table.row_count == len(expected)
+            assert app.focused is table
+
+    asyncio.run(go())
+
+
+def test_next_error_key():
+    need(NDPI)
+    expected = pipeline_exchanges(NDPI)
+    want = [i for i, e in enumerate(expected) if has_errors(e)]
+    assert want
+
+    async def go():
+        async with started(NDPI) as (app, pilot):
+            seen = []
+            for _ in range(len(want) + 1):
+                await pilot.press("e")
+                await pilot.pause()
+                assert app.current.has_errors
+                seen.append(app.current.index)
+                assert app.query_one("#exchanges").cursor_row == app.shown.index(app.current.index)
+            start = want.index(seen[0])
+            assert seen == [want[(start + k) % len(want)] for k in range(len(want) + 1)]
+
+    asyncio.run(go())
+
+
+def test_stats_screen():
+    need(NDPI)
+
+    async def go():
+        async with started(NDPI, size=(160, 120)) as (app, pilot):
+            await pilot.press("s")
+            await pilot.pause()
+            assert isinstance(app.screen, StatsScreen)
+            text = "\n".join(str(w.content) for w in app.screen.query(".stats-title"))
+            for needle in (
+                "Requests per API",
+                "Topics",
+                "Clients",
+                "Connections",
+                "Anomalies",
+                "17 Kafka exchanges",
+            ):
+                assert needle in text, needle
+            screen = app.screen
+            apis = screen.section_text("apis")
+            assert "p95_ms" in apis and "Produce" in apis and "Metadata" in apis
+            assert "LB_MAIN_LOG_INPUT" in screen.section_text("topics")
+            assert "pairing.no_response" in screen.section_text("anomalies")
+            await pilot.press("escape")
+            await pilot.pause()
+            assert not isinstance(app.screen, StatsScreen)
+            assert app.query_one("#exchanges") is not None
+
+    asyncio.run(go())
+
+
+@pytest.mark.parametrize("kind", ["missing", "not-a-capture", "truncated"])
+def test_bad_input_shows_a_message(kind, tmp_path):
+    if kind == "missing":
+        path, code, needle = tmp_path / "nope.pcap", 2, "no such file"
+    elif kind == "not-a-capture":
+        path, code, needle = tmp_path / "junk.pcap", 2, "Not a capture file"
+        path.write_bytes(b"this is not a capture\x00\x01\x02" * 10)
+    else:
+        raw = need(SW8).read_bytes()
+        path, code, needle = tmp_path / "cut.pcap", 1, "Capture damaged"
+        path.write_bytes(raw[: len(raw) - 40])
+
+    async def go():
+        async with started(path) as (app, pilot):
+            msg = app.query_one("#message")
+            assert msg.has_class("shown")
+            assert needle in str(msg.content)
+            assert app.exit_code == code
+            # the rest of the UI still works
+            await pilot.press("s")
+            await pilot.pause()
+            assert isinstance(app.screen, StatsScreen)
+            await pilot.press("escape")
+            await pilot.press("e", "r", "tab")
+            await pilot.pause()
+            assert app.is_running
+
+    asyncio.run(go())
+
+
+def test_q_quits():
+    need(SW8)
+
+    async def go():
+        async with started(SW8) as (app, pilot):
+            await pilot.press("q")
+            await pilot.pause()
+            assert app.return_code == 0
+            assert not app.is_running
+
+    asyncio.run(go())
+
+
+def test_save_screenshot(tmp_path):
+    need(SW8)
+
+    async def go():
+        async with started(SW8) as (app, _pilot):
+            name = app.save_screenshot(filename="tui.svg", path=str(tmp_path))
+            return Path(name)
+
+    out = asyncio.run(go())
+    assert out.is_file()
+    text = out.read_text()
+    assert text.lstrip().startswith("<svg") and "Produce" in text
