@@ -16,10 +16,12 @@ import time
 from collections.abc import Iterable, Iterator
 
 from analyzer import __version__
+from analyzer.capture.files import check_readable
 from analyzer.dissect import schema
 from analyzer.dissect.message import Options
 from analyzer.model import Exchange, Severity
 from analyzer.pipeline import Pipeline, StreamEvent
+from analyzer.session.report import TABLES, cell, stats_tables, topics_text
 from analyzer.session.stats import Stats, error_names
 
 EXIT_OK, EXIT_DAMAGED, EXIT_USAGE = 0, 1, 2
@@ -128,18 +130,6 @@ def _stderr_console():
     return Console(stderr=True)
 
 
-def _check_file(path: str) -> str | None:
-    if path == "-":
-        return None
-    if not os.path.exists(path):
-        return f"no such file: {path}"
-    if os.path.isdir(path):
-        return f"is a directory: {path}"
-    if not os.access(path, os.R_OK):
-        return f"cannot read {path}: permission denied"
-    return None
-
-
 def _fmt_ts(ts: float, origin: float | None, absolute: bool) -> str:
     if absolute or origin is None:
         return _dt.datetime.fromtimestamp(ts, _dt.UTC).strftime("%H:%M:%S.%f")
@@ -164,16 +154,6 @@ def _api_filter(values: list[str] | None) -> set[int] | None:
             else:
                 raise SystemExit(f"kafka-analyzer: unknown API {part!r} (see `kafka-analyzer protocol`)")
     return out
-
-
-def topics_text(topics: dict[str, list[int]], limit: int = 3) -> str:
-    parts = []
-    for name, parts_ in list(topics.items())[:limit]:
-        ps = sorted(set(parts_))
-        parts.append(f"{name}[{','.join(map(str, ps))}]" if ps else name)
-    if len(topics) > limit:
-        parts.append(f"+{len(topics) - limit} more")
-    return " ".join(parts)
 
 
 def exchange_line(ex: Exchange, origin: float | None, absolute: bool = False) -> str:
@@ -269,78 +249,6 @@ def cmd_stats(args) -> int:
     return run.exit_code()
 
 
-def stats_tables(stats: Stats, pipeline: Pipeline) -> dict:
-    k = pipeline.knowledge
-    return {
-        "capture": {
-            "packets": pipeline.packets,
-            "tcp_connections": pipeline.reasm.connections,
-            "exchanges": stats.exchanges,
-            "first_ts": pipeline.first_ts,
-            "last_ts": pipeline.last_ts,
-            "skipped_packets": dict(pipeline.skipped),
-        },
-        "apis": stats.api_rows(),
-        "topics": stats.topic_rows(),
-        "clients": stats.client_rows(k),
-        "connections": stats.connection_rows(),
-        "brokers": [
-            {"node_id": n, "address": a, "rack": k.racks.get(n)} for n, a in sorted(k.brokers.items())
-        ],
-        "groups": [
-            {
-                "group_id": g.group_id,
-                "protocol_type": g.protocol_type,
-                "protocol": g.protocol_name,
-                "generations": g.generations_seen,
-                "members": len(g.members),
-            }
-            for g in k.groups.values()
-        ],
-        "anomalies": stats.anomaly_rows(),
-    }
-
-
-_TITLES = {
-    "apis": (
-        "Requests per API",
-        ["api_name", "count", "p50_ms", "p95_ms", "p99_ms", "max_ms", "unanswered", "errors"],
-    ),
-    "topics": (
-        "Topics",
-        ["topic", "requests", "produced_records", "produced_bytes", "fetched_records", "fetched_bytes"],
-    ),
-    "clients": ("Clients", ["client_id", "software", "requests", "responses_with_errors", "connections"]),
-    "connections": (
-        "Connections",
-        [
-            "connection",
-            "client",
-            "broker",
-            "exchanges",
-            "bytes_to_broker",
-            "bytes_to_client",
-            "gaps",
-            "duration_s",
-            "status",
-        ],
-    ),
-    "brokers": ("Brokers", ["node_id", "address", "rack"]),
-    "groups": ("Consumer groups", ["group_id", "protocol_type", "protocol", "generations", "members"]),
-    "anomalies": ("Anomalies", ["anomaly", "count", "example"]),
-}
-
-
-def _cell(v) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, dict):
-        return ", ".join(f"{k}={n}" for k, n in v.items()) or "-"
-    if isinstance(v, list):
-        return ",".join(map(str, v)) or "-"
-    return str(v)
-
-
 def render_tables(tables: dict, out) -> None:
     cap = tables["capture"]
     head = (
@@ -356,7 +264,7 @@ def render_tables(tables: dict, out) -> None:
 
         console = Console(file=out)
         console.print(head)
-        for key, (title, cols) in _TITLES.items():
+        for key, (title, cols) in TABLES.items():
             rows = tables[key]
             if not rows:
                 continue
@@ -364,15 +272,15 @@ def render_tables(tables: dict, out) -> None:
             for c in cols:
                 t.add_column(c, justify="right" if isinstance(rows[0].get(c), int | float) else "left")
             for r in rows:
-                t.add_row(*(_cell(r.get(c)) for c in cols))
+                t.add_row(*(cell(r.get(c)) for c in cols))
             console.print(t)
         return
     out.write(head + "\n")
-    for key, (title, cols) in _TITLES.items():
+    for key, (title, cols) in TABLES.items():
         rows = tables[key]
         if not rows:
             continue
-        cells = [[_cell(r.get(c)) for c in cols] for r in rows]
+        cells = [[cell(r.get(c)) for c in cols] for r in rows]
         widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
         out.write(f"\n{title}\n")
         out.write("  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True)).rstrip() + "\n")
@@ -607,7 +515,7 @@ def main(argv: list[str] | None = None) -> int:
     caps = getattr(args, "capture", None)
     if caps is not None:
         for cap in caps:
-            problem = _check_file(cap)
+            problem = None if cap == "-" else check_readable(cap)
             if problem:
                 print(f"kafka-analyzer: {problem}", file=sys.stderr)
                 return EXIT_USAGE

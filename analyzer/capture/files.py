@@ -230,6 +230,17 @@ def _file_chunks(f: BinaryIO, first: bytes) -> Iterator[bytes]:
         yield chunk
 
 
+def check_readable(path: str | os.PathLike) -> str | None:
+    """Why a capture path cannot be opened (a sentence), or None when it can."""
+    if not os.path.exists(path):
+        return f"no such file: {path}"
+    if os.path.isdir(path):
+        return f"is a directory: {path}"
+    if not os.access(path, os.R_OK):
+        return f"cannot read {path}: permission denied"
+    return None
+
+
 class CaptureFile:
     """A capture file (path, or ``-`` for stdin, or a binary file object), iterated as packets.
 

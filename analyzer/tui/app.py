@@ -25,10 +25,11 @@ from textual.timer import Timer
 from textual.widgets import Footer, Header, Input, Static, Tree
 from textual.worker import get_current_worker
 
-from analyzer.cli import topics_text
+from analyzer.capture.files import check_readable
 from analyzer.dissect.message import Options, decode_request, decode_response
 from analyzer.model import Exchange, Field, Issue, Severity
 from analyzer.pipeline import Pipeline
+from analyzer.session.report import topics_text
 from analyzer.session.stats import Stats, error_names
 from analyzer.tui.widgets import (
     DetailTree,
@@ -217,16 +218,6 @@ class AnalysisBatch(Message):
         self.connections = connections
 
 
-def check_file(path: str) -> str | None:
-    if not os.path.exists(path):
-        return f"no such file: {path}"
-    if os.path.isdir(path):
-        return f"is a directory: {path}"
-    if not os.access(path, os.R_OK):
-        return f"cannot read {path}: permission denied"
-    return None
-
-
 # -- the app ---------------------------------------------------------------------------------------------
 
 
@@ -328,7 +319,7 @@ class AnalyzerApp(App[int]):
             self.post_message(batch)
             return True
 
-        problem = check_file(self.path)
+        problem = check_readable(self.path)
         if problem:
             post(AnalysisBatch([], 0, None, done=True, error=problem))
             return
@@ -693,7 +684,7 @@ class AnalyzerApp(App[int]):
         self.notify("no exchange with errors", timeout=2)
 
     def stats_snapshot(self) -> dict:
-        from analyzer.cli import stats_tables
+        from analyzer.session.report import stats_tables
 
         with self._lock:
             return stats_tables(self.stats, self.pipeline)

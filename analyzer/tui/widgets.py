@@ -26,6 +26,8 @@ from textual.widgets.tree import TreeNode
 
 from analyzer.dissect import schema
 from analyzer.model import Exchange, Field, Issue, Message, Severity
+from analyzer.session.report import TABLES
+from analyzer.session.report import cell as table_cell
 
 # -- labels ----------------------------------------------------------------------------------------
 
@@ -664,36 +666,6 @@ class ExchangeList(ScrollView, can_focus=True):
 
 # -- stats screen --------------------------------------------------------------------------------------
 
-STATS_SECTIONS = {
-    "apis": (
-        "Requests per API (latency in ms)",
-        ["api_name", "count", "p50_ms", "p95_ms", "p99_ms", "max_ms", "unanswered", "errors"],
-    ),
-    "topics": (
-        "Topics",
-        ["topic", "requests", "produced_records", "produced_bytes", "fetched_records", "fetched_bytes"],
-    ),
-    "clients": ("Clients", ["client_id", "software", "requests", "responses_with_errors", "connections"]),
-    "connections": (
-        "Connections",
-        ["connection", "client", "broker", "exchanges", "bytes_to_broker", "bytes_to_client", "gaps"]
-        + ["duration_s", "status"],
-    ),
-    "brokers": ("Brokers", ["node_id", "address", "rack"]),
-    "groups": ("Consumer groups", ["group_id", "protocol_type", "protocol", "generations", "members"]),
-    "anomalies": ("Anomalies", ["anomaly", "count", "example"]),
-}
-
-
-def _cell(v) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, dict):
-        return ", ".join(f"{k}={n}" for k, n in v.items()) or "-"
-    if isinstance(v, list):
-        return ",".join(map(str, v)) or "-"
-    return str(v)
-
 
 def stats_head(tables: dict, note: str = "") -> Text:
     cap = tables.get("capture", {})
@@ -707,7 +679,7 @@ def stats_head(tables: dict, note: str = "") -> Text:
         head.append(f", {cap['last_ts'] - cap['first_ts']:.3f} s")
     skipped = cap.get("skipped_packets")
     if skipped:
-        head.append(f"\nskipped packets: {_cell(skipped)}", style="dim")
+        head.append(f"\nskipped packets: {table_cell(skipped)}", style="dim")
     if note:
         head.append(f"\n{note}", style="italic yellow")
     return head
@@ -731,7 +703,7 @@ class StatsScreen(Screen):
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="stats-scroll"):
             yield Static(stats_head(self.tables, self.note), id="stats-head", classes="stats-title")
-            for key, (title, cols) in STATS_SECTIONS.items():
+            for key, (title, cols) in TABLES.items():
                 rows = self.tables.get(key) or []
                 if not rows:
                     continue
@@ -750,7 +722,7 @@ class StatsScreen(Screen):
                 table.add_rows(
                     tuple(
                         Text(
-                            _cell(r.get(c)),
+                            table_cell(r.get(c)),
                             justify="right" if isinstance(r.get(c), int | float) else "left",
                         )
                         for c in cols
