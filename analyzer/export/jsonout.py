@@ -52,6 +52,8 @@ def field_json(f: Field, spans: dict | None, path: str) -> Any:
             "length": f.value,
             "batches": [field_json(b, None, "") for b in ch],
         }
+    if t == "array" and ch and ch[0].type == "record":
+        return [record_json(r) for r in ch]
     if t.startswith("[]") or t == "array":
         if f.value is None:
             return None
@@ -62,6 +64,39 @@ def field_json(f: Field, spans: dict | None, path: str) -> Any:
             out[c.name] = field_json(c, spans, f"{path}/{c.name}")
         return out
     return struct_json(f, spans, path)
+
+
+def _value_json(f: Field):
+    v = f.value
+    if type(v) is bytes:
+        d = f.display  # the records decoder already tried UTF-8
+        if d is not None and d.isprintable():
+            return d
+        return bytes_json(v)
+    return v
+
+
+def record_json(r: Field) -> dict:
+    """One record of a batch (the hot path of ``export --records``): the same object the generic
+    struct conversion gives, built without its per-field dispatch."""
+    out: dict[str, Any] = {}
+    for c in r.children or ():
+        n = c.name
+        if n == "headers" and c.children is not None:
+            out[n] = [
+                {h.name: _value_json(h) for h in hdr.children or ()}
+                if hdr.type == "struct"
+                else field_json(hdr, None, "")
+                for hdr in c.children
+            ]
+        elif c.children is not None:
+            out[n] = field_json(c, None, "")
+        else:
+            v = out[n] = _value_json(c)
+            d = c.display
+            if d is not None and d != v:
+                out[n + "_text"] = d
+    return out
 
 
 def struct_json(f: Field, spans: dict | None, path: str) -> dict:
