@@ -52,13 +52,18 @@ def record_totals(body: Field | None, topic_ids: dict[str, str] | None = None) -
             if name is None:
                 continue
             acc = out.setdefault(name, [0, 0])
-            for f in t.walk():
-                if f.type == "records" and f.children:
-                    for b in f.children:
-                        v = b.value
-                        if isinstance(v, dict):
-                            acc[0] += v.get("records") or 0
-                            acc[1] += v.get("bytes") or 0
+            # topic -> partitions array -> partition -> records field (no walk into the records)
+            for parts in t.children or ():
+                if not parts.children or not parts.type.startswith("[]"):
+                    continue
+                for p in parts.children:
+                    for f in p.children or ():
+                        if f.type == "records" and f.children:
+                            for b in f.children:
+                                v = b.value
+                                if isinstance(v, dict):
+                                    acc[0] += v.get("records") or 0
+                                    acc[1] += v.get("bytes") or 0
     return out
 
 
