@@ -1,0 +1,87 @@
+"""Damaged captures end cleanly: random byte flips, cuts and garbage anywhere in a real capture
+never raise out of the pipeline or the CLI, and what comes before the damage is kept."""
+
+import random
+import subprocess
+import sys
+
+import pytest
+from conftest import CAPTURES, ROOT
+
+from analyzer.capture.files import CaptureFile
+from analyzer.dissect.message import Options
+from analyzer.export.jsonout import exchange_json
+from analyzer.model import Exchange
+from analyzer.pipeline import Pipeline, analyze_file
+
+SOURCES = ["librdkafka-produce-consume-gzip.pcap", "kafka-python-0.9-snappy.pcap", "librdkafka-txn.pcap"]
+
+
+def run(path):
+    out = []
+    for ev in analyze_file(CaptureFile(path), Pipeline(Options(records_bodies=True))):
+        if isinstance(ev, Exchange):
+            out.append(exchange_json(ev))  # the export must cope with whatever was decoded
+    return out
+
+
+@pytest.mark.parametrize("name", SOURCES)
+@pytest.mark.parametrize("seed", range(6))
+def test_random_damage_never_raises(name, seed, tmp_path):
+    src = CAPTURES / name
+    if not src.exists():
+        pytest.skip("capture absent")
+    raw = bytearray(src.read_bytes())
+    rnd = random.Random(seed * 7919 + len(name))
+    kind = seed % 3
+    if kind == 0:  # flip many bytes after the file header
+        for _ in range(200):
+            raw[rnd.randrange(24, len(raw))] ^= 1 << rnd.randrange(8)
+    elif kind == 1:  # overwrite a run with garbage (hostile lengths included)
+        at = rnd.randrange(24, len(raw) - 600)
+        raw[at : at + 512] = bytes(rnd.getrandbits(8) for _ in range(512))
+    else:  # cut the file anywhere
+        raw = raw[: rnd.randrange(24, len(raw))]
+    p = tmp_path / "damaged.pcap"
+    p.write_bytes(bytes(raw))
+    run(p)
+    r = subprocess.run(
+        [sys.executable, "-m", "analyzer", "stats", str(p)], capture_output=True, cwd=ROOT, timeout=120
+    )
+    assert r.returncode in (0, 1) and b"Traceback" not in r.stderr, r.stderr.decode()
+
+
+def test_decompression_bomb_in_a_capture_is_refused(tmp_path):
+    """A Produce request whose gzip batch inflates to 1 GiB: refused within limits, no outage."""
+    import struct
+    import zlib
+
+    from packets import Conversation, write_pcap
+
+    from analyzer.dissect.crc import crc32c
+
+    comp = zlib.compressobj(9, zlib.DEFLATED, 31)
+    chunk = b"\0" * (1 << 20)
+    bomb = b"".join(comp.compress(chunk) for _ in range(1024)) + comp.flush()
+    # record batch v2, gzip, claiming 1 record
+    after_crc = struct.pack(">hiqqqhii", 1, 0, 0, 0, -1, -1, -1, 1) + bomb
+    batch_wo_len = struct.pack(">i", 0) + struct.pack(">b", 2)
+    crc = crc32c(after_crc)
+    body_after_len = batch_wo_len + struct.pack(">I", crc) + after_crc
+    batch = struct.pack(">qi", 0, len(body_after_len)) + body_after_len
+    # Produce v3 request: transactional_id null, acks 1, timeout, 1 topic, 1 partition
+    body = struct.pack(">hhi", -1, 1, 1000) + struct.pack(">i", 1) + struct.pack(">h", 1) + b"t"
+    body += struct.pack(">i", 1) + struct.pack(">i", 0) + struct.pack(">i", len(batch)) + batch
+    p = struct.pack(">hhih", 0, 3, 1, 1) + b"c" + body
+    c = Conversation().handshake()
+    c.send(0, struct.pack(">i", len(p)) + p)
+    c.close()
+    cap = tmp_path / "bomb.pcap"
+    write_pcap(cap, [(1.0 + i / 1000, bytes(x)) for i, x in enumerate(c.pkts)])
+    r = subprocess.run(
+        [sys.executable, "-m", "analyzer", "export", str(cap), "--records"],
+        capture_output=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert r.returncode == 0 and b"records.decompression_limit" in r.stdout
