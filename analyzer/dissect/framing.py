@@ -292,30 +292,56 @@ class KafkaConnection:
             prev = cend
         return out
 
-    def _scan_response(self, buf, p: int) -> int | None:
-        """Next plausible response start: a pending correlation id, else two chained frames."""
-        end = len(buf)
-        pending = self.pending
-        mf = self.max_frame
+    def _scan_response(self, st: _Direction, p: int) -> int | None:
+        """Next plausible response start at or after ``p``.
+
+        At a TCP segment start, a response is accepted when its correlation id is awaited, or
+        when it chains: the next frame is awaited too, or plausible while nothing is awaited,
+        or it ends exactly where the data ends (so responses to requests sent before the
+        capture started are kept). Elsewhere (scanning bytes) only an awaited correlation id,
+        or two chained frames while nothing is awaited, will do.
+        """
+        buf = st.buf
+        for q in self._segment_starts(st, p):
+            v = self._response_at(buf, q, True)
+            if v:
+                return q
         waiting = None
+        end = len(buf)
         while p + 8 <= end:
-            size = _i32(buf, p)[0]
-            if 4 <= size <= mf:
-                corr = _i32(buf, p + 4)[0]
-                if corr in pending:
-                    return p
-                if corr >= 0 and not pending:
-                    nxt = p + 4 + size
-                    if nxt == end:
-                        return p
-                    if nxt + 8 <= end:
-                        s2 = _i32(buf, nxt)[0]
-                        if 4 <= s2 <= mf and _i32(buf, nxt + 4)[0] >= 0:
-                            return p
-                    elif nxt > end and waiting is None:
-                        waiting = p  # cannot tell yet: keep the bytes from here
+            v = self._response_at(buf, p, False)
+            if v is True:
+                return p
+            if v is None and waiting is None:
+                waiting = p  # cannot tell yet: keep the bytes from here
             p += 1
-        return waiting if waiting is not None else None
+        return waiting
+
+    def _response_at(self, buf, p: int, segment_start: bool) -> bool | None:
+        """True: a response starts at p; False: it does not; None: cannot tell yet."""
+        end = len(buf)
+        if p + 8 > end:
+            return None
+        size = _i32(buf, p)[0]
+        mf = self.max_frame
+        if not 4 <= size <= mf:
+            return False
+        corr = _i32(buf, p + 4)[0]
+        pending = self.pending
+        if corr in pending:
+            return True
+        if corr < 0 or (pending and not segment_start):
+            return False
+        nxt = p + 4 + size
+        if nxt == end:
+            return segment_start or not pending
+        if nxt + 8 <= end:
+            s2 = _i32(buf, nxt)[0]
+            c2 = _i32(buf, nxt + 4)[0]
+            if not 4 <= s2 <= mf:
+                return False
+            return c2 in pending if pending else c2 >= 0
+        return None if nxt > end else False
 
     def _extract(self, d: int, frames: list[Frame], issues: list[Issue]) -> None:
         st = self.dirs[d]
@@ -341,7 +367,7 @@ class KafkaConnection:
                     got = self._scan_request(st, p)
                     q = got[0] if got is not None else None
                 else:
-                    q = self._scan_response(buf, p)
+                    q = self._scan_response(st, p)
                 if q is None:
                     # keep a tail that may hold the start of the next header
                     keep = 13 if is_req else 7
