@@ -385,6 +385,52 @@ def cmd_live(args) -> int:
     return EXIT_OK
 
 
+# -- check -----------------------------------------------------------------------------------------
+
+
+def cmd_check(args) -> int:
+    from analyzer.session.check import Checker, LatencyRule, junit_xml
+
+    try:
+        rules = tuple(LatencyRule.parse(t) for t in args.latency or ())
+    except ValueError as exc:
+        print(f"kafka-analyzer: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    checker = Checker(
+        allow=tuple(args.allow or ()),
+        max_kafka_errors=args.max_kafka_errors,
+        forbid_errors=tuple(x for v in args.forbid_error or () for x in v.split(",")),
+        max_unanswered=args.max_unanswered,
+        latency=rules,
+        expect_apis=tuple(x for v in args.expect_api or () for x in v.split(",")),
+    )
+    run = Run(args)
+    t0 = time.monotonic()
+    for ev in run.events_from_file(args.capture):
+        if type(ev) is Exchange:
+            run.exchanges += 1
+        checker.add(ev)
+    checker.add_capture_issues(run.capture_issues)
+    results = checker.results()
+    if run.exchanges == 0:
+        results = [*results]
+        from analyzer.session.check import CheckResult
+
+        results.append(CheckResult("kafka_traffic", False, "no Kafka exchange in the capture"))
+    for r in results:
+        print(f"{'PASS' if r.passed else 'FAIL'}  {r.name}: {r.summary}")
+        for e in r.examples:
+            print(f"      {e}")
+    failed = sum(1 for r in results if not r.passed)
+    print(f"{len(results) - failed} passed, {failed} failed")
+    if args.junit:
+        with open(args.junit, "w", encoding="utf-8") as f:
+            f.write(junit_xml(results, os.path.basename(args.capture), time.monotonic() - t0))
+    if any(i.code == "capture.unknown_format" for i in run.capture_issues):
+        return EXIT_USAGE
+    return EXIT_DAMAGED if failed else EXIT_OK
+
+
 # -- tui -------------------------------------------------------------------------------------------
 
 
@@ -498,6 +544,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--records", action="store_true", help="(export) decode record bodies")
     p.add_argument("--no-spans", action="store_true", help="(export) leave out byte spans")
     p.set_defaults(func=cmd_live)
+
+    p = sub.add_parser("check", help="CI regression checks: exit 1 when a rule fails; JUnit report")
+    _common(p)
+    p.add_argument(
+        "--allow",
+        action="append",
+        metavar="CODE",
+        help="issue code not to count as a problem (repeatable), e.g. records.crc_mismatch",
+    )
+    p.add_argument("--max-kafka-errors", type=int, metavar="N", help="at most N responses with error codes")
+    p.add_argument(
+        "--forbid-error",
+        action="append",
+        metavar="NAME",
+        help="fail on any response with this Kafka error (names, comma-separated, repeatable)",
+    )
+    p.add_argument("--max-unanswered", type=int, metavar="N", help="at most N unanswered requests")
+    p.add_argument(
+        "--latency",
+        action="append",
+        metavar="API=[pNN:]MS",
+        help="latency bound, p99 by default: Produce=50, Fetch=p95:600, Metadata=max:10",
+    )
+    p.add_argument("--expect-api", action="append", metavar="API", help="these APIs must occur")
+    p.add_argument("--junit", metavar="FILE.xml", help="write a JUnit XML report")
+    p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("tui", help="browse a capture: exchanges, field tree, hex view")
     _common(p)
