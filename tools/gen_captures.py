@@ -6,6 +6,13 @@ cluster, the clients and ``tcpdump -i lo`` all run inside a private network name
 (``kgen``) whose loopback has a 1500-byte MTU and no segmentation offloads, so the packets
 are sized as on a real Ethernet network. Nothing leaves that namespace.
 
+The mock cluster has no SASL (no SaslHandshake or SaslAuthenticate handler). The SASL scenarios
+(``*-sasl-*``) therefore put a small SASL front-end in front of each mock broker (in the mock's
+process): it answers ApiVersions (the mock's answer plus the two SASL APIs), SaslHandshake v0/v1,
+SaslAuthenticate v0-v2 and raw SASL tokens (after SaslHandshake v0) for PLAIN, SCRAM-SHA-256 and
+SCRAM-SHA-512 (user ``alice``, password ``alice-secret``), then relays the connection to the
+mock broker, which advertises the front-end's ports. tcpdump records only the front-end's ports.
+
 Each scenario runs in its own subprocess with a time limit; whatever was captured is kept
 even if the client hung or failed, and the manifest says so in ``notes``. Records produced
 and consumed are written to ``captures/manifest.json`` (a list, one object per pcap).
@@ -41,8 +48,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import contextlib
 import ctypes
+import hashlib
+import hmac
 import json
 import os
 import random
@@ -335,6 +345,25 @@ def scenario_rdk_acks0(ctx: Ctx) -> None:
     rdk_consume(ctx, [topic], len(msgs), {}, note="assign")
 
 
+def rdk_sasl_conf(mechanism: str) -> dict[str, Any]:
+    return {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": mechanism,
+        "sasl.username": SASL_USER,
+        "sasl.password": SASL_PASSWORD,
+    }
+
+
+def scenario_rdk_sasl(mechanism: str, topic: str) -> Callable[[Ctx], None]:
+    def run(ctx: Ctx) -> None:
+        msgs = messages(ctx.name, 6)
+        conf = rdk_sasl_conf(mechanism)
+        rdk_produce(ctx, topic, msgs, {"acks": "all", **conf})
+        rdk_consume(ctx, [topic], len(msgs), conf, group=f"g-{ctx.name}")
+
+    return run
+
+
 def scenario_rdk_txn(ctx: Ctx) -> None:
     from confluent_kafka import Consumer, Producer, TopicPartition
 
@@ -451,11 +480,21 @@ def scenario_rdk_admin(ctx: Ctx) -> None:
 # --------------------------------------------------------------------------------------
 
 
-def scenario_kafka_python(api_version: tuple[int, ...], codec: str) -> Callable[[Ctx], None]:
+def scenario_kafka_python(api_version: tuple[int, ...], codec: str, sasl: str = "") -> Callable[[Ctx], None]:
+    """kafka-python at ``api_version``; over SASL_PLAINTEXT with mechanism ``sasl`` if given."""
+
     def run(ctx: Ctx) -> None:
         from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-        topic = f"kp-{codec}"
+        topic = f"kp-sasl-{codec}" if sasl else f"kp-{codec}"
+        security: dict[str, Any] = {}
+        if sasl:
+            security = {
+                "security_protocol": "SASL_PLAINTEXT",
+                "sasl_mechanism": sasl,
+                "sasl_plain_username": SASL_USER,
+                "sasl_plain_password": SASL_PASSWORD,
+            }
         headers = api_version >= (0, 11)
         msgs = messages(ctx.name, 6, headers=headers)
         p = KafkaProducer(
@@ -467,6 +506,7 @@ def scenario_kafka_python(api_version: tuple[int, ...], codec: str) -> Callable[
             request_timeout_ms=5000,
             delivery_timeout_ms=12000,
             retries=1,
+            **security,
         )
         with_ts = api_version >= (0, 10)  # magic 0 has no timestamp
         futures = []
@@ -532,6 +572,7 @@ def scenario_kafka_python(api_version: tuple[int, ...], codec: str) -> Callable[
             session_timeout_ms=6000,
             heartbeat_interval_ms=500,
             request_timeout_ms=8000,
+            **security,
         )
         if group:
             c.subscribe([topic])
@@ -675,6 +716,7 @@ class Scenario:
     notes: tuple[str, ...] = ()  # known limitations, copied into the manifest
     needs: tuple[str, ...] = ()  # extra PyPI packages, installed with pip --target if missing
     api_caps: tuple[tuple[int, int, int], ...] = ()  # (api key, min, max) the mock advertises
+    sasl: str = ""  # the client's SASL mechanism: SASL_PLAINTEXT through the SASL front-end
 
 
 def _kp_version(v: tuple[int, ...]) -> str:
@@ -801,6 +843,81 @@ def build_scenarios() -> list[Scenario]:
                     needs=needs,
                 )
             )
+    sasl_note = (
+        "librdkafka's mock cluster has no SASL: it advertises neither SaslHandshake nor "
+        "SaslAuthenticate in ApiVersions (rd_kafka_mock_set_apiversion cannot add them: they have "
+        "no handler) and closes the connection on either request. The generator's SASL front-end "
+        "(tools/gen_captures.py, SASL_PLAINTEXT with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 like "
+        "a Kafka broker's listener) therefore answers ApiVersions (the mock's list plus "
+        "SaslHandshake v0-v1 and SaslAuthenticate v0-v2), the SASL requests and tokens; after "
+        "authentication it relays the connection byte for byte to the mock broker, which "
+        "advertises the front-end's ports. The client's bytes are the client's own; the SASL "
+        "answers are the front-end's. The front-end's own connections to the mock are not "
+        "captured.",
+    )
+    for mech, slug in (("PLAIN", "plain"), ("SCRAM-SHA-256", "scram")):
+        topic = f"rdk-sasl-{slug}"
+        out.append(
+            Scenario(
+                f"librdkafka-sasl-{slug}",
+                "librdkafka",
+                "auto (ApiVersions)",
+                "none",
+                (topic,),
+                scenario_rdk_sasl(mech, topic),
+                f"librdkafka producer and consumer group over SASL_PLAINTEXT, sasl.mechanism={mech}, "
+                f"user {SASL_USER!r}, password {SASL_PASSWORD!r}: on every connection ApiVersions, "
+                f"SaslHandshake v1, then SaslAuthenticate "
+                + (
+                    "(one PLAIN token)"
+                    if mech == "PLAIN"
+                    else "twice (SCRAM client-first and client-final with the proof)"
+                )
+                + "; 6 keyed records with headers over 3 partitions, fetched back by the group.",
+                notes=sasl_note,
+                sasl=mech,
+            )
+        )
+    kp_sasl: tuple[tuple[tuple[int, ...], str, str, tuple[str, ...]], ...] = (
+        (
+            (0, 10, 0),
+            "kafka-python-0.10.0-sasl-plain",
+            "ApiVersions v0, SaslHandshake v0, then the PLAIN token as a raw size-prefixed frame "
+            "(not a Kafka request) answered by an empty raw frame; producer (Produce v2, message "
+            "set magic 1) with 6 keyed records",
+            (),
+        ),
+        (
+            (2, 3),
+            "kafka-python-sasl-plain",
+            "ApiVersions v2, SaslHandshake v1, then SaslAuthenticate v1; producer (Produce v7, "
+            "record batch v2) with 6 keyed records with headers",
+            (
+                "api_version 2.3 is the newest kafka-python setting that works with the mock: "
+                "from 2.4 kafka-python sends ApiVersions v3, cannot decode the mock's "
+                "UNSUPPORTED_VERSION answer (KafkaProtocolError: Unable to decode response), "
+                "drops the connection and retries until it times out; so SaslAuthenticate v2 "
+                "(flexible; kafka-python from 2.5) is not in these captures.",
+            ),
+        ),
+    )
+    for api, name, how, extra in kp_sasl:
+        out.append(
+            Scenario(
+                name,
+                "kafka-python",
+                _kp_version(api),
+                "none",
+                ("kp-sasl-none",),
+                scenario_kafka_python(api, "none", sasl="PLAIN"),
+                f"kafka-python api_version={_kp_version(api)} over SASL_PLAINTEXT, "
+                f"sasl_mechanism=PLAIN, user {SASL_USER!r}, password {SASL_PASSWORD!r}: on every "
+                f"connection {how} over 3 partitions; a consumer group fetches them back.",
+                timeout=40.0,
+                notes=sasl_note + extra,
+                sasl="PLAIN",
+            )
+        )
     for codec in ("gzip", "zstd"):
         out.append(
             Scenario(
@@ -839,6 +956,7 @@ def _librdkafka() -> ctypes.CDLL:
         "rd_kafka_mock_group_initial_rebalance_delay_ms": (None, [vp, ctypes.c_int32]),
         "rd_kafka_mock_set_controller_id": (None, [vp, ctypes.c_int32]),
         "rd_kafka_mock_set_apiversion": (i32, [vp, ctypes.c_int16, ctypes.c_int16, ctypes.c_int16]),
+        "rd_kafka_mock_broker_set_host_port": (None, [vp, ctypes.c_int32, cp, i32]),
     }
     for name, (res, args) in sigs.items():
         fn = getattr(lib, name)
@@ -852,11 +970,17 @@ def parse_cap(text: str) -> tuple[int, int, int]:
     return key, lo, hi
 
 
-def serve_mock(topics: list[str], partitions: int, caps: list[tuple[int, int, int]]) -> None:
+def serve_mock(
+    topics: list[str], partitions: int, caps: list[tuple[int, int, int]], sasl: tuple[str, ...] = ()
+) -> None:
     """Start a mock cluster, print its bootstrap list, serve until stdin closes.
 
     The rd_kafka_t that hosts the mock has no bootstrap servers, so it sends nothing itself:
     every Kafka packet in a capture comes from the scenario's clients.
+
+    With ``sasl`` (mechanisms), a SASL front-end listens for each broker and the mock advertises
+    the front-end's ports (Metadata, FindCoordinator), so clients only ever talk to the
+    front-end; the bootstrap list printed is the front-end's.
     """
     lib = _librdkafka()
     conf = lib.rd_kafka_conf_new()
@@ -877,9 +1001,292 @@ def serve_mock(topics: list[str], partitions: int, caps: list[tuple[int, int, in
         rc = lib.rd_kafka_mock_topic_create(mcluster, t.encode(), partitions, NUM_BROKERS)
         if rc:
             sys.exit(f"rd_kafka_mock_topic_create({t}) failed: {rc}")
-    print(lib.rd_kafka_mock_cluster_bootstraps(mcluster).decode(), flush=True)
+    bootstrap = lib.rd_kafka_mock_cluster_bootstraps(mcluster).decode()
+    if sasl:
+        # the bootstrap list is in broker id order (1..N)
+        ports = start_sasl_front_end(ports_of(bootstrap), sasl)
+        for broker_id, port in enumerate(ports, 1):
+            lib.rd_kafka_mock_broker_set_host_port(mcluster, broker_id, b"127.0.0.1", port)
+        bootstrap = ",".join(f"127.0.0.1:{p}" for p in ports)
+    print(bootstrap, flush=True)
     sys.stdin.read()
     os._exit(0)  # skip librdkafka's teardown: the process is done
+
+
+# --------------------------------------------------------------------------------------
+# SASL front-end: librdkafka's mock cluster has no SASL (no SaslHandshake/SaslAuthenticate
+# handler; it closes the connection on either), so SASL scenarios put this in front of it
+# --------------------------------------------------------------------------------------
+
+SASL_USER = "alice"
+SASL_PASSWORD = "alice-secret"  # recognisable: tests check it never appears in masked output
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+SASL_APIS = ((17, 0, 1), (36, 0, 2))  # SaslHandshake v0-v1, SaslAuthenticate v0-v2, as Kafka 2.5+
+SCRAM_ITERATIONS = 4096  # Kafka's minimum for SCRAM credentials
+SASL_AUTHENTICATION_FAILED, UNSUPPORTED_SASL_MECHANISM = 58, 33
+
+
+class SaslFailed(Exception):
+    pass
+
+
+class PlainServer:
+    """RFC 4616: one token ``authzid NUL user NUL password``, answered with an empty token."""
+
+    def __init__(self, mechanism: str, users: dict[str, str]) -> None:
+        self.users = users
+        self.done = False
+
+    def step(self, token: bytes) -> bytes:
+        parts = token.split(b"\x00")
+        if len(parts) != 3 or self.users.get(parts[1].decode(errors="replace")) != parts[2].decode(
+            errors="replace"
+        ):
+            raise SaslFailed("Authentication failed: Invalid username or password")
+        self.done = True
+        return b""
+
+
+class ScramServer:
+    """RFC 5802 server side: client-first -> server-first, client-final -> server-final.
+
+    The salt is derived from the user name (stable across runs); the server nonce is random,
+    like the client's."""
+
+    def __init__(self, mechanism: str, users: dict[str, str]) -> None:
+        self.hash_name = "sha256" if mechanism == "SCRAM-SHA-256" else "sha512"
+        self.hash = getattr(hashlib, self.hash_name)
+        self.users = users
+        self.done = False
+        self.first: tuple[str, str, str, bytes] | None = None  # bare, server-first, nonce, salted
+
+    def _hmac(self, key: bytes, msg: bytes) -> bytes:
+        return hmac.new(key, msg, self.hash).digest()
+
+    def step(self, token: bytes) -> bytes:
+        msg = token.decode(errors="replace")
+        if self.first is None:
+            gs2 = msg.split(",", 2)
+            if len(gs2) != 3 or gs2[0] not in ("n", "y"):
+                raise SaslFailed("Invalid SCRAM client-first-message")
+            bare = gs2[2]
+            attrs = dict(kv.split("=", 1) for kv in bare.split(",") if "=" in kv)
+            user, password = attrs.get("n", ""), self.users.get(attrs.get("n", ""))
+            if password is None or "r" not in attrs:
+                raise SaslFailed(f"Authentication failed: unknown user {user!r}")
+            salt = hashlib.sha256(f"kafka-analyzer-salt-{user}".encode()).digest()[:16]
+            nonce = attrs["r"] + os.urandom(18).hex()
+            server_first = f"r={nonce},s={base64.b64encode(salt).decode()},i={SCRAM_ITERATIONS}"
+            salted = hashlib.pbkdf2_hmac(self.hash_name, password.encode(), salt, SCRAM_ITERATIONS)
+            self.first = (bare, server_first, nonce, salted)
+            return server_first.encode()
+        bare, server_first, nonce, salted = self.first
+        without_proof, sep, proof_b64 = msg.rpartition(",p=")
+        attrs = dict(kv.split("=", 1) for kv in without_proof.split(",") if "=" in kv)
+        if not sep or attrs.get("r") != nonce:
+            raise SaslFailed("Invalid SCRAM client-final-message")
+        auth_message = f"{bare},{server_first},{without_proof}".encode()
+        client_key = self._hmac(salted, b"Client Key")
+        signature = self._hmac(self.hash(client_key).digest(), auth_message)
+        proof = base64.b64decode(proof_b64)
+        if len(proof) != len(signature) or bytes(a ^ b for a, b in zip(proof, signature, strict=True)) != (
+            client_key
+        ):
+            raise SaslFailed("Authentication failed: Invalid user credentials")
+        self.done = True
+        server_signature = self._hmac(self._hmac(salted, b"Server Key"), auth_message)
+        return b"v=" + base64.b64encode(server_signature)
+
+
+def _uvarint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
+    n = shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        n |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return n, pos
+        shift += 7
+
+
+def _request_body(frame: bytes, flexible: bool) -> int:
+    """Offset of the body: past api key, version, correlation id, client id (and tags)."""
+    clen = struct.unpack_from(">h", frame, 8)[0]
+    pos = 10 + max(clen, 0)
+    if flexible:
+        ntags, pos = _read_uvarint(frame, pos)
+        for _ in range(ntags):
+            _, pos = _read_uvarint(frame, pos)
+            size, pos = _read_uvarint(frame, pos)
+            pos += size
+    return pos
+
+
+def sasl_handshake_response(corr: int, error: int, mechanisms: tuple[str, ...]) -> bytes:
+    out = struct.pack(">ihi", corr, error, len(mechanisms))
+    for m in mechanisms:
+        out += struct.pack(">h", len(m)) + m.encode()
+    return out
+
+
+def sasl_authenticate_response(
+    corr: int, version: int, error: int, message: str | None, token: bytes
+) -> bytes:
+    text = None if message is None else message.encode()
+    if version >= 2:  # flexible: response header tags, compact strings and bytes, body tags
+        out = struct.pack(">i", corr) + b"\x00" + struct.pack(">h", error)
+        out += b"\x00" if text is None else _uvarint(len(text) + 1) + text
+        out += _uvarint(len(token) + 1) + token
+        return out + struct.pack(">q", 0) + b"\x00"
+    out = struct.pack(">ih", corr, error)
+    out += struct.pack(">h", -1) if text is None else struct.pack(">h", len(text)) + text
+    out += struct.pack(">i", len(token)) + token
+    return out + (struct.pack(">q", 0) if version >= 1 else b"")  # session_lifetime_ms 0: no re-auth
+
+
+def add_sasl_apis(resp: bytes, version: int) -> bytes:
+    """A successful v0-v2 ApiVersions response with SaslHandshake and SaslAuthenticate added
+    (the mock's own list lacks them); anything else unchanged."""
+    if version > 2 or len(resp) < 10 or struct.unpack_from(">h", resp, 4)[0] != 0:
+        return resp
+    count = struct.unpack_from(">i", resp, 6)[0]
+    end = 10 + 6 * count
+    apis = {k: (lo, hi) for k, lo, hi in struct.iter_unpack(">hhh", resp[10:end])}
+    apis.update({k: (lo, hi) for k, lo, hi in SASL_APIS})
+    body = b"".join(struct.pack(">hhh", k, lo, hi) for k, (lo, hi) in sorted(apis.items()))
+    return resp[:6] + struct.pack(">i", len(apis)) + body + resp[end:]
+
+
+async def _read_frame(reader: asyncio.StreamReader) -> bytes | None:
+    try:
+        head = await reader.readexactly(4)
+        return await reader.readexactly(struct.unpack(">i", head)[0])
+    except (asyncio.IncompleteReadError, ConnectionError):
+        return None
+
+
+async def _relay(src: asyncio.StreamReader, dst: asyncio.StreamWriter, half_close: bool) -> None:
+    """Copy Kafka frames one write each, so the client sees the mock's responses in separate
+    segments as it sends them (copying whatever one read returns would merge them)."""
+    try:
+        while (frame := await _read_frame(src)) is not None:
+            dst.write(struct.pack(">i", len(frame)) + frame)
+            await dst.drain()
+    except ConnectionError:
+        pass
+    finally:
+        if half_close and dst.can_write_eof() and not dst.is_closing():
+            with contextlib.suppress(OSError):
+                dst.write_eof()
+        else:
+            dst.close()
+
+
+async def sasl_connection(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, upstream: int, mechanisms: tuple[str, ...]
+) -> None:
+    """One client connection: what a broker's SASL_PLAINTEXT listener does before
+    authentication (ApiVersions, SaslHandshake v0/v1, SaslAuthenticate v0-v2 or, after
+    SaslHandshake v0, raw size-prefixed tokens), then a byte relay to the mock broker.
+
+    ApiVersions goes to the mock, with SaslHandshake and SaslAuthenticate added to its answer.
+    Any other request before authentication closes the connection (as a broker does)."""
+    users = {SASL_USER: SASL_PASSWORD}
+    servers = {"PLAIN": PlainServer, "SCRAM-SHA-256": ScramServer, "SCRAM-SHA-512": ScramServer}
+    up: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+    server: PlainServer | ScramServer | None = None
+    raw = False
+    try:
+        while server is None or not server.done:
+            frame = await _read_frame(reader)
+            if frame is None or len(frame) < (0 if raw else 10):
+                return
+            if raw:  # after SaslHandshake v0: the frame is the token, the answer too
+                assert server is not None
+                try:
+                    token = server.step(frame)
+                except SaslFailed:
+                    return  # a broker closes the connection on failure in this mode
+                writer.write(struct.pack(">i", len(token)) + token)
+                await writer.drain()
+                continue
+            key, version, corr = struct.unpack_from(">hhi", frame)
+            if key == 18:  # ApiVersions
+                if up is None:
+                    up = await asyncio.open_connection("127.0.0.1", upstream)
+                up[1].write(struct.pack(">i", len(frame)) + frame)
+                await up[1].drain()
+                resp = await _read_frame(up[0])
+                if resp is None:
+                    return
+                resp = add_sasl_apis(resp, version)
+            elif key == 17 and server is None:  # SaslHandshake
+                pos = _request_body(frame, False)
+                size = struct.unpack_from(">h", frame, pos)[0]
+                mechanism = frame[pos + 2 : pos + 2 + size].decode(errors="replace")
+                ok = mechanism in mechanisms
+                resp = sasl_handshake_response(corr, 0 if ok else UNSUPPORTED_SASL_MECHANISM, mechanisms)
+                if ok:
+                    server = servers[mechanism](mechanism, users)
+                    raw = version == 0
+            elif key == 36 and server is not None and not raw:  # SaslAuthenticate
+                pos = _request_body(frame, version >= 2)
+                if version >= 2:
+                    size, pos = _read_uvarint(frame, pos)
+                    token = frame[pos : pos + size - 1]
+                else:
+                    size = struct.unpack_from(">i", frame, pos)[0]
+                    token = frame[pos + 4 : pos + 4 + size]
+                try:
+                    resp = sasl_authenticate_response(corr, version, 0, None, server.step(token))
+                except SaslFailed as exc:  # answer, then close (as a broker does)
+                    resp = sasl_authenticate_response(
+                        corr, version, SASL_AUTHENTICATION_FAILED, str(exc), b""
+                    )
+                    writer.write(struct.pack(">i", len(resp)) + resp)
+                    await writer.drain()
+                    return
+            else:
+                return  # not allowed before authentication: close
+            writer.write(struct.pack(">i", len(resp)) + resp)
+            await writer.drain()
+        # authenticated: relay the rest of the connection to the mock broker
+        if up is None:
+            up = await asyncio.open_connection("127.0.0.1", upstream)
+        await asyncio.gather(_relay(reader, up[1], half_close=True), _relay(up[0], writer, half_close=False))
+    finally:
+        writer.close()
+        if up is not None:
+            up[1].close()
+
+
+def start_sasl_front_end(upstream_ports: list[int], mechanisms: tuple[str, ...]) -> list[int]:
+    """Listen on one new port per mock broker (in a background event loop); the ports."""
+    loop = asyncio.new_event_loop()
+
+    async def listen() -> list[int]:
+        ports = []
+        for port in upstream_ports:
+
+            async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter, port: int = port) -> None:
+                await sasl_connection(r, w, port, mechanisms)
+
+            srv = await asyncio.start_server(handle, "127.0.0.1", 0)
+            ports.append(srv.sockets[0].getsockname()[1])
+        return ports
+
+    ports = loop.run_until_complete(listen())
+    threading.Thread(target=loop.run_forever, name="sasl-front-end", daemon=True).start()
+    return ports
 
 
 # --------------------------------------------------------------------------------------
@@ -929,7 +1336,9 @@ def _stop(proc: subprocess.Popen[Any], sig: int = signal.SIGTERM, wait: float = 
 
 @contextlib.contextmanager
 def mock_cluster(
-    topics: tuple[str, ...] | list[str], caps: tuple[tuple[int, int, int], ...] = ()
+    topics: tuple[str, ...] | list[str],
+    caps: tuple[tuple[int, int, int], ...] = (),
+    sasl: tuple[str, ...] = (),
 ) -> Iterator[str]:
     cmd = self_cmd(
         "--serve-mock",
@@ -937,6 +1346,8 @@ def mock_cluster(
         ",".join(topics),
         "--api-caps",
         ",".join(":".join(map(str, c)) for c in caps),
+        "--sasl",
+        ",".join(sasl),
     )
     proc = subprocess.Popen(in_ns(cmd), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
@@ -952,8 +1363,10 @@ def mock_cluster(
 
 
 @contextlib.contextmanager
-def tcpdump(pcap: Path, notes: list[str]) -> Iterator[None]:
+def tcpdump(pcap: Path, notes: list[str], ports: list[int] | None = None) -> Iterator[None]:
     """Capture TCP on the namespace's loopback into ``pcap``; kernel drops go to ``notes``.
+    With ``ports``, only connections to those ports (a SASL front-end's: its own connections
+    to the mock brokers would repeat every packet).
 
     --immediate-mode matters: without it libpcap's TPACKET_V3 ring hands packets over in
     blocks every second, and the block still open at SIGINT is lost.
@@ -972,7 +1385,7 @@ def tcpdump(pcap: Path, notes: list[str]) -> Iterator[None]:
         "--immediate-mode",
         "-Z",
         "root",
-        "tcp",
+        "tcp" if not ports else "tcp and (" + " or ".join(f"port {p}" for p in ports) + ")",
     ]
     proc = subprocess.Popen(in_ns(cmd), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None
@@ -1036,7 +1449,10 @@ def run_scenario(scn: Scenario, out_dir: Path) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="gen-captures-") as tmp:
         events_path = Path(tmp) / "events.jsonl"
         log_path = Path(tmp) / "worker.log"
-        with mock_cluster(scn.topics, scn.api_caps) as bootstrap, tcpdump(pcap, notes):
+        with (
+            mock_cluster(scn.topics, scn.api_caps, SASL_MECHANISMS if scn.sasl else ()) as bootstrap,
+            tcpdump(pcap, notes, ports_of(bootstrap) if scn.sasl else None),
+        ):
             started = time.monotonic()
             cmd = self_cmd(
                 "--worker",
@@ -1095,6 +1511,14 @@ def run_scenario(scn: Scenario, out_dir: Path) -> dict[str, Any]:
         del entry["operations"]
     if scn.api_caps:
         entry["mock_api_caps"] = [list(c) for c in scn.api_caps]
+    if scn.sasl:
+        entry["sasl"] = {
+            "mechanism": scn.sasl,
+            "username": SASL_USER,
+            "password": SASL_PASSWORD,
+            "front_end_mechanisms": list(SASL_MECHANISMS),
+            "front_end_apis": [list(a) for a in SASL_APIS],
+        }
     return entry
 
 
@@ -1186,31 +1610,73 @@ def tcp_streams(pcap: Path) -> tuple[dict[tuple[int, int], bytearray], int]:
     return streams, gaps
 
 
+def _split_frames(buf: bytearray) -> tuple[list[bytes], int]:
+    """Length-prefixed frames of one direction, and 1 if one is cut off by the end."""
+    out, pos = [], 0
+    while pos + 4 <= len(buf):
+        size = struct.unpack_from(">i", buf, pos)[0]
+        if size < 0 or pos + 4 + size > len(buf):
+            return out, 1
+        out.append(bytes(buf[pos + 4 : pos + 4 + size]))
+        pos += 4 + size
+    return out, 0
+
+
+def _kafka_request_like(frame: bytes) -> bool:
+    if len(frame) < 10:
+        return False
+    key, ver = struct.unpack_from(">hh", frame)
+    return 0 <= key < 100 and 0 <= ver < 30
+
+
 def kafka_pdus(pcap: Path, ports: list[int]) -> dict[str, Any]:
     """Count length-prefixed Kafka requests (to a broker port) and responses (from one), with
-    the request versions seen per API key."""
+    the request versions seen per API key. After a SaslHandshake v0 request, the frames that
+    are not Kafka requests are raw SASL tokens (so are as many answers after the handshake's
+    response): counted apart, as ``raw_sasl_tokens``."""
     streams, gaps = tcp_streams(pcap)
     requests = responses = partial = 0
+    raw = {"requests": 0, "responses": 0}
     versions: dict[str, set[int]] = {}
+    raw_answers: dict[tuple[int, int], tuple[int, int]] = {}  # response stream: (first, count)
     for (sport, dport), buf in streams.items():
-        pos = 0
-        while pos + 4 <= len(buf):
-            size = struct.unpack_from(">i", buf, pos)[0]
-            if size < 4 or pos + 4 + size > len(buf):
-                partial += 1
-                break
-            if dport in ports:
-                requests += 1
-                key, ver = struct.unpack_from(">hh", buf, pos + 4)
-                versions.setdefault(str(key), set()).add(ver)
-            elif sport in ports:
-                responses += 1
-            pos += 4 + size
+        if dport not in ports:
+            continue
+        frames, part = _split_frames(buf)
+        partial += part
+        in_raw, answered = False, 0
+        for frame in frames:
+            if in_raw and not _kafka_request_like(frame):
+                raw["requests"] += 1
+                first, count = raw_answers[(dport, sport)]
+                raw_answers[(dport, sport)] = (first, count + 1)
+                continue
+            in_raw = False
+            requests += 1
+            key, ver = struct.unpack_from(">hh", frame)
+            versions.setdefault(str(key), set()).add(ver)
+            answered += 1
+            if key == 17 and ver == 0:  # SaslHandshake v0: raw tokens follow
+                in_raw = True
+                raw_answers[(dport, sport)] = (answered, 0)
+    for (sport, dport), buf in streams.items():
+        if sport not in ports:
+            continue
+        frames, part = _split_frames(buf)
+        partial += part
+        first, count = raw_answers.get((sport, dport), (0, 0))
+        responses += len(frames)
+        if count and len(frames) > first:
+            n = min(count, len(frames) - first)
+            raw["responses"] += n
+            responses -= n
     out: dict[str, Any] = {
         "requests": requests,
         "responses": responses,
         "request_versions": {k: sorted(v) for k, v in sorted(versions.items(), key=lambda kv: int(kv[0]))},
     }
+    if raw["requests"] or raw["responses"]:
+        out["raw_sasl_tokens"] = raw
     if gaps or partial:
         out["gaps"], out["partial_pdus"] = gaps, partial
     return out
@@ -1277,10 +1743,12 @@ def check(out_dir: Path) -> None:
         total += size
         own = kafka_pdus(pcap, e["broker_ports"])
         apis = " ".join(f"{k}:v{'/'.join(map(str, v))}" for k, v in own["request_versions"].items())
+        raw = own.get("raw_sasl_tokens")
         print(
             f"{e['file']:40} {size / 1024:5.1f} KiB  pdus={own['requests'] + own['responses']:4}"
             f" (req {own['requests']}, resp {own['responses']})  tshark: pdus={s['pdus']:4} "
             f"malformed={s['malformed']:3}  api:versions {apis}"
+            + (f"  raw SASL tokens {raw['requests']}/{raw['responses']}" if raw else "")
         )
     print(f"total {total / 1024:.0f} KiB")
 
@@ -1454,6 +1922,7 @@ def main(argv: list[str] | None = None) -> None:
     internal.add_argument("--serve-mock", action="store_true", help=argparse.SUPPRESS)
     internal.add_argument("--topics", default="", help=argparse.SUPPRESS)
     internal.add_argument("--api-caps", default="", help=argparse.SUPPRESS)
+    internal.add_argument("--sasl", default="", help=argparse.SUPPRESS)
     internal.add_argument("--worker", metavar="NAME", help=argparse.SUPPRESS)
     internal.add_argument("--bench-worker", action="store_true", help=argparse.SUPPRESS)
     internal.add_argument("--bootstrap", help=argparse.SUPPRESS)
@@ -1463,7 +1932,8 @@ def main(argv: list[str] | None = None) -> None:
 
     if args.serve_mock:
         caps = [parse_cap(c) for c in args.api_caps.split(",") if c]
-        serve_mock([t for t in args.topics.split(",") if t], 3, caps)
+        sasl = tuple(m for m in args.sasl.split(",") if m)
+        serve_mock([t for t in args.topics.split(",") if t], 3, caps, sasl)
     elif args.worker:
         run_worker(args.worker, args.bootstrap, args.events, args.timeout)
     elif args.bench_worker:

@@ -1,0 +1,259 @@
+"""Real SASL traffic (the ``sasl`` entries of captures/manifest.json): every connection
+authenticates (SaslHandshake v0 + raw tokens, or SaslHandshake v1 + SaslAuthenticate), the requests
+after authentication decode normally, and the password and the SCRAM client proofs appear in no
+output of the CLI unless --show-secrets."""
+
+import base64
+import json
+import os
+import re
+import subprocess
+import sys
+from collections import Counter, defaultdict
+
+import pytest
+from conftest import CAPTURES, ROOT, known_malformed
+
+from analyzer.capture.files import CaptureFile
+from analyzer.dissect.message import Options
+from analyzer.model import Exchange, Severity
+from analyzer.pipeline import Pipeline, StreamEvent, analyze_file
+from analyzer.session.records import iter_records
+
+MANIFEST = (
+    json.loads((CAPTURES / "manifest.json").read_text()) if (CAPTURES / "manifest.json").exists() else []
+)
+SASL = [e for e in MANIFEST if "sasl" in e]
+PRODUCE, FETCH, API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 0, 1, 18, 17, 36
+RAW = "kafka-python-0.10.0-sasl-plain"  # SaslHandshake v0: raw tokens
+
+
+def by_connection(entry) -> tuple[dict[int, list[Exchange]], list, dict]:
+    """Exchanges per connection id in request order (responses without request last), the
+    stream-level issues, and the topic ids learned (Fetch v13+ names topics by id)."""
+    conns: dict[int, list[Exchange]] = defaultdict(list)
+    stream_issues = []
+    pipeline = Pipeline(Options(records_bodies=True))
+    for ev in analyze_file(CaptureFile(CAPTURES / entry["file"]), pipeline):
+        if isinstance(ev, StreamEvent):
+            stream_issues.append(ev.issue)
+        elif isinstance(ev, Exchange):
+            conns[ev.conn.id].append(ev)
+    for exs in conns.values():
+        exs.sort(key=lambda e: e.request.frame.offset if e.request else float("inf"))
+    return conns, stream_issues, pipeline.knowledge.topic_ids
+
+
+def split_auth(exs: list[Exchange]) -> tuple[list[Exchange], list[Exchange]]:
+    """(exchanges up to and including the last SASL one, the rest)."""
+    last = max(
+        (i for i, e in enumerate(exs) if e.api_key in (SASL_HANDSHAKE, SASL_AUTHENTICATE, None)), default=-1
+    )
+    return exs[: last + 1], exs[last + 1 :]
+
+
+def test_the_sasl_captures_are_there():
+    assert {e["scenario"] for e in SASL} == {
+        "librdkafka-sasl-plain",
+        "librdkafka-sasl-scram",
+        "kafka-python-sasl-plain",
+        RAW,
+    }
+
+
+@pytest.mark.parametrize("entry", SASL, ids=lambda e: e["file"])
+def test_every_connection_authenticates(entry):
+    conns, _, _ = by_connection(entry)
+    mechanism = entry["sasl"]["mechanism"]
+    rounds = 1 if mechanism == "PLAIN" else 2  # SCRAM: client-first, client-final
+    assert len(conns) >= 3
+    for exs in conns.values():
+        auth, after = split_auth(exs)
+        assert auth, f"connection {exs[0].conn.id} does not authenticate"
+        kinds = [(e.api_key, e.api_version) for e in auth]
+        # ApiVersions first (librdkafka: v3, answered UNSUPPORTED_VERSION, then v0)
+        assert kinds[0][0] == API_VERSIONS and kinds[-1 - rounds][0] == SASL_HANDSHAKE, kinds
+        assert all(k == API_VERSIONS for k, _ in kinds[: -1 - rounds]), kinds
+        handshake = auth[-1 - rounds]
+        assert handshake.request.body.get("mechanism") == mechanism
+        assert handshake.response.body.get("error_code") == 0
+        offered = [m.value for m in handshake.response.body.child("mechanisms").children]
+        assert offered == ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+        tokens = auth[-rounds:]
+        if entry["scenario"] == RAW:
+            # SaslHandshake v0: then size-prefixed raw tokens, not Kafka requests
+            assert handshake.api_version == 0
+            assert [(e.api_key, e.api_version, e.correlation_id) for e in tokens] == [(None, None, None)]
+            tok = tokens[0]
+            assert tok.request.body.name == "sasl_token" and tok.response.body.name == "sasl_token"
+            req_tok = tok.request.body.children[0]
+            assert req_tok.display == "PLAIN authzid='alice' user='alice' password=********"
+            assert tok.response.body.children[0].value == b""  # PLAIN: the broker's empty answer
+        else:
+            assert handshake.api_version == 1
+            assert [e.api_key for e in tokens] == [SASL_AUTHENTICATE] * rounds
+            assert all(e.response.body.get("error_code") == 0 for e in tokens)
+            shown = [e.request.body.child("auth_bytes").display for e in tokens]
+            if mechanism == "PLAIN":  # librdkafka sends no authzid, kafka-python the user name
+                authzid = "" if entry["client"] == "librdkafka" else "alice"
+                assert shown == [f"PLAIN authzid={authzid!r} user='alice' password=********"]
+            else:
+                assert shown == ["SCRAM client-first-message", "SCRAM client-final-message (proof masked)"]
+                server_final = tokens[1].response.body.get("auth_bytes")
+                assert server_final.startswith(b"v=")
+        for e in auth:
+            assert e.request is not None and e.response is not None
+            assert not [i for i in e.all_issues() if i.severity >= Severity.ERROR and not named(e, i)]
+        # after authentication: Kafka requests only
+        assert all(e.api_key is not None for e in after)
+
+
+def named(e: Exchange, issue) -> bool:
+    """The mock's malformed UNSUPPORTED_VERSION answer to ApiVersions v3 (conftest)."""
+    m = e.response
+    return (
+        m is not None
+        and issue in m.issues
+        and bool(known_malformed(e.api_key, m.kind, m.body.get("error_code") if m.body else None))
+    )
+
+
+def text(b):
+    return None if b is None else b.decode()
+
+
+def rec_key(r):
+    return (r.topic, text(r.key), text(r.value), tuple((k, text(v)) for k, v in r.headers))
+
+
+@pytest.mark.parametrize("entry", SASL, ids=lambda e: e["file"])
+def test_requests_after_authentication_decode_normally(entry):
+    conns, stream_issues, topic_ids = by_connection(entry)
+    assert not [i for i in stream_issues if i.severity >= Severity.WARNING]
+    produced, fetched, apis = Counter(), Counter(), Counter()
+    for exs in conns.values():
+        _, after = split_auth(exs)
+        assert after, "no Kafka request after authentication"
+        for e in after:
+            apis[e.api_key] += 1
+            assert e.request is not None, e.all_issues()  # no response without its request
+            assert not [i for i in e.all_issues() if i.severity >= Severity.ERROR], e.all_issues()
+            if e.api_key == PRODUCE:
+                produced.update(rec_key(r) for r in iter_records(e.request.body, topic_ids))
+            if e.api_key == FETCH and e.response is not None:
+                fetched.update(rec_key(r) for r in iter_records(e.response.body, topic_ids) if not r.control)
+    assert apis[PRODUCE] and apis[FETCH] and apis[3]  # Metadata
+    want = Counter(
+        (r["topic"], r["key"], r["value"], tuple(tuple(h) for h in r["headers"] or ()))
+        for r in entry["produced"]
+    )
+    assert len(entry["produced"]) == 6 and produced == want
+    assert set(fetched) == {
+        (r["topic"], r["key"], r["value"], tuple(tuple(h) for h in r["headers"] or ()))
+        for r in entry["consumed"]
+    }
+
+
+# -- secrets ------------------------------------------------------------------------------------
+
+
+def scram_proofs(entry) -> list[bytes]:
+    """The client proofs in the capture's bytes (the ``p=`` of every SCRAM client-final-message)."""
+    raw = (CAPTURES / entry["file"]).read_bytes()
+    return sorted(set(re.findall(rb"c=biws,r=[^,]+,p=([A-Za-z0-9+/]+=*)", raw)))
+
+
+def secrets(entry) -> list[bytes]:
+    out = [entry["sasl"]["password"].encode()]
+    if entry["sasl"]["mechanism"].startswith("SCRAM"):
+        proofs = scram_proofs(entry)
+        assert len(proofs) >= 3  # one per connection
+        out += proofs
+    return out
+
+
+def b64_forms(secret: bytes) -> list[bytes]:
+    """What base64 of any bytes holding ``secret`` contains, at each of the 3 alignments."""
+    out = []
+    for k in range(3):
+        core = secret[k:]
+        core = core[: len(core) // 3 * 3]
+        if len(core) >= 6:
+            out.append(base64.b64encode(core))
+    return out
+
+
+def json_bytes(text_out: str) -> list[bytes]:
+    """Every string of a JSON or NDJSON output, and the decoded {"base64": ...} values."""
+    docs = []
+    try:
+        docs = [json.loads(text_out)]
+    except json.JSONDecodeError:
+        docs = [json.loads(line) for line in text_out.splitlines() if line.strip()]
+    out: list[bytes] = []
+
+    def walk(v):
+        if isinstance(v, dict):
+            if set(v) == {"base64"} and isinstance(v["base64"], str):
+                out.append(base64.b64decode(v["base64"]))
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+        elif isinstance(v, str):
+            out.append(v.encode())
+
+    walk(docs)
+    return out
+
+
+def shows(output: bytes, secret: bytes, is_json: bool) -> bool:
+    forms = [secret, secret.hex().encode(), secret.hex().upper().encode(), *b64_forms(secret)]
+    if any(f in output for f in forms):
+        return True
+    return is_json and any(secret in b for b in json_bytes(output.decode()))
+
+
+def run(*args: str) -> bytes:
+    r = subprocess.run(
+        [sys.executable, "-m", "analyzer", *args],
+        capture_output=True,
+        cwd=ROOT,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    assert r.returncode == 0, r.stderr
+    return r.stdout + r.stderr
+
+
+OUTPUTS = [
+    ("read",),
+    ("read", "-v"),
+    ("read", "--api", "SaslHandshake,SaslAuthenticate"),
+    ("stats",),
+    ("export",),
+    ("export", "--records", "--format", "ndjson"),
+]
+
+
+@pytest.mark.parametrize("args", OUTPUTS, ids=" ".join)
+@pytest.mark.parametrize("entry", SASL, ids=lambda e: e["file"])
+def test_secrets_are_in_no_output(entry, args):
+    out = run(*args, str((CAPTURES / entry["file"]).relative_to(ROOT)))
+    assert b"SaslHandshake" in out
+    for secret in secrets(entry):
+        assert not shows(out, secret, args[0] == "export"), secret
+
+
+@pytest.mark.parametrize("entry", SASL, ids=lambda e: e["file"])
+def test_show_secrets_shows_them(entry):
+    path = str((CAPTURES / entry["file"]).relative_to(ROOT))
+    out = run("export", "--show-secrets", "--format", "ndjson", path)
+    password = entry["sasl"]["password"].encode()
+    if entry["sasl"]["mechanism"] == "PLAIN":
+        assert shows(out, password, True)
+    else:  # SCRAM sends no password, only proofs
+        assert not shows(out, password, True)
+        for proof in scram_proofs(entry):
+            assert shows(out, proof, True), proof
