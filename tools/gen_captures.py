@@ -277,18 +277,19 @@ def rdk_consume(
     """Read back ``expect`` records, as a consumer group (subscribe) or by assign()."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-    c = Consumer(
-        {
-            "bootstrap.servers": ctx.bootstrap,
-            "client.id": f"gen-{ctx.name}-consumer",
-            "group.id": group or f"unused-{ctx.name}",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-            "session.timeout.ms": 6000,
-            "heartbeat.interval.ms": 500,
-            **conf,
-        }
-    )
+    settings = {
+        "bootstrap.servers": ctx.bootstrap,
+        "client.id": f"gen-{ctx.name}-consumer",
+        "group.id": group or f"unused-{ctx.name}",
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "session.timeout.ms": 6000,
+        "heartbeat.interval.ms": 500,
+        **conf,
+    }
+    if settings.get("group.protocol") == "consumer":  # KIP-848: the broker sets these
+        del settings["session.timeout.ms"], settings["heartbeat.interval.ms"]
+    c = Consumer(settings)
     if group:
         c.subscribe(topics)
     else:
@@ -335,6 +336,14 @@ def scenario_rdk_codec(codec: str) -> Callable[[Ctx], None]:
         rdk_consume(ctx, [topic], len(msgs), {}, group=f"g-{ctx.name}")
 
     return run
+
+
+def scenario_rdk_kip848(ctx: Ctx) -> None:
+    """The KIP-848 consumer group protocol: ConsumerGroupHeartbeat instead of Join/Sync."""
+    topic = "rdk-kip848"
+    msgs = messages(ctx.name, 9)
+    rdk_produce(ctx, topic, msgs, {"compression.type": "zstd", "acks": "all"})
+    rdk_consume(ctx, [topic], len(msgs), {"group.protocol": "consumer"}, group=f"g-{ctx.name}")
 
 
 def scenario_rdk_acks0(ctx: Ctx) -> None:
@@ -753,6 +762,19 @@ def build_scenarios() -> list[Scenario]:
             "versions tshark 4.0 decodes (Produce v8, Fetch v11, ListOffsets v5, Metadata v8, "
             "OffsetCommit v8; no telemetry APIs), so tshark can cross-check a librdkafka capture.",
             api_caps=TSHARK40_CAPS,
+        )
+    )
+    out.append(
+        Scenario(
+            "librdkafka-kip848",
+            "librdkafka",
+            "auto (ApiVersions), group.protocol=consumer",
+            "zstd",
+            ("rdk-kip848",),
+            scenario_rdk_kip848,
+            "KIP-848 consumer group: a zstd producer, then a consumer with group.protocol=consumer "
+            "that joins, gets its assignment and commits through ConsumerGroupHeartbeat (API 68) "
+            "instead of JoinGroup/SyncGroup/Heartbeat.",
         )
     )
     out.append(
