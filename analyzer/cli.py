@@ -21,8 +21,18 @@ from analyzer.dissect import schema
 from analyzer.dissect.message import Options
 from analyzer.model import Exchange, Severity
 from analyzer.pipeline import Pipeline, StreamEvent
-from analyzer.session.report import TABLES, cell, stats_tables, topics_text
-from analyzer.session.stats import Stats, error_names
+from analyzer.session.report import (
+    TABLES,
+    api_text,
+    cell,
+    endpoints,
+    exchange_flags,
+    latency_text,
+    sizes_text,
+    stats_tables,
+    topics_text,
+)
+from analyzer.session.stats import Stats
 
 EXIT_OK, EXIT_DAMAGED, EXIT_USAGE = 0, 1, 2
 
@@ -157,32 +167,14 @@ def _api_filter(values: list[str] | None) -> set[int] | None:
 
 
 def exchange_line(ex: Exchange, origin: float | None, absolute: bool = False) -> str:
-    key = ex.api_key
-    name = (schema.api_name(key) if key is not None else None) or ("?" if key is None else f"Api{key}")
-    ver = ex.api_version
-    api = f"{name} v{ver}" if ver is not None else name
-    conn = ex.conn
-    known = conn.client_direction is not None
-    a, b = (conn.client, conn.broker) if known else (conn.a, conn.b)
-    req = ex.request.frame.length + 4 if ex.request else None
-    resp = ex.response.frame.length + 4 if ex.response else None
-    lat = ex.latency
-    sizes = f"{req if req is not None else '-'}/{resp if resp is not None else '-'}B"
-    lat_s = f"{lat * 1000:.3f}ms" if lat is not None else "-"
-    errs = error_names(ex.response)
-    flags = []
-    if errs:
-        uniq = sorted(set(errs))
-        flags.append(",".join(uniq[:3]) + (f",+{len(uniq) - 3}" if len(uniq) > 3 else ""))
-    for i in ex.all_issues():
-        if i.severity >= Severity.WARNING or i.code.startswith("pairing."):
-            flags.append(i.code)
+    a, b, _known = endpoints(ex)
+    flags, _worst = exchange_flags(ex)
     cid = ex.client_id if ex.client_id is not None else "-"
     corr = ex.correlation_id if ex.correlation_id is not None else "-"
     return (
-        f"{_fmt_ts(ex.ts, origin, absolute)}  {a} -> {b}  {cid}  {api}  corr={corr}  "
-        f"{topics_text(ex.topics)}  {sizes}  {lat_s}"
-        + (f"  [{'; '.join(dict.fromkeys(flags))}]" if flags else "")
+        f"{_fmt_ts(ex.ts, origin, absolute)}  {a} -> {b}  {cid}  {api_text(ex.api_key, ex.api_version)}  "
+        f"corr={corr}  {topics_text(ex.topics)}  {sizes_text(ex)}B  {latency_text(ex)}"
+        + (f"  [{'; '.join(flags)}]" if flags else "")
     ).replace("    ", "  ")
 
 

@@ -3,7 +3,52 @@ the TUI and the export (plain data and strings; no terminal or UI code)."""
 
 from __future__ import annotations
 
-from analyzer.session.stats import Stats
+from analyzer.dissect import schema
+from analyzer.model import Exchange, Severity
+from analyzer.session.stats import Stats, error_names
+
+
+def api_text(key: int | None, version: int | None) -> str:
+    """ "Produce v9"; "?" when the api key is unknown (a response without its request)."""
+    name = (schema.api_name(key) if key is not None else None) or ("?" if key is None else f"Api{key}")
+    return f"{name} v{version}" if version is not None else name
+
+
+def endpoints(ex: Exchange) -> tuple[str, str, bool]:
+    """(client, broker, roles known); direction-0 sender first when the roles are unknown."""
+    conn = ex.conn
+    known = conn.client_direction is not None
+    a, b = (conn.client, conn.broker) if known else (conn.a, conn.b)
+    return str(a), str(b), known
+
+
+def sizes_text(ex: Exchange) -> str:
+    """Request/response frame sizes on the wire ("96/21"; "-" for a missing side)."""
+    req = ex.request.frame.length + 4 if ex.request else "-"
+    resp = ex.response.frame.length + 4 if ex.response else "-"
+    return f"{req}/{resp}"
+
+
+def latency_text(ex: Exchange) -> str:
+    lat = ex.latency
+    return f"{lat * 1000:.3f}ms" if lat is not None else "-"
+
+
+def exchange_flags(ex: Exchange) -> tuple[list[str], Severity | None]:
+    """The response's error names and the exchange's notable issues (warnings and worse, and
+    every pairing issue), and the worst severity among them (errors count as ERROR)."""
+    errs = error_names(ex.response)
+    flags: list[str] = []
+    worst: Severity | None = Severity.ERROR if errs else None
+    if errs:
+        uniq = sorted(set(errs))
+        flags.append(",".join(uniq[:3]) + (f",+{len(uniq) - 3}" if len(uniq) > 3 else ""))
+    for i in ex.all_issues():
+        if i.severity >= Severity.WARNING or i.code.startswith("pairing."):
+            flags.append(i.code)
+            if i.severity >= Severity.WARNING and (worst is None or i.severity > worst):
+                worst = i.severity
+    return list(dict.fromkeys(flags)), worst
 
 
 def topics_text(topics: dict[str, list[int]], limit: int = 3) -> str:

@@ -29,15 +29,14 @@ from analyzer.capture.files import check_readable
 from analyzer.dissect.message import Options, decode_request, decode_response
 from analyzer.model import Exchange, Field, Issue, Severity
 from analyzer.pipeline import Pipeline
-from analyzer.session.report import topics_text
-from analyzer.session.stats import Stats, error_names
+from analyzer.session.report import api_text, endpoints, exchange_flags, latency_text, sizes_text, topics_text
+from analyzer.session.stats import Stats
 from analyzer.tui.widgets import (
     DetailTree,
     ExchangeList,
     HexView,
     NodeData,
     StatsScreen,
-    api_text,
     hex_target,
     message_roots,
 )
@@ -79,29 +78,8 @@ class ExRow:
     slim: bool = False  # the decoded trees were dropped: re-decode from the frames to show them
 
 
-def exchange_flags(ex: Exchange) -> tuple[list[str], Severity | None]:
-    """Error names of the response and the notable issues (as ``kafka-analyzer read`` flags them)."""
-    errs = error_names(ex.response)
-    flags: list[str] = []
-    worst: Severity | None = Severity.ERROR if errs else None
-    if errs:
-        uniq = sorted(set(errs))
-        flags.append(",".join(uniq[:3]) + (f",+{len(uniq) - 3}" if len(uniq) > 3 else ""))
-    for i in ex.all_issues():
-        if i.severity >= Severity.WARNING or i.code in ("pairing.no_request", "pairing.acks0"):
-            flags.append(i.code)
-            if i.severity >= Severity.WARNING and (worst is None or i.severity > worst):
-                worst = i.severity
-    return list(dict.fromkeys(flags)), worst
-
-
 def make_row(index: int, ex: Exchange, origin: float | None) -> ExRow:
-    conn = ex.conn
-    known = conn.client_direction is not None
-    a, b = (conn.client, conn.broker) if known else (conn.a, conn.b)
-    req = ex.request.frame.length + 4 if ex.request else None
-    resp = ex.response.frame.length + 4 if ex.response else None
-    lat = ex.latency
+    a, b, known = endpoints(ex)
     api = api_text(ex.api_key, ex.api_version)
     cid = ex.client_id
     flags, worst = exchange_flags(ex)
@@ -113,8 +91,8 @@ def make_row(index: int, ex: Exchange, origin: float | None) -> ExRow:
         api,
         str(ex.correlation_id) if ex.correlation_id is not None else "-",
         topics_text(ex.topics),
-        f"{req if req is not None else '-'}/{resp if resp is not None else '-'}",
-        f"{lat * 1000:.3f}ms" if lat is not None else "-",
+        sizes_text(ex),
+        latency_text(ex),
         "; ".join(flags),
     )
     has_errors = worst is not None

@@ -24,9 +24,8 @@ from textual.strip import Strip
 from textual.widgets import DataTable, Footer, Static, Tree
 from textual.widgets.tree import TreeNode
 
-from analyzer.dissect import schema
 from analyzer.model import Exchange, Field, Issue, Message, Severity
-from analyzer.session.report import TABLES
+from analyzer.session.report import TABLES, api_text
 from analyzer.session.report import cell as table_cell
 
 # -- labels ----------------------------------------------------------------------------------------
@@ -35,11 +34,6 @@ _MAX_TEXT = 160
 _SUMMARY_KEYS = ("magic", "codec", "records", "bytes", "base_offset", "last_offset", "control_type")
 SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.NOTE: "dim"}
 _SEV_STYLES = {k: Style.parse(v) for k, v in SEVERITY_STYLE.items()}
-
-
-def api_text(key: int | None, version: int | None) -> str:
-    name = (schema.api_name(key) if key is not None else None) or ("?" if key is None else f"Api{key}")
-    return f"{name} v{version}" if version is not None else name
 
 
 def _short(s: str, limit: int = _MAX_TEXT) -> str:

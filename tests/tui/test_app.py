@@ -13,9 +13,10 @@ from analyzer.capture.files import CaptureFile
 from analyzer.dissect.message import Options
 from analyzer.model import Exchange, Severity
 from analyzer.pipeline import Pipeline, analyze_file
+from analyzer.session.report import api_text
 from analyzer.session.stats import error_names
 from analyzer.tui.app import AnalyzerApp, redecode, slim
-from analyzer.tui.widgets import DetailTree, HexView, StatsScreen, api_text
+from analyzer.tui.widgets import DetailTree, HexView, StatsScreen
 
 ROOT = Path(__file__).resolve().parents[2]
 PUBLIC = ROOT.parent / "shared" / "captures" / "public"
