@@ -1,0 +1,318 @@
+"""Jobs over the DataFrames of :func:`analyzer.spark.source.analyze`, and their command line.
+
+Each job takes a DataFrame and returns a (small) DataFrame: latency percentiles per API, errors
+by name per API and per client, top topics by produced/fetched records, the slowest exchanges,
+issues by code, and the captures. The numbers are those of ``kafka-analyzer stats`` over the
+same files, except that the percentiles are Spark's ``percentile_approx``.
+
+    python -m analyzer.spark.jobs CAPTURES... [--master local[2]] [--out DIR] [--format json|parquet]
+
+``CAPTURES`` are paths, globs, directories or Hadoop URIs (``hdfs://``, ``s3a://``). The tables
+are printed, and with ``--out`` written to ``DIR/<table>/`` (one part file each). Exit codes as
+the CLI's: 0; 1 when a capture is damaged or no Kafka exchange was found; 2 usage errors and
+missing files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from analyzer.spark.source import FETCH, PRODUCE, SHARE_FETCH, Analysis, analyze
+
+# percentile_approx accuracy: the rank error is at most count / ACCURACY (exact below that size)
+ACCURACY = 10000
+
+
+def api_latency(exchanges: DataFrame, accuracy: int = ACCURACY) -> DataFrame:
+    """Per API: exchanges, latency p50/p95/p99/max (ms, answered exchanges only), unanswered
+    requests, responses with errors and error codes, request and response bytes."""
+    pct = F.percentile_approx("latency_ms", [0.5, 0.95, 0.99], accuracy)
+    return (
+        exchanges.groupBy("api_key", "api_name")
+        .agg(
+            F.count(F.lit(1)).alias("count"),
+            pct.alias("pct"),
+            F.max("latency_ms").alias("max_ms"),
+            F.sum(F.array_contains("issues", "pairing.no_response").cast("long")).alias("unanswered"),
+            F.sum((F.size("errors") > 0).cast("long")).alias("error_responses"),
+            F.sum(F.size("errors")).cast("long").alias("errors"),
+            F.coalesce(F.sum("request_bytes"), F.lit(0)).alias("request_bytes"),
+            F.coalesce(F.sum("response_bytes"), F.lit(0)).alias("response_bytes"),
+        )
+        .select(
+            "api_key",
+            "api_name",
+            "count",
+            F.col("pct")[0].alias("p50_ms"),
+            F.col("pct")[1].alias("p95_ms"),
+            F.col("pct")[2].alias("p99_ms"),
+            "max_ms",
+            "unanswered",
+            "error_responses",
+            "errors",
+            "request_bytes",
+            "response_bytes",
+        )
+        .orderBy(F.col("api_key").asc_nulls_last(), "api_name")
+    )
+
+
+def errors_by_api(exchanges: DataFrame) -> DataFrame:
+    """Error names in responses, per API."""
+    return (
+        exchanges.select("api_key", "api_name", F.explode("errors").alias("error"))
+        .groupBy("api_key", "api_name", "error")
+        .count()
+        .orderBy(F.desc("count"), F.col("api_key").asc_nulls_last(), "error")
+    )
+
+
+def errors_by_client(exchanges: DataFrame) -> DataFrame:
+    """Error names in responses, per client id (``(none)`` without one)."""
+    return (
+        exchanges.select(
+            F.coalesce("client_id", F.lit("(none)")).alias("client_id"), F.explode("errors").alias("error")
+        )
+        .groupBy("client_id", "error")
+        .count()
+        .orderBy(F.desc("count"), "client_id", "error")
+    )
+
+
+def topics(exchanges: DataFrame, limit: int | None = None) -> DataFrame:
+    """Per topic: exchanges naming it, records and bytes produced (Produce requests) and fetched
+    (Fetch/ShareFetch responses), from the record batch headers; busiest topics first."""
+    counts = exchanges.select("api_key", F.explode("record_counts").alias("rc"))
+    produced = F.col("api_key") == PRODUCE
+    fetched = F.col("api_key").isin(FETCH, SHARE_FETCH)
+
+    def total(cond, what: str):
+        return F.sum(F.when(cond, F.col(f"rc.{what}")).otherwise(F.lit(0))).cast("long")
+
+    moved = counts.groupBy(F.col("rc.topic").alias("topic")).agg(
+        total(produced, "records").alias("produced_records"),
+        total(produced, "bytes").alias("produced_bytes"),
+        total(fetched, "records").alias("fetched_records"),
+        total(fetched, "bytes").alias("fetched_bytes"),
+    )
+    named = (
+        exchanges.select(F.explode("topics").alias("topic"))
+        .groupBy("topic")
+        .agg(F.count(F.lit(1)).alias("requests"))
+    )
+    cols = ["produced_records", "produced_bytes", "fetched_records", "fetched_bytes"]
+    out = (
+        named.join(moved, "topic", "full_outer")
+        .fillna(0, ["requests", *cols])
+        .select("topic", "requests", *cols)
+        .orderBy(F.desc(F.col("produced_records") + F.col("fetched_records")), F.desc("requests"), "topic")
+    )
+    return out.limit(limit) if limit else out
+
+
+def slowest(exchanges: DataFrame, limit: int = 20) -> DataFrame:
+    """The answered exchanges with the highest latency."""
+    return (
+        exchanges.where(F.col("latency_ms").isNotNull())
+        .orderBy(F.desc("latency_ms"), "capture", "ts")
+        .select(
+            "latency_ms",
+            "api_name",
+            "api_version",
+            "client",
+            "broker",
+            "client_id",
+            "correlation_id",
+            "topics",
+            "errors",
+            "ts",
+            "capture",
+        )
+        .limit(limit)
+    )
+
+
+def issues_by_code(issues: DataFrame) -> DataFrame:
+    """Connection and capture issues by code, with the captures they occur in and an example."""
+    return (
+        issues.groupBy("code", "severity")
+        .agg(
+            F.count(F.lit(1)).alias("count"),
+            F.countDistinct("capture").alias("captures"),
+            F.first("message").alias("example"),
+        )
+        .orderBy(F.desc("count"), "code")
+    )
+
+
+def run_jobs(a: Analysis, limit: int = 20, accuracy: int = ACCURACY) -> dict[str, DataFrame]:
+    """Every job's table, by name, in display order."""
+    x = a.exchanges
+    return {
+        "apis": api_latency(x, accuracy),
+        "errors_by_api": errors_by_api(x),
+        "errors_by_client": errors_by_client(x),
+        "topics": topics(x, limit),
+        "slowest": slowest(x, limit),
+        "issues": issues_by_code(a.issues),
+        "captures": a.captures.orderBy(F.desc("damaged"), "capture"),
+    }
+
+
+TITLES = {
+    "apis": "Requests per API",
+    "errors_by_api": "Errors per API",
+    "errors_by_client": "Errors per client",
+    "topics": "Top topics",
+    "slowest": "Slowest exchanges",
+    "issues": "Connection and capture issues",
+    "captures": "Captures",
+}
+
+
+# -- command line ----------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m analyzer.spark.jobs",
+        description="Analyse many capture files on a Spark cluster: latency per API, errors, "
+        "top topics, slowest exchanges.",
+    )
+    p.add_argument("captures", nargs="+", metavar="CAPTURE", help="paths, globs, directories or URIs")
+    p.add_argument("--master", help="Spark master URL (default: spark-submit's, else local[*])")
+    p.add_argument("--out", metavar="DIR", help="write every table to DIR/<table>/")
+    p.add_argument("--format", choices=("json", "parquet"), default="json", help="format of --out")
+    p.add_argument("--top", type=int, default=20, metavar="N", help="rows of the top/slowest tables")
+    p.add_argument("--port", type=int, action="append", help="a broker port (repeatable)")
+    p.add_argument(
+        "--save",
+        action="store_true",
+        help="with --out, also write the exchanges, issues, connections (and records) tables",
+    )
+    p.add_argument("--records", action="store_true", help="decode record bodies (the records table)")
+    p.add_argument("--recursive", action="store_true", help="look for files in subdirectories too")
+    p.add_argument(
+        "--read",
+        choices=("content", "local"),
+        default="content",
+        help="content: Spark reads the files (any file system, < 2 GiB each); local: executors "
+        "open the paths themselves (shared local file systems)",
+    )
+    p.add_argument("--partitions", type=int, metavar="N", help="number of analysis tasks")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting")
+    p.add_argument("--log-level", default="WARN", help="Spark log level (default WARN)")
+    return p
+
+
+def _session(args) -> SparkSession:
+    b = SparkSession.builder.appName("kafka-analyzer")
+    master = args.master
+    if master is None and not os.environ.get("PYSPARK_GATEWAY_PORT"):  # not under spark-submit
+        master = "local[*]"
+    if master:
+        b = b.master(master)
+        if master.startswith("local") and "PYSPARK_PYTHON" not in os.environ:
+            # the Python workers of local mode: this interpreter, which can import the analyzer
+            os.environ["PYSPARK_PYTHON"] = sys.executable
+    if not sys.stderr.isatty():
+        b = b.config("spark.ui.showConsoleProgress", "false")
+    for kv in args.conf:
+        k, sep, v = kv.partition("=")
+        if not sep:
+            raise SystemExit(f"--conf needs KEY=VALUE, not {kv!r}")
+        b = b.config(k, v)
+    spark = b.getOrCreate()
+    spark.sparkContext.setLogLevel(args.log_level)
+    _quiet_glob_warning(spark)
+    return spark
+
+
+def _quiet_glob_warning(spark: SparkSession) -> None:
+    """Spark warns, with a stack trace, that a single glob path has no streaming metadata
+    directory (FileStreamSink); that says nothing about the captures."""
+    try:
+        jvm = spark.sparkContext._jvm
+        level = jvm.org.apache.logging.log4j.Level.ERROR
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
+            "org.apache.spark.sql.execution.streaming", level
+        )
+    except Exception:  # another logging backend: only the warning stays
+        pass
+
+
+def _write(df: DataFrame, out: str, name: str, fmt: str) -> None:
+    w = df.coalesce(1).write.mode("overwrite")
+    path = out.rstrip("/") + "/" + name
+    if fmt == "json":
+        w.json(path)
+    else:
+        w.parquet(path)
+
+
+def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> int:
+    """The command line; with ``spark``, runs in that session (``--master``/``--conf`` are then
+    ignored) and leaves it running."""
+    args = build_parser().parse_args(argv)
+    if spark is not None:
+        return run(args, spark)
+    spark = _session(args)
+    try:
+        return run(args, spark)
+    finally:
+        spark.stop()
+
+
+def run(args: argparse.Namespace, spark: SparkSession) -> int:
+    from pyspark.errors import AnalysisException
+
+    try:
+        a = analyze(
+            spark,
+            args.captures,
+            records=args.records,
+            ports=args.port or (),
+            read=args.read,
+            partitions=args.partitions,
+            recursive=args.recursive,
+        )
+        caps = a.captures.cache()
+        n_caps = caps.count()
+    except AnalysisException as exc:  # no such file, nothing matched the glob
+        print(f"kafka-analyzer: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 2
+    try:
+        for name, df in run_jobs(a, args.top).items():
+            df = df.cache()
+            if args.out:
+                _write(df, args.out, name, args.format)
+            print(TITLES[name])
+            df.show(1000 if name == "apis" else args.top, truncate=False)
+            df.unpersist()
+        if args.out and args.save:
+            saved = {"exchanges": a.exchanges, "issues": a.issues, "connections": a.connections}
+            if a.records is not None:
+                saved["records"] = a.records
+            for name, df in saved.items():
+                df.write.mode("overwrite").format(args.format).save(args.out.rstrip("/") + "/" + name)
+        totals = caps.agg(
+            F.sum("exchanges").alias("exchanges"), F.sum(F.col("damaged").cast("int")).alias("damaged")
+        ).first()
+        exchanges, damaged = totals["exchanges"] or 0, totals["damaged"] or 0
+        print(f"{n_caps} captures, {exchanges} exchanges, {damaged} damaged or not captures")
+        if damaged:
+            for r in a.issues.where("connection IS NULL AND severity = 'error'").orderBy("capture").collect():
+                print(f"kafka-analyzer: {r['capture']}: {r['message']}", file=sys.stderr)
+        return 1 if damaged or not exchanges else 0
+    finally:
+        caps.unpersist()
+        a.unpersist()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

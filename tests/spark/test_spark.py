@@ -1,0 +1,427 @@
+"""The Spark front end gives what the in-process pipeline gives: same exchanges, the statistics of
+``Stats`` (percentiles within percentile_approx's tolerance), capture issues for damaged files,
+the manifest's records; in local mode, and on a standalone master and worker started here."""
+
+from __future__ import annotations
+
+import bisect
+import gzip
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from conftest import CAPTURES, PUBLIC, ROOT, project_captures, public_captures
+
+from analyzer.capture.files import CaptureFile
+from analyzer.model import Exchange
+from analyzer.pipeline import ConnectionEnd, Pipeline, StreamEvent, analyze_file
+from analyzer.session.stats import Stats, error_names
+
+pyspark = pytest.importorskip("pyspark")
+
+if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+    pytest.skip("Spark needs Java", allow_module_level=True)
+
+MANIFEST = (
+    json.loads((CAPTURES / "manifest.json").read_text()) if (CAPTURES / "manifest.json").exists() else []
+)
+TRUNCATED = "librdkafka-produce-consume-gzip.pcap"
+GZIPPED = "aiokafka-gzip.pcap"
+
+
+def _conf(builder):
+    return (
+        builder.config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.driver.host", "127.0.0.1")
+    )
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from pyspark.sql import SparkSession
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SPARK_LOCAL_IP", "127.0.0.1")
+        mp.setenv("PYSPARK_PYTHON", sys.executable)  # workers that can import the analyzer
+        s = _conf(SparkSession.builder.master("local[2]").appName("kafka-analyzer-tests")).getOrCreate()
+        s.sparkContext.setLogLevel("ERROR")
+        yield s
+        s.stop()
+
+
+@pytest.fixture(scope="module")
+def extra(tmp_path_factory) -> Path:
+    """A folder with a truncated capture, a gzip-compressed one and a file that is no capture."""
+    d = tmp_path_factory.mktemp("spark-captures")
+    data = (CAPTURES / TRUNCATED).read_bytes()
+    (d / ("truncated-" + TRUNCATED)).write_bytes(data[: len(data) * 3 // 5])
+    (d / (GZIPPED + ".gz")).write_bytes(gzip.compress((CAPTURES / GZIPPED).read_bytes()))
+    (d / "notes.pcap").write_text("this is not a capture\n")
+    return d
+
+
+def _inputs(extra: Path) -> tuple[list[str], list[Path]]:
+    """What Spark is given (globs, a directory) and the files that it names."""
+    given = [str(CAPTURES / "*.pcap*"), str(extra)]  # the files of project_captures()
+    files = project_captures() + sorted(extra.iterdir())
+    if public_captures():
+        given.append(str(PUBLIC / "*.{pcap,pcapng}"))  # those of public_captures()
+        files += public_captures()
+    return given, [f.resolve() for f in files]
+
+
+def _local(uri: str) -> str:
+    from analyzer.spark.source import local_path
+
+    return str(Path(local_path(uri)).resolve())
+
+
+class Expected:
+    """What the in-process pipeline gives for the same files."""
+
+    def __init__(self, files: list[Path]):
+        self.rows: dict[str, Counter] = {}
+        self.issues: dict[str, list] = {}
+        self.connections = 0
+        self.stats = Stats()
+        for f in files:
+            p = Pipeline()
+            self.stats.topic_ids = p.knowledge.topic_ids
+            rows = self.rows[str(f)] = Counter()
+            issues = self.issues[str(f)] = []
+            for ev in analyze_file(CaptureFile(f), p):
+                self.stats.add(ev)
+                if isinstance(ev, Exchange):
+                    rows[_row(ev)] += 1
+                elif isinstance(ev, StreamEvent):
+                    issues.append((ev.conn.id if ev.conn else None, ev.issue.code, str(ev.issue.severity)))
+                elif isinstance(ev, ConnectionEnd):
+                    self.connections += 1
+
+    def keys(self) -> Counter:
+        out: Counter = Counter()
+        for f, rows in self.rows.items():
+            for k, n in rows.items():
+                out[(f, k[0], k[1], k[2])] += n
+        return out
+
+
+def _row(ex: Exchange) -> tuple:
+    """An exchange as comparable values, computed from the model (not by the code under test)."""
+    lat = ex.latency
+    return (
+        ex.api_key,
+        ex.api_version,
+        ex.correlation_id,
+        ex.conn.id,
+        ex.client_id,
+        tuple(sorted(ex.topics)),
+        ex.request.frame.length + 4 if ex.request else None,
+        ex.response.frame.length + 4 if ex.response else None,
+        None if lat is None else round(lat * 1000.0, 3),
+        tuple(error_names(ex.response)),
+        tuple(i.code for i in ex.all_issues()),
+        str(max(i.severity for i in ex.all_issues())) if ex.all_issues() else None,
+    )
+
+
+def _spark_row(r) -> tuple:
+    return (
+        r.api_key,
+        r.api_version,
+        r.correlation_id,
+        r.connection,
+        r.client_id,
+        tuple(sorted(r.topics)),
+        r.request_bytes,
+        r.response_bytes,
+        r.latency_ms,
+        tuple(r.errors),
+        tuple(r.issues),
+        r.severity,
+    )
+
+
+@pytest.fixture(scope="module")
+def analysed(spark, extra):
+    from analyzer.spark.source import analyze
+
+    given, files = _inputs(extra)
+    a = analyze(spark, given)
+    ex = Expected(files)
+    yield a, ex, files
+    a.unpersist()
+
+
+def test_exchanges_equal_the_pipeline(analysed):
+    a, ex, files = analysed
+    rows = a.exchanges.collect()
+    assert len(rows) == sum(ex.keys().values()) > 0
+    got_keys = Counter((_local(r.capture), r.api_key, r.api_version, r.correlation_id) for r in rows)
+    assert got_keys == ex.keys()
+    got: dict[str, Counter] = {}
+    for r in rows:
+        got.setdefault(_local(r.capture), Counter())[_spark_row(r)] += 1
+    assert got == {f: c for f, c in ex.rows.items() if c}
+    # one captures row per file, with its exchanges; every connection once
+    caps = {_local(r.capture): r for r in a.captures.collect()}
+    assert set(caps) == {str(f) for f in files}
+    assert {f: r.exchanges for f, r in caps.items()} == {f: sum(c.values()) for f, c in ex.rows.items()}
+    assert a.connections.count() == ex.connections
+    # the gzip-compressed copy gives the same exchanges as the original
+    gz = next(f for f in ex.rows if f.endswith(GZIPPED + ".gz"))
+    assert caps[gz].compression == "gzip"
+    assert ex.rows[gz] == ex.rows[str((CAPTURES / GZIPPED).resolve())]
+
+
+def test_truncated_and_unknown_files_are_capture_issues(analysed):
+    a, ex, _files = analysed
+    trunc = next(f for f in ex.rows if Path(f).name == "truncated-" + TRUNCATED)
+    full = str((CAPTURES / TRUNCATED).resolve())
+    partial = a.exchanges.where(a.exchanges.capture.endswith("truncated-" + TRUNCATED)).count()
+    assert partial == sum(ex.rows[trunc].values())
+    assert 0 < partial < sum(ex.rows[full].values())
+    issues = [(_local(r.capture), r.connection, r.code, r.severity) for r in a.issues.collect()]
+    assert (trunc, None, "capture.truncated", "error") in issues
+    notes = next(f for f in ex.rows if f.endswith("notes.pcap"))
+    assert (notes, None, "capture.unknown_format", "error") in issues
+    # the issues table holds every stream and capture issue the pipeline reports, nothing else
+    assert Counter((f, c, code, sev) for f, c, code, sev in issues) == Counter(
+        (f, *i) for f, lst in ex.issues.items() for i in lst
+    )
+    damaged = {_local(r.capture) for r in a.captures.where("damaged").collect()}
+    assert damaged == {trunc, notes}
+
+
+def _rank_ok(sorted_ms: list[float], got: float | None, want: float | None, accuracy: int) -> bool:
+    """percentile_approx returns a value of the data whose rank is within count/accuracy of the
+    exact one; Stats' nearest rank rounds half to even, which can be one rank off Spark's."""
+    if want is None or got is None:
+        return want is got
+    n = len(sorted_ms)
+    tol = 1 + math.ceil(n / accuracy)
+    k = bisect.bisect_left(sorted_ms, want)
+    lo, hi = bisect.bisect_left(sorted_ms, got), bisect.bisect_right(sorted_ms, got) - 1
+    return hi >= lo and lo - tol <= k <= hi + tol
+
+
+def test_api_latency_matches_stats(analysed):
+    from analyzer.spark.jobs import ACCURACY, api_latency
+
+    a, ex, _files = analysed
+    got = {r.api_name: r for r in api_latency(a.exchanges).collect()}
+    want = {r["api_name"]: r for r in ex.stats.api_rows()}
+    assert set(got) == set(want)
+    lats = {
+        name: sorted(round(v * 1000.0, 3) for v in s.latencies) for (_k, name), s in ex.stats.apis.items()
+    }
+    for name, w in want.items():
+        g = got[name]
+        assert (g.api_key, g["count"], g.max_ms, g.unanswered) == (
+            w["api_key"],
+            w["count"],
+            w["max_ms"],
+            w["unanswered"],
+        )
+        assert (g.request_bytes, g.response_bytes) == (w["request_bytes"], w["response_bytes"])
+        assert g.errors == sum(w["errors"].values())
+        for q in ("p50_ms", "p95_ms", "p99_ms"):
+            assert _rank_ok(lats[name], g[q], w[q], ACCURACY), (name, q, g[q], w[q])
+
+
+def test_errors_and_topics_match_stats(analysed):
+    from analyzer.spark.jobs import errors_by_api, errors_by_client, slowest, topics
+
+    a, ex, _files = analysed
+    got = {(r.api_name, r.error): r["count"] for r in errors_by_api(a.exchanges).collect()}
+    want = {(name, e): n for (_k, name), s in ex.stats.apis.items() for e, n in s.errors.items()}
+    assert got == want and got
+    assert sum(r["count"] for r in errors_by_client(a.exchanges).collect()) == sum(want.values())
+    got_t = [r.asDict() for r in topics(a.exchanges).collect()]
+    assert sorted(got_t, key=lambda r: r["topic"]) == ex.stats.topic_rows()
+    assert any(r["produced_records"] for r in got_t) and any(r["fetched_records"] for r in got_t)
+    slow = slowest(a.exchanges, 3).collect()
+    every = sorted((v for s in ex.stats.apis.values() for v in s.latencies), reverse=True)
+    assert [r.latency_ms for r in slow] == [round(v * 1000.0, 3) for v in every[:3]]
+
+
+def _text(b):
+    return None if b is None else bytes(b).decode()
+
+
+@pytest.mark.skipif(not MANIFEST, reason="no captures/manifest.json")
+def test_records_hold_the_manifest(spark):
+    """Record bodies on (and the executors opening the files themselves, and the JSON column)."""
+    from analyzer.spark.source import analyze
+
+    files = [str(CAPTURES / e["file"]) for e in MANIFEST]
+    a = analyze(spark, files, records=True, json=True, read="local")
+    try:
+        got: dict[tuple[str, str], Counter] = {}
+        for r in a.records.where("NOT control").collect():
+            rec = (r.topic, r.partition, _text(r.key), _text(r.value))
+            hdrs = tuple(sorted((k, _text(v)) for k, v in r.headers.items()))
+            got.setdefault((Path(_local(r.capture)).name, r.direction), Counter())[(*rec, hdrs)] += 1
+        for e in MANIFEST:
+            for direction, key in (("produce", "produced"), ("fetch", "consumed")):
+                want = {
+                    (
+                        r["topic"],
+                        r["partition"],
+                        r["key"],
+                        r["value"],
+                        tuple(sorted(map(tuple, r["headers"] or []))),
+                    )
+                    for r in e[key]
+                }
+                assert set(got.get((e["file"], direction), ())) == want, (e["file"], direction)
+        # the same exchanges as the in-process pipeline, each with the export's JSON
+        rows = a.exchanges.select("capture", "api_key", "correlation_id", "json").collect()
+        expected = Expected([Path(f).resolve() for f in files])
+        want = Counter()
+        for (f, key, _version, corr), n in expected.keys().items():
+            want[(f, key, corr)] += n
+        assert Counter((_local(r.capture), r.api_key, r.correlation_id) for r in rows) == want
+        for r in rows[:50]:
+            d = json.loads(r.json)
+            assert (d["type"], d["api_key"], d["correlation_id"]) == ("exchange", r.api_key, r.correlation_id)
+    finally:
+        a.unpersist()
+
+
+# -- a standalone cluster: one master, one worker, the command line as the driver --------------------
+
+
+def _spark_class() -> Path:
+    from pyspark.find_spark_home import _find_spark_home
+
+    return Path(_find_spark_home()) / "bin" / "spark-class"
+
+
+def _start(args: list[str], log: Path, env: dict) -> subprocess.Popen:
+    with open(log, "wb") as out:
+        return subprocess.Popen(
+            [str(_spark_class()), *args],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+
+
+def _wait_for(log: Path, proc: subprocess.Popen, marker: str, deadline: float) -> str | None:
+    while time.monotonic() < deadline and proc.poll() is None:
+        for line in log.read_text(errors="replace").splitlines():
+            if marker in line:
+                return line
+        time.sleep(0.2)
+    return None
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, 15)  # the worker's process group holds its executors
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            proc.wait(5)
+
+
+def test_cli_on_a_standalone_cluster(tmp_path):
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+    env.pop("SPARK_HOME", None)
+    procs: list[subprocess.Popen] = []
+    deadline = time.monotonic() + 60
+    try:
+        master_log = tmp_path / "master.log"
+        procs.append(
+            _start(
+                [
+                    "org.apache.spark.deploy.master.Master",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    "0",
+                    "--webui-port",
+                    "0",
+                ],
+                master_log,
+                env,
+            )
+        )
+        line = _wait_for(master_log, procs[0], "Starting Spark master at spark://", deadline)
+        if line is None:
+            pytest.skip(f"the Spark master did not start within 60 s: {master_log.read_text()[-2000:]}")
+        url = line[line.index("spark://") :].split()[0]
+        worker_log = tmp_path / "worker.log"
+        work = tmp_path / "work"
+        worker = ["org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1", "--port", "0"]
+        worker += ["--webui-port", "0", "--cores", "2", "--memory", "1g", "--work-dir", str(work)]
+        procs.append(_start(worker, worker_log, env))
+        if _wait_for(worker_log, procs[1], "Successfully registered with master", deadline) is None:
+            pytest.skip(f"the Spark worker did not start within 60 s: {worker_log.read_text()[-2000:]}")
+        out = tmp_path / "out"
+        conf = [
+            "spark.ui.enabled=false",
+            "spark.sql.shuffle.partitions=2",
+            "spark.executor.memory=512m",
+            "spark.driver.host=127.0.0.1",
+        ]
+        cmd = [sys.executable, "-m", "analyzer.spark.jobs", str(CAPTURES / "*.pcap*"), "--master", url]
+        cmd += ["--out", str(out), "--top", "5"] + [x for c in conf for x in ("--conf", c)]
+        r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=180)
+        assert r.returncode == 0, r.stderr[-4000:]
+        assert "Requests per API" in r.stdout and "Slowest exchanges" in r.stdout
+        # the work ran on the standalone worker's executor
+        assert any(work.glob("app-*/*/stderr"))
+        stats = Stats()
+        for f in project_captures():
+            p = Pipeline()
+            stats.topic_ids = p.knowledge.topic_ids
+            for ev in analyze_file(CaptureFile(f), p):
+                stats.add(ev)
+        apis = [
+            json.loads(x)
+            for part in (out / "apis").glob("part-*.json")
+            for x in part.read_text().splitlines()
+        ]
+        assert {a["api_name"]: a["count"] for a in apis} == {
+            a["api_name"]: a["count"] for a in stats.api_rows()
+        }
+        caps = [
+            json.loads(x)
+            for part in (out / "captures").glob("part-*.json")
+            for x in part.read_text().splitlines()
+        ]
+        assert len(caps) == len(project_captures()) and not any(c["damaged"] for c in caps)
+        assert f"{len(caps)} captures, {stats.exchanges} exchanges" in r.stdout
+    finally:
+        for p in reversed(procs):
+            _stop(p)
+
+
+def test_cli_reports_missing_files_and_damage(spark, extra, tmp_path, capsys):
+    from analyzer.spark.jobs import main
+
+    assert main([str(tmp_path / "nothing-*.pcap")], spark=spark) == 2
+    assert "nothing-*.pcap" in capsys.readouterr().err
+    out = tmp_path / "out"
+    assert main([str(extra), "--out", str(out), "--format", "parquet", "--save"], spark=spark) == 1
+    err = capsys.readouterr().err
+    assert "capture file is truncated" in err and "not a pcap or pcapng capture" in err
+    assert (
+        spark.read.parquet(str(out / "exchanges")).count()
+        == spark.read.parquet(str(out / "apis")).agg({"count": "sum"}).first()[0]
+    )
+    assert not spark.sparkContext._jsc.sc().isStopped()  # a session passed in is left running
