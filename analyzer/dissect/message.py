@@ -42,12 +42,13 @@ _PARTIAL = frozenset(("records.partial_batch", "records.partial_message"))
 class Options:
     """Decoding options shared by a whole run."""
 
-    __slots__ = ("records_bodies", "show_secrets", "limits")
+    __slots__ = ("records_bodies", "show_secrets", "limits", "_hook")
 
     def __init__(self, records_bodies: bool = False, show_secrets: bool = False, limits=None):
         self.records_bodies = records_bodies
         self.show_secrets = show_secrets
         self.limits = limits
+        self._hook = None  # the records hook, made once per Options
 
 
 DEFAULT_OPTIONS = Options()
@@ -69,7 +70,10 @@ def _records_hook(opts: Options):
 
 
 def _ctx(opts: Options) -> Ctx:
-    return Ctx(records_bodies=opts.records_bodies, records_hook=_records_hook(opts))
+    hook = opts._hook
+    if hook is None:
+        hook = opts._hook = _records_hook(opts)
+    return Ctx(records_bodies=opts.records_bodies, records_hook=hook)
 
 
 def decode_request(frame: Frame, opts: Options = DEFAULT_OPTIONS) -> Message:
