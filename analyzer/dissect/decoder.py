@@ -171,6 +171,15 @@ def _primitive_reader(name: str, ftype: str, nullable: bool, flex: bool, extra):
                 if v:
                     out.append(Field(name, ftype, v, pos, size, None, _error_display(v)))
                     ctx.errors.append(v)
+                    if v not in ERRORS:
+                        ctx.issues.append(
+                            warning(
+                                "decode.unknown_error_code",
+                                f"{name} {v} is not a Kafka error code",
+                                pos,
+                                name,
+                            )
+                        )
                 else:
                     out.append(Field(name, ftype, v, pos, size))
                 return pos + size

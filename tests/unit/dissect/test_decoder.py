@@ -168,3 +168,21 @@ def test_random_frames_never_raise(data):
     decode_request(frame(data))
     decode_response(frame(data, "response"), None, None)
     decode_sasl_token(frame(data), None)
+
+
+def test_an_error_code_kafka_does_not_define_is_flagged():
+    # Fetch v4 response: throttle, topics [1: name, partitions [1: index, error 5120, ...]]
+    part = struct.pack(">ihqqi", 0, 5120, 0, 0, 0) + struct.pack(">i", -1)  # no aborted txns
+    body = (
+        struct.pack(">i", 0)
+        + struct.pack(">i", 1)
+        + struct.pack(">h", 1)
+        + b"t"
+        + struct.pack(">i", 1)
+        + part
+    )
+    body += struct.pack(">i", -1)  # records null
+    m = decode_response(frame(struct.pack(">i", 1) + body, "response"), 1, 4)
+    assert m.errors == [5120]
+    (issue,) = [i for i in m.issues if i.code == "decode.unknown_error_code"]
+    assert issue.severity == Severity.WARNING and "5120" in issue.message

@@ -214,7 +214,12 @@ class Gen:
         self.n += 1
         return self.n
 
-    def number(self, ftype: str, avoid: Any = _NOTHING) -> int:
+    def number(self, ftype: str, avoid: Any = _NOTHING, name: str = "") -> int:
+        if ftype == "int16" and name.replace("_", "").lower().endswith("errorcode"):
+            # a Kafka error code (the decoder flags codes Kafka does not define)
+            while (v := int(self.error_code())) == avoid:
+                pass
+            return v
         while True:
             n = self._next()
             v = n % 120 + 1 if ftype == "int8" else self._BASE[ftype] + n
@@ -306,7 +311,7 @@ def _kio_leaf(gen: Gen, kt: str, name: str, compact: bool, avoid: Any) -> tuple[
     t = _KIO_TYPES.get(kt, kt)
     while True:
         if kt in _INT_TYPES:
-            v = value = gen.number(kt)
+            v = value = gen.number(kt, name=name)
         elif kt in ("timedelta_i32", "timedelta_i64"):
             v = gen.number(t)
             value = dt.timedelta(milliseconds=v)
@@ -471,7 +476,7 @@ def _kp_field(gen: Gen, name: str, ftype) -> tuple[Any, Exp]:
         if t == "uuid":
             u = gen.uuid()
             return u, Exp(name, t, "fixed", _uuid_text(u))
-        v = gen.number(t)
+        v = gen.number(t, name=name)
         return v, Exp(name, t, "fixed", v)
     if isinstance(ftype, kp.String):
         t = "string"
@@ -609,7 +614,7 @@ class _Reference:
     def leaf(self, ftype: str, name: str, compact: bool, avoid: Any, nullable: bool) -> tuple[bytes, Exp]:
         g = self.gen
         if ftype in _INT_TYPES:
-            v = g.number(ftype, avoid)
+            v = g.number(ftype, avoid, name)
             return _PACK[ftype].pack(v), Exp(name, ftype, "fixed", v)
         if ftype == "bool":
             v = avoid is not True
