@@ -15,9 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from analyzer.model import Exchange, Field
+from analyzer.session.records import PARTITION_FIELDS, ZERO_UUID, topic_name
 
-_TOPIC_NAME = ("name", "topic", "topic_name")
-_PARTITION = ("partition_index", "partition", "index", "partition_id")
 _TOPIC_ARRAYS = frozenset(
     (
         "topics",
@@ -97,7 +96,7 @@ class Knowledge:
     def _topic_ids(self, body: Field) -> None:
         for t in _elements(body, "topics"):
             tid, name = t.get("topic_id"), t.get("name")
-            if tid and name and tid != "AAAAAAAAAAAAAAAAAAAAAA":
+            if tid and name and tid != ZERO_UUID:
                 self.topic_ids[tid] = name
 
     def _group(self, key: int, req: Field, resp: Field | None) -> None:
@@ -153,7 +152,7 @@ def _collect(f: Field, ids: dict[str, str], out: dict[str, list[int]], depth: in
             continue
         if c.name in _TOPIC_ARRAYS and c.type.startswith("[]"):
             for t in c.children:
-                name = _topic_name(t, ids)
+                name = topic_name(t, ids)
                 if name is None:
                     continue
                 parts = out.setdefault(name, [])
@@ -162,27 +161,10 @@ def _collect(f: Field, ids: dict[str, str], out: dict[str, list[int]], depth: in
                         for p in pc.children:
                             if p.children:
                                 for x in p.children:
-                                    if x.name in _PARTITION and isinstance(x.value, int):
+                                    if x.name in PARTITION_FIELDS and isinstance(x.value, int):
                                         parts.append(x.value)
                                         break
                             elif p.type == "int32":
                                 parts.append(p.value)
         elif not c.type.startswith("[]"):
             _collect(c, ids, out, depth + 1)
-
-
-def _topic_name(t: Field, ids: dict[str, str]) -> str | None:
-    if not t.children:
-        return None
-    name = None
-    tid = None
-    for x in t.children:
-        if x.name in _TOPIC_NAME and x.type == "string" and x.value:
-            name = x.value
-        elif x.name == "topic_id" and x.type == "uuid":
-            tid = x.value
-    if name:
-        return name
-    if tid and tid != "AAAAAAAAAAAAAAAAAAAAAA":
-        return ids.get(tid, tid)
-    return None

@@ -4,6 +4,9 @@
 with record bodies) and yields one :class:`RecordView` per record, with its topic (names for
 topic ids when known) and partition, through compressed batches and nested legacy wrappers.
 Control records (transaction markers) are flagged.
+
+The walk over topics and partitions (:func:`topic_elements`, :func:`partition_records`,
+:func:`topic_name`) is shared with the statistics and the per-capture knowledge.
 """
 
 from __future__ import annotations
@@ -13,8 +16,50 @@ from dataclasses import dataclass
 
 from analyzer.model import Field
 
-_TOPIC_NAME = ("name", "topic", "topic_name")
-_PARTITION = ("partition_index", "partition", "index", "partition_id")
+TOPIC_NAME_FIELDS = ("name", "topic", "topic_name")
+PARTITION_FIELDS = ("partition_index", "partition", "index", "partition_id")
+ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"  # Kafka's text form of the all-zero topic id: "no id"
+
+
+def topic_name(t: Field, ids: dict[str, str]) -> str | None:
+    """The topic a topic element names: its name, else its topic id (as the name it maps to in
+    ``ids`` when known); None when it names neither."""
+    name = tid = None
+    for x in t.children or ():
+        if x.name in TOPIC_NAME_FIELDS and x.type == "string" and x.value:
+            name = x.value
+        elif x.name == "topic_id" and x.type == "uuid":
+            tid = x.value
+    if name:
+        return name
+    if tid and tid != ZERO_UUID:
+        return ids.get(tid, tid)
+    return None
+
+
+def topic_elements(body: Field | None, ids: dict[str, str]) -> Iterator[tuple[str, Field]]:
+    """(topic, element) for each element of the body's top-level arrays that names a topic."""
+    for arr in body.children or () if body is not None else ():
+        if arr.children and arr.type.startswith("[]"):
+            for t in arr.children:
+                name = topic_name(t, ids)
+                if name is not None:
+                    yield name, t
+
+
+def partition_records(t: Field) -> Iterator[tuple[int | None, Field]]:
+    """(partition, records field) of a topic element: topic -> partitions -> records, without
+    walking into the records."""
+    for parts in t.children or ():
+        if not parts.children or not parts.type.startswith("[]"):
+            continue
+        for p in parts.children:
+            partition = None
+            for x in p.children or ():
+                if x.name in PARTITION_FIELDS and partition is None:
+                    partition = x.value
+                elif x.type == "records" and x.children:
+                    yield partition, x
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,32 +77,10 @@ class RecordView:
 
 
 def iter_records(body: Field | None, topic_ids: dict[str, str] | None = None) -> Iterator[RecordView]:
-    if body is None:
-        return
-    ids = topic_ids or {}
-    for arr in body.children or ():
-        if not arr.children or not (arr.type.startswith("[]")):
-            continue
-        for t in arr.children:
-            topic = _topic(t, ids)
-            for parts in t.children or ():
-                if not parts.children or not parts.type.startswith("[]"):
-                    continue
-                for p in parts.children:
-                    partition = next((x.value for x in p.children or () if x.name in _PARTITION), None)
-                    for rec in p.children or ():
-                        if rec.type == "records" and rec.children:
-                            for entry in rec.children:
-                                yield from _entry(entry, topic, partition)
-
-
-def _topic(t: Field, ids: dict[str, str]) -> str | None:
-    for x in t.children or ():
-        if x.name in _TOPIC_NAME and x.type == "string":
-            return x.value
-        if x.name == "topic_id" and x.type == "uuid":
-            return ids.get(x.value, x.value)
-    return None
+    for topic, t in topic_elements(body, topic_ids or {}):
+        for partition, rec in partition_records(t):
+            for entry in rec.children:
+                yield from _entry(entry, topic, partition)
 
 
 def _entry(entry: Field, topic, partition, wrapper_codec: str | None = None) -> Iterator[RecordView]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from analyzer.dissect import schema
 from analyzer.dissect.errors import ERRORS
 from analyzer.model import ConnInfo, Exchange, Field, Message, Severity
+from analyzer.session.records import partition_records, topic_elements
 
 PRODUCE, FETCH, SHARE_FETCH = 0, 1, 78
 
@@ -36,34 +37,14 @@ def record_totals(body: Field | None, topic_ids: dict[str, str] | None = None) -
     """topic -> [records, bytes] carried by the records fields of a Produce request or Fetch
     response body (record counts from batch headers, so no record body is decoded)."""
     out: dict[str, list[int]] = {}
-    if body is None:
-        return out
-    ids = topic_ids or {}
-    for arr in body.children or ():
-        if arr.children is None or not arr.type.startswith("[]"):
-            continue
-        for t in arr.children:
-            name = None
-            for x in t.children or ():
-                if x.name in ("name", "topic", "topic_name") and x.type == "string":
-                    name = x.value
-                elif x.name == "topic_id" and x.type == "uuid" and name is None:
-                    name = ids.get(x.value, x.value)
-            if name is None:
-                continue
-            acc = out.setdefault(name, [0, 0])
-            # topic -> partitions array -> partition -> records field (no walk into the records)
-            for parts in t.children or ():
-                if not parts.children or not parts.type.startswith("[]"):
-                    continue
-                for p in parts.children:
-                    for f in p.children or ():
-                        if f.type == "records" and f.children:
-                            for b in f.children:
-                                v = b.value
-                                if isinstance(v, dict):
-                                    acc[0] += v.get("records") or 0
-                                    acc[1] += v.get("bytes") or 0
+    for name, t in topic_elements(body, topic_ids or {}):
+        acc = out.setdefault(name, [0, 0])
+        for _partition, f in partition_records(t):
+            for b in f.children:
+                v = b.value
+                if isinstance(v, dict):
+                    acc[0] += v.get("records") or 0
+                    acc[1] += v.get("bytes") or 0
     return out
 
 
