@@ -69,6 +69,12 @@ def _need(pos: int, n: int, end: int, what: str) -> None:
         raise Fault("decode.truncated", f"{what}: needs {n} bytes, {max(end - pos, 0)} left", pos, what)
 
 
+def _short(name: str, ftype: str, size: int, pos: int, end: int) -> Fault:
+    return Fault(
+        "decode.truncated", f"{name} ({ftype}): needs {size} bytes, {max(end - pos, 0)} left", pos, name
+    )
+
+
 def read_uvarint(buf, pos: int, end: int) -> tuple[int, int]:
     shift = 0
     value = 0
@@ -161,12 +167,7 @@ def _primitive_reader(name: str, ftype: str, nullable: bool, flex: bool, extra):
 
             def read_error(buf, pos, end, out, ctx):
                 if pos + size > end:
-                    raise Fault(
-                        "decode.truncated",
-                        f"{name} ({ftype}): needs {size} bytes, {max(end - pos, 0)} left",
-                        pos,
-                        name,
-                    )
+                    raise _short(name, ftype, size, pos, end)
                 v = unpack(buf, pos)[0]
                 if v:
                     out.append(Field(name, ftype, v, pos, size, None, _error_display(v)))
@@ -188,12 +189,7 @@ def _primitive_reader(name: str, ftype: str, nullable: bool, flex: bool, extra):
 
         def read_fixed(buf, pos, end, out, ctx):
             if pos + size > end:
-                raise Fault(
-                    "decode.truncated",
-                    f"{name} ({ftype}): needs {size} bytes, {max(end - pos, 0)} left",
-                    pos,
-                    name,
-                )
+                raise _short(name, ftype, size, pos, end)
             out.append(Field(name, ftype, unpack(buf, pos)[0], pos, size))
             return pos + size
 

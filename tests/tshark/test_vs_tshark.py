@@ -29,50 +29,37 @@ def ours(path):
     return conns, exchanges
 
 
+def tshark_fields(path, ports, display_filter, fields, two_pass=False) -> list[list[str]]:
+    """tshark's field values per packet (``|``-separated, occurrences joined with ``,``), Kafka
+    dissected on every broker port."""
+    args = ["tshark", *(["-2"] if two_pass else []), "-r", str(path), "-Y", display_filter, "-T", "fields"]
+    args += ["-E", "separator=|", "-E", "occurrence=a", "-E", "aggregator=,"]
+    for p in sorted(ports):
+        args += ["-d", f"tcp.port=={p},kafka"]
+    for f in fields:
+        args += ["-e", f]
+    out = subprocess.run(args, capture_output=True, text=True, timeout=300, check=True).stdout
+    return [line.split("|") for line in out.splitlines()]
+
+
 def tshark_pdus(path, ports):
-    args = [
-        "tshark",
-        "-r",
-        str(path),
-        "-Y",
-        "kafka",
-        "-T",
-        "fields",
-        "-E",
-        "separator=|",
-        "-E",
-        "occurrence=a",
-        "-E",
-        "aggregator=,",
-        "-e",
+    fields = [
         "ip.src",
-        "-e",
         "ipv6.src",
-        "-e",
         "tcp.srcport",
-        "-e",
         "ip.dst",
-        "-e",
         "ipv6.dst",
-        "-e",
         "tcp.dstport",
-        "-e",
         "kafka.len",
-        "-e",
         "kafka.correlation_id",
-        "-e",
         "kafka.request_key",
-        "-e",
         "kafka.request.version",
-        "-e",
         "_ws.malformed",
     ]
-    for p in sorted(ports):
-        args[3:3] = ["-d", f"tcp.port=={p},kafka"]
-    out = subprocess.run(args, capture_output=True, text=True, timeout=300, check=True).stdout
     rows = []
-    for line in out.splitlines():
-        src, src6, sport, dst, dst6, dport, lens, corrs, keys, vers, malformed = line.split("|")
+    for src, src6, sport, dst, dst6, dport, lens, corrs, keys, vers, malformed in tshark_fields(
+        path, ports, "kafka", fields
+    ):
         rows.append(
             (
                 (src or src6, int(sport)),
@@ -129,34 +116,9 @@ def test_requests_tshark_decodes_are_ours_too(path):
 
 def tshark_links(path, ports):
     """(request frame number, response frame number, correlation id) tshark pairs (two-pass)."""
-    args = [
-        "tshark",
-        "-2",
-        "-r",
-        str(path),
-        "-Y",
-        "kafka.request_frame",
-        "-T",
-        "fields",
-        "-E",
-        "separator=|",
-        "-E",
-        "occurrence=a",
-        "-E",
-        "aggregator=,",
-        "-e",
-        "frame.number",
-        "-e",
-        "kafka.request_frame",
-        "-e",
-        "kafka.correlation_id",
-    ]
-    for p in sorted(ports):
-        args[4:4] = ["-d", f"tcp.port=={p},kafka"]
-    out = subprocess.run(args, capture_output=True, text=True, timeout=300, check=True).stdout
+    fields = ["frame.number", "kafka.request_frame", "kafka.correlation_id"]
     links = set()
-    for line in out.splitlines():
-        frame, reqs, corrs = line.split("|")
+    for frame, reqs, corrs in tshark_fields(path, ports, "kafka.request_frame", fields, two_pass=True):
         for req, corr in zip(reqs.split(","), corrs.split(","), strict=False):
             if req:
                 links.add((int(req), int(frame), int(corr)))
