@@ -31,6 +31,7 @@ _i32 = struct.Struct(">i").unpack_from
 _req_head = struct.Struct(">hhih").unpack_from  # api_key, api_version, correlation_id, client id length
 
 DEFAULT_MAX_FRAME = 256 << 20
+MAX_PENDING = 4096  # awaited correlation ids kept per connection for resynchronisation
 
 
 def plausible_request(buf, p: int, end: int, max_frame: int = DEFAULT_MAX_FRAME) -> bool:
@@ -109,7 +110,9 @@ class KafkaConnection:
         self.max_frame = max_frame
         self.detect_limit = detect_limit
         self.dirs = (_Direction(syn), _Direction(syn))
-        self.pending: set[int] = set()  # correlation ids of requests not yet framed back
+        # correlation ids of requests not yet answered, oldest first (a dict as an ordered set);
+        # bounded: requests that never get an answer (acks=0 Produce) must not pile up
+        self.pending: dict[int, None] = {}
         self.not_kafka: str | None = None
         self.seen = 0
 
@@ -210,9 +213,12 @@ class KafkaConnection:
         kind = "request" if d == self.client else "response"
         f = Frame(self.conn, d, offset, size, payload, ts_first, ts_last, packets, kind)
         if kind == "request" and size >= 8:
-            self.pending.add(_i32(payload, 4)[0])
+            pending = self.pending
+            pending[_i32(payload, 4)[0]] = None
+            if len(pending) > MAX_PENDING:
+                del pending[next(iter(pending))]
         elif size >= 4:
-            self.pending.discard(_i32(payload, 0)[0])
+            self.pending.pop(_i32(payload, 0)[0], None)
         return f
 
     def _decide_client(self, issues: list[Issue]) -> bool:
