@@ -351,6 +351,15 @@ def _zstd_decompress(data: bytes, allowed: int, limits: Limits) -> tuple[bytes |
     n = len(data)
     if n == 0:
         return None, _failed("zstd", "empty input")
+    if data[:4] == _ZSTD_MAGIC:
+        # The common case, one frame that declares its size (librdkafka, the Java client): one
+        # call into a buffer of exactly that size, which libzstd refuses to overrun.
+        try:
+            size = _zstd.frame_content_size(data[:18])
+            if 0 <= size <= allowed:
+                return _zstd.ZstdDecompressor().decompress(data, allow_extra_data=False), None
+        except _zstd.ZstdError:
+            pass  # several frames, or damage: the stepwise path below says which
     mv = memoryview(data)
     out: list[bytes] = []
     total = 0

@@ -79,13 +79,22 @@ from analyzer.dissect.codecs import DEFAULT_LIMITS, Limits, codec_name, decompre
 from analyzer.dissect.crc import crc32c
 from analyzer.model import Field, Issue, Severity, error, note, warning
 
-__all__ = ["decode_records", "Limits", "DEFAULT_LIMITS", "CONTROL_TYPES", "iso_timestamp"]
+__all__ = [
+    "decode_records",
+    "Limits",
+    "DEFAULT_LIMITS",
+    "CONTROL_TYPES",
+    "RecordsField",
+    "iso_timestamp",
+    "record_timestamp_text",
+]
 
 _LEGACY = struct.Struct(">qiIbb")  # offset, message_size, crc, magic, attributes
 _OFF_SIZE = struct.Struct(">qi")
 _V2 = struct.Struct(">qiibIhiqqqhii")
 _I64 = struct.Struct(">q")
 _I32 = struct.Struct(">i")
+_I16 = struct.Struct(">h")
 _CTRL_KEY = struct.Struct(">hh")
 _CTRL_VALUE = struct.Struct(">hi")
 
@@ -702,40 +711,252 @@ def _decode_batch(
     return field
 
 
+class RecordsField(Field):
+    """The ``records`` array of a v2 batch: parsed once into rows, Field children built on first use.
+
+    The scan in :func:`_decode_v2_records` is the one parser: it checks every length and varint,
+    reports every issue and keeps each record as a row of values and positions in ``buf``
+    (``ROW`` names them). ``children`` turns the rows into ``record`` Fields with byte spans the
+    first time someone asks (the field tree, the TUI); the export reads the rows directly.
+    """
+
+    __slots__ = ("rows", "buf", "rbase", "batch")
+
+    # row = (rstart, body, rend, attributes, ts_delta, ts_end, offset_delta, od_end,
+    #        key_data, key_end, value_data, value_end, header_count, hc_end, headers, ok)
+    # Positions are in ``buf``; ``body`` is the first byte after the length varint; the key's
+    # length varint starts at ``od_end``, the value's at ``key_end``, the header count's at
+    # ``value_end``. ``*_data`` is -1 for a null key/value (``*_end`` is then the end of its
+    # varint). headers: (start, key_data, key_end, value_data, value_end) each; key_data None
+    # when its key did not parse, value_data None when its value did not. Parts a malformed
+    # record never reached are None; ``ok`` is False for those records.
+    ROW = (
+        "rstart",
+        "body",
+        "rend",
+        "attributes",
+        "ts_delta",
+        "ts_end",
+        "offset_delta",
+        "od_end",
+        "key_data",
+        "key_end",
+        "value_data",
+        "value_end",
+        "header_count",
+        "hc_end",
+        "headers",
+        "ok",
+    )
+
+    def __init__(self, offset: int, length: int, rows: list, buf: bytes, base: int, batch: tuple) -> None:
+        self.name = "records"
+        self.type = "array"
+        self.value = len(rows)
+        self.offset = offset
+        self.length = length
+        self.display = None
+        _CHILDREN.__set__(self, None)
+        self.rows = rows
+        self.buf = buf
+        self.rbase = base
+        self.batch = batch  # (base_offset, base_timestamp, max_timestamp, attributes, ...)
+
+    @property
+    def children(self) -> list[Field]:  # type: ignore[override]
+        kids = _CHILDREN.__get__(self)
+        if kids is None:
+            kids = [_record_field(self, row) for row in self.rows]
+            _CHILDREN.__set__(self, kids)
+        return kids
+
+    @children.setter
+    def children(self, kids: list[Field] | None) -> None:
+        _CHILDREN.__set__(self, kids)
+
+
+_CHILDREN = Field.__dict__["children"]  # the slot under RecordsField's lazy property
+
+
+def record_timestamp_text(batch: tuple, tsd: int) -> str | None:
+    """What a record's timestamp delta means: its ISO time (create time) or the batch's."""
+    bo, bts, mts, attrs = batch[:4]
+    if attrs & 0x08:
+        t = iso_timestamp(mts)
+        return None if t is None else t + " (log append time)"
+    return None if bts == -1 else iso_timestamp(bts + tsd)
+
+
 def _decode_v2_records(ctx: _Ctx, buf: bytes, start: int, end: int, base: int, batch: tuple) -> Field:
     bo, bts, mts, attrs, count, where, ioff = batch
-    recs: list[Field] = []
+    control = attrs & 0x20
+    rows: list[tuple] = []
+    append = rows.append
+    varint = _varint
     p = start
     framed = True
-    while len(recs) < count and p < end:
+    while len(rows) < count and p < end:
         rstart = p
-        try:
-            length, p = _varint(buf, p, end)
-        except _Malformed as e:
-            ctx.issues.append(
-                error(e.code, f"record length: {e.message}", ioff, f"record {len(recs)} of {where}")
-            )
-            framed = False
-            break
+        b = buf[p]
+        if b < 0x80:
+            length = (b >> 1) ^ -(b & 1)
+            p += 1
+        else:
+            try:
+                length, p = varint(buf, p, end)
+            except _Malformed as e:
+                ctx.issues.append(
+                    error(e.code, f"record length: {e.message}", ioff, f"record {len(rows)} of {where}")
+                )
+                framed = False
+                break
         if length < 0 or length > end - p:
             ctx.issues.append(
                 error(
                     "records.bad_record",
                     f"record length {length} does not fit the {end - p} bytes left",
                     ioff,
-                    f"record {len(recs)} of {where}",
+                    f"record {len(rows)} of {where}",
                 )
             )
             framed = False
             break
+        body = p
         rend = p + length
-        recs.append(_decode_record(ctx, buf, rstart, p, rend, base, batch, len(recs)))
+        a = tsd = tse = od = ode = kd = ke = vd = ve = hc = hce = None
+        hdrs: list | None = None
+        try:
+            if p >= rend:
+                raise _Malformed("records.bad_record", "record attributes cut by the end of the record")
+            a = buf[p]
+            if a > 127:
+                a -= 256
+            p += 1
+            if p < rend and (b := buf[p]) < 0x80:
+                tsd = (b >> 1) ^ -(b & 1)
+                p += 1
+            else:
+                tsd, p = _varlong(buf, p, rend)
+            tse = p
+            if p < rend and (b := buf[p]) < 0x80:
+                od = (b >> 1) ^ -(b & 1)
+                p += 1
+            else:
+                od, p = varint(buf, p, rend)
+            ode = p
+            # key
+            if p < rend and (b := buf[p]) < 0x80:
+                ln = (b >> 1) ^ -(b & 1)
+                p += 1
+            elif p + 1 < rend and (c := buf[p + 1]) < 0x80:  # two bytes: lengths up to 8191
+                ln = (b & 0x7F) | c << 7
+                ln = (ln >> 1) ^ -(ln & 1)
+                p += 2
+            else:
+                ln, p = varint(buf, p, rend)
+            if ln == -1:
+                kd, ke = -1, p
+            elif ln < 0:
+                raise _Malformed("records.bad_record", f"key has negative length {ln}")
+            elif ln > rend - p:
+                raise _Malformed(
+                    "records.bad_record", f"key length {ln} exceeds the {rend - p} bytes left in the record"
+                )
+            else:
+                kd, p = p, p + ln
+                ke = p
+            # value
+            if p < rend and (b := buf[p]) < 0x80:
+                ln = (b >> 1) ^ -(b & 1)
+                p += 1
+            elif p + 1 < rend and (c := buf[p + 1]) < 0x80:  # two bytes: lengths up to 8191
+                ln = (b & 0x7F) | c << 7
+                ln = (ln >> 1) ^ -(ln & 1)
+                p += 2
+            else:
+                ln, p = varint(buf, p, rend)
+            if ln == -1:
+                vd, ve = -1, p
+            elif ln < 0:
+                raise _Malformed("records.bad_record", f"value has negative length {ln}")
+            elif ln > rend - p:
+                raise _Malformed(
+                    "records.bad_record",
+                    f"value length {ln} exceeds the {rend - p} bytes left in the record",
+                )
+            else:
+                vd, p = p, p + ln
+                ve = p
+            if control:
+                _check_control(ctx, buf, kd, ke, vd, ve, where, ioff, len(rows))
+            # headers
+            if p < rend and (b := buf[p]) < 0x80:
+                hc = (b >> 1) ^ -(b & 1)
+                p += 1
+            else:
+                hc, p = varint(buf, p, rend)
+            if hc < 0:
+                raise _Malformed("records.bad_record", f"negative header count {hc}")
+            if hc > (rend - p) // 2:
+                raise _Malformed(
+                    "records.bad_record", f"header count {hc} does not fit the {rend - p} bytes left"
+                )
+            hce = p
+            hdrs = []
+            for _ in range(hc):
+                hs = p
+                hdrs.append((hs, None, None, None, None))
+                if p < rend and (b := buf[p]) < 0x80:
+                    klen = (b >> 1) ^ -(b & 1)
+                    p2 = p + 1
+                else:
+                    klen, p2 = varint(buf, p, rend)
+                if klen < 0 or klen > rend - p2:
+                    raise _Malformed(
+                        "records.bad_record", f"header key length {klen} is negative or too long"
+                    )
+                hkd, hke = p2, p2 + klen
+                try:
+                    buf[hkd:hke].decode("utf-8")
+                except UnicodeDecodeError:
+                    ctx.issues.append(
+                        warning(
+                            "records.bad_header_key",
+                            "header key is not valid UTF-8",
+                            ioff,
+                            f"record {len(rows)} of {where}",
+                        )
+                    )
+                hdrs[-1] = (hs, hkd, hke, None, None)
+                if hke < rend and (b := buf[hke]) < 0x80:
+                    ln = (b >> 1) ^ -(b & 1)
+                    p = hke + 1
+                else:
+                    ln, p = varint(buf, hke, rend)
+                if ln == -1:
+                    hdrs[-1] = (hs, hkd, hke, -1, p)
+                elif ln < 0:
+                    raise _Malformed("records.bad_record", f"value has negative length {ln}")
+                elif ln > rend - p:
+                    raise _Malformed(
+                        "records.bad_record",
+                        f"value length {ln} exceeds the {rend - p} bytes left in the record",
+                    )
+                else:
+                    hdrs[-1] = (hs, hkd, hke, p, p + ln)
+                    p += ln
+            if p != rend:
+                raise _Malformed("records.bad_record", f"{rend - p} unused bytes at the end of the record")
+            append((rstart, body, rend, a, tsd, tse, od, ode, kd, ke, vd, ve, hc, hce, hdrs, True))
+        except _Malformed as e:
+            ctx.issues.append(error(e.code, e.message, ioff, f"record {len(rows)} of {where}"))
+            append((rstart, body, rend, a, tsd, tse, od, ode, kd, ke, vd, ve, hc, hce, hdrs, False))
         p = rend
-    if framed and count >= 0 and len(recs) < count:
+    if framed and count >= 0 and len(rows) < count:
         ctx.issues.append(
             error(
                 "records.record_count_mismatch",
-                f"batch declares {count} records, its data holds {len(recs)}",
+                f"batch declares {count} records, its data holds {len(rows)}",
                 ioff,
                 where,
             )
@@ -744,109 +965,12 @@ def _decode_v2_records(ctx: _Ctx, buf: bytes, start: int, end: int, base: int, b
         ctx.issues.append(
             error("records.trailing_bytes", f"{end - p} bytes after the last of {count} records", ioff, where)
         )
-    return Field("records", "array", len(recs), base + start, p - start, recs)
+    return RecordsField(base + start, p - start, rows, buf, base, batch)
 
 
-def _decode_record(
-    ctx: _Ctx, buf: bytes, rstart: int, p: int, rend: int, base: int, batch: tuple, index: int
-) -> Field:
-    bo, bts, mts, attrs, count, where, ioff = batch
-    children = [Field("length", "varint", rend - p, base + rstart, p - rstart)]
-    field = Field("record", "record", None, base + rstart, rend - rstart, children)
-    try:
-        if p >= rend:
-            raise _Malformed("records.bad_record", "record attributes cut by the end of the record")
-        a = buf[p]
-        children.append(Field("attributes", "int8", a - 256 if a > 127 else a, base + p, 1))
-        p += 1
-        s = p
-        tsd, p = _varlong(buf, p, rend)
-        if attrs & 0x08:
-            tsdisp = iso_timestamp(mts)
-            tsdisp = None if tsdisp is None else tsdisp + " (log append time)"
-        else:
-            tsdisp = None if bts == -1 else iso_timestamp(bts + tsd)
-        children.append(Field("timestamp_delta", "varlong", tsd, base + s, p - s, None, tsdisp))
-        s = p
-        od, p = _varint(buf, p, rend)
-        field.value = bo + od
-        field.display = odisp = f"offset {bo + od}"
-        children.append(Field("offset_delta", "varint", od, base + s, p - s, None, odisp))
-        if attrs & 0x20:
-            p = _control_kv(ctx, buf, p, rend, base, children, where, ioff, index)
-        else:
-            p = _bytes_field(buf, p, rend, base, "key", children)
-            p = _bytes_field(buf, p, rend, base, "value", children)
-        s = p
-        hcount, p = _varint(buf, p, rend)
-        if hcount < 0:
-            raise _Malformed("records.bad_record", f"negative header count {hcount}")
-        if hcount > (rend - p) // 2:
-            raise _Malformed(
-                "records.bad_record", f"header count {hcount} does not fit the {rend - p} bytes left"
-            )
-        headers: list[Field] = []
-        # spans cover the rest of the record until the headers parse completely
-        hfield = Field("headers", "array", hcount, base + s, rend - s, headers)
-        children.append(hfield)
-        for _ in range(hcount):
-            hs = p
-            hkids: list[Field] = []
-            headers.append(Field("header", "struct", None, base + hs, rend - hs, hkids))
-            klen, p2 = _varint(buf, p, rend)
-            if klen < 0 or klen > rend - p2:
-                raise _Malformed("records.bad_record", f"header key length {klen} is negative or too long")
-            kb = buf[p2 : p2 + klen]
-            ktext = _text(kb)
-            if ktext is None:
-                ctx.issues.append(
-                    warning(
-                        "records.bad_header_key",
-                        "header key is not valid UTF-8",
-                        ioff,
-                        f"record {index} of {where}",
-                    )
-                )
-                ktext = kb.decode("utf-8", "replace")
-            hkids.append(Field("key", "string", ktext, base + p, p2 + klen - p))
-            p = _bytes_field(buf, p2 + klen, rend, base, "value", hkids)
-            headers[-1].length = p - hs
-            headers[-1].display = ktext
-        hfield.length = p - s
-        if p != rend:
-            raise _Malformed("records.bad_record", f"{rend - p} unused bytes at the end of the record")
-    except _Malformed as e:
-        ctx.issues.append(error(e.code, e.message, ioff, f"record {index} of {where}"))
-    return field
-
-
-def _bytes_field(buf: bytes, p: int, end: int, base: int, name: str, out: list[Field]) -> int:
-    s = p
-    ln, p = _varint(buf, p, end)
-    if ln == -1:
-        out.append(Field(name, "bytes", None, base + s, p - s))
-        return p
-    if ln < 0:
-        raise _Malformed("records.bad_record", f"{name} has negative length {ln}")
-    if ln > end - p:
-        raise _Malformed(
-            "records.bad_record", f"{name} length {ln} exceeds the {end - p} bytes left in the record"
-        )
-    v = buf[p : p + ln]
-    out.append(Field(name, "bytes", v, base + s, p + ln - s, None, _text(v)))
-    return p + ln
-
-
-def _control_kv(
-    ctx: _Ctx, buf: bytes, p: int, end: int, base: int, out: list[Field], where: str, ioff: int, index: int
-) -> int:
-    kpos = len(out)
-    p = _bytes_field(buf, p, end, base, "key", out)
-    vpos = len(out)
-    p = _bytes_field(buf, p, end, base, "value", out)
-    key, value = out[kpos], out[vpos]
-    kb: Any = key.value
-    if kb is None or len(kb) < 4:
+def _check_control(ctx: _Ctx, buf: bytes, kd, ke, vd, ve, where: str, ioff: int, index: int) -> None:
+    """The issues of a control record's key and value (their Fields come with the records view)."""
+    if kd < 0 or ke - kd < 4:
         ctx.issues.append(
             error(
                 "records.bad_control_record",
@@ -855,7 +979,97 @@ def _control_kv(
                 f"record {index} of {where}",
             )
         )
-        return p
+        return
+    (ctype,) = _I16.unpack_from(buf, kd + 2)
+    if ctype in (0, 1) and (vd < 0 or ve - vd < 6):
+        name = CONTROL_TYPES[ctype]
+        ctx.issues.append(
+            error(
+                "records.bad_control_record",
+                f"{name} marker value shorter than 6 bytes",
+                ioff,
+                f"record {index} of {where}",
+            )
+        )
+
+
+# --- the Field view of a row ---------------------------------------------------------------------
+
+
+def _record_field(rf: RecordsField, row: tuple) -> Field:
+    buf, base = rf.buf, rf.rbase
+    bo = rf.batch[0]
+    control = rf.batch[3] & 0x20
+    rstart, body, rend, a, tsd, tse, od, ode, kd, ke, vd, ve, hc, hce, hdrs, _ = row
+    children = [Field("length", "varint", rend - body, base + rstart, body - rstart)]
+    field = Field("record", "record", None, base + rstart, rend - rstart, children)
+    if a is None:
+        return field
+    children.append(Field("attributes", "int8", a, base + body, 1))
+    if tse is None:
+        return field
+    children.append(
+        Field(
+            "timestamp_delta",
+            "varlong",
+            tsd,
+            base + body + 1,
+            tse - body - 1,
+            None,
+            record_timestamp_text(rf.batch, tsd),
+        )
+    )
+    if ode is None:
+        return field
+    field.value = bo + od
+    field.display = odisp = f"offset {bo + od}"
+    children.append(Field("offset_delta", "varint", od, base + tse, ode - tse, None, odisp))
+    if ke is None:
+        return field
+    key = _bytes_view(buf, base, "key", ode, kd, ke)
+    children.append(key)
+    if ve is None:
+        return field
+    value = _bytes_view(buf, base, "value", ke, vd, ve)
+    children.append(value)
+    if control:
+        _control_view(key, value)
+    if hce is None:
+        return field
+    headers: list[Field] = []
+    hend = rend  # the span covers the rest of the record unless every header parsed
+    if hdrs is not None and len(hdrs) == hc and (not hdrs or hdrs[-1][3] is not None):
+        hend = hdrs[-1][4] if hdrs else hce
+    children.append(Field("headers", "array", hc, base + ve, hend - ve, headers))
+    for hs, hkd, hke, hvd, hve in hdrs or ():
+        hkids: list[Field] = []
+        h = Field("header", "struct", None, base + hs, rend - hs, hkids)
+        headers.append(h)
+        if hkd is None:
+            continue
+        kb = buf[hkd:hke]
+        ktext = kb.decode("utf-8", "replace")
+        hkids.append(Field("key", "string", ktext, base + hs, hke - hs))
+        if hvd is None:
+            continue
+        hkids.append(_bytes_view(buf, base, "value", hke, hvd, hve))
+        h.length = hve - hs
+        h.display = ktext
+    return field
+
+
+def _bytes_view(buf: bytes, base: int, name: str, s: int, d: int, e: int) -> Field:
+    if d < 0:
+        return Field(name, "bytes", None, base + s, e - s)
+    v = buf[d:e]
+    return Field(name, "bytes", v, base + s, e - s, None, _text(v))
+
+
+def _control_view(key: Field, value: Field) -> None:
+    """Control record key (version, type) and ABORT/COMMIT value (version, coordinator epoch)."""
+    kb: Any = key.value
+    if kb is None or len(kb) < 4:
+        return
     version, ctype = _CTRL_KEY.unpack_from(kb)
     kd = key.offset + key.length - len(kb)
     name = CONTROL_TYPES.get(ctype, f"unknown({ctype})")
@@ -868,15 +1082,7 @@ def _control_kv(
     vb: Any = value.value
     if ctype in (0, 1):
         if vb is None or len(vb) < 6:
-            ctx.issues.append(
-                error(
-                    "records.bad_control_record",
-                    f"{name} marker value shorter than 6 bytes",
-                    ioff,
-                    f"record {index} of {where}",
-                )
-            )
-            return p
+            return
         vversion, epoch = _CTRL_VALUE.unpack_from(vb)
         vd = value.offset + value.length - len(vb)
         value.type = "control_value"
@@ -885,4 +1091,3 @@ def _control_kv(
             Field("version", "int16", vversion, vd, 2),
             Field("coordinator_epoch", "int32", epoch, vd + 2, 4),
         ]
-    return p

@@ -15,6 +15,7 @@ import base64
 from typing import Any
 
 from analyzer.dissect import schema
+from analyzer.dissect.records import RecordsField, record_timestamp_text
 from analyzer.model import ConnInfo, Exchange, Field, Message
 
 _INT_TYPES = frozenset(("int8", "int16", "uint16", "int32", "uint32", "int64"))
@@ -34,6 +35,8 @@ def bytes_json(raw: bytes | None) -> Any:
 
 
 def field_json(f: Field, spans: dict | None, path: str) -> Any:
+    if type(f) is RecordsField:
+        return records_json(f)
     if spans is not None:
         spans[path or "/"] = [f.offset, f.length]
     ch = f.children
@@ -74,6 +77,81 @@ def _value_json(f: Field):
             return d
         return bytes_json(v)
     return v
+
+
+# ASCII that is text: printable characters and tab / newline / carriage return
+_ASCII_TEXT = bytes(range(0x20, 0x7F)) + b"\t\n\r"
+
+
+def records_json(rf: RecordsField) -> list[dict]:
+    """The records of a v2 batch (the hot path of ``export --records``), straight from the rows
+    of the records parser: the same objects :func:`record_json` makes of their Fields."""
+    bo, bts, mts, attrs = rf.batch[:4]
+    if attrs & 0x20:  # control records (one per marker batch): their key and value are structs
+        return [record_json(r) for r in rf.children]
+    buf = rf.buf
+    ts_text = record_timestamp_text
+    out = []
+    kids = None
+    for i, row in enumerate(rf.rows):
+        rstart, body, rend, a, tsd, tse, od, ode, kd, ke, vd, ve, hc, hce, hdrs, ok = row
+        if not ok:  # a malformed record: whatever parsed of it, as its Field shows
+            if kids is None:
+                kids = rf.children
+            out.append(record_json(kids[i]))
+            continue
+        d: dict[str, Any] = {"length": rend - body, "attributes": a, "timestamp_delta": tsd}
+        t = ts_text(rf.batch, tsd)
+        if t is not None:
+            d["timestamp_delta_text"] = t
+        d["offset_delta"] = od
+        d["offset_delta_text"] = f"offset {bo + od}"
+        if kd < 0:
+            d["key"] = None
+        else:
+            raw = buf[kd:ke]
+            if raw.translate(None, _ASCII_TEXT):
+                _bytes_into(d, "key", raw)
+            else:
+                d["key"] = raw.decode("ascii")
+        if vd < 0:
+            d["value"] = None
+        else:
+            raw = buf[vd:ve]
+            if raw.translate(None, _ASCII_TEXT):
+                _bytes_into(d, "value", raw)
+            else:
+                d["value"] = raw.decode("ascii")
+        d["headers"] = [
+            {
+                "key": buf[hkd:hke].decode("utf-8", "replace"),
+                "value": None if hvd < 0 else _header_value_json(buf[hvd:hve]),
+            }
+            for _hs, hkd, hke, hvd, hve in hdrs
+        ]
+        out.append(d)
+    return out
+
+
+def _bytes_into(d: dict, name: str, raw: bytes) -> None:
+    """A key or value that is not plain ASCII text: as :func:`record_json` gives its Field."""
+    try:
+        text: str | None = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    v = d[name] = text if text is not None and text.isprintable() else bytes_json(raw)
+    if text is not None and text != v:
+        d[name + "_text"] = text
+
+
+def _header_value_json(raw: bytes) -> Any:
+    if not raw.translate(None, _ASCII_TEXT):
+        return raw.decode("ascii")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return bytes_json(raw)
+    return text if text.isprintable() else bytes_json(raw)
 
 
 def record_json(r: Field) -> dict:
