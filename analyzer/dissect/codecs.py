@@ -30,6 +30,7 @@ of identical values legitimately compresses far beyond 1000:1 with zstd.
 from __future__ import annotations
 
 import struct
+import threading
 import zlib
 from dataclasses import dataclass
 
@@ -345,21 +346,47 @@ def _lz4(data: bytes, allowed: int, limits: Limits) -> tuple[bytes | None, Issue
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
+_ZSTD_LOCAL = threading.local()
+
+
+def _zstd_dctx():
+    """This thread's decompression context (making one per batch costs more than decoding it)."""
+    d = getattr(_ZSTD_LOCAL, "dctx", None)
+    if d is None:
+        d = _ZSTD_LOCAL.dctx = _zstd.ZstdDecompressor()
+    return d
+
+
 def _zstd_decompress(data: bytes, allowed: int, limits: Limits) -> tuple[bytes | None, Issue | None]:
     if _zstd is None:  # pragma: no cover
         return None, _failed("zstd", "no zstandard library installed")
     n = len(data)
     if n == 0:
         return None, _failed("zstd", "empty input")
+    whole = False  # whether each frame may be fed in one call
     if data[:4] == _ZSTD_MAGIC:
-        # The common case, one frame that declares its size (librdkafka, the Java client): one
-        # call into a buffer of exactly that size, which libzstd refuses to overrun.
         try:
             size = _zstd.frame_content_size(data[:18])
-            if 0 <= size <= allowed:
-                return _zstd.ZstdDecompressor().decompress(data, allow_extra_data=False), None
+            if size > allowed:
+                return None, _limit("zstd", size, allowed, limits, n, claimed=True)
+            if size >= 0:
+                # one frame that declares its size (the Java client): one call into a buffer of
+                # exactly that size, which libzstd refuses to overrun
+                return _zstd_dctx().decompress(data, allow_extra_data=False), None
         except _zstd.ZstdError:
-            pass  # several frames, or damage: the stepwise path below says which
+            pass  # several frames, or damage: the loop below says which
+        try:
+            # no declared size (librdkafka): a read bounded by the budget tells the real size;
+            # within budget, the loop below feeds each frame in one call instead of in steps
+            r = _zstd_dctx().stream_reader(data, read_across_frames=True)
+            size = 0
+            while chunk := r.read(1 << 18):
+                size += len(chunk)
+                if size > allowed:
+                    return None, _limit("zstd", None, allowed, limits, n)
+            whole = True
+        except _zstd.ZstdError:
+            pass  # damage: the loop below says where
     mv = memoryview(data)
     out: list[bytes] = []
     total = 0
@@ -370,14 +397,14 @@ def _zstd_decompress(data: bytes, allowed: int, limits: Limits) -> tuple[bytes |
                 size = _zstd.frame_content_size(data[pos : pos + 18])
                 if size > allowed - total:
                     return None, _limit("zstd", total + size, allowed, limits, n, claimed=True)
-            d = _zstd.ZstdDecompressor().decompressobj()
+            d = _zstd_dctx().decompressobj()
             # A zstd block of 4 input bytes can expand to 128 KiB (RLE), so the input is fed in
             # slices sized so that one call cannot overshoot the remaining budget by much.
             p = pos
             while not d.eof:
                 if p >= n:
                     return None, _failed("zstd", "truncated zstd frame")
-                step = min(64 * 1024, max(64, (allowed - total) >> 17))
+                step = n if whole else min(64 * 1024, max(64, (allowed - total) >> 17))
                 chunk = d.decompress(mv[p : p + step])
                 p += step
                 total += len(chunk)
