@@ -14,6 +14,11 @@
 5. performance: ``kafka-analyzer stats`` against ``tshark -T fields`` of the main Kafka fields,
    and ``kafka-analyzer export --records`` against ``tshark -T json -J kafka``; with ``--gb``
    also ``stats`` on the capture concatenated 4 times (``bench/pcapcat.py``, about 1 GB).
+6. the same on a capture recorded with the mock capped at the API versions tshark 4.0 decodes
+   (``bench/gen_capped.py``). tshark 4.0 does not dissect the Produce v10 / Fetch v16 librdkafka
+   speaks by default, so its JSON of the main capture holds no records at all; the
+   ``export --records`` ratio target is judged only where tshark dissects every Produce and
+   Fetch request (the rule for tshark 4.0: compare only what it decodes cleanly).
 
 Every command runs ``--rounds`` times (ours and tshark alternating, page cache warm); the
 median and best wall times are reported, and the peak RSS of each process from ``os.wait4``.
@@ -156,6 +161,7 @@ class Comparison:
     target_ratio: float | None  # ours/tshark must be at most this
     target_rss: float | None = RSS_LIMIT_MB
     facts: dict[str, str] = field(default_factory=dict)
+    unjudged: str | None = None  # why the ratio target does not apply to this capture
 
     @property
     def ratio(self) -> float | None:
@@ -169,7 +175,9 @@ class Comparison:
             bad.append(f"ratio > {self.target_ratio:g}")
         if self.target_rss is not None and self.ours.samples and self.ours.rss >= self.target_rss:
             bad.append(f"RSS >= {self.target_rss:g} MB")
-        return "MISSED: " + ", ".join(bad) if bad else "met"
+        if bad:
+            return "MISSED: " + ", ".join(bad)
+        return f"met; ratio not judged: {self.unjudged}" if self.unjudged else "met"
 
     def target_text(self) -> str:
         parts = []
@@ -404,6 +412,16 @@ def performance(cap: dict, rounds: int, timeout: float, tag: str = "", export: b
     )
     comps = [stats]
     if export:
+        # The guide's rule for tshark 4.0: compare only what it decodes cleanly. Where it leaves
+        # Produce / Fetch PDUs undissected its JSON holds none of their records, so the ratio
+        # is printed but judged on the tshark-decodable capture instead.
+        undissected = cap.get("records_undissected", 0)
+        unjudged = (
+            f"tshark leaves {undissected} Produce/Fetch requests undissected here, so its JSON has"
+            f" no records; judged on the {CAPPED_TAG}"
+            if undissected
+            else None
+        )
         comps.append(
             Comparison(
                 "export --records" + suffix,
@@ -413,7 +431,8 @@ def performance(cap: dict, rounds: int, timeout: float, tag: str = "", export: b
                 Series(
                     "tshark -T json -J kafka", ["tshark", "-r", pcap, *decode_as, "-T", "json", "-J", "kafka"]
                 ),
-                0.5,
+                None if unjudged else 0.5,
+                unjudged=unjudged,
             )
         )
     ours_out = OUT / f"stats-ours{slug}.txt"
@@ -465,6 +484,7 @@ def tshark_undecoded(cap: dict, timeout: float) -> str:
             responses += 1
         else:
             other += 1
+    cap["records_undissected"] = sum(n for (k, _v), n in reqs.items() if k in (0, 1))
     if not reqs and not responses and not other:
         return "none"
     parts = [
@@ -647,6 +667,9 @@ def write_results(ctx: dict) -> str:
             "with the mock cluster advertising at most the versions tshark 4.0 decodes (the",
             "`librdkafka-capped-apis-gzip` caps: Produce v8, Fetch v11, ListOffsets v5, Metadata v8,",
             "OffsetCommit v8, no telemetry APIs); the rows marked *" + CAPPED_TAG + "* use it.",
+            "Following the project's rule for tshark 4.0 (compare only what it decodes cleanly), the",
+            "`export --records` target is judged on this capture; on the capture above its ratio is",
+            "printed but not judged.",
             "",
             f"* file: `{_rel(ccap['path'])}`, {ccap['size_bytes'] / 2**20:.1f} MiB, {ccap['packets']} packets"
             f" over {ccap['duration_s']:.1f} s; broker ports {', '.join(map(str, ccap['ports']))}",

@@ -768,3 +768,100 @@ def test_mutated_batches_with_fixed_crcs_never_raise(seed, edits):
 
 def test_default_limits_exported():
     assert Limits() == DEFAULT_LIMITS
+
+
+# --- one parser, two views: record rows -> Field tree (lazily) and -> export JSON ---------------
+
+
+def _records_fields(fields):
+    for f in fields:
+        for x in f.walk():
+            if isinstance(x, records_mod.RecordsField):
+                yield x
+
+
+def _json_views_agree(data: bytes) -> int:
+    """The export's JSON of a batch's rows equals the JSON of its record Fields."""
+    from analyzer.export.jsonout import record_json, records_json
+
+    fields, _ = decode_records(data, 0)
+    n = 0
+    for rf in _records_fields(fields):
+        fast = records_json(rf)  # read from the rows, before any Field exists
+        assert fast == [record_json(r) for r in rf.children]
+        n += len(fast)
+    return n
+
+
+def test_record_fields_are_built_on_first_use():
+    (batch,), issues = decode_records(v2_batch(sample_records(6)), 0)
+    assert not issues
+    rf = records_array(batch)
+    assert isinstance(rf, records_mod.RecordsField) and rf.value == 6
+    assert records_mod._CHILDREN.__get__(rf) is None  # nothing built by the parse
+    from analyzer.export.jsonout import records_json
+
+    records_json(rf)
+    assert records_mod._CHILDREN.__get__(rf) is None  # nor by the export
+    assert len(rf.children) == 6 and rf.children is rf.children  # built once, then kept
+
+
+@pytest.mark.parametrize("codec", [0, 1, 2, 3, 4])
+def test_export_json_of_rows_equals_json_of_fields(codec):
+    recs = sample_records(24) + [
+        (b"tab\there\nnew line\r", b"\x01control", [("k", b"\x7f"), ("n", None)]),
+        (
+            "ascii and ünïcödé".encode(),
+            "\u200b zero width".encode(),
+            [("ключ", b"v")],
+        ),
+        (None, None, []),
+    ]
+    assert _json_views_agree(v2_batch(recs, codec=codec)) == len(recs)
+
+
+def test_export_json_of_rows_for_odd_batches():
+    ok = raw_record(b"k", b"v", [(b"h", b"x")])
+    cases = [
+        control_batch(0),
+        control_batch(1),
+        set_v2_attrs_and_count(v2_batch(sample_records(4)), attrs=0x08),  # log append time
+        raw_v2_batch(ok + raw_record(b"k", b"v", extra=b"\x00\x00") + ok, 3),  # unused bytes
+        raw_v2_batch(ok + raw_record(b"k", b"v", headers=[(b"h", b"x")])[:-2] + b"\x02\x09", 2),
+        raw_v2_batch(raw_record(b"k" * 3, b"v")[:-1], 1),  # value cut
+        raw_v2_batch(ok + b"\x7f", 2),  # record length past the end
+        raw_v2_batch(raw_record(b"k", b"v", [(b"\xff\xfe", b"x"), (b"h", b"\xc3")]), 1),  # not UTF-8
+    ]
+    for data in cases:
+        _json_views_agree(data)
+
+
+def test_export_json_of_rows_for_every_project_capture_batch():
+    from conftest import project_captures
+
+    from analyzer.capture.files import CaptureFile
+    from analyzer.dissect.message import Options
+    from analyzer.pipeline import Pipeline
+
+    seen = []
+    real = records_mod.decode_records
+
+    def spy(data, base, **kw):
+        seen.append(bytes(data))
+        return real(data, base, **kw)
+
+    total = 0
+    paths = project_captures()
+    assert paths
+    for path in paths:
+        seen.clear()
+        records_mod.decode_records = spy
+        try:
+            p = Pipeline(Options(records_bodies=True))
+            for pkt in CaptureFile(path):
+                p.feed(*pkt)
+            p.finish()
+        finally:
+            records_mod.decode_records = real
+        total += sum(_json_views_agree(d) for d in seen)
+    assert total > 0
