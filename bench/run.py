@@ -177,7 +177,7 @@ class Comparison:
             bad.append(f"RSS >= {self.target_rss:g} MB")
         if bad:
             return "MISSED: " + ", ".join(bad)
-        return f"met; ratio not judged: {self.unjudged}" if self.unjudged else "met"
+        return f"RSS met; ratio not judged: {self.unjudged}" if self.unjudged else "met"
 
     def target_text(self) -> str:
         parts = []
