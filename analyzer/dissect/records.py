@@ -844,49 +844,9 @@ def _decode_v2_records(ctx: _Ctx, buf: bytes, start: int, end: int, base: int, b
             else:
                 od, p = varint(buf, p, rend)
             ode = p
-            # key
-            if p < rend and (b := buf[p]) < 0x80:
-                ln = (b >> 1) ^ -(b & 1)
-                p += 1
-            elif p + 1 < rend and (c := buf[p + 1]) < 0x80:  # two bytes: lengths up to 8191
-                ln = (b & 0x7F) | c << 7
-                ln = (ln >> 1) ^ -(ln & 1)
-                p += 2
-            else:
-                ln, p = varint(buf, p, rend)
-            if ln == -1:
-                kd, ke = -1, p
-            elif ln < 0:
-                raise _Malformed("records.bad_record", f"key has negative length {ln}")
-            elif ln > rend - p:
-                raise _Malformed(
-                    "records.bad_record", f"key length {ln} exceeds the {rend - p} bytes left in the record"
-                )
-            else:
-                kd, p = p, p + ln
-                ke = p
-            # value
-            if p < rend and (b := buf[p]) < 0x80:
-                ln = (b >> 1) ^ -(b & 1)
-                p += 1
-            elif p + 1 < rend and (c := buf[p + 1]) < 0x80:  # two bytes: lengths up to 8191
-                ln = (b & 0x7F) | c << 7
-                ln = (ln >> 1) ^ -(ln & 1)
-                p += 2
-            else:
-                ln, p = varint(buf, p, rend)
-            if ln == -1:
-                vd, ve = -1, p
-            elif ln < 0:
-                raise _Malformed("records.bad_record", f"value has negative length {ln}")
-            elif ln > rend - p:
-                raise _Malformed(
-                    "records.bad_record",
-                    f"value length {ln} exceeds the {rend - p} bytes left in the record",
-                )
-            else:
-                vd, p = p, p + ln
-                ve = p
+            kd, ke = _bytes_span(buf, p, rend, "key")
+            vd, ve = _bytes_span(buf, ke, rend, "value")
+            p = ve
             if control:
                 _check_control(ctx, buf, kd, ke, vd, ve, where, ioff, len(rows))
             # headers
@@ -928,23 +888,8 @@ def _decode_v2_records(ctx: _Ctx, buf: bytes, start: int, end: int, base: int, b
                         )
                     )
                 hdrs[-1] = (hs, hkd, hke, None, None)
-                if hke < rend and (b := buf[hke]) < 0x80:
-                    ln = (b >> 1) ^ -(b & 1)
-                    p = hke + 1
-                else:
-                    ln, p = varint(buf, hke, rend)
-                if ln == -1:
-                    hdrs[-1] = (hs, hkd, hke, -1, p)
-                elif ln < 0:
-                    raise _Malformed("records.bad_record", f"value has negative length {ln}")
-                elif ln > rend - p:
-                    raise _Malformed(
-                        "records.bad_record",
-                        f"value length {ln} exceeds the {rend - p} bytes left in the record",
-                    )
-                else:
-                    hdrs[-1] = (hs, hkd, hke, p, p + ln)
-                    p += ln
+                hvd, p = _bytes_span(buf, hke, rend, "value")
+                hdrs[-1] = (hs, hkd, hke, hvd, p)
             if p != rend:
                 raise _Malformed("records.bad_record", f"{rend - p} unused bytes at the end of the record")
             append((rstart, body, rend, a, tsd, tse, od, ode, kd, ke, vd, ve, hc, hce, hdrs, True))
@@ -966,6 +911,28 @@ def _decode_v2_records(ctx: _Ctx, buf: bytes, start: int, end: int, base: int, b
             error("records.trailing_bytes", f"{end - p} bytes after the last of {count} records", ioff, where)
         )
     return RecordsField(base + start, p - start, rows, buf, base, batch)
+
+
+def _bytes_span(buf: bytes, p: int, end: int, name: str) -> tuple[int, int]:
+    """(data start or -1 for null, end) of a varint-length-prefixed byte string at ``p``."""
+    if p < end and (b := buf[p]) < 0x80:
+        ln = (b >> 1) ^ -(b & 1)
+        p += 1
+    elif p + 1 < end and (c := buf[p + 1]) < 0x80:  # two bytes: lengths up to 8191
+        ln = (b & 0x7F) | c << 7
+        ln = (ln >> 1) ^ -(ln & 1)
+        p += 2
+    else:
+        ln, p = _varint(buf, p, end)
+    if ln == -1:
+        return -1, p
+    if ln < 0:
+        raise _Malformed("records.bad_record", f"{name} has negative length {ln}")
+    if ln > end - p:
+        raise _Malformed(
+            "records.bad_record", f"{name} length {ln} exceeds the {end - p} bytes left in the record"
+        )
+    return p, p + ln
 
 
 def _check_control(ctx: _Ctx, buf: bytes, kd, ke, vd, ve, where: str, ioff: int, index: int) -> None:

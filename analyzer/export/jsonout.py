@@ -109,19 +109,11 @@ def records_json(rf: RecordsField) -> list[dict]:
         if kd < 0:
             d["key"] = None
         else:
-            raw = buf[kd:ke]
-            if raw.translate(None, _ASCII_TEXT):
-                _bytes_into(d, "key", raw)
-            else:
-                d["key"] = raw.decode("ascii")
+            _bytes_into(d, "key", buf[kd:ke])
         if vd < 0:
             d["value"] = None
         else:
-            raw = buf[vd:ve]
-            if raw.translate(None, _ASCII_TEXT):
-                _bytes_into(d, "value", raw)
-            else:
-                d["value"] = raw.decode("ascii")
+            _bytes_into(d, "value", buf[vd:ve])
         d["headers"] = [
             {
                 "key": buf[hkd:hke].decode("utf-8", "replace"),
@@ -134,7 +126,10 @@ def records_json(rf: RecordsField) -> list[dict]:
 
 
 def _bytes_into(d: dict, name: str, raw: bytes) -> None:
-    """A key or value that is not plain ASCII text: as :func:`record_json` gives its Field."""
+    """A record's key or value, as :func:`record_json` gives its Field."""
+    if not raw.translate(None, _ASCII_TEXT):  # plain ASCII text, the common case
+        d[name] = raw.decode("ascii")
+        return
     try:
         text: str | None = raw.decode("utf-8")
     except UnicodeDecodeError:
