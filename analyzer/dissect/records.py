@@ -143,48 +143,28 @@ class _Malformed(Exception):  # noqa: N818 - internal control flow, never escape
         self.message = message
 
 
-def _varint(buf: bytes, p: int, end: int) -> tuple[int, int]:
-    """Zigzag varint, at most 5 bytes, as Kafka's ByteUtils.readVarint (value wraps to 32 bits)."""
+def _varint(buf: bytes, p: int, end: int, size: int = 5) -> tuple[int, int]:
+    """Zigzag varint as Kafka's ByteUtils: ``size`` 5 reads a varint (at most 5 bytes, the value
+    wraps to 32 bits), ``size`` 10 a varlong (at most 10 bytes, wraps to 64 bits)."""
     if p < end:
         b = buf[p]
         if b < 0x80:
             return (b >> 1) ^ -(b & 1), p + 1
+    kind = "varint" if size == 5 else "varlong"
     result = 0
     shift = 0
-    limit = p + 5
+    limit = p + size
     while p < end:
         if p == limit:
-            raise _Malformed("records.bad_varint", "varint longer than 5 bytes")
+            raise _Malformed("records.bad_varint", f"{kind} longer than {size} bytes")
         b = buf[p]
         p += 1
         result |= (b & 0x7F) << shift
         if b < 0x80:
-            result &= 0xFFFFFFFF
+            result &= (1 << (32 if size == 5 else 64)) - 1
             return (result >> 1) ^ -(result & 1), p
         shift += 7
-    raise _Malformed("records.bad_varint", "varint cut by the end of the data")
-
-
-def _varlong(buf: bytes, p: int, end: int) -> tuple[int, int]:
-    """Zigzag varlong, at most 10 bytes (value wraps to 64 bits)."""
-    if p < end:
-        b = buf[p]
-        if b < 0x80:
-            return (b >> 1) ^ -(b & 1), p + 1
-    result = 0
-    shift = 0
-    limit = p + 10
-    while p < end:
-        if p == limit:
-            raise _Malformed("records.bad_varint", "varlong longer than 10 bytes")
-        b = buf[p]
-        p += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            result &= 0xFFFFFFFFFFFFFFFF
-            return (result >> 1) ^ -(result & 1), p
-        shift += 7
-    raise _Malformed("records.bad_varint", "varlong cut by the end of the data")
+    raise _Malformed("records.bad_varint", f"{kind} cut by the end of the data")
 
 
 def _text(b: bytes) -> str | None:
@@ -716,7 +696,7 @@ class RecordsField(Field):
 
     The scan in :func:`_decode_v2_records` is the one parser: it checks every length and varint,
     reports every issue and keeps each record as a row of values and positions in ``buf``
-    (``ROW`` names them). ``children`` turns the rows into ``record`` Fields with byte spans the
+    (the comment below names them). ``children`` turns the rows into ``record`` Fields with byte spans the
     first time someone asks (the field tree, the TUI); the export reads the rows directly.
     """
 
@@ -730,24 +710,6 @@ class RecordsField(Field):
     # varint). headers: (start, key_data, key_end, value_data, value_end) each; key_data None
     # when its key did not parse, value_data None when its value did not. Parts a malformed
     # record never reached are None; ``ok`` is False for those records.
-    ROW = (
-        "rstart",
-        "body",
-        "rend",
-        "attributes",
-        "ts_delta",
-        "ts_end",
-        "offset_delta",
-        "od_end",
-        "key_data",
-        "key_end",
-        "value_data",
-        "value_end",
-        "header_count",
-        "hc_end",
-        "headers",
-        "ok",
-    )
 
     def __init__(self, offset: int, length: int, rows: list, buf: bytes, base: int, batch: tuple) -> None:
         self.name = "records"
@@ -836,7 +798,7 @@ def _decode_v2_records(ctx: _Ctx, buf: bytes, start: int, end: int, base: int, b
                 tsd = (b >> 1) ^ -(b & 1)
                 p += 1
             else:
-                tsd, p = _varlong(buf, p, rend)
+                tsd, p = varint(buf, p, rend, 10)
             tse = p
             if p < rend and (b := buf[p]) < 0x80:
                 od = (b >> 1) ^ -(b & 1)
