@@ -19,6 +19,7 @@ CAPTURES = public_captures() + project_captures()
 
 
 def ours(path):
+    """Our connections, exchanges and the broker ports we found (what tshark is told to decode)."""
     conns = []
     exchanges = []
     for ev in analyze_file(CaptureFile(path), Pipeline()):
@@ -26,7 +27,8 @@ def ours(path):
             conns.append(ev.conn)
         elif isinstance(ev, Exchange):
             exchanges.append(ev)
-    return conns, exchanges
+    ports = {c.broker.port for c in conns if c.client_direction is not None}
+    return conns, exchanges, ports
 
 
 def tshark_fields(path, ports, display_filter, fields, two_pass=False) -> list[list[str]]:
@@ -76,8 +78,7 @@ def tshark_pdus(path, ports):
 
 @pytest.mark.parametrize("path", CAPTURES, ids=lambda p: p.name)
 def test_frames_per_connection_equal_tshark_pdus(path):
-    conns, exchanges = ours(path)
-    ports = {c.broker.port for c in conns if c.client_direction is not None}
+    conns, exchanges, ports = ours(path)
     rows = tshark_pdus(path, ports)
     theirs = Counter()
     for src, dst, lens, *_ in rows:
@@ -90,8 +91,7 @@ def test_frames_per_connection_equal_tshark_pdus(path):
 
 @pytest.mark.parametrize("path", CAPTURES, ids=lambda p: p.name)
 def test_requests_tshark_decodes_are_ours_too(path):
-    conns, exchanges = ours(path)
-    ports = {c.broker.port for c in conns if c.client_direction is not None}
+    conns, exchanges, ports = ours(path)
     theirs = Counter()
     unknown = Counter()  # tshark has no raw-SASL mode: it reads raw tokens as requests of unknown APIs
     for src, _dst, _lens, corrs, keys, vers, _malformed in tshark_pdus(path, ports):
@@ -127,8 +127,7 @@ def tshark_links(path, ports):
 
 @pytest.mark.parametrize("path", CAPTURES, ids=lambda p: p.name)
 def test_exchanges_pair_like_tshark(path):
-    conns, exchanges = ours(path)
-    ports = {c.broker.port for c in conns if c.client_direction is not None}
+    conns, exchanges, ports = ours(path)
     theirs = tshark_links(path, ports)
     mine = {
         (e.request.frame.packet_indexes[-1], e.response.frame.packet_indexes[-1], e.correlation_id)
