@@ -12,15 +12,17 @@ import datetime as _dt
 import os
 import signal
 import sys
+import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
 from analyzer import __version__
 from analyzer.capture.files import check_readable
 from analyzer.dissect import schema
 from analyzer.dissect.message import Options
+from analyzer.events import ConnIssue
 from analyzer.model import Exchange, Severity
-from analyzer.pipeline import Pipeline, StreamEvent
+from analyzer.pipeline import Analysis, Exit
 from analyzer.session.report import (
     TABLES,
     api_text,
@@ -34,72 +36,64 @@ from analyzer.session.report import (
 )
 from analyzer.session.stats import Stats
 
-EXIT_OK, EXIT_DAMAGED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_DAMAGED, EXIT_USAGE = Exit.OK, Exit.DAMAGED, Exit.USAGE
 
 
 # -- shared plumbing -----------------------------------------------------------------------------
 
 
-class Run:
-    """One analysis: the pipeline, its events and what the front end needs afterwards."""
+def options(args, records: bool = False) -> Options:
+    return Options(
+        records_bodies=records or getattr(args, "records", False),
+        show_secrets=getattr(args, "show_secrets", False),
+    )
 
-    def __init__(self, args) -> None:
-        self.args = args
-        self.opts = Options(
-            records_bodies=getattr(args, "records", False), show_secrets=getattr(args, "show_secrets", False)
-        )
-        self.pipeline = Pipeline(self.opts, ports=args.port or ())
-        self.capture_issues: list = []
-        self.exchanges = 0
-        self.cap = None
-        self.interrupted = False
 
-    def events_from_file(self, path: str) -> Iterator:
-        from analyzer.capture.files import CaptureFile
-
-        self.cap = cap = CaptureFile(path)
-        p = self.pipeline
-        feed = p.feed
-        progress = _Progress(path, cap) if _want_progress(path) else None
+@contextlib.contextmanager
+def analysis(args, source=None, **kw) -> Iterator[Analysis]:
+    """The one driver for a command's capture, with a progress bar on a terminal for big files;
+    the first Ctrl-C ends the packets early and the command still prints what it has."""
+    path = args.capture if source is None else None
+    bar = _Progress(path) if path is not None and _want_progress(path) else None
+    a = Analysis(
+        source if source is not None else path,
+        options(args, kw.pop("records", False)),
+        ports=args.port or (),
+        progress=bar.update if bar is not None else None,
+        **kw,
+    )
+    with _graceful_interrupt(a):
         try:
-            for i, (index, ts, linktype, data) in enumerate(cap):
-                evs = feed(index, ts, linktype, data)
-                if evs:
-                    yield from evs
-                if progress is not None and not i & 0x3FF:
-                    progress.update()
-        except KeyboardInterrupt:
-            self.interrupted = True
+            yield a
         finally:
-            if progress is not None:
-                progress.close()
-        yield from p.finish()
-        self.capture_issues.extend(cap.issues)
+            if bar is not None:
+                bar.close()
 
-    def exit_code(self) -> int:
-        if any(i.code == "capture.unknown_format" for i in self.capture_issues):
-            return EXIT_USAGE
-        if any(i.severity == Severity.ERROR for i in self.capture_issues):
-            return EXIT_DAMAGED
-        if self.exchanges == 0 and not self.interrupted:
-            return EXIT_DAMAGED
-        return EXIT_OK
 
-    def report_capture_issues(self) -> None:
-        for i in self.capture_issues:
-            print(f"kafka-analyzer: {i.severity}: {i.message}", file=sys.stderr)
-        if self.exchanges == 0 and not any(i.code == "capture.unknown_format" for i in self.capture_issues):
-            p = self.pipeline
-            hint = (
-                " (no TCP traffic at all)"
-                if p.reasm.connections == 0
-                else f" in {p.reasm.connections} TCP connections"
-            )
-            print(
-                f"kafka-analyzer: no Kafka traffic found{hint}; Kafka is detected by content on any "
-                "port, --port PORT names broker ports explicitly",
-                file=sys.stderr,
-            )
+@contextlib.contextmanager
+def _graceful_interrupt(a: Analysis) -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_sigint(*_) -> None:
+        a.stop()
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C is forceful
+
+    old_int = signal.signal(signal.SIGINT, on_sigint)
+    old_term = signal.signal(signal.SIGTERM, lambda *_: a.stop())
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old_int)
+        signal.signal(signal.SIGTERM, old_term)
+
+
+def finish(a: Analysis) -> int:
+    """Say what the user must know about the input on stderr; the exit code."""
+    for line in a.problems():
+        print(f"kafka-analyzer: {line}", file=sys.stderr)
+    return int(a.exit_code())
 
 
 def _want_progress(path: str) -> bool:
@@ -112,10 +106,9 @@ def _want_progress(path: str) -> bool:
 
 
 class _Progress:
-    def __init__(self, path: str, cap) -> None:
+    def __init__(self, path: str) -> None:
         from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
 
-        self.cap = cap
         self.p = Progress(
             "[progress.description]{task.description}",
             BarColumn(),
@@ -127,8 +120,8 @@ class _Progress:
         self.task = self.p.add_task(os.path.basename(path), total=os.path.getsize(path))
         self.p.start()
 
-    def update(self) -> None:
-        self.p.update(self.task, completed=self.cap.bytes_read)
+    def update(self, a: Analysis) -> None:
+        self.p.update(self.task, completed=getattr(a.source, "position", 0))
 
     def close(self) -> None:
         self.p.stop()
@@ -179,23 +172,21 @@ def exchange_line(ex: Exchange, origin: float | None, absolute: bool = False) ->
 
 
 def cmd_read(args) -> int:
-    run = Run(args)
     apis = _api_filter(args.api)
     out = sys.stdout
     origin = None
-    for ev in run.events_from_file(args.capture):
-        if type(ev) is not Exchange:
-            if args.verbose and type(ev) is StreamEvent:
-                print(f"# {ev.issue.severity}: {ev.issue.code}: {ev.issue.message}", file=out)
-            continue
-        run.exchanges += 1
-        if origin is None:
-            origin = run.pipeline.first_ts
-        if not _keep(ev, args, apis):
-            continue
-        out.write(exchange_line(ev, origin, args.absolute) + "\n")
-    run.report_capture_issues()
-    return run.exit_code()
+    with analysis(args) as a:
+        for ev in a.events():
+            if type(ev) is not Exchange:
+                if args.verbose and type(ev) is ConnIssue:
+                    print(f"# {ev.issue.severity}: {ev.issue.code}: {ev.issue.message}", file=out)
+                continue
+            if origin is None:
+                origin = a.first_ts
+            if not _keep(ev, args, apis):
+                continue
+            out.write(exchange_line(ev, origin, args.absolute) + "\n")
+    return finish(a)
 
 
 def _keep(ex: Exchange, args, apis) -> bool:
@@ -221,24 +212,18 @@ def _keep(ex: Exchange, args, apis) -> bool:
 
 
 def cmd_stats(args) -> int:
-    run = Run(args)
-    stats = Stats(run.pipeline.knowledge.topic_ids)
-    for ev in run.events_from_file(args.capture):
-        if type(ev) is Exchange:
-            run.exchanges += 1
-        stats.add(ev)
-    for i in run.capture_issues:
-        stats.anomalies[i.code] += 1
-        stats.anomaly_examples.setdefault(i.code, i.message)
-    tables = stats_tables(stats, run.pipeline)
+    with analysis(args) as a:
+        stats = Stats(a.knowledge.topic_ids)
+        for ev in a.events():
+            stats.add(ev)
+    tables = stats_tables(stats, a)
     if args.format == "json":
         import orjson
 
         sys.stdout.buffer.write(orjson.dumps(tables, option=orjson.OPT_INDENT_2) + b"\n")
     else:
         render_tables(tables, sys.stdout)
-    run.report_capture_issues()
-    return run.exit_code()
+    return finish(a)
 
 
 def render_tables(tables: dict, out) -> None:
@@ -286,19 +271,16 @@ def render_tables(tables: dict, out) -> None:
 def cmd_export(args) -> int:
     from analyzer.export.writer import Writer
 
-    run = Run(args)
     out = open(args.output, "wb") if args.output and args.output != "-" else sys.stdout.buffer  # noqa: SIM115
-    stats = Stats(run.pipeline.knowledge.topic_ids)
-    w = Writer(out, args.format, spans=not args.no_spans)
     try:
-        w.begin(args.capture)
-        for ev in run.events_from_file(args.capture):
-            if type(ev) is Exchange:
-                run.exchanges += 1
-            stats.add(ev)
-            w.event(ev)
-        tables = stats_tables(stats, run.pipeline)
-        w.end(tables, [i.to_dict() for i in run.capture_issues])
+        with analysis(args) as a:
+            stats = Stats(a.knowledge.topic_ids)
+            w = Writer(out, args.format, spans=not args.no_spans)
+            w.begin(args.capture)
+            for ev in a.events():
+                stats.add(ev)
+                w.event(ev)
+            w.end(stats_tables(stats, a))
     except BrokenPipeError:
         return EXIT_OK
     finally:
@@ -306,8 +288,7 @@ def cmd_export(args) -> int:
             out.close()
         else:
             out.flush()
-    run.report_capture_issues()
-    return run.exit_code()
+    return finish(a)
 
 
 # -- live ------------------------------------------------------------------------------------------
@@ -320,9 +301,10 @@ def cmd_live(args) -> int:
     if problem:
         print(f"kafka-analyzer: {problem}", file=sys.stderr)
         return EXIT_USAGE
-    run = Run(args)
-    run.pipeline.reasm.idle_timeout = 300.0
-    stats = Stats(run.pipeline.knowledge.topic_ids)
+    sniffer = live.LiveCapture(
+        args.interface, bpf=args.filter, write=args.write, count=args.count, duration=args.duration
+    )
+    apis = _api_filter(args.api)
     writer = None
     if args.mode == "export":
         from analyzer.export.writer import Writer
@@ -330,58 +312,31 @@ def cmd_live(args) -> int:
         writer = Writer(sys.stdout.buffer, "ndjson", spans=not args.no_spans)
         writer.begin(f"live:{args.interface}")
     origin = None
-    sniffer = live.LiveCapture(
-        args.interface, bpf=args.filter, write=args.write, count=args.count, duration=args.duration
-    )
-
-    def handle(evs: Iterable) -> None:
-        nonlocal origin
-        for ev in evs:
+    with analysis(args, source=sniffer, idle_timeout=300.0) as a:
+        stats = Stats(a.knowledge.topic_ids)
+        for ev in a.events():
             stats.add(ev)
-            if type(ev) is Exchange:
-                run.exchanges += 1
-                if args.mode == "read":
-                    if origin is None:
-                        origin = run.pipeline.first_ts
-                    if _keep(ev, args, _api_filter(args.api)):
-                        print(exchange_line(ev, origin, args.absolute), flush=True)
+            if args.mode == "read" and type(ev) is Exchange:
+                if origin is None:
+                    origin = a.first_ts
+                if _keep(ev, args, apis):
+                    print(exchange_line(ev, origin, args.absolute), flush=True)
             if writer is not None:
                 writer.event(ev)
                 sys.stdout.buffer.flush()
-
-    old = signal.getsignal(signal.SIGTERM)
-    signal.signal(signal.SIGTERM, lambda *_: sniffer.stop())
-    last_expire = time.monotonic()
-    try:
-        for index, ts, linktype, data in sniffer:
-            handle(run.pipeline.feed(index, ts, linktype, data))
-            now = time.monotonic()
-            if now - last_expire > 10:
-                handle(run.pipeline.expire(ts))
-                last_expire = now
-    except KeyboardInterrupt:
-        run.interrupted = True
-    finally:
-        sniffer.close()
-        signal.signal(signal.SIGTERM, old)
-    handle(run.pipeline.finish())
-    if sniffer.error:
-        print(f"kafka-analyzer: {sniffer.error}", file=sys.stderr)
-    tables = stats_tables(stats, run.pipeline)
+    tables = stats_tables(stats, a)
     if writer is not None:
-        writer.end(tables, [])
-    elif args.mode == "stats" or run.interrupted or args.mode == "read":
+        writer.end(tables)
+    elif args.mode == "stats" or a.interrupted or args.mode == "read":
         render_tables(tables, sys.stdout if args.mode == "stats" else sys.stderr)
-    if sniffer.error:
-        return EXIT_USAGE
-    return EXIT_OK
+    return finish(a)
 
 
 # -- check -----------------------------------------------------------------------------------------
 
 
 def cmd_check(args) -> int:
-    from analyzer.session.check import Checker, LatencyRule, junit_xml
+    from analyzer.session.check import Checker, CheckResult, LatencyRule, junit_xml
 
     try:
         rules = tuple(LatencyRule.parse(t) for t in args.latency or ())
@@ -396,19 +351,13 @@ def cmd_check(args) -> int:
         latency=rules,
         expect_apis=tuple(x for v in args.expect_api or () for x in v.split(",")),
     )
-    run = Run(args)
     t0 = time.monotonic()
-    for ev in run.events_from_file(args.capture):
-        if type(ev) is Exchange:
-            run.exchanges += 1
-        checker.add(ev)
-    checker.add_capture_issues(run.capture_issues)
+    with analysis(args) as a:
+        for ev in a.events():
+            checker.add(ev)
     results = checker.results()
-    if run.exchanges == 0:
-        results = [*results]
-        from analyzer.session.check import CheckResult
-
-        results.append(CheckResult("kafka_traffic", False, "no Kafka exchange in the capture"))
+    if a.exchanges == 0:
+        results = [*results, CheckResult("kafka_traffic", False, "no Kafka exchange in the capture")]
     for r in results:
         print(f"{'PASS' if r.passed else 'FAIL'}  {r.name}: {r.summary}")
         for e in r.examples:
@@ -418,7 +367,7 @@ def cmd_check(args) -> int:
     if args.junit:
         with open(args.junit, "w", encoding="utf-8") as f:
             f.write(junit_xml(results, os.path.basename(args.capture), time.monotonic() - t0))
-    if any(i.code == "capture.unknown_format" for i in run.capture_issues):
+    if a.unusable():
         return EXIT_USAGE
     return EXIT_DAMAGED if failed else EXIT_OK
 

@@ -30,9 +30,8 @@ def test_core_imports_no_front_end_library():
     code = (
         "import sys\n"
         + "".join(f"import {m}\n" for m in CORE)
-        + "from analyzer.capture.files import CaptureFile\n"
-        + "from analyzer.pipeline import analyze_file\n"
-        + f"list(analyze_file(CaptureFile({str(ROOT / 'captures' / 'aiokafka-gzip.pcap')!r})))\n"
+        + "from analyzer.pipeline import Analysis\n"
+        + f"list(Analysis({str(ROOT / 'captures' / 'aiokafka-gzip.pcap')!r}).events())\n"
         + f"bad = sorted(m for m in sys.modules if m.split('.')[0] in {FORBIDDEN!r} or m in {FORBIDDEN!r})\n"
         + "print(','.join(bad))\n"
     )
