@@ -2,7 +2,7 @@
 
 ::
 
-    Packet            capture         files, stdin, live: (index, ts, linktype, data)
+    Packet            capture         files, stdin, live: (number, ts, linktype, data)
     Segment | Skip    reassembly      decode_tcp: a TCP segment, or why the packet is not one
     ConnOpen | StreamData | Gap | ConnClose
                       reassembly      Reassembler.feed / flush / expire
@@ -26,7 +26,7 @@ from analyzer.model import ConnInfo, Exchange, Issue
 class Packet(NamedTuple):
     """One captured packet: what every capture source yields."""
 
-    index: int  # 1-based, as tshark numbers frames
+    number: int  # 1-based, as tshark numbers frames
     ts: float  # seconds since the epoch
     linktype: int
     data: memoryview | bytes

@@ -34,6 +34,7 @@ from analyzer.events import (
     ConnOpen,
     Event,
     Gap,
+    StreamData,
     StreamEvent,
 )
 from analyzer.model import ConnInfo, Endpoint, Exchange, Issue, Severity, error
@@ -102,38 +103,37 @@ class Pipeline:
         out: list[Event] = []
         conns = self.conns
         for ev in events:
-            t = type(ev)
-            if t is ConnOpen:
+            if type(ev) is StreamData or type(ev) is Gap:  # the common case first
+                c = conns[ev.conn]
+                info = c.info
+                info.ts_last = ev.ts
+                if type(ev) is StreamData:
+                    info.bytes[ev.direction] += len(ev.data)
+                else:
+                    info.gaps[ev.direction] += 1
+                frames, issues = c.framer.feed(ev)
+                for issue in issues:
+                    out.append(ConnIssue(info, ev.direction, issue, ev.ts))
+                if frames:
+                    if info.client_direction is None:
+                        info.client_direction = c.framer.client
+                    for f in frames:
+                        info.frames[f.direction] += 1
+                        out.extend(c.pairer.feed(f))
+            elif type(ev) is ConnOpen:
                 self._open(ev)
-                continue
-            if t is ConnClose:
-                c = conns.pop(ev.conn, None)
-                if c is None:
+            elif type(ev) is ConnClose:
+                closing = conns.pop(ev.conn, None)
+                if closing is None:
                     continue
-                c.info.closed = ev.reason
-                c.info.ts_last = ev.ts
-                for issue in c.framer.flush():
-                    out.append(ConnIssue(c.info, -1, issue, ev.ts))
-                out.extend(c.pairer.flush())
-                c.info.not_kafka = c.framer.not_kafka
-                out.append(ConnectionEnd(c.info))
-                continue
-            c = conns[ev.conn]
-            info = c.info
-            info.ts_last = ev.ts
-            if t is Gap:
-                info.gaps[ev.direction] += 1
-            else:
-                info.bytes[ev.direction] += len(ev.data)
-            frames, issues = c.framer.feed(ev)
-            for issue in issues:
-                out.append(ConnIssue(info, ev.direction, issue, ev.ts))
-            if frames:
-                if info.client_direction is None:
-                    info.client_direction = c.framer.client
-                for f in frames:
-                    info.frames[f.direction] += 1
-                    out.extend(c.pairer.feed(f))
+                info = closing.info
+                info.closed = ev.reason
+                info.ts_last = ev.ts
+                for issue in closing.framer.flush():
+                    out.append(ConnIssue(info, -1, issue, ev.ts))
+                out.extend(closing.pairer.flush())
+                info.not_kafka = closing.framer.not_kafka
+                out.append(ConnectionEnd(info))
         return out
 
     def _open(self, ev: ConnOpen) -> None:
@@ -209,8 +209,9 @@ class Analysis:
         if isinstance(source, str | os.PathLike) or hasattr(source, "read"):
             from analyzer.capture.files import CaptureFile
 
-            source = CaptureFile(source)  # type: ignore[arg-type]
-        self.source: Source = source  # type: ignore[assignment]
+            self.source: Source = CaptureFile(source)  # type: ignore[arg-type]
+        else:
+            self.source = source  # type: ignore[assignment]
         self.pipeline = Pipeline(opts, ports=ports, idle_timeout=idle_timeout)
         self.progress = progress
         self.cancel = cancel
