@@ -51,17 +51,18 @@ def options(args, records: bool = False) -> Options:
 
 @contextlib.contextmanager
 def analysis(args, source=None, **kw) -> Iterator[Analysis]:
-    """The one driver for a command's capture, with a progress bar on a terminal for big files;
-    the first Ctrl-C ends the packets early and the command still prints what it has."""
-    path = args.capture if source is None else None
-    bar = _Progress(path) if path is not None and _want_progress(path) else None
+    """The one driver for a command's capture (a path, ``-``, or a capture set), with a progress
+    bar on a terminal for big files; the first Ctrl-C ends the packets early and the command
+    still prints what it has."""
     a = Analysis(
-        source if source is not None else path,
+        source if source is not None else args.capture,
         options(args, kw.pop("records", False)),
         ports=args.port or (),
-        progress=bar.update if bar is not None else None,
         **kw,
     )
+    bar = _Progress(a) if source is None and _want_progress(a) else None
+    if bar is not None:
+        a.progress = bar.update
     with _graceful_interrupt(a):
         try:
             yield a
@@ -96,17 +97,13 @@ def finish(a: Analysis) -> int:
     return int(a.exit_code())
 
 
-def _want_progress(path: str) -> bool:
-    if path == "-" or not sys.stderr.isatty():
-        return False
-    try:
-        return os.path.getsize(path) > 50 << 20
-    except OSError:
-        return False
+def _want_progress(a: Analysis) -> bool:
+    size = getattr(a.source, "size", None)
+    return bool(size and size > 50 << 20 and sys.stderr.isatty())
 
 
 class _Progress:
-    def __init__(self, path: str) -> None:
+    def __init__(self, a: Analysis) -> None:
         from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
 
         self.p = Progress(
@@ -117,7 +114,7 @@ class _Progress:
             transient=True,
             console=_stderr_console(),
         )
-        self.task = self.p.add_task(os.path.basename(path), total=os.path.getsize(path))
+        self.task = self.p.add_task(os.path.basename(a.source.name), total=getattr(a.source, "size", None))
         self.p.start()
 
     def update(self, a: Analysis) -> None:
@@ -276,7 +273,7 @@ def cmd_export(args) -> int:
         with analysis(args) as a:
             stats = Stats(a.knowledge.topic_ids)
             w = Writer(out, args.format, spans=not args.no_spans)
-            w.begin(args.capture)
+            w.begin(a.source.name)
             for ev in a.events():
                 stats.add(ev)
                 w.event(ev)
@@ -366,7 +363,7 @@ def cmd_check(args) -> int:
     print(f"{len(results) - failed} passed, {failed} failed")
     if args.junit:
         with open(args.junit, "w", encoding="utf-8") as f:
-            f.write(junit_xml(results, os.path.basename(args.capture), time.monotonic() - t0))
+            f.write(junit_xml(results, os.path.basename(a.source.name), time.monotonic() - t0))
     if a.unusable():
         return EXIT_USAGE
     return EXIT_DAMAGED if failed else EXIT_OK
@@ -426,8 +423,15 @@ def _common(p: argparse.ArgumentParser, capture: bool = True) -> None:
             type=int,
             default=1,
             metavar="N",
-            help="with several capture files: analyse N files at a time in parallel processes",
+            help="with several capture files that are not one recording: analyse N at a time in "
+            "parallel processes",
         )
+        p.add_argument(
+            "--separate",
+            action="store_true",
+            help="analyse each capture file on its own, even when they are pieces of one recording",
+        )
+        p.add_argument("--one-recording", action="store_true", help=argparse.SUPPRESS)
     p.add_argument(
         "--port",
         type=int,
@@ -522,6 +526,10 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _usage(message: str) -> None:
+    print(f"kafka-analyzer: {message}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
@@ -533,8 +541,27 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"kafka-analyzer: {problem}", file=sys.stderr)
                 return EXIT_USAGE
         if len(caps) > 1:
-            return _many(args, argv, caps)
-        args.capture = caps[0]
+            if "-" in caps:
+                _usage("stdin (-) cannot be combined with other capture files")
+                return EXIT_USAGE
+            if args.separate:
+                chains = [[c] for c in caps]
+            elif args.one_recording:
+                chains = [caps]
+            else:
+                from analyzer.capture.sets import plan
+
+                chains = plan(caps)
+            if len(chains) > 1:
+                return _many(args, argv, caps, chains)
+            if args.command == "tui":
+                print("kafka-analyzer: the TUI opens one capture file at a time", file=sys.stderr)
+                return EXIT_USAGE
+            from analyzer.capture.sets import CaptureSet
+
+            args.capture = CaptureSet(chains[0])
+        else:
+            args.capture = caps[0]
     try:
         return args.func(args)
     except BrokenPipeError:
@@ -544,36 +571,36 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
 
 
-def _many(args, argv: list[str], caps: list[str]) -> int:
-    """Several capture files: each is analysed by its own process (``-j`` at a time); outputs
-    are printed in the order of the files, each under a ``==> FILE <==`` line for read/stats."""
+def _many(args, argv: list[str], caps: list[str], chains: list[list[str]]) -> int:
+    """Capture files that are not one recording: each chain (one file, or the rotated pieces of
+    one recording) is analysed by its own process (``-j`` at a time); outputs are printed in
+    the order of the chains, each under a ``==> FILES <==`` line for read/stats/check."""
     import subprocess
     from concurrent.futures import ThreadPoolExecutor
 
-    if "-" in caps:
-        print("kafka-analyzer: stdin (-) cannot be combined with other capture files", file=sys.stderr)
-        return EXIT_USAGE
     if args.command == "tui":
         print("kafka-analyzer: the TUI opens one capture at a time", file=sys.stderr)
         return EXIT_USAGE
     if args.command == "export" and (args.format == "json" or args.output):
         print("kafka-analyzer: several captures export as NDJSON to stdout only", file=sys.stderr)
         return EXIT_USAGE
-    rest = [a for a in argv if a not in caps]
+    rest = [a for a in argv if a not in caps and a not in ("--separate", "--one-recording")]
     jobs = [j for j in range(len(rest)) if rest[j] in ("-j", "--jobs")]
     for j in reversed(jobs):
         del rest[j : j + 2]
     rest = [a for a in rest if not a.startswith("--jobs=")]
 
-    def one(cap: str):
-        cmd = [sys.executable, "-m", "analyzer", rest[0], cap, *rest[1:]]
+    def one(chain: list[str]):
+        cmd = [sys.executable, "-m", "analyzer", rest[0], *chain, *rest[1:]]
+        if len(chain) > 1:
+            cmd.append("--one-recording")
         return subprocess.run(cmd, capture_output=True)
 
     rc = EXIT_OK
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        for cap, r in zip(caps, pool.map(one, caps), strict=True):
+        for chain, r in zip(chains, pool.map(one, chains), strict=True):
             if args.command != "export":
-                sys.stdout.write(f"==> {cap} <==\n")
+                sys.stdout.write(f"==> {' + '.join(chain)} <==\n")
                 sys.stdout.flush()
             sys.stdout.buffer.write(r.stdout)
             sys.stdout.buffer.flush()
