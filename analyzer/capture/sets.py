@@ -19,10 +19,16 @@ from typing import NamedTuple
 
 from analyzer.capture.files import CaptureFile
 from analyzer.model import Issue
+from analyzer.reassembly.packet import decode_tcp
 
 # Files whose ranges overlap by less than this are still one recording: rotated pieces can share
 # a timestamp at the edge, and clocks of one host do not step back further.
 OVERLAP_TOLERANCE = 0.001
+
+
+# Pieces of one recording follow each other closely: a file starting within this many seconds
+# of the previous one's end continues it even when no connection crosses the edge.
+MAX_EDGE_GAP = 1.0
 
 
 class Span(NamedTuple):
@@ -32,29 +38,43 @@ class Span(NamedTuple):
     first_ts: float | None  # None: no packet (empty, damaged or not a capture)
     last_ts: float | None
     packets: int
+    flows: frozenset  # the TCP connections (address pairs, either direction) in the file
 
 
 def span(path: str) -> Span:
-    """The time range of one capture file (a full read: packet records only, no decoding)."""
+    """The time range and TCP flows of one capture file (a read of the packet headers)."""
     first = last = None
     n = 0
+    flows = set()
     cap = CaptureFile(path)
-    for _, ts, _, _ in cap:
+    for _, ts, linktype, data in cap:
         if first is None:
             first = ts
         last = ts
         n += 1
-    return Span(os.fspath(path), first, last, n)
+        seg = decode_tcp(linktype, data)
+        if type(seg) is tuple:
+            a, b = (seg[0], seg[1]), (seg[2], seg[3])
+            flows.add((a, b) if a <= b else (b, a))
+    return Span(os.fspath(path), first, last, n, frozenset(flows))
+
+
+def _continues(prev: Span, nxt: Span) -> bool:
+    """Can ``nxt`` be the piece recorded right after ``prev``?"""
+    assert prev.last_ts is not None and nxt.first_ts is not None
+    if nxt.first_ts < prev.last_ts - OVERLAP_TOLERANCE:
+        return False  # overlapping time: another capture
+    return nxt.first_ts - prev.last_ts <= MAX_EDGE_GAP or not prev.flows.isdisjoint(nxt.flows)
 
 
 def plan(paths: Sequence[str]) -> list[list[str]]:
     """Group capture files into chains, each the pieces of one recording in time order.
 
-    Files are taken by their first packet's time; each joins the chain whose last packet is the
-    latest one not after the file's first (the closest predecessor: rotated pieces follow each
-    other within milliseconds), or starts a new chain when it overlaps every chain. Files
-    without packets stay on their own (their damage is reported when they are analysed). The
-    chains are returned in the order of their first file.
+    Files are taken by their first packet's time; each joins the chain it continues: no overlap
+    in time, and either a connection that crosses the edge or a start within
+    :data:`MAX_EDGE_GAP` of the chain's end (the closest such chain), else it starts a chain of
+    its own. Files without packets stay on their own (their damage is reported when they are
+    analysed). The chains are returned in the order of their first file.
     """
     spans = [span(p) for p in paths]
     timed = sorted((s for s in spans if s.first_ts is not None), key=lambda s: (s.first_ts, s.path))
@@ -62,9 +82,7 @@ def plan(paths: Sequence[str]) -> list[list[str]]:
     for s in timed:
         best = None
         for chain in chains:
-            end = chain[-1].last_ts
-            assert end is not None and s.first_ts is not None
-            if end - OVERLAP_TOLERANCE <= s.first_ts and (best is None or end > best[-1].last_ts):  # type: ignore[operator]
+            if _continues(chain[-1], s) and (best is None or chain[-1].last_ts > best[-1].last_ts):  # type: ignore[operator]
                 best = chain
         if best is None:
             chains.append([s])
