@@ -19,6 +19,7 @@ from analyzer import __version__
 from analyzer.capture.files import check_readable
 from analyzer.dissect import schema
 from analyzer.dissect.message import Options
+from analyzer.issues import CAPTURE_UNKNOWN_FORMAT
 from analyzer.model import Exchange, Severity
 from analyzer.pipeline import Pipeline, StreamEvent
 from analyzer.session.report import (
@@ -77,7 +78,7 @@ class Run:
         self.capture_issues.extend(cap.issues)
 
     def exit_code(self) -> int:
-        if any(i.code == "capture.unknown_format" for i in self.capture_issues):
+        if any(i.code == CAPTURE_UNKNOWN_FORMAT.code for i in self.capture_issues):
             return EXIT_USAGE
         if any(i.severity == Severity.ERROR for i in self.capture_issues):
             return EXIT_DAMAGED
@@ -88,7 +89,9 @@ class Run:
     def report_capture_issues(self) -> None:
         for i in self.capture_issues:
             print(f"kafka-analyzer: {i.severity}: {i.message}", file=sys.stderr)
-        if self.exchanges == 0 and not any(i.code == "capture.unknown_format" for i in self.capture_issues):
+        if self.exchanges == 0 and not any(
+            i.code == CAPTURE_UNKNOWN_FORMAT.code for i in self.capture_issues
+        ):
             p = self.pipeline
             hint = (
                 " (no TCP traffic at all)"
@@ -418,7 +421,7 @@ def cmd_check(args) -> int:
     if args.junit:
         with open(args.junit, "w", encoding="utf-8") as f:
             f.write(junit_xml(results, os.path.basename(args.capture), time.monotonic() - t0))
-    if any(i.code == "capture.unknown_format" for i in run.capture_issues):
+    if any(i.code == CAPTURE_UNKNOWN_FORMAT.code for i in run.capture_issues):
         return EXIT_USAGE
     return EXIT_DAMAGED if failed else EXIT_OK
 

@@ -17,7 +17,8 @@ from typing import NamedTuple
 
 from analyzer.dissect.framing import KafkaConnection
 from analyzer.dissect.message import DEFAULT_OPTIONS, Options
-from analyzer.model import ConnInfo, Endpoint, Gap, Issue, error
+from analyzer.issues import CAPTURE_NO_TCP
+from analyzer.model import ConnInfo, Endpoint, Gap, Issue
 from analyzer.reassembly.packet import decode_tcp
 from analyzer.reassembly.tcp import ConnClose, ConnOpen, Reassembler
 from analyzer.session.knowledge import Knowledge
@@ -151,4 +152,4 @@ def analyze_file(cap, p: Pipeline | None = None) -> Iterator:
     for issue in cap.issues:
         yield StreamEvent(None, -1, issue, p.last_ts)  # type: ignore[arg-type]
     if p.packets and not p.reasm.connections:
-        yield StreamEvent(None, -1, error("capture.no_tcp", "no TCP traffic in the capture"), p.last_ts)
+        yield StreamEvent(None, -1, CAPTURE_NO_TCP("no TCP traffic in the capture"), p.last_ts)

@@ -27,6 +27,7 @@ from textual.worker import get_current_worker
 
 from analyzer.capture.files import check_readable
 from analyzer.dissect.message import Options, decode_request, decode_response
+from analyzer.issues import CAPTURE_UNKNOWN_FORMAT
 from analyzer.model import Exchange, Field, Issue, Severity
 from analyzer.pipeline import Pipeline
 from analyzer.session.report import api_text, endpoints, exchange_flags, latency_text, sizes_text, topics_text
@@ -417,13 +418,13 @@ class AnalyzerApp(App[int]):
         if self.load_error:
             lines.append(Text(f"Cannot analyse the capture: {self.load_error}", style="bold"))
         for i in self.capture_issues:
-            if i.code == "capture.unknown_format":
+            if i.code == CAPTURE_UNKNOWN_FORMAT.code:
                 lines.append(Text(f"Not a capture file: {i.message}", style="bold"))
             elif i.severity >= Severity.ERROR:
                 lines.append(Text(f"Capture damaged: {i.message} (showing what was read before the damage)"))
             else:
                 lines.append(Text(f"Capture {i.severity}: {i.message}"))
-        unknown = any(i.code == "capture.unknown_format" for i in self.capture_issues)
+        unknown = any(i.code == CAPTURE_UNKNOWN_FORMAT.code for i in self.capture_issues)
         if not self.rows and not self.load_error and not unknown:
             where = (
                 "no TCP traffic at all"
@@ -445,7 +446,7 @@ class AnalyzerApp(App[int]):
         a damaged capture or one without Kafka exchanges, else 0."""
         if self.load_error and not self.rows and not self.packets:
             return EXIT_USAGE
-        if any(i.code == "capture.unknown_format" for i in self.capture_issues):
+        if any(i.code == CAPTURE_UNKNOWN_FORMAT.code for i in self.capture_issues):
             return EXIT_USAGE
         if self.load_error or any(i.severity >= Severity.ERROR for i in self.capture_issues):
             return EXIT_DAMAGED
