@@ -299,7 +299,8 @@ RECORDS_BAD_RECORD = _declare(
     "records.bad_record",
     ERROR,
     "records",
-    "A record or legacy message does not parse (a length, count or attribute does not fit).",
+    "A record or legacy message does not parse (a length or count does not fit, bytes are left over, "
+    "a compressed wrapper is null).",
 )
 RECORDS_BAD_VARINT = _declare(
     "records.bad_varint",
