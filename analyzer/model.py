@@ -29,7 +29,8 @@ class Issue:
     """A fact about bad or unusual input: collected as data, never raised past a stage.
 
     ``code`` is a stable dotted identifier (``capture.truncated``, ``decode.truncated``,
-    ``records.crc_mismatch``...). ``offset`` is the byte offset inside the object the issue
+    ``records.crc_mismatch``...), declared with its severity in :mod:`analyzer.issues`, which
+    builds every Issue. ``offset`` is the byte offset inside the object the issue
     belongs to (the frame for dissector issues), ``where`` a human-readable location
     (a field path, a packet number).
     """
@@ -47,18 +48,6 @@ class Issue:
         if self.where is not None:
             d["where"] = self.where
         return d
-
-
-def error(code: str, message: str, offset: int | None = None, where: str | None = None) -> Issue:
-    return Issue(Severity.ERROR, code, message, offset, where)
-
-
-def warning(code: str, message: str, offset: int | None = None, where: str | None = None) -> Issue:
-    return Issue(Severity.WARNING, code, message, offset, where)
-
-
-def note(code: str, message: str, offset: int | None = None, where: str | None = None) -> Issue:
-    return Issue(Severity.NOTE, code, message, offset, where)
 
 
 @dataclass(slots=True)

@@ -37,7 +37,8 @@ from analyzer.events import (
     StreamData,
     StreamEvent,
 )
-from analyzer.model import ConnInfo, Endpoint, Exchange, Issue, Severity, error
+from analyzer.issues import CAPTURE_NO_TCP, CAPTURE_SOURCE_FAILED, CAPTURE_UNKNOWN_FORMAT, CAPTURE_UNREADABLE
+from analyzer.model import ConnInfo, Endpoint, Exchange, Issue, Severity
 from analyzer.reassembly.packet import decode_tcp
 from analyzer.reassembly.tcp import Reassembler
 from analyzer.session.knowledge import Knowledge
@@ -160,7 +161,7 @@ class Exit(IntEnum):
 
 
 # Capture issue codes that mean the input could not be used at all (exit 2), not damage (exit 1)
-UNUSABLE = frozenset(("capture.unknown_format", "capture.unreadable", "capture.source_failed"))
+UNUSABLE = frozenset(k.code for k in (CAPTURE_UNKNOWN_FORMAT, CAPTURE_UNREADABLE, CAPTURE_SOURCE_FAILED))
 
 
 class Source(Protocol):
@@ -337,7 +338,7 @@ class Analysis:
         issues = list(getattr(self.source, "issues", ()))
         p = self.pipeline
         if p.packets and not p.connections:
-            issues.append(error("capture.no_tcp", "no TCP traffic in the capture"))
+            issues.append(CAPTURE_NO_TCP("no TCP traffic in the capture"))
         self.capture_issues = issues
         if self.progress is not None:
             self.progress(self)

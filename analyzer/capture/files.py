@@ -19,7 +19,8 @@ import zlib
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from analyzer.model import Issue, error, warning
+from analyzer.issues import CAPTURE_BAD_BLOCK, CAPTURE_CORRUPT, CAPTURE_TRUNCATED, CAPTURE_UNKNOWN_FORMAT
+from analyzer.model import Issue
 
 CHUNK = 8 << 20
 # No sane capture record is larger than this (the largest snaplen tools write is 256 KiB;
@@ -76,8 +77,7 @@ class _Chunks:
 
 
 def _truncated(what: str, chunks: _Chunks, count: int) -> Issue:
-    return error(
-        "capture.truncated",
+    return CAPTURE_TRUNCATED(
         f"capture file is truncated: {what} cut short at byte {chunks.offset} "
         f"({chunks.remaining()} bytes left over) after {count} packets",
         offset=chunks.offset,
@@ -88,7 +88,7 @@ def iter_pcap(chunks_it: Iterator[bytes], issues: list[Issue]) -> Iterator[tuple
     """Packets of a classic pcap stream as ``(index, ts, linktype, data)`` tuples."""
     c = _Chunks(chunks_it)
     if not c.need(24):
-        issues.append(error("capture.truncated", "pcap file header is incomplete", offset=0))
+        issues.append(CAPTURE_TRUNCATED("pcap file header is incomplete", offset=0))
         return
     magic = bytes(c.buf[0:4])
     order, scale = PCAP_MAGIC[magic]
@@ -105,8 +105,7 @@ def iter_pcap(chunks_it: Iterator[bytes], issues: list[Issue]) -> Iterator[tuple
         sec, frac, incl, orig = unpack_from(c.buf, c.pos)
         if incl > MAX_RECORD:
             issues.append(
-                error(
-                    "capture.corrupt",
+                CAPTURE_CORRUPT(
                     f"pcap record {index + 1} claims {incl} bytes (limit {MAX_RECORD}); "
                     f"stopping after {index} packets",
                     offset=c.offset,
@@ -147,17 +146,14 @@ def iter_pcapng(chunks_it: Iterator[bytes], issues: list[Issue]) -> Iterator[tup
                 order = ">"
             else:
                 issues.append(
-                    error(
-                        "capture.corrupt", "pcapng section header has a bad byte-order magic", offset=c.offset
-                    )
+                    CAPTURE_CORRUPT("pcapng section header has a bad byte-order magic", offset=c.offset)
                 )
                 return
             interfaces = []
         btype, blen = struct.unpack_from(order + "II", c.buf, c.pos)
         if blen < 12 or blen % 4 or blen > MAX_RECORD:
             issues.append(
-                error(
-                    "capture.corrupt",
+                CAPTURE_CORRUPT(
                     f"pcapng block of type 0x{btype:x} has invalid length {blen}; "
                     f"stopping after {index} packets",
                     offset=c.offset,
@@ -179,8 +175,7 @@ def iter_pcapng(chunks_it: Iterator[bytes], issues: list[Issue]) -> Iterator[tup
             data = body + 20
             if iface >= len(interfaces) or data + cap > end:
                 issues.append(
-                    warning(
-                        "capture.bad_block",
+                    CAPTURE_BAD_BLOCK(
                         f"packet block with unknown interface {iface} or bad length skipped",
                         offset=c.offset,
                     )
@@ -192,9 +187,7 @@ def iter_pcapng(chunks_it: Iterator[bytes], issues: list[Issue]) -> Iterator[tup
         elif btype == 3:  # SPB: interface 0, no timestamp
             (orig,) = struct.unpack_from(order + "I", b, body)
             if not interfaces:
-                issues.append(
-                    warning("capture.bad_block", "simple packet block before any interface", offset=c.offset)
-                )
+                issues.append(CAPTURE_BAD_BLOCK("simple packet block before any interface", offset=c.offset))
             else:
                 lt, _scale, _tsoff, snap = interfaces[0]
                 cap = min(orig, snap or orig, end - body - 4)
@@ -312,13 +305,11 @@ class CaptureFile:
             if self.issues:  # the decompressor already said what is wrong
                 return
             what = "an empty file" if not first else f"magic bytes {bytes(magic).hex()}"
-            self.issues.append(
-                error("capture.unknown_format", f"not a pcap or pcapng capture ({what})", offset=0)
-            )
+            self.issues.append(CAPTURE_UNKNOWN_FORMAT(f"not a pcap or pcapng capture ({what})", offset=0))
             return
         yield from parser(_chain(first, chunks), self.issues)
         # a decompression problem is the real cause of a truncated record: report it first
-        self.issues.sort(key=lambda i: i.code != "capture.corrupt")
+        self.issues.sort(key=lambda i: i.code != CAPTURE_CORRUPT.code)
 
     def _gunzip(self, raw: Iterator[bytes]) -> Iterator[bytes]:
         """gzip members (several may follow each other), decompressed chunk by chunk so that a
@@ -344,17 +335,14 @@ class CaptureFile:
                         data = rest if rest[:2] == GZIP_MAGIC else b""
         except zlib.error as exc:
             self.issues.append(
-                error(
-                    "capture.corrupt",
+                CAPTURE_CORRUPT(
                     f"gzip data is damaged after {self.bytes_read} decompressed bytes: {exc}",
                 )
             )
             return
         if fed and not d.eof:
             self.issues.append(
-                error(
-                    "capture.corrupt", f"gzip stream is cut short after {self.bytes_read} decompressed bytes"
-                )
+                CAPTURE_CORRUPT(f"gzip stream is cut short after {self.bytes_read} decompressed bytes")
             )
 
     def _unzstd(self, raw: Iterator[bytes]) -> Iterator[bytes]:
@@ -368,17 +356,14 @@ class CaptureFile:
                     yield out
         except zstandard.ZstdError as exc:
             self.issues.append(
-                error(
-                    "capture.corrupt",
+                CAPTURE_CORRUPT(
                     f"zstd data is damaged after {self.bytes_read} decompressed bytes: {exc}",
                 )
             )
             return
         if not getattr(d, "eof", True):
             self.issues.append(
-                error(
-                    "capture.corrupt", f"zstd stream is cut short after {self.bytes_read} decompressed bytes"
-                )
+                CAPTURE_CORRUPT(f"zstd stream is cut short after {self.bytes_read} decompressed bytes")
             )
 
     def _counted(self, chunks: Iterator[bytes]) -> Iterator[bytes]:

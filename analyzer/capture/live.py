@@ -15,7 +15,8 @@ import threading
 import time
 from collections.abc import Iterator
 
-from analyzer.model import Issue, error
+from analyzer.issues import CAPTURE_SOURCE_FAILED
+from analyzer.model import Issue
 
 
 def check_privileges(interface: str) -> str | None:
@@ -77,7 +78,7 @@ class LiveCapture:
 
     def _fail(self, message: str) -> None:
         if not self.issues:
-            self.issues.append(error("capture.source_failed", message))
+            self.issues.append(CAPTURE_SOURCE_FAILED(message))
 
     def stop(self) -> None:
         self._stop.set()

@@ -34,7 +34,12 @@ import threading
 import zlib
 from dataclasses import dataclass
 
-from analyzer.model import Issue, error, note
+from analyzer.issues import (
+    RECORDS_DECOMPRESSION_FAILED,
+    RECORDS_DECOMPRESSION_LIMIT,
+    RECORDS_LZ4_LEGACY_CHECKSUM,
+)
+from analyzer.model import Issue
 
 try:
     import cramjam as _cramjam
@@ -122,7 +127,7 @@ def decompress_capped(
 
 
 def _failed(name: str, why: str) -> Issue:
-    return error("records.decompression_failed", f"{name} decompression failed: {why}")
+    return RECORDS_DECOMPRESSION_FAILED(f"{name} decompression failed: {why}")
 
 
 def _limit(
@@ -134,8 +139,7 @@ def _limit(
         what = f"expands beyond {allowed} bytes"
     else:
         what = f"expands to {size} bytes"
-    return error(
-        "records.decompression_limit",
+    return RECORDS_DECOMPRESSION_LIMIT(
         f"{name} payload of {clen} bytes {what}: refused (limit {allowed} bytes;"
         f" max_output={limits.max_output}, max_ratio={limits.max_ratio})",
     )
@@ -310,8 +314,7 @@ def _lz4(data: bytes, allowed: int, limits: Limits) -> tuple[bytes | None, Issue
     if data[hc_pos] != good_hc:
         if data[hc_pos] == (xxh32(data[:hc_pos]) >> 8) & 0xFF:
             data = data[:hc_pos] + bytes((good_hc,)) + data[hc_pos + 1 :]
-            issue = note(
-                "records.lz4_legacy_checksum",
+            issue = RECORDS_LZ4_LEGACY_CHECKSUM(
                 "LZ4 frame header checksum computed over the magic bytes (Kafka 0.8/0.9 framing, KAFKA-3160)",
             )
         else:

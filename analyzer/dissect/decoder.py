@@ -21,7 +21,21 @@ from functools import cache, lru_cache
 
 from analyzer.dissect import schema
 from analyzer.dissect.errors import ERRORS
-from analyzer.model import Field, Issue, error, note, warning
+from analyzer.issues import (
+    DECODE_BAD_COUNT,
+    DECODE_BAD_LENGTH,
+    DECODE_BAD_UTF8,
+    DECODE_BAD_VARINT,
+    DECODE_TAGGED_SIZE,
+    DECODE_TRAILING_BYTES,
+    DECODE_TRUNCATED,
+    DECODE_UNEXPECTED_NULL,
+    DECODE_UNKNOWN_API,
+    DECODE_UNKNOWN_ERROR_CODE,
+    DECODE_UNSUPPORTED_VERSION,
+    IssueKind,
+)
+from analyzer.model import Field, Issue
 
 OPEN = 0x7FFF
 
@@ -29,9 +43,9 @@ OPEN = 0x7FFF
 class Fault(Exception):
     """Internal: stops decoding at a malformed or truncated spot (caught in this module)."""
 
-    def __init__(self, code: str, message: str, offset: int, field: str | None = None):
+    def __init__(self, kind: IssueKind, message: str, offset: int, field: str | None = None):
         super().__init__(message)
-        self.code = code
+        self.kind = kind  # the issue it becomes
         self.offset = offset
         self.field = field  # the field being decoded, when known
 
@@ -66,12 +80,12 @@ def kafka_uuid(raw: bytes) -> str:
 
 def _need(pos: int, n: int, end: int, what: str) -> None:
     if pos + n > end:
-        raise Fault("decode.truncated", f"{what}: needs {n} bytes, {max(end - pos, 0)} left", pos, what)
+        raise Fault(DECODE_TRUNCATED, f"{what}: needs {n} bytes, {max(end - pos, 0)} left", pos, what)
 
 
 def _short(name: str, ftype: str, size: int, pos: int, end: int) -> Fault:
     return Fault(
-        "decode.truncated", f"{name} ({ftype}): needs {size} bytes, {max(end - pos, 0)} left", pos, name
+        DECODE_TRUNCATED, f"{name} ({ftype}): needs {size} bytes, {max(end - pos, 0)} left", pos, name
     )
 
 
@@ -81,7 +95,7 @@ def read_uvarint(buf, pos: int, end: int) -> tuple[int, int]:
     start = pos
     while True:
         if pos >= end:
-            raise Fault("decode.truncated", "varint runs past the end", start)
+            raise Fault(DECODE_TRUNCATED, "varint runs past the end", start)
         b = buf[pos]
         pos += 1
         value |= (b & 0x7F) << shift
@@ -89,7 +103,7 @@ def read_uvarint(buf, pos: int, end: int) -> tuple[int, int]:
             return value, pos
         shift += 7
         if shift > 63:
-            raise Fault("decode.bad_varint", "varint longer than 10 bytes", start)
+            raise Fault(DECODE_BAD_VARINT, "varint longer than 10 bytes", start)
 
 
 def _error_display(v: int) -> str | None:
@@ -174,8 +188,7 @@ def _primitive_reader(name: str, ftype: str, nullable: bool, flex: bool, extra):
                     ctx.errors.append(v)
                     if v not in ERRORS:
                         ctx.issues.append(
-                            warning(
-                                "decode.unknown_error_code",
+                            DECODE_UNKNOWN_ERROR_CODE(
                                 f"{name} {v} is not a Kafka error code",
                                 pos,
                                 name,
@@ -240,13 +253,12 @@ def _varlen_reader(name: str, ftype: str, nullable: bool, flex: bool):
             raise
         if n < 0:
             if n != -1:
-                raise Fault("decode.bad_length", f"{name}: negative length {n}", start, name)
+                raise Fault(DECODE_BAD_LENGTH, f"{name}: negative length {n}", start, name)
             f = Field(name, ftype, None, start, pos - start)
             out.append(f)
             if not nullable:
                 ctx.issues.append(
-                    warning(
-                        "decode.unexpected_null",
+                    DECODE_UNEXPECTED_NULL(
                         f"{name} is null but not nullable in this version",
                         start,
                         name,
@@ -255,7 +267,7 @@ def _varlen_reader(name: str, ftype: str, nullable: bool, flex: bool):
             return pos
         if pos + n > end:
             raise Fault(
-                "decode.truncated", f"{name} ({ftype}): length {n} but {end - pos} bytes left", start, name
+                DECODE_TRUNCATED, f"{name} ({ftype}): length {n} but {end - pos} bytes left", start, name
             )
         if ftype == "string":
             raw = bytes(buf[pos : pos + n])
@@ -263,7 +275,7 @@ def _varlen_reader(name: str, ftype: str, nullable: bool, flex: bool):
                 v = raw.decode("utf-8")
             except UnicodeDecodeError:
                 v = raw.decode("utf-8", "backslashreplace")
-                ctx.issues.append(warning("decode.bad_utf8", f"{name} is not valid UTF-8", pos, name))
+                ctx.issues.append(DECODE_BAD_UTF8(f"{name} is not valid UTF-8", pos, name))
             out.append(Field(name, ftype, v, start, pos + n - start))
         elif is_records:
             f = Field(name, ftype, n, start, pos + n - start, [])
@@ -287,12 +299,11 @@ def _array_reader(name, ftype, elem_reader, nullable: bool, flex: bool):
             raise
         if n < 0:
             if n != -1:
-                raise Fault("decode.bad_length", f"{name}: negative array count {n}", start, name)
+                raise Fault(DECODE_BAD_LENGTH, f"{name}: negative array count {n}", start, name)
             out.append(Field(name, ftype, None, start, pos - start))
             if not nullable:
                 ctx.issues.append(
-                    warning(
-                        "decode.unexpected_null",
+                    DECODE_UNEXPECTED_NULL(
                         f"{name} is null but not nullable in this version",
                         start,
                         name,
@@ -302,7 +313,7 @@ def _array_reader(name, ftype, elem_reader, nullable: bool, flex: bool):
         # every element takes at least one byte: a hostile count costs nothing
         if n > end - pos:
             raise Fault(
-                "decode.bad_count",
+                DECODE_BAD_COUNT,
                 f"{name}: {n} elements cannot fit in the {end - pos} bytes left",
                 start,
                 name,
@@ -369,14 +380,14 @@ def _read_tagged(tagged: dict, buf, pos, end, out, ctx) -> int:
     start = pos
     count, pos = read_uvarint(buf, pos, end)
     if count > end - pos:
-        raise Fault("decode.bad_count", f"{count} tagged fields cannot fit in {end - pos} bytes", start)
+        raise Fault(DECODE_BAD_COUNT, f"{count} tagged fields cannot fit in {end - pos} bytes", start)
     for _ in range(count):
         tstart = pos
         tag, pos = read_uvarint(buf, pos, end)
         size, pos = read_uvarint(buf, pos, end)
         if pos + size > end:
             raise Fault(
-                "decode.truncated", f"tagged field {tag}: size {size} but {end - pos} bytes left", tstart
+                DECODE_TRUNCATED, f"tagged field {tag}: size {size} but {end - pos} bytes left", tstart
             )
         known = tagged.get(tag)
         if known is None:
@@ -391,15 +402,12 @@ def _read_tagged(tagged: dict, buf, pos, end, out, ctx) -> int:
             try:
                 used = reader(buf, pos, pos + size, sub_out, ctx)
             except Fault as exc:
-                ctx.issues.append(
-                    error(exc.code, f"tagged field {name} (tag {tag}): {exc}", exc.offset, name)
-                )
+                ctx.issues.append(exc.kind(f"tagged field {name} (tag {tag}): {exc}", exc.offset, name))
                 used = pos + size
             out.extend(sub_out)
             if used != pos + size:
                 ctx.issues.append(
-                    warning(
-                        "decode.tagged_size",
+                    DECODE_TAGGED_SIZE(
                         f"tagged field {name} (tag {tag}) has {pos + size - used} unread bytes",
                         used,
                         name,
@@ -454,7 +462,7 @@ def decode_struct(plan, buf, pos: int, end: int, name: str, type_name: str, ctx:
         where = _path_at(f, exc.offset)
         if exc.field is not None and not where.endswith("." + exc.field):
             where += "." + exc.field
-        ctx.issues.append(error(exc.code, str(exc), exc.offset, where))
+        ctx.issues.append(exc.kind(str(exc), exc.offset, where))
         f.length = max(exc.offset, start) - start
         return f, -1
     f.length = pos - start
@@ -512,11 +520,10 @@ def decode_body(payload, pos: int, api_key: int, kind: str, version: int, ctx: C
     if plan is None:
         rng = schema.version_range(api_key)
         if rng is None:
-            ctx.issues.append(warning("decode.unknown_api", f"unknown api key {api_key}", pos))
+            ctx.issues.append(DECODE_UNKNOWN_API(f"unknown api key {api_key}", pos))
         else:
             ctx.issues.append(
-                warning(
-                    "decode.unsupported_version",
+                DECODE_UNSUPPORTED_VERSION(
                     f"{name} {kind} v{version} is outside the known versions v{rng[0]}-v{rng[1]}",
                     pos,
                 )
@@ -528,8 +535,7 @@ def decode_body(payload, pos: int, api_key: int, kind: str, version: int, ctx: C
     )
     if stop != -1 and stop < end:
         ctx.issues.append(
-            warning(
-                "decode.trailing_bytes",
+            DECODE_TRAILING_BYTES(
                 f"{end - stop} bytes after the end of the {name} {kind} v{version}",
                 stop,
             )
@@ -546,7 +552,6 @@ __all__ = [
     "data_plan",
     "kafka_uuid",
     "message_plan",
-    "note",
     "peek_request",
     "read_uvarint",
     "request_header_version",

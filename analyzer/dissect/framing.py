@@ -26,7 +26,14 @@ from collections import deque
 
 from analyzer.dissect import schema
 from analyzer.events import Gap
-from analyzer.model import Frame, Issue, note, warning
+from analyzer.issues import (
+    FRAMING_BAD_SIZE,
+    FRAMING_INCOMPLETE,
+    FRAMING_NOT_KAFKA,
+    FRAMING_RESYNC,
+    STREAM_GAP,
+)
+from analyzer.model import Frame, Issue
 
 _i32 = struct.Struct(">i").unpack_from
 _req_head = struct.Struct(">hhih").unpack_from  # api_key, api_version, correlation_id, client id length
@@ -170,8 +177,7 @@ class KafkaConnection:
                 size = _i32(st.buf, 0)[0] if st.synced and len(st.buf) >= 4 else None
                 more = f" of a {size}-byte frame" if size is not None and size >= 0 else ""
                 issues.append(
-                    warning(
-                        "framing.incomplete",
+                    FRAMING_INCOMPLETE(
                         f"{len(st.buf)} bytes{more} at the end of the "
                         f"{self._dir_name(d)} stream were not a complete {what}",
                         offset=st.start,
@@ -195,8 +201,7 @@ class KafkaConnection:
         st.start = ev.offset + ev.length
         st.synced = False
         issues.append(
-            warning(
-                "stream.gap",
+            STREAM_GAP(
                 f"{ev.length} bytes of the {self._dir_name(d)} stream were not captured"
                 + (
                     f"; {lost_in_frame} buffered bytes of the frame in progress dropped"
@@ -262,7 +267,7 @@ class KafkaConnection:
         for st in self.dirs:
             st.buf = bytearray()
             st.chunks.clear()
-        issues.append(note("framing.not_kafka", f"connection is not decodable Kafka: {why}"))
+        issues.append(FRAMING_NOT_KAFKA(f"connection is not decodable Kafka: {why}"))
 
     def _scan_request(self, st: _Direction, p: int) -> tuple[int, bool] | None:
         """Next plausible request start at or after ``p``, and whether it is at a TCP segment
@@ -391,8 +396,7 @@ class KafkaConnection:
             size = _i32(buf, p)[0]
             if size < 0 or size > self.max_frame:
                 issues.append(
-                    warning(
-                        "framing.bad_size",
+                    FRAMING_BAD_SIZE(
                         f"implausible frame size {size} in the {self._dir_name(d)} stream; resynchronising",
                         offset=st.start + p,
                         where=self._dir_name(d),
@@ -426,8 +430,7 @@ class KafkaConnection:
         if st.skipping:
             how = "to resynchronise on the next Kafka frame" if final else "without finding a Kafka frame"
             issues.append(
-                warning(
-                    "framing.resync",
+                FRAMING_RESYNC(
                     f"skipped {st.skipping} bytes of the {self._dir_name(d)} stream {how}",
                     offset=st.skip_from,
                     where=self._dir_name(d),

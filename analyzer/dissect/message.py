@@ -27,7 +27,14 @@ from analyzer.dissect.decoder import (
     request_header_version,
     response_header_version,
 )
-from analyzer.model import Field, Frame, Message, Severity, error, note, warning
+from analyzer.issues import (
+    DECODE_API_VERSIONS_FALLBACK,
+    DECODE_TRAILING_BYTES,
+    DECODE_TRUNCATED,
+    RECORDS_PARTIAL_BATCH,
+    RECORDS_PARTIAL_MESSAGE,
+)
+from analyzer.model import Field, Frame, Message, Severity
 
 _i16 = struct.Struct(">h").unpack_from
 _i32 = struct.Struct(">i").unpack_from
@@ -36,7 +43,7 @@ API_VERSIONS = 18
 SASL_HANDSHAKE = 17
 SASL_AUTHENTICATE = 36
 UNSUPPORTED_VERSION = 35
-_PARTIAL = frozenset(("records.partial_batch", "records.partial_message"))
+_PARTIAL = {k.code: k for k in (RECORDS_PARTIAL_BATCH, RECORDS_PARTIAL_MESSAGE)}
 
 
 class Options:
@@ -81,7 +88,9 @@ def decode_request(frame: Frame, opts: Options = DEFAULT_OPTIONS) -> Message:
     ctx = _ctx(opts)
     if len(payload) < 8:
         ctx.issues.append(
-            warning("decode.truncated", f"request of {len(payload)} bytes is too short for a header", 0)
+            DECODE_TRUNCATED(
+                f"request of {len(payload)} bytes is too short for a header", 0, severity=Severity.WARNING
+            )
         )
         return Message(frame, "request", None, None, None, None, None, ctx.issues)
     api_key, api_version, corr = struct.unpack_from(">hhi", payload, 0)
@@ -95,7 +104,12 @@ def decode_request(frame: Frame, opts: Options = DEFAULT_OPTIONS) -> Message:
     issues = ctx.issues
     if any(i.code in _PARTIAL for i in issues):
         # Only a Fetch response may end with a cut-off batch; in a Produce request it is damage
-        issues = [error(i.code, i.message, i.offset, i.where) if i.code in _PARTIAL else i for i in issues]
+        issues = [
+            _PARTIAL[i.code](i.message, i.offset, i.where, severity=Severity.ERROR)
+            if i.code in _PARTIAL
+            else i
+            for i in issues
+        ]
     return Message(frame, "request", api_key, api_version, corr, header, body, issues, client_id, ctx.errors)
 
 
@@ -106,7 +120,9 @@ def decode_response(
     ctx = _ctx(opts)
     if len(payload) < 4:
         ctx.issues.append(
-            warning("decode.truncated", f"response of {len(payload)} bytes is too short for a header", 0)
+            DECODE_TRUNCATED(
+                f"response of {len(payload)} bytes is too short for a header", 0, severity=Severity.WARNING
+            )
         )
         return Message(frame, "response", api_key, api_version, None, None, None, ctx.issues)
     corr = _i32(payload, 0)[0]
@@ -130,8 +146,7 @@ def decode_response(
                     frame, "response", api_key, version, corr, alt[0], alt[1], alt[2], None, alt[4]
                 )
             msg[2].append(
-                note(
-                    "decode.api_versions_fallback",
+                DECODE_API_VERSIONS_FALLBACK(
                     f"UNSUPPORTED_VERSION answer to an ApiVersions "
                     f"v{version} request matches neither the v0 nor the v{version} layout",
                     4,
@@ -150,7 +165,7 @@ def _decode_response_as(payload, ctx: Ctx, opts: Options, api_key: int, version:
         body = decode_body(payload, pos, api_key, "response", version, ctx)
         if body is not None:
             _embedded(api_key, "response", body, payload, ctx, opts)
-    clean = not any(i.severity == Severity.ERROR or i.code == "decode.trailing_bytes" for i in ctx.issues)
+    clean = not any(i.severity == Severity.ERROR or i.code == DECODE_TRAILING_BYTES.code for i in ctx.issues)
     return header, body, ctx.issues, not clean, ctx.errors
 
 

@@ -77,7 +77,25 @@ from typing import Any
 
 from analyzer.dissect.codecs import DEFAULT_LIMITS, Limits, codec_name, decompress_capped
 from analyzer.dissect.crc import crc32c
-from analyzer.model import Field, Issue, Severity, error, note, warning
+from analyzer.issues import (
+    RECORDS_BAD_CONTROL_RECORD,
+    RECORDS_BAD_HEADER_KEY,
+    RECORDS_BAD_LENGTH,
+    RECORDS_BAD_RECORD,
+    RECORDS_BAD_VARINT,
+    RECORDS_CRC_MISMATCH,
+    RECORDS_DECOMPRESSION_LIMIT,
+    RECORDS_INNER_MAGIC_MISMATCH,
+    RECORDS_LZ4_LEGACY_CHECKSUM,
+    RECORDS_PARTIAL_BATCH,
+    RECORDS_PARTIAL_MESSAGE,
+    RECORDS_RECORD_COUNT_MISMATCH,
+    RECORDS_TRAILING_BYTES,
+    RECORDS_TRUNCATED,
+    RECORDS_UNKNOWN_MAGIC,
+    IssueKind,
+)
+from analyzer.model import Field, Issue, Severity
 
 __all__ = [
     "decode_records",
@@ -137,9 +155,9 @@ def iso_timestamp(ms: int) -> str | None:
 class _Malformed(Exception):  # noqa: N818 - internal control flow, never escapes this module
     """A record or message body does not parse; caught right where the record is framed."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, kind: IssueKind, message: str) -> None:
         super().__init__(message)
-        self.code = code
+        self.kind = kind  # the issue it becomes
         self.message = message
 
 
@@ -156,7 +174,7 @@ def _varint(buf: bytes, p: int, end: int, size: int = 5) -> tuple[int, int]:
     limit = p + size
     while p < end:
         if p == limit:
-            raise _Malformed("records.bad_varint", f"{kind} longer than {size} bytes")
+            raise _Malformed(RECORDS_BAD_VARINT, f"{kind} longer than {size} bytes")
         b = buf[p]
         p += 1
         result |= (b & 0x7F) << shift
@@ -164,7 +182,7 @@ def _varint(buf: bytes, p: int, end: int, size: int = 5) -> tuple[int, int]:
             result &= (1 << (32 if size == 5 else 64)) - 1
             return (result >> 1) ^ -(result & 1), p
         shift += 7
-    raise _Malformed("records.bad_varint", f"{kind} cut by the end of the data")
+    raise _Malformed(RECORDS_BAD_VARINT, f"{kind} cut by the end of the data")
 
 
 def _text(b: bytes) -> str | None:
@@ -251,6 +269,7 @@ class _Ctx:
         self.max_depth = min(limits.max_depth, _MAX_DEPTH_CAP)
 
     def add(self, issue: Issue, offset: int, where: str) -> None:
+        """A codec's issue (built without a location), placed at ``offset`` and ``where``."""
         self.issues.append(Issue(issue.severity, issue.code, issue.message, offset, where))
 
 
@@ -318,8 +337,7 @@ def _decode_set(
         else:
             signed = magic - 256 if magic > 127 else magic
             ctx.issues.append(
-                error(
-                    "records.unknown_magic",
+                RECORDS_UNKNOWN_MAGIC(
                     f"unknown magic {signed} (offset {off}, size {size})",
                     ioff,
                     _entry_where(parent_where, at, pos),
@@ -328,8 +346,7 @@ def _decode_set(
             break
         if size < minimum:
             ctx.issues.append(
-                error(
-                    "records.bad_length",
+                RECORDS_BAD_LENGTH(
                     f"size {size} is below the minimum {minimum} for magic {magic}; cannot continue",
                     ioff,
                     _entry_where(parent_where, at, pos),
@@ -355,8 +372,7 @@ def _decode_set(
         end = pos + 12 + size
         if wrapper_magic is not None and magic != wrapper_magic:
             ctx.issues.append(
-                warning(
-                    "records.inner_magic_mismatch",
+                RECORDS_INNER_MAGIC_MISMATCH(
                     f"inner entry has magic {magic}, its wrapper magic {wrapper_magic}",
                     ioff,
                     _entry_where(parent_where, at, pos),
@@ -405,8 +421,7 @@ def _partial(
     total = "?" if size is None else str(12 + size)
     if inner:
         ctx.issues.append(
-            error(
-                "records.truncated",
+            RECORDS_TRUNCATED(
                 f"{kind} cut after {rem} of {total} bytes inside decompressed data",
                 ioff,
                 where,
@@ -414,8 +429,7 @@ def _partial(
         )
     else:
         ctx.issues.append(
-            note(
-                f"records.partial_{kind}",
+            (RECORDS_PARTIAL_BATCH if kind == "batch" else RECORDS_PARTIAL_MESSAGE)(
                 f"{kind} cut after {rem} of {total} bytes (normal at the end of a fetch response)",
                 ioff,
                 where,
@@ -432,16 +446,16 @@ def _partial(
 def _legacy_bytes(buf: bytes, p: int, end: int, name: str) -> tuple[bytes | None, int, int]:
     """(value, start of data, position after) of an int32-length-prefixed byte string."""
     if p + 4 > end:
-        raise _Malformed("records.bad_record", f"{name} length cut by the end of the message")
+        raise _Malformed(RECORDS_BAD_RECORD, f"{name} length cut by the end of the message")
     (ln,) = _I32.unpack_from(buf, p)
     p += 4
     if ln == -1:
         return None, p, p
     if ln < 0:
-        raise _Malformed("records.bad_record", f"{name} has negative length {ln}")
+        raise _Malformed(RECORDS_BAD_RECORD, f"{name} has negative length {ln}")
     if ln > end - p:
         raise _Malformed(
-            "records.bad_record", f"{name} length {ln} exceeds the {end - p} bytes left in the message"
+            RECORDS_BAD_RECORD, f"{name} length {ln} exceeds the {end - p} bytes left in the message"
         )
     return buf[p : p + ln], p, p + ln
 
@@ -469,8 +483,7 @@ def _decode_message(
     crc_ok = computed == crc
     if not crc_ok and trusted:
         ctx.issues.append(
-            error(
-                "records.crc_mismatch",
+            RECORDS_CRC_MISMATCH(
                 f"message CRC-32 mismatch: stored 0x{crc:08x}, computed 0x{computed:08x}",
                 ioff,
                 where,
@@ -512,9 +525,9 @@ def _decode_message(
             text = None if value is None or codec else _text(value)
             children.append(Field("value", "bytes", value, base + vstart, p - vstart, None, text))
         if p != end:
-            raise _Malformed("records.bad_record", f"{end - p} unused bytes after the value")
+            raise _Malformed(RECORDS_BAD_RECORD, f"{end - p} unused bytes after the value")
     except _Malformed as e:
-        ctx.issues.append(error(e.code, e.message, ioff, where))
+        ctx.issues.append(e.kind(e.message, ioff, where))
         if codec:
             summary["records"] = None
         return field
@@ -542,14 +555,11 @@ def _unwrap(
     ioff = base + vdata if anchor is None else anchor
     summary["records"] = None
     if value is None:
-        ctx.issues.append(
-            error("records.bad_record", "compressed wrapper message has a null value", ioff, where)
-        )
+        ctx.issues.append(RECORDS_BAD_RECORD("compressed wrapper message has a null value", ioff, where))
         return
     if depth + 1 > ctx.max_depth:
         ctx.issues.append(
-            error(
-                "records.decompression_limit",
+            RECORDS_DECOMPRESSION_LIMIT(
                 f"compressed message sets nested deeper than {ctx.max_depth}: not decompressed",
                 ioff,
                 where,
@@ -558,10 +568,12 @@ def _unwrap(
         return
     raw, issue = decompress_capped(codec, value, ctx.limits, ctx.budget)
     if issue is not None:
-        if issue.code == "records.lz4_legacy_checksum":
+        if issue.code == RECORDS_LZ4_LEGACY_CHECKSUM.code:
             if magic != 0:  # expected for magic 0, a producer bug for magic 1
-                ctx.add(
-                    Issue(Severity.WARNING, issue.code, issue.message + " in a magic 1 message"), ioff, where
+                ctx.issues.append(
+                    RECORDS_LZ4_LEGACY_CHECKSUM(
+                        issue.message + " in a magic 1 message", ioff, where, severity=Severity.WARNING
+                    )
                 )
         else:
             ctx.add(issue, ioff, where)
@@ -624,8 +636,7 @@ def _decode_batch(
     crc_ok = computed == crc
     if not crc_ok and trusted:
         ctx.issues.append(
-            error(
-                "records.crc_mismatch",
+            RECORDS_CRC_MISMATCH(
                 f"batch CRC-32C mismatch: stored 0x{crc:08x}, computed 0x{computed:08x}",
                 ioff,
                 where,
@@ -663,9 +674,7 @@ def _decode_batch(
     rstart = pos + _V2_HEADER
     batch = (bo, bts, mts, attrs, count, where, ioff)
     if count < 0:
-        ctx.issues.append(
-            error("records.record_count_mismatch", f"negative record count {count}", ioff, where)
-        )
+        ctx.issues.append(RECORDS_RECORD_COUNT_MISMATCH(f"negative record count {count}", ioff, where))
     if codec == 0:
         records = _decode_v2_records(ctx, buf, rstart, end, base, batch)
         children.append(records)
@@ -673,9 +682,11 @@ def _decode_batch(
         raw, issue = decompress_capped(codec, mv[rstart:end], ctx.limits, ctx.budget)
         cioff = base + rstart if anchor is None else anchor
         if issue is not None:
-            if issue.code == "records.lz4_legacy_checksum":
-                ctx.add(
-                    Issue(Severity.WARNING, issue.code, issue.message + " in a magic 2 batch"), cioff, where
+            if issue.code == RECORDS_LZ4_LEGACY_CHECKSUM.code:
+                ctx.issues.append(
+                    RECORDS_LZ4_LEGACY_CHECKSUM(
+                        issue.message + " in a magic 2 batch", cioff, where, severity=Severity.WARNING
+                    )
                 )
             else:
                 ctx.add(issue, cioff, where)
@@ -768,14 +779,13 @@ def _decode_v2_records(ctx: _Ctx, buf: bytes, start: int, end: int, base: int, b
                 length, p = varint(buf, p, end)
             except _Malformed as e:
                 ctx.issues.append(
-                    error(e.code, f"record length: {e.message}", ioff, f"record {len(rows)} of {where}")
+                    e.kind(f"record length: {e.message}", ioff, f"record {len(rows)} of {where}")
                 )
                 framed = False
                 break
         if length < 0 or length > end - p:
             ctx.issues.append(
-                error(
-                    "records.bad_record",
+                RECORDS_BAD_RECORD(
                     f"record length {length} does not fit the {end - p} bytes left",
                     ioff,
                     f"record {len(rows)} of {where}",
@@ -789,7 +799,7 @@ def _decode_v2_records(ctx: _Ctx, buf: bytes, start: int, end: int, base: int, b
         hdrs: list | None = None
         try:
             if p >= rend:
-                raise _Malformed("records.bad_record", "record attributes cut by the end of the record")
+                raise _Malformed(RECORDS_BAD_RECORD, "record attributes cut by the end of the record")
             a = buf[p]
             if a > 127:
                 a -= 256
@@ -818,10 +828,10 @@ def _decode_v2_records(ctx: _Ctx, buf: bytes, start: int, end: int, base: int, b
             else:
                 hc, p = varint(buf, p, rend)
             if hc < 0:
-                raise _Malformed("records.bad_record", f"negative header count {hc}")
+                raise _Malformed(RECORDS_BAD_RECORD, f"negative header count {hc}")
             if hc > (rend - p) // 2:
                 raise _Malformed(
-                    "records.bad_record", f"header count {hc} does not fit the {rend - p} bytes left"
+                    RECORDS_BAD_RECORD, f"header count {hc} does not fit the {rend - p} bytes left"
                 )
             hce = p
             hdrs = []
@@ -834,16 +844,13 @@ def _decode_v2_records(ctx: _Ctx, buf: bytes, start: int, end: int, base: int, b
                 else:
                     klen, p2 = varint(buf, p, rend)
                 if klen < 0 or klen > rend - p2:
-                    raise _Malformed(
-                        "records.bad_record", f"header key length {klen} is negative or too long"
-                    )
+                    raise _Malformed(RECORDS_BAD_RECORD, f"header key length {klen} is negative or too long")
                 hkd, hke = p2, p2 + klen
                 try:
                     buf[hkd:hke].decode("utf-8")
                 except UnicodeDecodeError:
                     ctx.issues.append(
-                        warning(
-                            "records.bad_header_key",
+                        RECORDS_BAD_HEADER_KEY(
                             "header key is not valid UTF-8",
                             ioff,
                             f"record {len(rows)} of {where}",
@@ -853,16 +860,15 @@ def _decode_v2_records(ctx: _Ctx, buf: bytes, start: int, end: int, base: int, b
                 hvd, p = _bytes_span(buf, hke, rend, "value")
                 hdrs[-1] = (hs, hkd, hke, hvd, p)
             if p != rend:
-                raise _Malformed("records.bad_record", f"{rend - p} unused bytes at the end of the record")
+                raise _Malformed(RECORDS_BAD_RECORD, f"{rend - p} unused bytes at the end of the record")
             append((rstart, body, rend, a, tsd, tse, od, ode, kd, ke, vd, ve, hc, hce, hdrs, True))
         except _Malformed as e:
-            ctx.issues.append(error(e.code, e.message, ioff, f"record {len(rows)} of {where}"))
+            ctx.issues.append(e.kind(e.message, ioff, f"record {len(rows)} of {where}"))
             append((rstart, body, rend, a, tsd, tse, od, ode, kd, ke, vd, ve, hc, hce, hdrs, False))
         p = rend
     if framed and count >= 0 and len(rows) < count:
         ctx.issues.append(
-            error(
-                "records.record_count_mismatch",
+            RECORDS_RECORD_COUNT_MISMATCH(
                 f"batch declares {count} records, its data holds {len(rows)}",
                 ioff,
                 where,
@@ -870,7 +876,7 @@ def _decode_v2_records(ctx: _Ctx, buf: bytes, start: int, end: int, base: int, b
         )
     elif framed and p < end:
         ctx.issues.append(
-            error("records.trailing_bytes", f"{end - p} bytes after the last of {count} records", ioff, where)
+            RECORDS_TRAILING_BYTES(f"{end - p} bytes after the last of {count} records", ioff, where)
         )
     return RecordsField(base + start, p - start, rows, buf, base, batch)
 
@@ -889,10 +895,10 @@ def _bytes_span(buf: bytes, p: int, end: int, name: str) -> tuple[int, int]:
     if ln == -1:
         return -1, p
     if ln < 0:
-        raise _Malformed("records.bad_record", f"{name} has negative length {ln}")
+        raise _Malformed(RECORDS_BAD_RECORD, f"{name} has negative length {ln}")
     if ln > end - p:
         raise _Malformed(
-            "records.bad_record", f"{name} length {ln} exceeds the {end - p} bytes left in the record"
+            RECORDS_BAD_RECORD, f"{name} length {ln} exceeds the {end - p} bytes left in the record"
         )
     return p, p + ln
 
@@ -901,8 +907,7 @@ def _check_control(ctx: _Ctx, buf: bytes, kd, ke, vd, ve, where: str, ioff: int,
     """The issues of a control record's key and value (their Fields come with the records view)."""
     if kd < 0 or ke - kd < 4:
         ctx.issues.append(
-            error(
-                "records.bad_control_record",
+            RECORDS_BAD_CONTROL_RECORD(
                 "control record key shorter than 4 bytes",
                 ioff,
                 f"record {index} of {where}",
@@ -913,8 +918,7 @@ def _check_control(ctx: _Ctx, buf: bytes, kd, ke, vd, ve, where: str, ioff: int,
     if ctype in (0, 1) and (vd < 0 or ve - vd < 6):
         name = CONTROL_TYPES[ctype]
         ctx.issues.append(
-            error(
-                "records.bad_control_record",
+            RECORDS_BAD_CONTROL_RECORD(
                 f"{name} marker value shorter than 6 bytes",
                 ioff,
                 f"record {index} of {where}",

@@ -17,6 +17,7 @@ from typing import Any
 from analyzer.dissect import schema
 from analyzer.dissect.records import RecordsField, record_timestamp_text
 from analyzer.events import CaptureIssue, ConnIssue
+from analyzer.issues import STREAM_GAP
 from analyzer.model import ConnInfo, Exchange, Field, Message
 
 _INT_TYPES = frozenset(("int8", "int16", "uint16", "int32", "uint32", "int64"))
@@ -269,7 +270,7 @@ def stream_event_json(ev: ConnIssue | CaptureIssue) -> dict:
     if conn is not None and ev.direction >= 0 and conn.client_direction is not None:  # type: ignore[union-attr]
         direction = "client" if ev.direction == conn.client_direction else "broker"  # type: ignore[union-attr]
     return {
-        "type": "gap" if issue.code == "stream.gap" else "issue",
+        "type": "gap" if issue.code == STREAM_GAP.code else "issue",
         "ts": ev.ts,
         "connection": conn.id if conn is not None else None,
         "direction": direction,

@@ -22,6 +22,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from analyzer.dissect import schema
 from analyzer.events import CaptureIssue, ConnIssue, Event
+from analyzer.issues import PAIRING_NO_RESPONSE
 from analyzer.model import ConnInfo, Exchange, Severity
 from analyzer.session.stats import error_names, percentile
 
@@ -136,7 +137,7 @@ class Checker:
         for i in ex.all_issues():
             if i.severity == Severity.ERROR and i.code not in self.allow:
                 self.problems.append(f"{i.code}: {i.message} in {_where(ex)}")
-            if i.code == "pairing.no_response":
+            if i.code == PAIRING_NO_RESPONSE.code:
                 self.unanswered.append(_where(ex))
         errs = error_names(ex.response)
         if errs:

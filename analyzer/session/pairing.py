@@ -23,7 +23,8 @@ from analyzer.dissect.message import (
     decode_response,
     decode_sasl_token,
 )
-from analyzer.model import ConnInfo, Exchange, Frame, Message, note, warning
+from analyzer.issues import PAIRING_ACKS0, PAIRING_NO_REQUEST, PAIRING_NO_RESPONSE
+from analyzer.model import ConnInfo, Exchange, Frame, Message, Severity
 
 PRODUCE = 0
 
@@ -59,14 +60,10 @@ class ConnectionPairer:
         }.get(self.info.closed or "", "no response in the capture")
         out = []
         for req in self.pending.values():
-            out.append(
-                self._exchange(req, None, [note("pairing.no_response", f"request never answered: {how}")])
-            )
+            out.append(self._exchange(req, None, [PAIRING_NO_RESPONSE(f"request never answered: {how}")]))
         self.pending.clear()
         for tok in self.raw_pending:
-            out.append(
-                self._exchange(tok, None, [note("pairing.no_response", f"SASL token never answered: {how}")])
-            )
+            out.append(self._exchange(tok, None, [PAIRING_NO_RESPONSE(f"SASL token never answered: {how}")]))
         self.raw_pending.clear()
         return out
 
@@ -90,9 +87,7 @@ class ConnectionPairer:
         out: list[Exchange] = []
         if req.api_key == PRODUCE and req.body is not None and req.body.get("acks") == 0:
             out.append(
-                self._exchange(
-                    req, None, [note("pairing.acks0", "Produce with acks=0: no response expected")]
-                )
+                self._exchange(req, None, [PAIRING_ACKS0("Produce with acks=0: no response expected")])
             )
             return out
         corr = req.correlation_id
@@ -104,9 +99,9 @@ class ConnectionPairer:
                         old,
                         None,
                         [
-                            warning(
-                                "pairing.no_response",
+                            PAIRING_NO_RESPONSE(
                                 f"correlation id {corr} reused before a response was captured",
+                                severity=Severity.WARNING,
                             )
                         ],
                     )
@@ -125,15 +120,14 @@ class ConnectionPairer:
         req = self.pending.pop(corr, None) if corr is not None else None
         if req is None:
             resp = decode_response(frame, None, None, self.opts)
-            sev = note if not self.info.syn else warning
             out.append(
                 self._exchange(
                     None,
                     resp,
                     [
-                        sev(
-                            "pairing.no_request",
+                        PAIRING_NO_REQUEST(
                             f"response with correlation id {corr} has no request in the capture",
+                            severity=Severity.WARNING if self.info.syn else Severity.NOTE,
                         )
                     ],
                 )
@@ -150,8 +144,9 @@ class ConnectionPairer:
                     first,
                     None,
                     [
-                        warning(
-                            "pairing.no_response", "no response captured (a later request was answered first)"
+                        PAIRING_NO_RESPONSE(
+                            "no response captured (a later request was answered first)",
+                            severity=Severity.WARNING,
                         )
                     ],
                 )

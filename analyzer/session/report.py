@@ -4,6 +4,7 @@ the TUI and the export (plain data and strings; no terminal or UI code)."""
 from __future__ import annotations
 
 from analyzer.dissect import schema
+from analyzer.issues import REGISTRY
 from analyzer.model import Exchange, Severity
 from analyzer.session.stats import Stats, error_names
 
@@ -44,7 +45,7 @@ def exchange_flags(ex: Exchange) -> tuple[list[str], Severity | None]:
         uniq = sorted(set(errs))
         flags.append(",".join(uniq[:3]) + (f",+{len(uniq) - 3}" if len(uniq) > 3 else ""))
     for i in ex.all_issues():
-        if i.severity >= Severity.WARNING or i.code.startswith("pairing."):
+        if i.severity >= Severity.WARNING or REGISTRY[i.code].stage == "pairing":
             flags.append(i.code)
             if i.severity >= Severity.WARNING and (worst is None or i.severity > worst):
                 worst = i.severity

@@ -13,10 +13,13 @@ from dataclasses import dataclass, field
 from analyzer.dissect import schema
 from analyzer.dissect.errors import ERRORS
 from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue, Event
+from analyzer.issues import PAIRING_NO_RESPONSE, REGISTRY
 from analyzer.model import ConnInfo, Exchange, Field, Message, Severity
 from analyzer.session.records import partition_records, topic_elements
 
 PRODUCE, FETCH, SHARE_FETCH = 0, 1, 78
+# pairing issues are anomalies even as notes (unanswered requests, acks=0...)
+_PAIRING = frozenset(code for code, kind in REGISTRY.items() if kind.stage == "pairing")
 
 
 def percentile(sorted_values: list[float], q: float) -> float | None:
@@ -132,9 +135,9 @@ class Stats:
                 a.errors[n] += 1
                 self._anomaly(f"kafka.{n}", f"{name} response with error {n}")
         for issue in ex.all_issues():
-            if issue.code == "pairing.no_response":
+            if issue.code == PAIRING_NO_RESPONSE.code:
                 a.unanswered += 1
-            if issue.severity >= Severity.WARNING or issue.code.startswith("pairing."):
+            if issue.severity >= Severity.WARNING or issue.code in _PAIRING:
                 self._anomaly(issue.code, issue.message)
         cid = ex.client_id
         if ex.request is not None:

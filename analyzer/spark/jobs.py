@@ -22,6 +22,7 @@ import sys
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from analyzer.issues import PAIRING_NO_RESPONSE
 from analyzer.spark.source import FETCH, PRODUCE, SHARE_FETCH, Analysis, analyze
 
 # percentile_approx accuracy: the rank error is at most count / ACCURACY (exact below that size)
@@ -38,7 +39,7 @@ def api_latency(exchanges: DataFrame, accuracy: int = ACCURACY) -> DataFrame:
             F.count(F.lit(1)).alias("count"),
             pct.alias("pct"),
             F.max("latency_ms").alias("max_ms"),
-            F.sum(F.array_contains("issues", "pairing.no_response").cast("long")).alias("unanswered"),
+            F.sum(F.array_contains("issues", PAIRING_NO_RESPONSE.code).cast("long")).alias("unanswered"),
             F.sum((F.size("errors") > 0).cast("long")).alias("error_responses"),
             F.sum(F.size("errors")).cast("long").alias("errors"),
             F.coalesce(F.sum("request_bytes"), F.lit(0)).alias("request_bytes"),

@@ -352,6 +352,7 @@ def analyze_one(
     from analyzer.capture.files import CaptureFile
     from analyzer.dissect.message import Options
     from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue
+    from analyzer.issues import SPARK_ANALYSIS_FAILED
     from analyzer.model import Exchange, Severity
     from analyzer.pipeline import Analysis
 
@@ -379,6 +380,7 @@ def analyze_one(
         issues += 1
         damaged = True
         tb = traceback.format_exc(limit=-3).strip().replace("\n", " | ")
+        failed = SPARK_ANALYSIS_FAILED(f"analysis stopped after {a.packets} packets: {exc!r} ({tb})")
         yield _event(
             "issue",
             (
@@ -389,9 +391,9 @@ def analyze_one(
                 None,
                 None,
                 "issue",
-                "error",
-                "spark.analysis_failed",
-                f"analysis stopped after {a.packets} packets: {exc!r} ({tb})",
+                str(failed.severity),
+                failed.code,
+                failed.message,
                 None,
                 None,
             ),
@@ -415,9 +417,12 @@ def analyze_one(
 
 
 def _unreadable(uri: str, size, message: str) -> Iterator[tuple]:
+    from analyzer.issues import CAPTURE_UNREADABLE
+
+    i = CAPTURE_UNREADABLE(message)
     yield _event(
         "issue",
-        (uri, None, None, None, None, None, "issue", "error", "capture.unreadable", message, None, None),
+        (uri, None, None, None, None, None, "issue", str(i.severity), i.code, i.message, None, None),
     )
     yield _event("capture", (uri, None, None, size, 0, 0, 0, 1, None, None, True))
 

@@ -10,6 +10,7 @@ from conftest import ROOT
 
 CORE = [
     "analyzer.model",
+    "analyzer.issues",
     "analyzer.capture.files",
     "analyzer.reassembly.packet",
     "analyzer.reassembly.tcp",

@@ -1,0 +1,401 @@
+"""Every issue code the analyzer reports, declared once.
+
+Each declaration is an :class:`IssueKind`: the code, its default severity, the stage that
+reports it and a one-line summary of what it means for a user. Calling a kind builds the
+:class:`~analyzer.model.Issue`::
+
+    DECODE_TRUNCATED("topics: needs 4 bytes, 2 left", offset=12, where="produce_request.topics")
+
+A few codes have a severity that depends on where they happen (a cut-off batch is normal at the
+end of a Fetch response, damage in a Produce request). Their declaration lists the other
+severities and when they apply; ``severity=`` accepts only those, so a call site cannot pick a
+severity the registry does not document.
+
+Code compares issues by code: ``issue.code == CAPTURE_UNKNOWN_FORMAT.code``; ``REGISTRY[code]``
+gives the declaration of a code (its stage, summary...) to front ends.
+``tools/gen_issues.py`` writes the README's table of issue codes and the export schema's list
+of codes from this module.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from analyzer.model import Issue, Severity
+
+# The stages that report issues, in pipeline order (the README table follows this order).
+STAGES = ("capture", "reassembly", "framing", "decode", "records", "pairing", "spark")
+
+CODE_RE = re.compile(r"^[a-z0-9]+(_[a-z0-9]+)*\.[a-z0-9]+(_[a-z0-9]+)*$")
+
+
+class IssueKind:
+    """One declared issue code; calling it builds an :class:`Issue` of that code."""
+
+    __slots__ = ("code", "severity", "stage", "summary", "overrides")
+
+    def __init__(
+        self,
+        code: str,
+        severity: Severity,
+        stage: str,
+        summary: str,
+        overrides: Mapping[Severity, str] | None = None,
+    ) -> None:
+        self.code = code
+        self.severity = severity
+        self.stage = stage
+        self.summary = summary
+        # other severities this code is reported with -> when (documentation and a guard)
+        self.overrides: Mapping[Severity, str] = MappingProxyType(dict(overrides or {}))
+
+    def __call__(
+        self,
+        message: str,
+        offset: int | None = None,
+        where: str | None = None,
+        *,
+        severity: Severity | None = None,
+    ) -> Issue:
+        if severity is None or severity is self.severity:
+            return Issue(self.severity, self.code, message, offset, where)
+        if severity not in self.overrides:
+            raise ValueError(
+                f"{self.code} is declared {self.severity}; {severity} is not a documented override"
+            )
+        return Issue(severity, self.code, message, offset, where)
+
+    @property
+    def severities(self) -> frozenset[Severity]:
+        """Every severity an issue of this code may have."""
+        return frozenset((self.severity, *self.overrides))
+
+    def __repr__(self) -> str:
+        return f"IssueKind({self.code!r}, {self.severity})"
+
+
+_REGISTRY: dict[str, IssueKind] = {}
+
+# Every declared code, in declaration order (grouped by stage in pipeline order).
+REGISTRY: Mapping[str, IssueKind] = MappingProxyType(_REGISTRY)
+
+
+def _declare(
+    code: str,
+    severity: Severity,
+    stage: str,
+    summary: str,
+    overrides: Mapping[Severity, str] | None = None,
+) -> IssueKind:
+    if code in _REGISTRY:
+        raise ValueError(f"issue code {code} declared twice")
+    if not CODE_RE.match(code):
+        raise ValueError(f"issue code {code!r} is not of the form stage.snake_name")
+    if stage not in STAGES:
+        raise ValueError(f"issue code {code}: unknown stage {stage!r}")
+    kind = _REGISTRY[code] = IssueKind(code, severity, stage, summary, overrides)
+    return kind
+
+
+ERROR = Severity.ERROR
+WARNING = Severity.WARNING
+NOTE = Severity.NOTE
+
+# -- capture files ------------------------------------------------------------------------------
+
+CAPTURE_UNKNOWN_FORMAT = _declare(
+    "capture.unknown_format",
+    ERROR,
+    "capture",
+    "The file is not a pcap or pcapng capture (or is empty); nothing is analysed.",
+)
+CAPTURE_TRUNCATED = _declare(
+    "capture.truncated",
+    ERROR,
+    "capture",
+    "The capture file ends in the middle of a header or packet; every packet before is analysed.",
+)
+CAPTURE_CORRUPT = _declare(
+    "capture.corrupt",
+    ERROR,
+    "capture",
+    "The capture file is damaged (impossible record length, bad byte-order magic, broken gzip or "
+    "zstd data); reading stops there.",
+)
+CAPTURE_BAD_BLOCK = _declare(
+    "capture.bad_block",
+    WARNING,
+    "capture",
+    "A pcapng packet block names an unknown interface or has a bad length: that packet is skipped.",
+)
+CAPTURE_NO_TCP = _declare(
+    "capture.no_tcp",
+    ERROR,
+    "capture",
+    "The capture holds packets but no TCP traffic, so no Kafka.",
+)
+CAPTURE_UNREADABLE = _declare(
+    "capture.unreadable",
+    ERROR,
+    "capture",
+    "The file could not be opened or read (Spark front end).",
+)
+CAPTURE_SOURCE_FAILED = _declare(
+    "capture.source_failed",
+    ERROR,
+    "capture",
+    "A live capture could not start or stopped (no such interface, no permission, a bad BPF "
+    "filter): a usage error.",
+)
+
+# -- TCP reassembly -----------------------------------------------------------------------------
+
+STREAM_GAP = _declare(
+    "stream.gap",
+    WARNING,
+    "reassembly",
+    "Bytes of one direction of a connection were never captured; the frame in progress is lost.",
+)
+
+# -- Kafka framing ------------------------------------------------------------------------------
+
+FRAMING_NOT_KAFKA = _declare(
+    "framing.not_kafka",
+    NOTE,
+    "framing",
+    "A TCP connection does not carry decodable Kafka; it is left out.",
+)
+FRAMING_RESYNC = _declare(
+    "framing.resync",
+    WARNING,
+    "framing",
+    "Bytes were skipped to find the next Kafka frame (after a gap or a connection seen mid-stream).",
+)
+FRAMING_BAD_SIZE = _declare(
+    "framing.bad_size",
+    WARNING,
+    "framing",
+    "A frame size prefix is negative or beyond the maximum frame size; framing resynchronises.",
+)
+FRAMING_INCOMPLETE = _declare(
+    "framing.incomplete",
+    WARNING,
+    "framing",
+    "A direction ends with bytes that are not a complete frame (the capture or connection ended).",
+)
+
+# -- message decoding ---------------------------------------------------------------------------
+
+DECODE_TRUNCATED = _declare(
+    "decode.truncated",
+    ERROR,
+    "decode",
+    "A message ends before a field it declares: decoding stops there, the fields before are kept.",
+    {WARNING: "when the frame is too short for a request or response header"},
+)
+DECODE_BAD_VARINT = _declare(
+    "decode.bad_varint",
+    ERROR,
+    "decode",
+    "A varint is longer than 10 bytes: decoding stops there.",
+)
+DECODE_BAD_LENGTH = _declare(
+    "decode.bad_length",
+    ERROR,
+    "decode",
+    "A string, bytes or array length is negative (other than -1 for null): decoding stops there.",
+)
+DECODE_BAD_COUNT = _declare(
+    "decode.bad_count",
+    ERROR,
+    "decode",
+    "An array or tagged-field count cannot fit in the bytes left: decoding stops there.",
+)
+DECODE_UNEXPECTED_NULL = _declare(
+    "decode.unexpected_null",
+    WARNING,
+    "decode",
+    "A field is null although it is not nullable in this version.",
+)
+DECODE_BAD_UTF8 = _declare(
+    "decode.bad_utf8",
+    WARNING,
+    "decode",
+    "A string field is not valid UTF-8 (shown with backslash escapes).",
+)
+DECODE_UNKNOWN_ERROR_CODE = _declare(
+    "decode.unknown_error_code",
+    WARNING,
+    "decode",
+    "An error code field holds a value that is not a Kafka error code.",
+)
+DECODE_TAGGED_SIZE = _declare(
+    "decode.tagged_size",
+    WARNING,
+    "decode",
+    "A known tagged field is longer than its decoded content.",
+)
+DECODE_UNKNOWN_API = _declare(
+    "decode.unknown_api",
+    WARNING,
+    "decode",
+    "The API key is not in the protocol table: only the header is decoded.",
+)
+DECODE_UNSUPPORTED_VERSION = _declare(
+    "decode.unsupported_version",
+    WARNING,
+    "decode",
+    "The API version is outside the versions the protocol table knows: only the header is decoded.",
+)
+DECODE_TRAILING_BYTES = _declare(
+    "decode.trailing_bytes",
+    WARNING,
+    "decode",
+    "Bytes are left after the end of a decoded message body.",
+)
+DECODE_API_VERSIONS_FALLBACK = _declare(
+    "decode.api_versions_fallback",
+    NOTE,
+    "decode",
+    "An UNSUPPORTED_VERSION ApiVersions answer fits neither the v0 nor the requested layout; decoded as v0.",
+)
+
+# -- record batches and message sets ------------------------------------------------------------
+
+RECORDS_UNKNOWN_MAGIC = _declare(
+    "records.unknown_magic",
+    ERROR,
+    "records",
+    "A record batch or message has a magic byte other than 0, 1 or 2: the rest of the set is skipped.",
+)
+RECORDS_BAD_LENGTH = _declare(
+    "records.bad_length",
+    ERROR,
+    "records",
+    "A batch or message size is below the minimum for its magic: the rest of the set is skipped.",
+)
+RECORDS_INNER_MAGIC_MISMATCH = _declare(
+    "records.inner_magic_mismatch",
+    WARNING,
+    "records",
+    "A message inside a compressed wrapper has another magic than its wrapper.",
+)
+RECORDS_TRUNCATED = _declare(
+    "records.truncated",
+    ERROR,
+    "records",
+    "A batch or message inside decompressed data is cut short.",
+)
+RECORDS_PARTIAL_BATCH = _declare(
+    "records.partial_batch",
+    NOTE,
+    "records",
+    "The last record batch of a records field is cut short (brokers do this at the end of a Fetch response).",
+    {ERROR: "in a request, where a cut-off batch is damage"},
+)
+RECORDS_PARTIAL_MESSAGE = _declare(
+    "records.partial_message",
+    NOTE,
+    "records",
+    "The last legacy message of a message set is cut short (brokers do this at the end of a Fetch response).",
+    {ERROR: "in a request, where a cut-off message is damage"},
+)
+RECORDS_BAD_RECORD = _declare(
+    "records.bad_record",
+    ERROR,
+    "records",
+    "A record or legacy message does not parse (a length or count does not fit, bytes are left over, "
+    "a compressed wrapper is null).",
+)
+RECORDS_BAD_VARINT = _declare(
+    "records.bad_varint",
+    ERROR,
+    "records",
+    "A record varint is too long or cut by the end of the data.",
+)
+RECORDS_CRC_MISMATCH = _declare(
+    "records.crc_mismatch",
+    ERROR,
+    "records",
+    "A batch CRC-32C or message CRC-32 does not match its bytes.",
+)
+RECORDS_DECOMPRESSION_FAILED = _declare(
+    "records.decompression_failed",
+    ERROR,
+    "records",
+    "Compressed records could not be decompressed (bad data or unknown codec).",
+)
+RECORDS_DECOMPRESSION_LIMIT = _declare(
+    "records.decompression_limit",
+    ERROR,
+    "records",
+    "Compressed records would expand beyond the size, ratio or nesting limits: not decompressed.",
+)
+RECORDS_LZ4_LEGACY_CHECKSUM = _declare(
+    "records.lz4_legacy_checksum",
+    NOTE,
+    "records",
+    "An LZ4 frame header checksum covers the magic bytes (Kafka 0.8/0.9 framing, KAFKA-3160); accepted. "
+    "Not reported for a magic 0 message, where it is the norm (codecs.decompress returns it as a note).",
+    {WARNING: "in a magic 1 message or a magic 2 batch, whose producers should frame LZ4 correctly"},
+)
+RECORDS_RECORD_COUNT_MISMATCH = _declare(
+    "records.record_count_mismatch",
+    ERROR,
+    "records",
+    "A batch's record count is negative or more than its data holds.",
+)
+RECORDS_TRAILING_BYTES = _declare(
+    "records.trailing_bytes",
+    ERROR,
+    "records",
+    "Bytes are left in a batch after its last declared record.",
+)
+RECORDS_BAD_HEADER_KEY = _declare(
+    "records.bad_header_key",
+    WARNING,
+    "records",
+    "A record header key is not valid UTF-8.",
+)
+RECORDS_BAD_CONTROL_RECORD = _declare(
+    "records.bad_control_record",
+    ERROR,
+    "records",
+    "A control record (transaction marker...) has a key or value too short for its type.",
+)
+
+# -- request/response pairing -------------------------------------------------------------------
+
+PAIRING_NO_RESPONSE = _declare(
+    "pairing.no_response",
+    NOTE,
+    "pairing",
+    "A request has no response in the capture (the capture or the connection ended first).",
+    {WARNING: "when a later request was answered first or its correlation id was reused"},
+)
+PAIRING_NO_REQUEST = _declare(
+    "pairing.no_request",
+    NOTE,
+    "pairing",
+    "A response has no request in the capture (the connection was seen mid-stream).",
+    {WARNING: "when the connection's SYN was captured, so the request should have been seen"},
+)
+PAIRING_ACKS0 = _declare(
+    "pairing.acks0",
+    NOTE,
+    "pairing",
+    "A Produce request with acks=0: no response is expected.",
+)
+
+# -- Spark front end ----------------------------------------------------------------------------
+
+SPARK_ANALYSIS_FAILED = _declare(
+    "spark.analysis_failed",
+    ERROR,
+    "spark",
+    "The analysis of a file stopped on an internal error; everything before it is kept.",
+)
+
+del ERROR, WARNING, NOTE
