@@ -95,6 +95,14 @@ class Run:
                 if p.reasm.connections == 0
                 else f" in {p.reasm.connections} TCP connections"
             )
+            cut = next((i for i in self.capture_issues if i.code == "capture.snaplen"), None)
+            if cut is not None:
+                # the likely cause: the frames were there, the capture kept only their start
+                print(
+                    f"kafka-analyzer: no Kafka traffic found{hint}: {cut.message}",
+                    file=sys.stderr,
+                )
+                return
             print(
                 f"kafka-analyzer: no Kafka traffic found{hint}; Kafka is detected by content on any "
                 "port, --port PORT names broker ports explicitly",
