@@ -13,8 +13,9 @@ events for both directions (:meth:`KafkaConnection.feed`) and returns complete
   sync: the framer scans for the next plausible frame start (requests: header checks; responses:
   a correlation id that an unanswered request carried, else a chain of two plausible frames),
   reports how many bytes it skipped, and goes on.
-* A size field beyond ``max_frame`` is treated as garbage (resynchronisation), so a hostile
-  2 GB length never makes us buffer or allocate for it.
+* A negative size field, or one beyond ``max_frame``, is treated as garbage (resynchronisation,
+  first frame of a connection included), so a hostile 2 GB length never makes us buffer or
+  allocate for it and the valid frames after it are still found.
 * A connection whose first bytes are TLS, or in which no request appears in the first
   ``detect_limit`` bytes, is given up as not Kafka (with a note) and its bytes dropped.
 """
@@ -235,6 +236,14 @@ class KafkaConnection:
             if looks_like_tls(st.buf, 0, len(st.buf)) and (st.synced or st.chunks):
                 self._give_up("TLS", issues)
                 return False
+        for d in (0, 1):
+            st = self.dirs[d]
+            if st.synced and len(st.buf) >= 4:
+                size = _i32(st.buf, 0)[0]
+                if size < 0 or size > self.max_frame:
+                    # an impossible first frame: resynchronise as after a gap, so the valid
+                    # frames after it are found
+                    self._bad_size(d, st, size, st.start, issues)
         found = []
         for d in (0, 1):
             st = self.dirs[d]
@@ -389,16 +398,8 @@ class KafkaConnection:
                 break
             size = _i32(buf, p)[0]
             if size < 0 or size > self.max_frame:
-                issues.append(
-                    warning(
-                        "framing.bad_size",
-                        f"implausible frame size {size} in the {self._dir_name(d)} stream; resynchronising",
-                        offset=st.start + p,
-                        where=self._dir_name(d),
-                    )
-                )
-                st.synced = False
-                p += 1
+                # the scan starts here: these bytes are counted in the resync's skipped bytes
+                self._bad_size(d, st, size, st.start + p, issues)
                 continue
             e = p + 4 + size
             if e > n:
@@ -412,6 +413,18 @@ class KafkaConnection:
             del buf[:p]
             st.start += p
         self._trim_chunks(st)
+
+    def _bad_size(self, d: int, st: _Direction, size: int, offset: int, issues: list[Issue]) -> None:
+        issues.append(
+            warning(
+                "framing.bad_size",
+                f"implausible frame size {size} at offset {offset} of the {self._dir_name(d)} stream; "
+                "resynchronising",
+                offset=offset,
+                where=self._dir_name(d),
+            )
+        )
+        st.synced = False
 
     @staticmethod
     def _skip(st: _Direction, offset: int, count: int) -> None:
@@ -427,7 +440,8 @@ class KafkaConnection:
             issues.append(
                 warning(
                     "framing.resync",
-                    f"skipped {st.skipping} bytes of the {self._dir_name(d)} stream {how}",
+                    f"skipped {st.skipping} bytes of the {self._dir_name(d)} stream at offset "
+                    f"{st.skip_from} {how}",
                     offset=st.skip_from,
                     where=self._dir_name(d),
                 )

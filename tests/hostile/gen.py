@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from packets import Conversation, api_versions_request, api_versions_response
 
 EXCHANGES = 8
+# an impossible frame size: named, then the bytes skipped to the next frame
+BAD_SIZE = ("framing.bad_size", "framing.resync")
 # what the "no Kafka traffic" message must say about a capture cut by its snaplen
 SNAPLEN_SAYS = ("snaplen 64", "cut short", "Kafka frames in them are incomplete", "tcpdump -s 0")
 T0 = 1700000000.0
@@ -259,4 +261,9 @@ def cases() -> dict[str, Case]:
             pcapng_bytes(clean, snaplen=64), ("capture.snaplen",), 0, 1, 1, SNAPLEN_SAYS
         ),
     }
+    # -- impossible frame sizes: the valid frames after them must all be found
+    for name, size in (("minus-1", -1), ("minus-2-31", -(2**31)), ("max-int", 0x7FFFFFFF)):
+        out[f"first-frame-size-{name}"] = Case(bad_size_first(size), BAD_SIZE, EXCHANGES, 0, 0)
+        out[f"mid-frame-size-{name}"] = Case(bad_size_mid(size), BAD_SIZE, EXCHANGES, 0, 0)
+    out["shuffled-segments"] = Case(shuffled(), (), EXCHANGES + 1, 0, 0)
     return out

@@ -12,7 +12,13 @@ from analyzer.cli import main
 from hostile.gen import cases
 
 CASES = cases()
-WARNINGS = {"capture.concatenated", "capture.bad_option", "capture.snaplen", "framing.bad_size"}
+WARNINGS = {
+    "capture.concatenated",
+    "capture.bad_option",
+    "capture.snaplen",
+    "framing.bad_size",
+    "framing.resync",
+}
 PAIRED = re.compile(r"ApiVersions v3 .* \d+/\d+B +[\d.]+ms")  # a read line with both sides
 
 
