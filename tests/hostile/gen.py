@@ -143,8 +143,9 @@ def bad_size_mid(size: int) -> bytes:
     return pcap_bytes(timed(c.pkts))
 
 
-def shuffled(n_segments: int = 400, seed: int = 7) -> bytes:
-    """One conversation whose client segments (536 bytes each) arrive in random order."""
+def shuffled(n_segments: int = 400, seed: int | None = 7) -> bytes:
+    """One conversation whose client segments (536 bytes each) arrive in random order (in order
+    with ``seed=None``)."""
     c = Conversation().handshake()
     reqs = b"".join(exchange_bytes(corr)[0] for corr in range(1, EXCHANGES + 1))
     pad = api_versions_request(EXCHANGES + 1, pad=536 * n_segments)
@@ -155,7 +156,8 @@ def shuffled(n_segments: int = 400, seed: int = 7) -> bytes:
     pk = list(c.pkts)
     first = pk.index(segs[0])
     body = pk[first : first + len(segs)]
-    random.Random(seed).shuffle(body)
+    if seed is not None:
+        random.Random(seed).shuffle(body)
     pk[first : first + len(segs)] = body
     return pcap_bytes(timed(pk))
 
