@@ -95,6 +95,9 @@ class Run:
                 if p.reasm.connections == 0
                 else f" in {p.reasm.connections} TCP connections"
             )
+            if p.reasm.connections == 0 and p.skipped:
+                why = ", ".join(f"{n} {reason}" for reason, n in p.skipped.most_common(3))
+                hint = f" (no TCP traffic at all; packets skipped: {why})"
             cut = next((i for i in self.capture_issues if i.code == "capture.snaplen"), None)
             if cut is not None:
                 # the likely cause: the frames were there, the capture kept only their start
@@ -150,7 +153,10 @@ def _stderr_console():
 
 def _fmt_ts(ts: float, origin: float | None, absolute: bool) -> str:
     if absolute or origin is None:
-        return _dt.datetime.fromtimestamp(ts, _dt.UTC).strftime("%H:%M:%S.%f")
+        try:
+            return _dt.datetime.fromtimestamp(ts, _dt.UTC).strftime("%H:%M:%S.%f")
+        except (ValueError, OverflowError, OSError):  # a capture's timestamp beyond any date
+            return f"{ts:.6f}"
     return f"{ts - origin:12.6f}"
 
 

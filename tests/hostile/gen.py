@@ -8,6 +8,7 @@ exchanges: a clean conversation has :data:`EXCHANGES` of them.
 
 from __future__ import annotations
 
+import gzip
 import random
 import struct
 from dataclasses import dataclass, field
@@ -51,15 +52,18 @@ def timed(pkts) -> list[tuple[float, bytes]]:
 # -- file writers ----------------------------------------------------------------------------------
 
 
-def pcap_bytes(packets: list[tuple[float, bytes]], snaplen: int = 262144, linktype: int = 1) -> bytes:
-    """A little-endian microsecond pcap; packets longer than ``snaplen`` are cut to it (with
-    their original length kept in ``orig_len``, as tcpdump -s does)."""
-    out = [struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, snaplen, linktype)]
+def pcap_bytes(
+    packets: list[tuple[float, bytes]], snaplen: int = 262144, linktype: int = 1, big_endian: bool = False
+) -> bytes:
+    """A microsecond pcap; packets longer than ``snaplen`` are cut to it (with their original
+    length kept in ``orig_len``, as tcpdump -s does)."""
+    e = ">" if big_endian else "<"
+    out = [struct.pack(e + "IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, snaplen, linktype)]
     for ts, data in packets:
         sec = int(ts)
         usec = int(round((ts - sec) * 1e6))
         cap = data[:snaplen]
-        out.append(struct.pack("<IIII", sec, usec, len(cap), len(data)) + cap)
+        out.append(struct.pack(e + "IIII", sec, usec, len(cap), len(data)) + cap)
     return b"".join(out)
 
 
@@ -89,6 +93,11 @@ def epb(data: bytes, ts: float = T0, iface: int = 0, orig: int | None = None) ->
     return block(6, head + data)
 
 
+def epb_at(data: bytes, t: int) -> bytes:
+    """An EPB with a raw 64-bit timestamp."""
+    return block(6, struct.pack("<IIIII", 0, t >> 32, t & 0xFFFFFFFF, len(data), len(data)) + data)
+
+
 def pcapng_bytes(packets: list[tuple[float, bytes]], snaplen: int = 262144) -> bytes:
     return SHB + idb(snaplen=snaplen) + b"".join(epb(d[:snaplen], ts, orig=len(d)) for ts, d in packets)
 
@@ -112,6 +121,7 @@ class Case:
     rc: int = 0
     check_rc: int = 1
     says: tuple[str, ...] = field(default_factory=tuple)
+    read_args: tuple[str, ...] = ()
 
 
 def _clean() -> list[tuple[float, bytes]]:
@@ -257,6 +267,34 @@ def cases() -> dict[str, Case]:
             2 * EXCHANGES,
             0,
             0,
+        ),
+        "concatenated-pcaps-other-byte-order": Case(
+            pcap + pcap_bytes(timed(conversation(client=("10.0.0.3", 40001)).pkts), big_endian=True),
+            ("capture.concatenated",),
+            2 * EXCHANGES,
+            0,
+            0,
+        ),
+        "concatenated-pcapngs": Case(
+            ng + pcapng_bytes(timed(conversation(client=("10.0.0.3", 40001)).pkts)), (), 2 * EXCHANGES, 0, 0
+        ),
+        "gzip-cut-short": Case(gzip.compress(pcap, mtime=0)[:-300], ("capture.corrupt",), None, 1),
+        "unknown-linktype": Case(pcap_bytes(clean, linktype=147), (), 0, 1, 1, ("unknown linktype 147",)),
+        "pcapng-timestamps-beyond-any-date": Case(
+            SHB + idb() + b"".join(epb_at(d, 0xFFFFFFFFFFFFFFFF - i) for i, (_ts, d) in enumerate(clean)),
+            (),
+            EXCHANGES,
+            0,
+            0,
+            read_args=("--absolute",),
+        ),
+        "pcapng-timestamp-offset-minus-2-63": Case(
+            SHB + idb(options=struct.pack("<HHq", 14, 8, -(2**63))) + b"".join(epb(d, ts) for ts, d in clean),
+            (),
+            EXCHANGES,
+            0,
+            0,
+            read_args=("--absolute",),
         ),
         "pcap-snaplen-64": Case(pcap_bytes(clean, snaplen=64), ("capture.snaplen",), 0, 1, 1, SNAPLEN_SAYS),
         "pcapng-snaplen-64": Case(

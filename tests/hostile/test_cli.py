@@ -49,7 +49,7 @@ def test_hostile_capture(name, files, capsys, tmp_path):
     case = CASES[name]
     path = files[name]
 
-    rc, out, err = run(capsys, "read", path)
+    rc, out, err = run(capsys, "read", *case.read_args, path)
     assert rc == case.rc, err
     for word in case.says:
         assert word in err
