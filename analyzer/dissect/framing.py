@@ -116,6 +116,7 @@ class KafkaConnection:
         self.pending: dict[int, None] = {}
         self.not_kafka: str | None = None
         self.seen = 0
+        self.bad_first: list[tuple[int, int, int]] = []  # (direction, size, offset) before roles
 
     # -- input -------------------------------------------------------------------------------
     def feed(self, ev) -> tuple[list[Frame], list[Issue]]:
@@ -242,8 +243,10 @@ class KafkaConnection:
                 size = _i32(st.buf, 0)[0]
                 if size < 0 or size > self.max_frame:
                     # an impossible first frame: resynchronise as after a gap, so the valid
-                    # frames after it are found
-                    self._bad_size(d, st, size, st.start, issues)
+                    # frames after it are found; said once the connection is known to be Kafka
+                    # (HTTP's "GET " is such a size too)
+                    st.synced = False
+                    self.bad_first.append((d, size, st.start))
         found = []
         for d in (0, 1):
             st = self.dirs[d]
@@ -260,6 +263,9 @@ class KafkaConnection:
             # direction to speak (or for plenty of bytes) before trusting it
             if best[0] == 0 or all(st.chunks for st in self.dirs) or self.seen > 65536:
                 self.client = best[2]
+                for d, size, offset in self.bad_first:
+                    self._bad_size(d, self.dirs[d], size, offset, issues)
+                self.bad_first.clear()
                 return True
         if self.seen > self.detect_limit or (self.syn and all(len(st.buf) >= 14 for st in self.dirs)):
             self._give_up(f"no Kafka request in the first {self.seen} bytes", issues)

@@ -190,3 +190,15 @@ def test_impossible_frame_size_mid_stream_counts_every_skipped_byte():
     assert [bytes(f.payload) for f in frames] == [REQS[0][4:], REQS[1][4:]]
     skip = next(i for i in issues if i.code == "framing.resync")
     assert skip.offset == len(REQS[0]) and f"skipped {len(garbage)} bytes" in skip.message
+
+
+def test_non_kafka_connection_given_up_says_nothing_of_frame_sizes():
+    conn = KafkaConnection(1, syn=True)
+    frames, issues = feed_all(
+        conn,
+        [
+            StreamData(1, 0, 0, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", 1.0, 1),
+            StreamData(1, 1, 0, b"HTTP/1.1 200 OK\r\n", 1.0, 2),
+        ],
+    )
+    assert conn.not_kafka and [i.code for i in issues] == ["framing.not_kafka"]
