@@ -241,10 +241,11 @@ class KafkaConnection:
             st = self.dirs[d]
             if st.synced and len(st.buf) >= 4:
                 size = _i32(st.buf, 0)[0]
-                if size < 0 or size > self.max_frame:
-                    # an impossible first frame: resynchronise as after a gap, so the valid
-                    # frames after it are found; said once the connection is known to be Kafka
-                    # (HTTP's "GET " is such a size too)
+                if size < 4 or size > self.max_frame:
+                    # an impossible first frame (too small for a correlation id, negative, or
+                    # huge): resynchronise as after a gap, so the valid frames after it are
+                    # found; said once the connection is known to be Kafka (HTTP's "GET " is
+                    # such a size too)
                     st.synced = False
                     self.bad_first.append((d, size, st.start))
         found = []

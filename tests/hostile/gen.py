@@ -302,8 +302,10 @@ def cases() -> dict[str, Case]:
         ),
     }
     # -- impossible frame sizes: the valid frames after them must all be found
-    for name, size in (("minus-1", -1), ("minus-2-31", -(2**31)), ("max-int", 0x7FFFFFFF)):
+    for name, size in (("minus-1", -1), ("minus-2-31", -(2**31)), ("max-int", 0x7FFFFFFF), ("zero", 0)):
         out[f"first-frame-size-{name}"] = Case(bad_size_first(size), BAD_SIZE, EXCHANGES, 0, 0)
-        out[f"mid-frame-size-{name}"] = Case(bad_size_mid(size), BAD_SIZE, EXCHANGES, 0, 0)
+        # mid-stream, a size of 0 is a (0-byte) frame: a request too short for its header
+        mid = BAD_SIZE + ("decode.truncated",) if size == 0 else BAD_SIZE
+        out[f"mid-frame-size-{name}"] = Case(bad_size_mid(size), mid, EXCHANGES, 0, 0)
     out["shuffled-segments"] = Case(shuffled(), (), EXCHANGES + 1, 0, 0)
     return out

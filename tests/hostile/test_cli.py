@@ -18,6 +18,7 @@ WARNINGS = {
     "capture.snaplen",
     "framing.bad_size",
     "framing.resync",
+    "decode.truncated",
 }
 PAIRED = re.compile(r"ApiVersions v3 .* \d+/\d+B +[\d.]+ms")  # a read line with both sides
 
@@ -37,6 +38,19 @@ def files(tmp_path_factory):
         p = d / f"{name}.pcap"
         p.write_bytes(case.data)
         out[name] = p
+    return out
+
+
+def issue_codes(obj) -> set[str]:
+    """Codes of the issues anywhere in an exported exchange (its own, its messages')."""
+    if isinstance(obj, list):
+        return set().union(*map(issue_codes, obj)) if obj else set()
+    if not isinstance(obj, dict):
+        return set()
+    out = {obj["code"]} if "code" in obj and "severity" in obj else set()
+    for k in ("issues", "request", "response"):
+        if k in obj:
+            out |= issue_codes(obj[k])
     return out
 
 
@@ -69,6 +83,7 @@ def test_hostile_capture(name, files, capsys, tmp_path):
     lines = [json.loads(x) for x in ndjson.read_text().splitlines()] if ndjson.exists() else []
     codes = {x.get("code") for x in lines if x.get("type") in ("issue", "gap")}
     codes |= {i["code"] for x in lines if x.get("type") == "summary" for i in x.get("capture_issues", [])}
+    codes |= {c for x in lines if x.get("type") == "exchange" for c in issue_codes(x)}
     if case.rc != 2:
         for code in case.codes:
             assert code in codes, (code, codes)
