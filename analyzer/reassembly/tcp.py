@@ -14,7 +14,9 @@ by stream offset (a heap: any arrival order costs O(n log n)) whose size is boun
 were never captured, the missing range becomes a Gap and delivery goes on. Sequence numbers
 wrap around (32-bit arithmetic); stream offsets are 64-bit and start at 0 for the first byte.
 A SYN on a closed 4-tuple, or with a new initial sequence number, starts a new connection.
-Memory is bounded by open connections times ``max_buffer``.
+The buffer also holds at most ``max_segments`` segments (``max_buffer // 64`` by default), so
+that tiny segments cannot make its bookkeeping outgrow its bytes. Memory is bounded by open
+connections times ``max_buffer``.
 """
 
 from __future__ import annotations
@@ -80,8 +82,13 @@ class Connection:
 
 
 class Reassembler:
-    def __init__(self, max_buffer: int = 4 << 20, idle_timeout: float | None = None):
+    def __init__(
+        self, max_buffer: int = 4 << 20, idle_timeout: float | None = None, max_segments: int | None = None
+    ):
         self.max_buffer = max_buffer
+        # each buffered segment costs ~300 bytes of bookkeeping whatever its size: a sender of
+        # tiny shuffled segments must not make 4 MiB of payload cost a gigabyte
+        self.max_segments = max(64, max_buffer // 64) if max_segments is None else max_segments
         self.idle_timeout = idle_timeout
         self.table: dict[tuple, tuple[Connection, int]] = {}
         self.next_id = 1
@@ -219,7 +226,7 @@ class Reassembler:
                 me.order += 1
                 heappush(me.heap, (off, seq))
             me.ooo_bytes += n
-            while me.ooo_bytes > self.max_buffer and me.ooo:
+            while (me.ooo_bytes > self.max_buffer or len(me.ooo) > self.max_segments) and me.ooo:
                 self._skip_to_buffered(conn, d, me, ts, index, out)
 
     def _drain(self, conn, d, me: _Dir, out) -> None:
