@@ -13,9 +13,10 @@ events for both directions (:meth:`KafkaConnection.feed`) and returns complete
   sync: the framer scans for the next plausible frame start (requests: header checks; responses:
   a correlation id that an unanswered request carried, else a chain of two plausible frames),
   reports how many bytes it skipped, and goes on.
-* A negative size field, or one beyond ``max_frame``, is treated as garbage (resynchronisation,
-  first frame of a connection included), so a hostile 2 GB length never makes us buffer or
-  allocate for it and the valid frames after it are still found.
+* A negative size field, or one beyond ``max_frame`` (for a connection's first frame also one
+  below 4, too small for a correlation id), is treated as garbage (resynchronisation), so a
+  hostile 2 GB length never makes us buffer or allocate for it and the valid frames after it
+  are still found.
 * A connection whose first bytes are TLS, or in which no request appears in the first
   ``detect_limit`` bytes, is given up as not Kafka (with a note) and its bytes dropped.
 """
