@@ -132,7 +132,10 @@ def _stderr_console():
 
 def _fmt_ts(ts: float, origin: float | None, absolute: bool) -> str:
     if absolute or origin is None:
-        return _dt.datetime.fromtimestamp(ts, _dt.UTC).strftime("%H:%M:%S.%f")
+        try:
+            return _dt.datetime.fromtimestamp(ts, _dt.UTC).strftime("%H:%M:%S.%f")
+        except (ValueError, OverflowError, OSError):  # a capture's timestamp beyond any date
+            return f"{ts:.6f}"
     return f"{ts - origin:12.6f}"
 
 

@@ -126,7 +126,7 @@ CAPTURE_CORRUPT = _declare(
 )
 CAPTURE_BAD_BLOCK = _declare(
     "capture.bad_block",
-    WARNING,
+    ERROR,
     "capture",
     "A pcapng packet block names an unknown interface or has a bad length: that packet is skipped.",
 )
@@ -141,6 +141,27 @@ CAPTURE_UNREADABLE = _declare(
     ERROR,
     "capture",
     "The file could not be opened or read (Spark front end).",
+)
+CAPTURE_BAD_OPTION = _declare(
+    "capture.bad_option",
+    WARNING,
+    "capture",
+    "An option of a pcapng Interface Description Block runs past its block: the options after it "
+    "are ignored, the packets still read.",
+)
+CAPTURE_SNAPLEN = _declare(
+    "capture.snaplen",
+    WARNING,
+    "capture",
+    "Packets were cut short of their original length by the capture's snaplen: the Kafka frames "
+    "in them are incomplete (capture with tcpdump -s 0).",
+)
+CAPTURE_CONCATENATED = _declare(
+    "capture.concatenated",
+    WARNING,
+    "capture",
+    "Another pcap file header in the middle of the file (captures concatenated with cat): reading "
+    "goes on with its byte order and link type.",
 )
 CAPTURE_SOURCE_FAILED = _declare(
     "capture.source_failed",

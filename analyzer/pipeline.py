@@ -37,7 +37,13 @@ from analyzer.events import (
     StreamData,
     StreamEvent,
 )
-from analyzer.issues import CAPTURE_NO_TCP, CAPTURE_SOURCE_FAILED, CAPTURE_UNKNOWN_FORMAT, CAPTURE_UNREADABLE
+from analyzer.issues import (
+    CAPTURE_NO_TCP,
+    CAPTURE_SNAPLEN,
+    CAPTURE_SOURCE_FAILED,
+    CAPTURE_UNKNOWN_FORMAT,
+    CAPTURE_UNREADABLE,
+)
 from analyzer.model import ConnInfo, Endpoint, Exchange, Issue, Severity
 from analyzer.reassembly.packet import decode_tcp
 from analyzer.reassembly.tcp import Reassembler
@@ -365,12 +371,17 @@ class Analysis:
         shown in the TUI): capture damage, and why no Kafka was found."""
         out = [f"{i.severity}: {i.message}" for i in self.capture_issues]
         if self.exchanges == 0 and not self.unusable() and not self.interrupted:
-            p = self.pipeline
-            hint = (
-                " (no TCP traffic at all)" if p.connections == 0 else f" in {p.connections} TCP connections"
-            )
-            out.append(
-                f"no Kafka traffic found{hint}; Kafka is detected by content on any port, "
-                "--port PORT names broker ports explicitly"
-            )
+            n = self.pipeline.connections
+            hint = " (no TCP traffic at all)" if n == 0 else f" in {n} TCP connections"
+            if n == 0 and self.skipped:
+                why = ", ".join(f"{c} {reason}" for reason, c in self.skipped.most_common(3))
+                hint = f" (no TCP traffic at all; packets skipped: {why})"
+            cut = next((i for i in self.capture_issues if i.code == CAPTURE_SNAPLEN.code), None)
+            if cut is not None:  # the likely cause: the frames were there, only their start was kept
+                out.append(f"no Kafka traffic found{hint}: {cut.message}")
+            else:
+                out.append(
+                    f"no Kafka traffic found{hint}; Kafka is detected by content on any port, "
+                    "--port PORT names broker ports explicitly"
+                )
         return out

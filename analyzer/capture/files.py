@@ -7,7 +7,9 @@ iterator of byte chunks; only :class:`CaptureFile` opens files.
 
 Damage never raises: the reader stops at the first unreadable record, keeps every packet before
 it and records an :class:`~analyzer.model.Issue` in ``issues`` (``capture.truncated``,
-``capture.corrupt``, ``capture.unknown_format``).
+``capture.corrupt``, ``capture.unknown_format``); a whole pcapng block that says something
+impossible is skipped (``capture.bad_block``). Packets cut short by the snaplen are counted and
+reported once (``capture.snaplen``).
 """
 
 from __future__ import annotations
@@ -19,7 +21,15 @@ import zlib
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from analyzer.issues import CAPTURE_BAD_BLOCK, CAPTURE_CORRUPT, CAPTURE_TRUNCATED, CAPTURE_UNKNOWN_FORMAT
+from analyzer.issues import (
+    CAPTURE_BAD_BLOCK,
+    CAPTURE_BAD_OPTION,
+    CAPTURE_CONCATENATED,
+    CAPTURE_CORRUPT,
+    CAPTURE_SNAPLEN,
+    CAPTURE_TRUNCATED,
+    CAPTURE_UNKNOWN_FORMAT,
+)
 from analyzer.model import Issue
 
 CHUNK = 8 << 20
@@ -84,132 +94,239 @@ def _truncated(what: str, chunks: _Chunks, count: int) -> Issue:
     )
 
 
+def _snaplen_issue(cut: int, total: int, snaplens: set[int]) -> Issue:
+    snap = ", ".join(str(s) for s in sorted(snaplens)) if snaplens else "unknown"
+    return CAPTURE_SNAPLEN(
+        f"{cut} of {total} packets were cut short by the capture (snaplen {snap} bytes): "
+        "bytes beyond the snaplen were never saved, so TCP payloads and the Kafka frames in them "
+        "are incomplete; capture with a larger snaplen (tcpdump -s 0)",
+    )
+
+
 def iter_pcap(chunks_it: Iterator[bytes], issues: list[Issue]) -> Iterator[tuple]:
-    """Packets of a classic pcap stream as ``(index, ts, linktype, data)`` tuples."""
+    """Packets of a classic pcap stream as ``(index, ts, linktype, data)`` tuples.
+
+    Packets saved shorter than they were on the wire (``incl_len < orig_len``: the snaplen) are
+    counted and reported once (``capture.snaplen``). A second pcap file header where a record
+    should start (``cat a.pcap b.pcap``) is reported (``capture.concatenated``) and read on.
+    """
     c = _Chunks(chunks_it)
     if not c.need(24):
         issues.append(CAPTURE_TRUNCATED("pcap file header is incomplete", offset=0))
         return
     magic = bytes(c.buf[0:4])
     order, scale = PCAP_MAGIC[magic]
-    linktype = struct.unpack_from(order + "I", c.buf, 20)[0] & 0x0FFFFFFF
+    snaplen, linktype = struct.unpack_from(order + "II", c.buf, 16)
+    linktype &= 0x0FFFFFFF
+    snaplens = {snaplen}
     c.pos = 24
     rec = struct.Struct(order + "IIII")
     unpack_from = rec.unpack_from
     index = 0
-    while True:
-        if not c.need(16):
-            if c.remaining():
-                issues.append(_truncated("record header", c, index))
-            return
-        sec, frac, incl, orig = unpack_from(c.buf, c.pos)
-        if incl > MAX_RECORD:
-            issues.append(
-                CAPTURE_CORRUPT(
-                    f"pcap record {index + 1} claims {incl} bytes (limit {MAX_RECORD}); "
-                    f"stopping after {index} packets",
-                    offset=c.offset,
+    cut = 0
+    try:
+        while True:
+            if not c.need(16):
+                if c.remaining():
+                    issues.append(_truncated("record header", c, index))
+                return
+            sec, frac, incl, orig = unpack_from(c.buf, c.pos)
+            if incl != orig or not incl:
+                if c.need(24) and bytes(c.buf[c.pos : c.pos + 4]) in PCAP_MAGIC:
+                    # another file's header: thiszone and sigfigs (0) read as incl/orig_len
+                    magic = bytes(c.buf[c.pos : c.pos + 4])
+                    order, scale = PCAP_MAGIC[magic]
+                    snaplen, linktype = struct.unpack_from(order + "II", c.buf, c.pos + 16)
+                    linktype &= 0x0FFFFFFF
+                    snaplens.add(snaplen)
+                    unpack_from = struct.Struct(order + "IIII").unpack_from
+                    issues.append(
+                        CAPTURE_CONCATENATED(
+                            f"another pcap file header at byte {c.offset} after {index} packets "
+                            "(concatenated captures): reading on with its link type and byte order",
+                            offset=c.offset,
+                        )
+                    )
+                    c.pos += 24
+                    continue
+                if incl < orig:
+                    cut += 1
+            if incl > MAX_RECORD:
+                issues.append(
+                    CAPTURE_CORRUPT(
+                        f"pcap record {index + 1} at byte {c.offset} claims {incl} bytes "
+                        f"(limit {MAX_RECORD}); stopping after {index} packets",
+                        offset=c.offset,
+                    )
                 )
-            )
-            return
-        if not c.need(16 + incl):
-            issues.append(_truncated(f"packet {index + 1}", c, index))
-            return
-        start = c.pos + 16
-        index += 1
-        yield (index, sec + frac * scale, linktype, c.buf[start : start + incl])
-        c.pos = start + incl
+                return
+            if not c.need(16 + incl):
+                issues.append(_truncated(f"packet {index + 1}", c, index))
+                return
+            start = c.pos + 16
+            index += 1
+            yield (index, sec + frac * scale, linktype, c.buf[start : start + incl])
+            c.pos = start + incl
+    finally:
+        if cut:
+            issues.append(_snaplen_issue(cut, index, snaplens))
 
 
 def _tsresol(value: int) -> float:
     return 2.0 ** -(value & 0x7F) if value & 0x80 else 10.0**-value
 
 
+# The smallest valid length of each block type we read (header, fixed fields, trailing length)
+_MIN_BLOCK = {1: 20, 2: 32, 3: 16, 6: 32, 0x0A0D0D0A: 28}
+_BLOCK_NAMES = {
+    1: "Interface Description Block",
+    2: "Packet Block",
+    3: "Simple Packet Block",
+    6: "Enhanced Packet Block",
+    0x0A0D0D0A: "Section Header Block",
+}
+
+
+def _block_name(btype: int) -> str:
+    name = _BLOCK_NAMES.get(btype)
+    return f"{name} (type 0x{btype:x})" if name else f"block of type 0x{btype:x}"
+
+
 def iter_pcapng(chunks_it: Iterator[bytes], issues: list[Issue]) -> Iterator[tuple]:
     """Packets of a pcapng stream: several sections, interfaces with their own link types and
-    timestamp resolutions; EPB, SPB and the obsolete OPB; every other block is skipped."""
+    timestamp resolutions; EPB, SPB and the obsolete OPB; every other block is skipped.
+
+    A block whose length cannot be trusted (under 12 or the minimum of its type, not a multiple
+    of 4, beyond ``MAX_RECORD``, or different from its trailing copy) ends the reading with
+    ``capture.corrupt``. A block that is whole but says something impossible (a packet longer
+    than its block, an interface never described, options running past the block) is skipped
+    with ``capture.bad_block`` (packets were lost: an error); an interface option running past
+    its block ends that block's options (``capture.bad_option``, a warning). Every issue names
+    the block and its file offset.
+    """
     c = _Chunks(chunks_it)
     order = "<"
     interfaces: list[tuple[int, float, int, int]] = []  # (linktype, scale, ts offset s, snaplen)
     index = 0
-    while True:
-        if not c.need(12):
-            if c.remaining():
-                issues.append(_truncated("block header", c, index))
-            return
-        btype_raw = bytes(c.buf[c.pos : c.pos + 4])
-        if btype_raw == PCAPNG_SHB:
-            bom = bytes(c.buf[c.pos + 8 : c.pos + 12])
-            if bom == b"\x4d\x3c\x2b\x1a":
-                order = "<"
-            elif bom == b"\x1a\x2b\x3c\x4d":
-                order = ">"
-            else:
-                issues.append(
-                    CAPTURE_CORRUPT("pcapng section header has a bad byte-order magic", offset=c.offset)
-                )
-                return
-            interfaces = []
-        btype, blen = struct.unpack_from(order + "II", c.buf, c.pos)
-        if blen < 12 or blen % 4 or blen > MAX_RECORD:
-            issues.append(
-                CAPTURE_CORRUPT(
-                    f"pcapng block of type 0x{btype:x} has invalid length {blen}; "
-                    f"stopping after {index} packets",
-                    offset=c.offset,
-                )
+    cut = 0
+    snaplens: set[int] = set()
+
+    def bad(what: str) -> None:
+        issues.append(
+            CAPTURE_BAD_BLOCK(
+                f"pcapng {_block_name(btype)} at byte {c.offset}: {what}; block skipped",
+                offset=c.offset,
             )
-            return
-        if not c.need(blen):
-            issues.append(_truncated(f"block of type 0x{btype:x}", c, index))
-            return
-        b = c.buf
-        p = c.pos
-        body = p + 8
-        end = p + blen - 4
-        if btype == 6 or btype == 2:  # EPB, or obsolete OPB (16-bit interface id + drops)
-            if btype == 6:
-                iface, tsh, tsl, cap, _orig = struct.unpack_from(order + "IIIII", b, body)
-            else:
-                iface, _drops, tsh, tsl, cap, _orig = struct.unpack_from(order + "HHIIII", b, body)
-            data = body + 20
-            if iface >= len(interfaces) or data + cap > end:
+        )
+
+    try:
+        while True:
+            if not c.need(12):
+                if c.remaining():
+                    issues.append(_truncated("block header", c, index))
+                return
+            btype_raw = bytes(c.buf[c.pos : c.pos + 4])
+            if btype_raw == PCAPNG_SHB:
+                bom = bytes(c.buf[c.pos + 8 : c.pos + 12])
+                if bom == b"\x4d\x3c\x2b\x1a":
+                    order = "<"
+                elif bom == b"\x1a\x2b\x3c\x4d":
+                    order = ">"
+                else:
+                    issues.append(
+                        CAPTURE_CORRUPT(
+                            f"pcapng section header at byte {c.offset} has a bad byte-order magic; "
+                            f"stopping after {index} packets",
+                            offset=c.offset,
+                        )
+                    )
+                    return
+                interfaces = []
+            btype, blen = struct.unpack_from(order + "II", c.buf, c.pos)
+            if blen < _MIN_BLOCK.get(btype, 12) or blen % 4 or blen > MAX_RECORD:
                 issues.append(
-                    CAPTURE_BAD_BLOCK(
-                        f"packet block with unknown interface {iface} or bad length skipped",
+                    CAPTURE_CORRUPT(
+                        f"pcapng {_block_name(btype)} at byte {c.offset} has invalid length {blen} "
+                        f"(minimum {_MIN_BLOCK.get(btype, 12)}, a multiple of 4); "
+                        f"stopping after {index} packets",
                         offset=c.offset,
                     )
                 )
-            else:
-                lt, scale, tsoff, _snap = interfaces[iface]
-                index += 1
-                yield (index, ((tsh << 32) | tsl) * scale + tsoff, lt, b[data : data + cap])
-        elif btype == 3:  # SPB: interface 0, no timestamp
-            (orig,) = struct.unpack_from(order + "I", b, body)
-            if not interfaces:
-                issues.append(CAPTURE_BAD_BLOCK("simple packet block before any interface", offset=c.offset))
-            else:
-                lt, _scale, _tsoff, snap = interfaces[0]
-                cap = min(orig, snap or orig, end - body - 4)
-                index += 1
-                yield (index, 0.0, lt, b[body + 4 : body + 4 + cap])
-        elif btype == 1:  # IDB
-            lt, _res, snap = struct.unpack_from(order + "HHI", b, body)
-            scale, tsoff = 1e-6, 0
-            o = body + 8
-            while o + 4 <= end:
-                code, olen = struct.unpack_from(order + "HH", b, o)
-                if code == 0:
-                    break
-                if o + 4 + olen > end:
-                    break
-                if code == 9 and olen >= 1:
-                    scale = _tsresol(b[o + 4])
-                elif code == 14 and olen >= 8:
-                    (tsoff,) = struct.unpack_from(order + "q", b, o + 4)
-                o += 4 + ((olen + 3) & ~3)
-            interfaces.append((lt, scale, tsoff, snap))
-        c.pos = p + blen
+                return
+            if not c.need(blen):
+                issues.append(_truncated(_block_name(btype), c, index))
+                return
+            b = c.buf
+            p = c.pos
+            body = p + 8
+            end = p + blen - 4
+            (trail,) = struct.unpack_from(order + "I", b, end)
+            if trail != blen:
+                issues.append(
+                    CAPTURE_CORRUPT(
+                        f"pcapng {_block_name(btype)} at byte {c.offset} has length {blen} but its "
+                        f"trailing copy says {trail}; stopping after {index} packets",
+                        offset=c.offset,
+                    )
+                )
+                return
+            if btype == 6 or btype == 2:  # EPB, or obsolete OPB (16-bit interface id + drops)
+                if btype == 6:
+                    iface, tsh, tsl, cap, orig = struct.unpack_from(order + "IIIII", b, body)
+                else:
+                    iface, _drops, tsh, tsl, cap, orig = struct.unpack_from(order + "HHIIII", b, body)
+                data = body + 20
+                if iface >= len(interfaces):
+                    bad(f"interface {iface} was never described (no Interface Description Block)")
+                elif data + cap > end:
+                    bad(f"packet of {cap} bytes does not fit in a block of {blen} bytes")
+                else:
+                    lt, scale, tsoff, _snap = interfaces[iface]
+                    if cap < orig:
+                        cut += 1
+                    index += 1
+                    yield (index, ((tsh << 32) | tsl) * scale + tsoff, lt, b[data : data + cap])
+            elif btype == 3:  # SPB: interface 0, no timestamp
+                (orig,) = struct.unpack_from(order + "I", b, body)
+                if not interfaces:
+                    bad("no Interface Description Block before it")
+                else:
+                    lt, _scale, _tsoff, snap = interfaces[0]
+                    cap = min(orig, snap or orig, end - body - 4)
+                    if cap < orig:
+                        cut += 1
+                    index += 1
+                    yield (index, 0.0, lt, b[body + 4 : body + 4 + cap])
+            elif btype == 1:  # IDB
+                lt, _res, snap = struct.unpack_from(order + "HHI", b, body)
+                scale, tsoff = 1e-6, 0
+                o = body + 8
+                while o + 4 <= end:
+                    code, olen = struct.unpack_from(order + "HH", b, o)
+                    if code == 0:
+                        break
+                    if o + 4 + olen > end:
+                        bad_opt = f"option {code} of {olen} bytes runs past the end of the block"
+                        issues.append(
+                            CAPTURE_BAD_OPTION(
+                                f"pcapng {_block_name(btype)} at byte {c.offset}: {bad_opt}; "
+                                "options after it ignored",
+                                offset=c.offset,
+                            )
+                        )
+                        break
+                    if code == 9 and olen >= 1:
+                        scale = _tsresol(b[o + 4])
+                    elif code == 14 and olen >= 8:
+                        (tsoff,) = struct.unpack_from(order + "q", b, o + 4)
+                    o += 4 + ((olen + 3) & ~3)
+                interfaces.append((lt, scale, tsoff, snap))
+                if snap:
+                    snaplens.add(snap)
+            c.pos = p + blen
+    finally:
+        if cut:
+            issues.append(_snaplen_issue(cut, index, snaplens))
 
 
 def _file_chunks(f: BinaryIO, first: bytes) -> Iterator[bytes]:

@@ -13,8 +13,10 @@ events for both directions (:meth:`KafkaConnection.feed`) and returns complete
   sync: the framer scans for the next plausible frame start (requests: header checks; responses:
   a correlation id that an unanswered request carried, else a chain of two plausible frames),
   reports how many bytes it skipped, and goes on.
-* A size field beyond ``max_frame`` is treated as garbage (resynchronisation), so a hostile
-  2 GB length never makes us buffer or allocate for it.
+* A negative size field, or one beyond ``max_frame`` (for a connection's first frame also one
+  below 4, too small for a correlation id), is treated as garbage (resynchronisation), so a
+  hostile 2 GB length never makes us buffer or allocate for it and the valid frames after it
+  are still found.
 * A connection whose first bytes are TLS, or in which no request appears in the first
   ``detect_limit`` bytes, is given up as not Kafka (with a note) and its bytes dropped.
 """
@@ -123,6 +125,7 @@ class KafkaConnection:
         self.pending: dict[int, None] = {}
         self.not_kafka: str | None = None
         self.seen = 0
+        self.bad_first: list[tuple[int, int, int]] = []  # (direction, size, offset) before roles
 
     # -- input -------------------------------------------------------------------------------
     def feed(self, ev) -> tuple[list[Frame], list[Issue]]:
@@ -241,6 +244,17 @@ class KafkaConnection:
             if looks_like_tls(st.buf, 0, len(st.buf)) and (st.synced or st.chunks):
                 self._give_up("TLS", issues)
                 return False
+        for d in (0, 1):
+            st = self.dirs[d]
+            if st.synced and len(st.buf) >= 4:
+                size = _i32(st.buf, 0)[0]
+                if size < 4 or size > self.max_frame:
+                    # an impossible first frame (too small for a correlation id, negative, or
+                    # huge): resynchronise as after a gap, so the valid frames after it are
+                    # found; said once the connection is known to be Kafka (HTTP's "GET " is
+                    # such a size too)
+                    st.synced = False
+                    self.bad_first.append((d, size, st.start))
         found = []
         for d in (0, 1):
             st = self.dirs[d]
@@ -257,6 +271,9 @@ class KafkaConnection:
             # direction to speak (or for plenty of bytes) before trusting it
             if best[0] == 0 or all(st.chunks for st in self.dirs) or self.seen > 65536:
                 self.client = best[2]
+                for d, size, offset in self.bad_first:
+                    self._bad_size(d, self.dirs[d], size, offset, issues)
+                self.bad_first.clear()
                 return True
         if self.seen > self.detect_limit or (self.syn and all(len(st.buf) >= 14 for st in self.dirs)):
             self._give_up(f"no Kafka request in the first {self.seen} bytes", issues)
@@ -395,15 +412,8 @@ class KafkaConnection:
                 break
             size = _i32(buf, p)[0]
             if size < 0 or size > self.max_frame:
-                issues.append(
-                    FRAMING_BAD_SIZE(
-                        f"implausible frame size {size} in the {self._dir_name(d)} stream; resynchronising",
-                        offset=st.start + p,
-                        where=self._dir_name(d),
-                    )
-                )
-                st.synced = False
-                p += 1
+                # the scan starts here: these bytes are counted in the resync's skipped bytes
+                self._bad_size(d, st, size, st.start + p, issues)
                 continue
             e = p + 4 + size
             if e > n:
@@ -418,6 +428,17 @@ class KafkaConnection:
             st.start += p
         self._trim_chunks(st)
 
+    def _bad_size(self, d: int, st: _Direction, size: int, offset: int, issues: list[Issue]) -> None:
+        issues.append(
+            FRAMING_BAD_SIZE(
+                f"implausible frame size {size} at offset {offset} of the {self._dir_name(d)} stream; "
+                "resynchronising",
+                offset=offset,
+                where=self._dir_name(d),
+            )
+        )
+        st.synced = False
+
     @staticmethod
     def _skip(st: _Direction, offset: int, count: int) -> None:
         if count > 0:
@@ -431,7 +452,8 @@ class KafkaConnection:
             how = "to resynchronise on the next Kafka frame" if final else "without finding a Kafka frame"
             issues.append(
                 FRAMING_RESYNC(
-                    f"skipped {st.skipping} bytes of the {self._dir_name(d)} stream {how}",
+                    f"skipped {st.skipping} bytes of the {self._dir_name(d)} stream at offset "
+                    f"{st.skip_from} {how}",
                     offset=st.skip_from,
                     where=self._dir_name(d),
                 )

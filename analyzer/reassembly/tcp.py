@@ -8,15 +8,20 @@ Feed decoded segments in capture order with :meth:`Reassembler.feed`; it returns
 * :class:`ConnClose` when a connection ends (FIN both ways, RST, or :meth:`flush`).
 
 Retransmissions (exact or overlapping), duplicates, keep-alives and zero-window probes yield
-only the bytes not delivered before. Out-of-order segments wait in a per-direction buffer whose
-size is bounded (``max_buffer``); when it overflows, or when the peer acknowledges bytes that
+only the bytes not delivered before. Out-of-order segments wait in a per-direction buffer ordered
+by stream offset (a heap: any arrival order costs O(n log n)) whose size is bounded
+(``max_buffer``); when it overflows, or when the peer acknowledges bytes that
 were never captured, the missing range becomes a Gap and delivery goes on. Sequence numbers
 wrap around (32-bit arithmetic); stream offsets are 64-bit and start at 0 for the first byte.
 A SYN on a closed 4-tuple, or with a new initial sequence number, starts a new connection.
-Memory is bounded by open connections times ``max_buffer``.
+The buffer also holds at most ``max_segments`` segments (``max_buffer // 64`` by default), so
+that tiny segments cannot make its bookkeeping outgrow its bytes. Memory is bounded by open
+connections times ``max_buffer``.
 """
 
 from __future__ import annotations
+
+from heapq import heappop, heappush
 
 from analyzer.events import ConnClose, ConnOpen, Gap, StreamData
 from analyzer.reassembly.packet import ACK, FIN, RST, SYN, ip_text
@@ -30,12 +35,16 @@ def _rel(a: int, b: int) -> int:
 
 
 class _Dir:
-    __slots__ = ("next", "base", "ooo", "ooo_bytes", "fin", "syn", "retrans", "gaps")
+    __slots__ = ("next", "base", "ooo", "heap", "order", "ooo_bytes", "fin", "syn", "retrans", "gaps")
 
     def __init__(self) -> None:
         self.next: int | None = None  # next expected sequence number
         self.base = 0  # stream offset of `next`
-        self.ooo: dict[int, tuple] = {}  # seq -> (payload, ts, index)
+        # out-of-order segments: seq -> (payload, ts, index, arrival number, stream offset); the
+        # arrival number stays when a longer copy replaces a buffered segment
+        self.ooo: dict[int, tuple] = {}
+        self.heap: list[tuple[int, int]] = []  # (stream offset, seq) of every buffered segment
+        self.order = 0  # arrival numbers handed out
         self.ooo_bytes = 0
         self.fin: int | None = None  # sequence number of the FIN, once seen
         self.syn = False
@@ -55,8 +64,13 @@ class Connection:
 
 
 class Reassembler:
-    def __init__(self, max_buffer: int = 4 << 20, idle_timeout: float | None = None):
+    def __init__(
+        self, max_buffer: int = 4 << 20, idle_timeout: float | None = None, max_segments: int | None = None
+    ):
         self.max_buffer = max_buffer
+        # each buffered segment costs ~300 bytes of bookkeeping whatever its size: a sender of
+        # tiny shuffled segments must not make 4 MiB of payload cost a gigabyte
+        self.max_segments = max(64, max_buffer // 64) if max_segments is None else max_segments
         self.idle_timeout = idle_timeout
         self.table: dict[tuple, tuple[Connection, int]] = {}
         self.next_id = 1
@@ -187,37 +201,58 @@ class Reassembler:
                     me.retrans += 1
                     return
                 me.ooo_bytes -= len(old[0])
-            me.ooo[seq] = (payload, ts, index)
+                me.ooo[seq] = (payload, ts, index, old[3], old[4])
+            else:
+                off = me.base + r
+                me.ooo[seq] = (payload, ts, index, me.order, off)
+                me.order += 1
+                heappush(me.heap, (off, seq))
             me.ooo_bytes += n
-            while me.ooo_bytes > self.max_buffer and me.ooo:
+            while (me.ooo_bytes > self.max_buffer or len(me.ooo) > self.max_segments) and me.ooo:
                 self._skip_to_buffered(conn, d, me, ts, index, out)
 
     def _drain(self, conn, d, me: _Dir, out) -> None:
-        """Deliver buffered segments that have become contiguous (trimming overlaps)."""
-        progressed = True
-        while progressed and me.ooo:
-            progressed = False
-            for s in list(me.ooo):
-                r = _rel(s, me.next)
-                if r > 0:
-                    continue
-                payload, ts, index = me.ooo.pop(s)
-                me.ooo_bytes -= len(payload)
-                n = len(payload)
-                if r + n > 0:
-                    out.append(StreamData(conn.id, d, me.base, payload[-r:] if r else payload, ts, index))
-                    me.next = (s + n) & M32
-                    me.base += n + r
-                    progressed = True
-                else:
-                    me.retrans += 1
+        """Deliver buffered segments that have become contiguous (trimming overlaps).
+
+        Segments are taken from the heap once they start at or before the next expected byte,
+        and delivered in passes over their arrival order, as a scan of the buffer in arrival
+        order repeated until nothing moves would (which decides how overlapping copies are cut),
+        but each segment costs O(log n) instead of a scan of the whole buffer.
+        """
+        heap = me.heap
+        ooo = me.ooo
+        ready: list[tuple[int, int]] = []  # (arrival, seq) still to visit in this pass
+        later: list[tuple[int, int]] = []  # (arrival, seq) ready after this pass went past them
+        pos = -1  # arrival number of the segment this pass is at
+        while heap and heap[0][0] <= me.base:
+            s = heappop(heap)[1]
+            heappush(ready, (ooo[s][3], s))
+        while ready:
+            pos, s = heappop(ready)
+            payload, ts, index, _order, off = ooo.pop(s)
+            n = len(payload)
+            me.ooo_bytes -= n
+            r = off - me.base
+            if r + n > 0:
+                out.append(StreamData(conn.id, d, me.base, payload[-r:] if r else payload, ts, index))
+                me.next = (s + n) & M32
+                me.base += n + r
+                while heap and heap[0][0] <= me.base:
+                    s2 = heappop(heap)[1]
+                    a = ooo[s2][3]
+                    heappush(ready if a > pos else later, (a, s2))
+            else:
+                me.retrans += 1
+            if not ready and later:  # the next pass
+                ready, later = later, ready
+                pos = -1
 
     def _skip_to_buffered(self, conn, d, me: _Dir, ts, index, out) -> None:
         """Declare the bytes up to the earliest buffered segment lost, then deliver."""
-        first = min(me.ooo, key=lambda s: _rel(s, me.next))
-        r = _rel(first, me.next)
+        off, first = me.heap[0]
+        r = off - me.base
         if r > 0:
-            _, gts, gidx = me.ooo[first]
+            _, gts, gidx, _order, _off = me.ooo[first]
             out.append(Gap(conn.id, d, me.base, r, gts, gidx))
             me.gaps += 1
             me.base += r
@@ -234,11 +269,9 @@ class Reassembler:
         r = _rel(ack, me.next)
         if r <= 0:
             return
-        if me.ooo:
-            first = min(me.ooo, key=lambda s: _rel(s, me.next))
-            if _rel(first, me.next) <= r:
-                self._skip_to_buffered(conn, d, me, ts, index, out)
-                return
+        if me.ooo and me.heap[0][0] - me.base <= r:
+            self._skip_to_buffered(conn, d, me, ts, index, out)
+            return
         if r > self.max_buffer * 64:
             return  # not a plausible acknowledgement of this stream (e.g. a capture glitch)
         out.append(Gap(conn.id, d, me.base, r, ts, index))

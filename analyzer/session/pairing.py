@@ -91,22 +91,25 @@ class ConnectionPairer:
             )
             return out
         corr = req.correlation_id
-        if corr is not None:
-            old = self.pending.pop(corr, None)
-            if old is not None:
-                out.append(
-                    self._exchange(
-                        old,
-                        None,
-                        [
-                            PAIRING_NO_RESPONSE(
-                                f"correlation id {corr} reused before a response was captured",
-                                severity=Severity.WARNING,
-                            )
-                        ],
-                    )
+        if corr is None:
+            # too short for a request header (e.g. a 0-byte frame a hostile client sent): shown
+            # with the decoder's issue rather than lost without a word
+            out.append(self._exchange(req, None, []))
+            return out
+        old = self.pending.pop(corr, None)
+        if old is not None:
+            out.append(
+                self._exchange(
+                    old,
+                    None,
+                    [
+                        PAIRING_NO_RESPONSE(
+                            f"correlation id {corr} reused before a response was captured",
+                        )
+                    ],
                 )
-            self.pending[corr] = req
+            )
+        self.pending[corr] = req
         return out
 
     def _response(self, frame: Frame) -> list[Exchange]:

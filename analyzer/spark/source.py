@@ -3,8 +3,8 @@
 :func:`analyze` lists the capture files (local paths, globs, directories or any Hadoop URI:
 ``hdfs://``, ``s3a://``...) with Spark's ``binaryFile`` source, and each executor streams the
 content of its files through :class:`~analyzer.capture.files.CaptureFile` (a file object over
-the bytes Spark read: no path has to exist on the executors) and :func:`~analyzer.pipeline.
-analyze_file`, in ``mapPartitions``. One pass over the files makes one DataFrame of tagged
+the bytes Spark read: no path has to exist on the executors) and :class:`~analyzer.pipeline.
+Analysis`, in ``mapPartitions``. One pass over the files makes one DataFrame of tagged
 events (``events``, persisted by default); the tables are views of it:
 
 * ``exchanges``: one row per request/response pair (:data:`EXCHANGE`);

@@ -163,3 +163,42 @@ def test_conversation_capture_end_to_end(tmp_path):
     assert [e.correlation_id for e in orphan] == [4]
     gaps = [e for e in events if type(e) is ConnIssue and e.issue.code == "stream.gap"]
     assert len(gaps) == 1 and f"{len(bytes(lost[TCP].payload))} bytes" in gaps[0].issue.message
+
+
+def test_impossible_first_frame_size_resynchronises_instead_of_giving_up():
+    for size in (-1, -(2**31), 0x7FFFFFFF):
+        bogus = struct.pack(">i", size)
+        conn = KafkaConnection(1, syn=True)
+        req = b"".join(REQS)
+        evs = [StreamData(1, 0, 0, bogus, 1.0, 1)]
+        evs += chunks(0, req, [1448], start=4) + chunks(1, b"".join(RESPS), [1448])
+        frames, issues = feed_all(conn, evs)
+        assert conn.client == 0 and not conn.not_kafka
+        assert [bytes(f.payload) for f in frames if f.kind == "request"] == [r[4:] for r in REQS]
+        assert [bytes(f.payload) for f in frames if f.kind == "response"] == [r[4:] for r in RESPS]
+        bad = next(i for i in issues if i.code == "framing.bad_size")
+        assert bad.offset == 0 and str(size) in bad.message
+        skip = next(i for i in issues if i.code == "framing.resync")
+        assert skip.offset == 0 and "skipped 4 bytes" in skip.message
+
+
+def test_impossible_frame_size_mid_stream_counts_every_skipped_byte():
+    garbage = struct.pack(">i", -1) + b"\xff" * 7
+    req = REQS[0] + garbage + REQS[1]
+    conn = KafkaConnection(1, syn=True, client=0)
+    frames, issues = feed_all(conn, [StreamData(1, 0, 0, req, 1.0, 1)])
+    assert [bytes(f.payload) for f in frames] == [REQS[0][4:], REQS[1][4:]]
+    skip = next(i for i in issues if i.code == "framing.resync")
+    assert skip.offset == len(REQS[0]) and f"skipped {len(garbage)} bytes" in skip.message
+
+
+def test_non_kafka_connection_given_up_says_nothing_of_frame_sizes():
+    conn = KafkaConnection(1, syn=True)
+    frames, issues = feed_all(
+        conn,
+        [
+            StreamData(1, 0, 0, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", 1.0, 1),
+            StreamData(1, 1, 0, b"HTTP/1.1 200 OK\r\n", 1.0, 2),
+        ],
+    )
+    assert conn.not_kafka and [i.code for i in issues] == ["framing.not_kafka"]

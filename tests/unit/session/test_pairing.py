@@ -83,3 +83,18 @@ def test_raw_sasl_after_handshake_v0_is_paired_and_masked(tmp_path):
     assert b"s3cret" not in tok.value and "password=********" in tok.display
     assert sasl.response is not None and not sasl.all_issues()
     assert ex[2].request.client_id == "test-client" and not ex[2].all_issues()
+
+
+def test_request_frame_too_short_for_a_header_is_shown_not_dropped(tmp_path):
+    c = Conversation().handshake()
+    c.send(0, api_versions_request(1) + struct.pack(">i", 0) + api_versions_request(2))
+    c.send(1, api_versions_response(1) + api_versions_response(2))
+    c.close()
+    ex = exchanges(tmp_path, c)
+    # the short frame's exchange comes at once, the others with their responses
+    assert [(e.correlation_id, e.request is not None, e.response is not None) for e in ex] == [
+        (None, True, False),
+        (1, True, True),
+        (2, True, True),
+    ]
+    assert [i.code for i in ex[0].all_issues()] == ["decode.truncated"]

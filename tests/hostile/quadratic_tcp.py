@@ -1,0 +1,254 @@
+"""The out-of-order buffer as it was before it became a heap: a dict scanned on every arrival.
+
+Kept only as the oracle of ``test_reassembly.py``: the heap-ordered reassembler must give exactly
+the same events on any arrival order. Quadratic on shuffled input; never used by the analyzer.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from analyzer.events import Gap, StreamData
+from analyzer.reassembly.packet import ACK, FIN, RST, SYN, ip_text
+
+M32 = 0xFFFFFFFF
+
+
+def _rel(a: int, b: int) -> int:
+    """a - b in 32-bit sequence space, as a signed number."""
+    return ((a - b + 0x80000000) & M32) - 0x80000000
+
+
+class ConnOpen(NamedTuple):
+    conn: int
+    src: str  # the direction-0 sender (SYN sender if the handshake was captured)
+    sport: int
+    dst: str
+    dport: int
+    ts: float
+    syn: bool
+    packet_index: int
+
+
+class ConnClose(NamedTuple):
+    conn: int
+    ts: float
+    reason: str  # "fin", "rst", "reused", "end of capture", "idle"
+
+
+class _Dir:
+    __slots__ = ("next", "base", "ooo", "ooo_bytes", "fin", "syn", "retrans", "gaps")
+
+    def __init__(self) -> None:
+        self.next: int | None = None  # next expected sequence number
+        self.base = 0  # stream offset of `next`
+        self.ooo: dict[int, tuple] = {}  # seq -> (payload, ts, index)
+        self.ooo_bytes = 0
+        self.fin: int | None = None  # sequence number of the FIN, once seen
+        self.syn = False
+        self.retrans = 0  # segments that carried only bytes already delivered
+        self.gaps = 0
+
+
+class Connection:
+    __slots__ = ("id", "key", "dirs", "last_ts", "isn0")
+
+    def __init__(self, cid: int, key: tuple) -> None:
+        self.id = cid
+        self.key = key  # (src, sport, dst, dport) of direction 0, raw addresses
+        self.dirs = (_Dir(), _Dir())
+        self.last_ts = 0.0
+        self.isn0: int | None = None
+
+
+class Reassembler:
+    def __init__(self, max_buffer: int = 4 << 20, idle_timeout: float | None = None):
+        self.max_buffer = max_buffer
+        self.idle_timeout = idle_timeout
+        self.table: dict[tuple, tuple[Connection, int]] = {}
+        self.next_id = 1
+        self.connections = 0
+
+    # -- public -------------------------------------------------------------------------------
+    def feed(self, ts: float, index: int, seg: tuple) -> list:
+        src, sport, dst, dport, seq, ack, flags, payload = seg
+        out: list = []
+        hit = self.table.get((src, sport, dst, dport))
+        if hit is not None and not flags & 0x07:
+            # fast path: an established connection, no SYN/FIN/RST
+            conn, d = hit
+            conn.last_ts = ts
+            if payload:
+                me = conn.dirs[d]
+                if me.next == seq and not me.ooo:
+                    n = len(payload)
+                    out.append(StreamData(conn.id, d, me.base, payload, ts, index))
+                    me.next = (seq + n) & M32
+                    me.base += n
+                else:
+                    self._data(conn, d, conn.dirs[d], seq, payload, ts, index, out)
+            if flags & ACK:
+                other = conn.dirs[1 - d]
+                if other.next is not None and other.next != ack:
+                    self._acked(conn, 1 - d, other, ack, ts, index, out)
+            return out
+        if hit is None or (flags & SYN and not flags & ACK and self._is_new_syn(hit, seq)):
+            if hit is not None:
+                self._close(hit[0], ts, "reused", out)
+            if flags & RST or not (flags & SYN or payload):
+                return out  # a lone ACK/FIN/RST (e.g. after the close) opens nothing
+            conn = self._open(src, sport, dst, dport, ts, index, bool(flags & SYN), out)
+            d = 0
+        else:
+            conn, d = hit
+        conn.last_ts = ts
+        me = conn.dirs[d]
+        if flags & SYN:
+            if not me.syn and me.next is None:
+                me.syn = True
+                me.next = (seq + 1) & M32
+                if d == 0:
+                    conn.isn0 = seq
+            seq = (seq + 1) & M32  # data on a SYN (TFO) starts after it
+        if payload:
+            self._data(conn, d, me, seq, payload, ts, index, out)
+        if flags & ACK:
+            self._acked(conn, 1 - d, conn.dirs[1 - d], ack, ts, index, out)
+        if flags & FIN:
+            me.fin = (seq + len(payload)) & M32  # the FIN's own sequence number
+        if flags & RST:
+            self._close(conn, ts, "rst", out)
+        elif conn.dirs[0].fin is not None and conn.dirs[1].fin is not None:
+            self._close(conn, ts, "fin", out)
+        return out
+
+    def flush(self, ts: float | None = None) -> list:
+        """End of input: deliver what is buffered (with gaps) and close every connection."""
+        out: list = []
+        for conn, d in list(self.table.values()):
+            if d == 0:
+                self._close(conn, conn.last_ts if ts is None else ts, "end of capture", out)
+        return out
+
+    def expire(self, now: float) -> list:
+        """Close connections idle for longer than ``idle_timeout`` (live capture)."""
+        out: list = []
+        if self.idle_timeout is None:
+            return out
+        for conn, d in list(self.table.values()):
+            if d == 0 and now - conn.last_ts > self.idle_timeout:
+                self._close(conn, now, "idle", out)
+        return out
+
+    # -- internals ----------------------------------------------------------------------------
+    def _is_new_syn(self, hit: tuple, seq: int) -> bool:
+        conn, d = hit
+        me = conn.dirs[d]
+        return not (me.syn and d == 0 and conn.isn0 == seq)  # else: a retransmitted SYN
+
+    def _open(self, src, sport, dst, dport, ts, index, syn, out) -> Connection:
+        conn = Connection(self.next_id, (src, sport, dst, dport))
+        self.next_id += 1
+        self.connections += 1
+        self.table[(src, sport, dst, dport)] = (conn, 0)
+        self.table[(dst, dport, src, sport)] = (conn, 1)
+        out.append(ConnOpen(conn.id, ip_text(src), sport, ip_text(dst), dport, ts, syn, index))
+        return conn
+
+    def _close(self, conn: Connection, ts: float, reason: str, out: list) -> None:
+        for d in (0, 1):
+            me = conn.dirs[d]
+            while me.ooo:
+                self._skip_to_buffered(conn, d, me, ts, 0, out)
+        src, sport, dst, dport = conn.key
+        if self.table.get((src, sport, dst, dport), (None,))[0] is conn:
+            del self.table[(src, sport, dst, dport)]
+            del self.table[(dst, dport, src, sport)]
+        out.append(ConnClose(conn.id, ts, reason))
+
+    def _data(self, conn, d, me: _Dir, seq, payload, ts, index, out) -> None:
+        n = len(payload)
+        if me.next is None:  # mid-stream start in this direction
+            me.next = seq
+        r = _rel(seq, me.next)
+        if r == 0:
+            out.append(StreamData(conn.id, d, me.base, payload, ts, index))
+            me.next = (seq + n) & M32
+            me.base += n
+            if me.ooo:
+                self._drain(conn, d, me, out)
+        elif r < 0:
+            if r + n <= 0:
+                me.retrans += 1
+                return
+            cut = -r
+            out.append(StreamData(conn.id, d, me.base, payload[cut:], ts, index))
+            me.next = (seq + n) & M32
+            me.base += n - cut
+            if me.ooo:
+                self._drain(conn, d, me, out)
+        else:
+            old = me.ooo.get(seq)
+            if old is not None:
+                if len(old[0]) >= n:
+                    me.retrans += 1
+                    return
+                me.ooo_bytes -= len(old[0])
+            me.ooo[seq] = (payload, ts, index)
+            me.ooo_bytes += n
+            while me.ooo_bytes > self.max_buffer and me.ooo:
+                self._skip_to_buffered(conn, d, me, ts, index, out)
+
+    def _drain(self, conn, d, me: _Dir, out) -> None:
+        """Deliver buffered segments that have become contiguous (trimming overlaps)."""
+        progressed = True
+        while progressed and me.ooo:
+            progressed = False
+            for s in list(me.ooo):
+                r = _rel(s, me.next)
+                if r > 0:
+                    continue
+                payload, ts, index = me.ooo.pop(s)
+                me.ooo_bytes -= len(payload)
+                n = len(payload)
+                if r + n > 0:
+                    out.append(StreamData(conn.id, d, me.base, payload[-r:] if r else payload, ts, index))
+                    me.next = (s + n) & M32
+                    me.base += n + r
+                    progressed = True
+                else:
+                    me.retrans += 1
+
+    def _skip_to_buffered(self, conn, d, me: _Dir, ts, index, out) -> None:
+        """Declare the bytes up to the earliest buffered segment lost, then deliver."""
+        first = min(me.ooo, key=lambda s: _rel(s, me.next))
+        r = _rel(first, me.next)
+        if r > 0:
+            _, gts, gidx = me.ooo[first]
+            out.append(Gap(conn.id, d, me.base, r, gts, gidx))
+            me.gaps += 1
+            me.base += r
+            me.next = first
+        self._drain(conn, d, me, out)
+
+    def _acked(self, conn, d, me: _Dir, ack, ts, index, out) -> None:
+        """The peer acknowledged up to ``ack`` in direction ``d``: bytes before it that we have
+        not seen were sent and received, just not captured."""
+        if me.next is None:
+            return
+        if me.fin is not None and ack == (me.fin + 1) & M32:
+            ack = me.fin  # the FIN takes one sequence number but carries no byte
+        r = _rel(ack, me.next)
+        if r <= 0:
+            return
+        if me.ooo:
+            first = min(me.ooo, key=lambda s: _rel(s, me.next))
+            if _rel(first, me.next) <= r:
+                self._skip_to_buffered(conn, d, me, ts, index, out)
+                return
+        if r > self.max_buffer * 64:
+            return  # not a plausible acknowledgement of this stream (e.g. a capture glitch)
+        out.append(Gap(conn.id, d, me.base, r, ts, index))
+        me.gaps += 1
+        me.base += r
+        me.next = ack
