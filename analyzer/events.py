@@ -91,11 +91,13 @@ class Gap(NamedTuple):
 
 
 class ConnClose(NamedTuple):
-    """A connection ended."""
+    """A connection ended; ``by``: the direction that sent the first FIN or the RST (None when
+    neither was captured)."""
 
     conn: int
     ts: float
     reason: str  # "fin", "rst", "reused", "end of capture", "idle"
+    by: int | None = None
 
 
 class ConnIssue(NamedTuple):

@@ -145,6 +145,7 @@ class ConnInfo:
     client_direction: int | None = None
     ts_last: float = 0.0
     closed: str | None = None
+    closed_by: str | None = None  # "client" or "broker": who sent the first FIN or the RST
     frames: list[int] = field(default_factory=lambda: [0, 0])
     bytes: list[int] = field(default_factory=lambda: [0, 0])
     gaps: list[int] = field(default_factory=lambda: [0, 0])

@@ -136,6 +136,8 @@ class Pipeline:
                 info = closing.info
                 info.closed = ev.reason
                 info.ts_last = ev.ts
+                if ev.by is not None and info.client_direction is not None:
+                    info.closed_by = "client" if ev.by == info.client_direction else "broker"
                 for issue in closing.framer.flush():
                     out.append(ConnIssue(info, -1, issue, ev.ts))
                 out.extend(closing.pairer.flush())

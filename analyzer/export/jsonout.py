@@ -258,6 +258,7 @@ def connection_json(info: ConnInfo) -> dict:
         "bytes": {names[0]: info.bytes[0], names[1]: info.bytes[1]},
         "gaps": {names[0]: info.gaps[0], names[1]: info.gaps[1]},
         "closed": info.closed,
+        "closed_by": info.closed_by,
         "not_kafka": info.not_kafka,
     }
 

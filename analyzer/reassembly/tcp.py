@@ -53,7 +53,7 @@ class _Dir:
 
 
 class Connection:
-    __slots__ = ("id", "key", "dirs", "last_ts", "isn0")
+    __slots__ = ("id", "key", "dirs", "last_ts", "isn0", "closer")
 
     def __init__(self, cid: int, key: tuple) -> None:
         self.id = cid
@@ -61,6 +61,7 @@ class Connection:
         self.dirs = (_Dir(), _Dir())
         self.last_ts = 0.0
         self.isn0: int | None = None
+        self.closer: int | None = None  # the direction of the first FIN or of the RST
 
 
 class Reassembler:
@@ -123,7 +124,11 @@ class Reassembler:
             self._acked(conn, 1 - d, conn.dirs[1 - d], ack, ts, index, out)
         if flags & FIN:
             me.fin = (seq + len(payload)) & M32  # the FIN's own sequence number
+            if conn.closer is None:
+                conn.closer = d
         if flags & RST:
+            if conn.closer is None:
+                conn.closer = d
             self._close(conn, ts, "rst", out)
         elif conn.dirs[0].fin is not None and conn.dirs[1].fin is not None:
             self._close(conn, ts, "fin", out)
@@ -171,7 +176,7 @@ class Reassembler:
         if self.table.get((src, sport, dst, dport), (None,))[0] is conn:
             del self.table[(src, sport, dst, dport)]
             del self.table[(dst, dport, src, sport)]
-        out.append(ConnClose(conn.id, ts, reason))
+        out.append(ConnClose(conn.id, ts, reason, conn.closer))
 
     def _data(self, conn, d, me: _Dir, seq, payload, ts, index, out) -> None:
         n = len(payload)

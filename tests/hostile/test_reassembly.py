@@ -22,8 +22,12 @@ def events(reasm, packets) -> list[tuple]:
     for i, seg in enumerate(packets, 1):
         out.extend(reasm.feed(float(i), i, seg))
     out.extend(reasm.flush())
+    # ConnClose.by (who closed first) came later: the old code has no such field
     return [
-        (type(e).__name__, *(bytes(x) if isinstance(x, memoryview | bytes) else x for x in e)) for e in out
+        (type(e).__name__, *(bytes(x) if isinstance(x, memoryview | bytes) else x for x in e[:3]))
+        if type(e).__name__ == "ConnClose"
+        else (type(e).__name__, *(bytes(x) if isinstance(x, memoryview | bytes) else x for x in e))
+        for e in out
     ]
 
 

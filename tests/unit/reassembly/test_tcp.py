@@ -190,3 +190,24 @@ def test_non_tcp_and_truncated_packets_are_skipped_with_a_reason():
     assert decode_tcp(1, memoryview(bytes(Ether() / IP() / UDP()))) == "not tcp"
     assert decode_tcp(1, memoryview(bytes(Ether() / IP() / TCP())[:30])) == "truncated"
     assert decode_tcp(147, memoryview(b"\x00" * 40)) == "unknown linktype 147"
+
+
+def test_who_closed_first_is_told():
+    """ConnClose.by: the direction of the first FIN (or of the RST); the pipeline names it."""
+    import tempfile
+    from pathlib import Path
+
+    from packets import write_pcap
+
+    from analyzer.events import ConnectionEnd
+    from analyzer.pipeline import Analysis
+
+    c = Conversation().handshake()
+    c.send(0, api_versions_request(1))
+    c.send(1, api_versions_response(1))
+    c.close()  # the client's FIN first
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "c.pcap"
+        write_pcap(p, [(1.0 + i * 0.001, bytes(x)) for i, x in enumerate(c.pkts)])
+        ends = [ev.conn for ev in Analysis(p).events() if type(ev) is ConnectionEnd]
+    assert [(e.closed, e.closed_by) for e in ends] == [("fin", "client")]
