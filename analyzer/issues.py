@@ -283,6 +283,15 @@ DECODE_API_VERSIONS_FALLBACK = _declare(
     "An UNSUPPORTED_VERSION ApiVersions answer fits neither the v0 nor the requested layout; decoded as v0.",
 )
 
+QUIRK_MOCK_API_VERSIONS = _declare(
+    "quirk.mock_api_versions",
+    WARNING,
+    "decode",
+    "The librdkafka mock cluster answers an ApiVersions request it rejects with a body of no Kafka "
+    "layout (the array count written as N, not N+1; entries and body without tagged fields): "
+    "decoded as the mock meant it.",
+)
+
 # -- record batches and message sets ------------------------------------------------------------
 
 RECORDS_UNKNOWN_MAGIC = _declare(

@@ -31,6 +31,7 @@ from analyzer.issues import (
     DECODE_API_VERSIONS_FALLBACK,
     DECODE_TRAILING_BYTES,
     DECODE_TRUNCATED,
+    QUIRK_MOCK_API_VERSIONS,
     RECORDS_PARTIAL_BATCH,
     RECORDS_PARTIAL_MESSAGE,
 )
@@ -145,6 +146,9 @@ def decode_response(
                 return Message(
                     frame, "response", api_key, version, corr, alt[0], alt[1], alt[2], None, alt[4]
                 )
+            mock = _mock_api_versions(payload, version)
+            if mock is not None:
+                return Message(frame, "response", api_key, version, corr, *mock, None, [UNSUPPORTED_VERSION])
             msg[2].append(
                 DECODE_API_VERSIONS_FALLBACK(
                     f"UNSUPPORTED_VERSION answer to an ApiVersions "
@@ -155,6 +159,61 @@ def decode_response(
         return Message(frame, "response", api_key, 0, corr, msg[0], msg[1], msg[2], None, msg[4])
     header, body, issues, _, errors = _decode_response_as(payload, ctx, opts, api_key, version)
     return Message(frame, "response", api_key, version, corr, header, body, issues, None, errors)
+
+
+def _mock_api_versions(payload, version: int) -> tuple[Field, Field, list] | None:
+    """librdkafka's mock cluster (rdkafka_mock_handlers.c) answers an ApiVersions request it
+    rejects as: error_code, the entry count as one byte holding N (a compact array would hold
+    N+1), N entries of (api_key, min_version, max_version) without tagged fields, then
+    throttle_time_ms, without the body's tagged fields. Only that exact shape is taken."""
+    n = len(payload)
+    if n < 11:
+        return None
+    count = payload[6]
+    if count == 0 or n != 11 + 6 * count:
+        return None
+    header = Field(
+        "header", "ResponseHeader", None, 0, 4, [Field("correlation_id", "int32", _i32(payload, 0)[0], 0, 4)]
+    )
+    keys = []
+    for i in range(count):
+        o = 7 + 6 * i
+        key, lo, hi = struct.unpack_from(">hhh", payload, o)
+        keys.append(
+            Field(
+                "api_version",
+                "ApiVersion",
+                None,
+                o,
+                6,
+                [
+                    Field("api_key", "int16", key, o, 2),
+                    Field("min_version", "int16", lo, o + 2, 2),
+                    Field("max_version", "int16", hi, o + 4, 2),
+                ],
+            )
+        )
+    end = 7 + 6 * count
+    body = Field(
+        "api_versions_response",
+        "ApiVersionsResponse",
+        None,
+        4,
+        n - 4,
+        [
+            Field("error_code", "int16", UNSUPPORTED_VERSION, 4, 2, display="UNSUPPORTED_VERSION"),
+            Field("api_keys", "[]ApiVersion", count, 6, 1 + 6 * count, keys),
+            Field("throttle_time_ms", "int32", _i32(payload, end)[0], end, 4),
+        ],
+    )
+    issue = QUIRK_MOCK_API_VERSIONS(
+        f"ApiVersions v{version} answered UNSUPPORTED_VERSION in librdkafka mock cluster's layout: "
+        f"{count} entr{'y' if count == 1 else 'ies'} counted as {count} (a compact array says "
+        f"{count + 1}), no tagged fields",
+        6,
+        "body.api_keys",
+    )
+    return header, body, [issue]
 
 
 def _decode_response_as(payload, ctx: Ctx, opts: Options, api_key: int, version: int):

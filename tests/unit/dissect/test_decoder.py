@@ -186,3 +186,21 @@ def test_an_error_code_kafka_does_not_define_is_flagged():
     assert m.errors == [5120]
     (issue,) = [i for i in m.issues if i.code == "decode.unknown_error_code"]
     assert issue.severity == Severity.WARNING and "5120" in issue.message
+
+
+def test_librdkafka_mock_api_versions_fallback_is_a_named_quirk():
+    """The mock answers an ApiVersions v3 it rejects with one-byte count N (not N+1) and no
+    tagged fields: decoded as meant, one quirk warning, no error."""
+    from analyzer.dissect.message import decode_response
+    from analyzer.model import Frame, Severity
+
+    body = struct.pack(">ihB", 1, 35, 1) + struct.pack(">hhh", 18, 0, 2) + struct.pack(">i", 0)
+    frame = Frame(1, 1, 0, len(body), body, 0.0, 0.0, (1,), "response")
+    m = decode_response(frame, 18, 3)
+    assert [(i.code, i.severity) for i in m.issues] == [("quirk.mock_api_versions", Severity.WARNING)]
+    keys = m.body.child("api_keys").children
+    assert [(k.get("api_key"), k.get("min_version"), k.get("max_version")) for k in keys] == [(18, 0, 2)]
+    assert m.errors == [35] and m.body.get("throttle_time_ms") == 0
+    # one byte more: not the mock's shape, so not recognised as it
+    m = decode_response(Frame(1, 1, 0, len(body) + 1, body + b"\0", 0.0, 0.0, (1,), "response"), 18, 3)
+    assert "quirk.mock_api_versions" not in [i.code for i in m.issues]
