@@ -15,6 +15,7 @@ Usage: python tools/gen_protocol.py [--schemas DIR] [--out FILE] [--quiet]
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import re
 import sys
@@ -23,6 +24,8 @@ from pathlib import Path
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SCHEMAS = PROJECT_ROOT.parent / "shared" / "kafka-schemas"
 DEFAULT_OUT = PROJECT_ROOT / "analyzer" / "dissect" / "protocol_table.py"
+# the one hand-kept error table (names from Kafka's Errors.java, not in the JSON schemas)
+ERRORS_MODULE = PROJECT_ROOT / "analyzer" / "dissect" / "errors.py"
 
 OPEN = 0x7FFF
 LINE_LENGTH = 110
@@ -96,6 +99,22 @@ def find_snapshots(schemas: Path) -> list[tuple[str, Path]]:
             found.append(((int(m.group(1)), int(m.group(2))), d))
     found.sort(reverse=True)
     return [(f"{major}.{minor}", d) for (major, minor), d in found]
+
+
+def load_errors() -> dict[int, tuple[str, bool]]:
+    """ERRORS of analyzer/dissect/errors.py, loaded from its file (no package import needed)."""
+    spec = importlib.util.spec_from_file_location("_kafka_errors", ERRORS_MODULE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.ERRORS
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+def upper_snake(name: str) -> str:
+    """ "SaslHandshake" -> "SASL_HANDSHAKE" (the decoder's snake_case rule, upper-cased)."""
+    return _CAMEL.sub("_", name).upper()
 
 
 # --------------------------------------------------------------------------- converting
@@ -235,6 +254,7 @@ def collect(schemas: Path) -> dict:
         "messages": messages,
         "headers": headers,
         "data": data,
+        "errors": load_errors(),
     }
 
 
@@ -309,6 +329,13 @@ def write_segment_dict(out: list[str], name: str, table: dict) -> None:
     out.append("}")
 
 
+def write_enum(out: list[str], name: str, doc: str, members: dict[str, int]) -> None:
+    out.append(f"class {name}(IntEnum):")
+    out.append(f'{INDENT}"""{doc}"""')
+    out.append("")
+    out.extend(f"{INDENT}{member} = {value}" for member, value in members.items())
+
+
 def write_flat_dict(out: list[str], name: str, table: dict) -> None:
     out.append(f"{name} = {{")
     out.extend(f"{INDENT}{literal(k)}: {literal(v)}," for k, v in table.items())
@@ -316,6 +343,8 @@ def write_flat_dict(out: list[str], name: str, table: dict) -> None:
 
 
 HEADER_COMMENT = """\
+from enum import IntEnum
+
 OPEN = 0x7FFF  # "N+" version ranges end here
 
 # A field is a tuple:
@@ -345,6 +374,23 @@ def render(model: dict) -> str:
         "",
         HEADER_COMMENT,
         "# fmt: off",
+        "",
+    ]
+    write_enum(
+        out,
+        "ApiKey",
+        "Kafka API keys, named after the schemas' message names (SaslHandshake -> SASL_HANDSHAKE).",
+        {upper_snake(name): key for key, name in model["api_names"].items()},
+    )
+    out += ["", ""]
+    write_enum(
+        out,
+        "ErrorCode",
+        "Kafka error codes, named as in analyzer/dissect/errors.py (Kafka's Errors enum).",
+        {name: code for code, (name, _) in sorted(model["errors"].items())},
+    )
+    out += [
+        "",
         "",
         "# apiKey -> API name without the Request/Response suffix (newest snapshot's name)",
     ]

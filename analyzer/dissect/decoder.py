@@ -20,6 +20,7 @@ import struct
 from functools import cache, lru_cache
 
 from analyzer.dissect import schema
+from analyzer.dissect.constants import ApiKey
 from analyzer.dissect.errors import ERRORS
 from analyzer.model import Field, Issue, error, note, warning
 
@@ -481,13 +482,13 @@ def request_header_version(api_key: int, api_version: int) -> int:
     got = schema.message_fields(api_key, "request", api_version)
     if got is not None and got[1]:
         return 2
-    if api_key == 7 and api_version == 0:  # ControlledShutdown v0 had no client id
+    if api_key == ApiKey.CONTROLLED_SHUTDOWN and api_version == 0:  # v0 had no client id
         return 0
     return 1
 
 
 def response_header_version(api_key: int, api_version: int) -> int:
-    if api_key == 18:  # ApiVersions responses always use header v0 (KIP-511)
+    if api_key == ApiKey.API_VERSIONS:  # responses always use header v0 (KIP-511)
         return 0
     got = schema.message_fields(api_key, "response", api_version)
     return 1 if got is not None and got[1] else 0

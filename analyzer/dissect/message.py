@@ -18,6 +18,7 @@ from __future__ import annotations
 import struct
 
 from analyzer.dissect import schema
+from analyzer.dissect.constants import ApiKey, ErrorCode
 from analyzer.dissect.decoder import (
     Ctx,
     data_plan,
@@ -32,10 +33,6 @@ from analyzer.model import Field, Frame, Message, Severity, error, note, warning
 _i16 = struct.Struct(">h").unpack_from
 _i32 = struct.Struct(">i").unpack_from
 
-API_VERSIONS = 18
-SASL_HANDSHAKE = 17
-SASL_AUTHENTICATE = 36
-UNSUPPORTED_VERSION = 35
 _PARTIAL = frozenset(("records.partial_batch", "records.partial_message"))
 
 
@@ -115,10 +112,10 @@ def decode_response(
         return Message(frame, "response", None, None, corr, header, None, ctx.issues)
     version = api_version
     if (
-        api_key == API_VERSIONS
+        api_key == ApiKey.API_VERSIONS
         and version > 0
         and len(payload) >= 6
-        and _i16(payload, 4)[0] == UNSUPPORTED_VERSION
+        and _i16(payload, 4)[0] == ErrorCode.UNSUPPORTED_VERSION
     ):
         # The broker did not know the requested version: Kafka answers in v0. Take the layout
         # (v0, else the requested one) that decodes cleanly.
@@ -167,7 +164,7 @@ def decode_sasl_token(frame: Frame, mechanism: str | None, opts: Options = DEFAU
 
 
 def _embedded(api_key: int, kind: str, body: Field, payload, ctx: Ctx, opts: Options) -> None:
-    if api_key == 11:  # JoinGroup
+    if api_key == ApiKey.JOIN_GROUP:
         ptype = body.get("protocol_type")
         if kind == "request":
             for p in _items(body, "protocols"):
@@ -175,14 +172,14 @@ def _embedded(api_key: int, kind: str, body: Field, payload, ctx: Ctx, opts: Opt
         else:
             for m in _items(body, "members"):
                 _consumer(m.child("metadata"), "ConsumerProtocolSubscription", ptype, payload, ctx)
-    elif api_key == 14:  # SyncGroup
+    elif api_key == ApiKey.SYNC_GROUP:
         ptype = body.get("protocol_type")
         if kind == "request":
             for a in _items(body, "assignments"):
                 _consumer(a.child("assignment"), "ConsumerProtocolAssignment", ptype, payload, ctx)
         else:
             _consumer(body.child("assignment"), "ConsumerProtocolAssignment", ptype, payload, ctx)
-    elif api_key == SASL_AUTHENTICATE and kind == "request":
+    elif api_key == ApiKey.SASL_AUTHENTICATE and kind == "request":
         _mask_sasl(body.child("auth_bytes"), None, opts)
 
 

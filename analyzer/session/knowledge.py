@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from analyzer.dissect.constants import ApiKey
 from analyzer.model import Exchange, Field
 from analyzer.session.records import PARTITION_FIELDS, ZERO_UUID, topic_name
 
@@ -27,6 +28,19 @@ _TOPIC_ARRAYS = frozenset(
         "assigned_topic_partitions",
         "data",
         "topic_errors",
+    )
+)
+
+# responses that map topic ids to names (besides Metadata's)
+_TOPIC_ID_ANSWERS = frozenset((ApiKey.CREATE_TOPICS, ApiKey.DESCRIBE_TOPIC_PARTITIONS))
+# the classic group protocol and KIP-848's heartbeat: what Group is learnt from
+_GROUP_APIS = frozenset(
+    (
+        ApiKey.JOIN_GROUP,
+        ApiKey.HEARTBEAT,
+        ApiKey.LEAVE_GROUP,
+        ApiKey.SYNC_GROUP,
+        ApiKey.CONSUMER_GROUP_HEARTBEAT,
     )
 )
 
@@ -57,17 +71,17 @@ class Knowledge:
         req, resp = ex.request, ex.response
         key = ex.api_key
         if resp is not None and resp.body is not None:
-            if key == 3:
+            if key == ApiKey.METADATA:
                 self._metadata(resp.body)
-            elif key in (19, 75):  # CreateTopics, DescribeTopicPartitions
+            elif key in _TOPIC_ID_ANSWERS:
                 self._topic_ids(resp.body)
         if req is not None and req.body is not None:
-            if key == 18 and req.client_id is not None:
+            if key == ApiKey.API_VERSIONS and req.client_id is not None:
                 name = req.body.get("client_software_name")
                 ver = req.body.get("client_software_version")
                 if name or ver:
                     self.clients[req.client_id] = (name, ver)
-            if key in (11, 12, 13, 14, 68):
+            if key in _GROUP_APIS:
                 self._group(key, req.body, resp.body if resp is not None else None)
         msg = req if req is not None and req.body is not None else resp
         if msg is not None and msg.body is not None:
@@ -106,7 +120,7 @@ class Knowledge:
         g = self.groups.get(gid)
         if g is None:
             g = self.groups[gid] = Group(gid)
-        if key == 11:
+        if key == ApiKey.JOIN_GROUP:
             g.protocol_type = req.get("protocol_type") or g.protocol_type
         if resp is None:
             return
@@ -114,7 +128,7 @@ class Knowledge:
         if gen is not None and gen >= 0 and (not g.generations_seen or g.generations_seen[-1] != gen):
             g.generations_seen.append(gen)
             g.generation = gen
-        if key == 11:
+        if key == ApiKey.JOIN_GROUP:
             g.protocol_name = resp.get("protocol_name") or g.protocol_name
             g.leader = resp.get("leader") or g.leader
             for m in _elements(resp, "members"):
@@ -122,13 +136,13 @@ class Knowledge:
                     g.members.add(m.get("member_id"))
             if resp.get("member_id"):
                 g.members.add(resp.get("member_id"))
-        elif key == 13:  # LeaveGroup
+        elif key == ApiKey.LEAVE_GROUP:
             mid = req.get("member_id")
             if mid:
                 g.members.discard(mid)
             for m in _elements(req, "members"):
                 g.members.discard(m.get("member_id"))
-        elif key == 68 and resp.get("member_id"):
+        elif key == ApiKey.CONSUMER_GROUP_HEARTBEAT and resp.get("member_id"):
             g.members.add(resp.get("member_id"))
 
 

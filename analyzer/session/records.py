@@ -14,8 +14,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from analyzer.dissect.constants import ApiKey
 from analyzer.model import Field
 
+# the responses that carry fetched records (Produce requests carry the produced ones)
+FETCH_APIS = frozenset((ApiKey.FETCH, ApiKey.SHARE_FETCH))
 TOPIC_NAME_FIELDS = ("name", "topic", "topic_name")
 PARTITION_FIELDS = ("partition_index", "partition", "index", "partition_id")
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"  # Kafka's text form of the all-zero topic id: "no id"

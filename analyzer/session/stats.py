@@ -11,11 +11,10 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from analyzer.dissect import schema
+from analyzer.dissect.constants import ApiKey
 from analyzer.dissect.errors import ERRORS
 from analyzer.model import ConnInfo, Exchange, Field, Message, Severity
-from analyzer.session.records import partition_records, topic_elements
-
-PRODUCE, FETCH, SHARE_FETCH = 0, 1, 78
+from analyzer.session.records import FETCH_APIS, partition_records, topic_elements
 
 
 def percentile(sorted_values: list[float], q: float) -> float | None:
@@ -146,12 +145,12 @@ class Stats:
                 c.errors += 1
         for topic in ex.topics:
             self.topics[topic].requests += 1
-        if key == PRODUCE and ex.request is not None:
+        if key == ApiKey.PRODUCE and ex.request is not None:
             for topic, (n, b) in record_totals(ex.request.body, self.topic_ids).items():
                 t = self.topics[topic]
                 t.produced_records += n
                 t.produced_bytes += b
-        elif key in (FETCH, SHARE_FETCH) and ex.response is not None:
+        elif key in FETCH_APIS and ex.response is not None:
             for topic, (n, b) in record_totals(ex.response.body, self.topic_ids).items():
                 t = self.topics[topic]
                 t.fetched_records += n
