@@ -8,6 +8,8 @@ from conftest import ROOT
 
 CORE = [
     "analyzer.model",
+    "analyzer.netconst",
+    "analyzer.dissect.constants",
     "analyzer.capture.files",
     "analyzer.reassembly.packet",
     "analyzer.reassembly.tcp",
