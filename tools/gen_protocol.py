@@ -28,6 +28,7 @@ DEFAULT_OUT = PROJECT_ROOT / "analyzer" / "dissect" / "protocol_table.py"
 ERRORS_MODULE = PROJECT_ROOT / "analyzer" / "dissect" / "errors.py"
 
 OPEN = 0x7FFF
+INHERIT = "inherit"  # a field without flexibleVersions of its own
 LINE_LENGTH = 110
 INDENT = "    "
 SNAPSHOT_RE = re.compile(r"^kafka-(\d+)\.(\d+)$")
@@ -144,13 +145,6 @@ def convert_fields(fields: list[dict], common: dict[str, dict], segment: tuple[i
             children = convert_fields(sub, common, segment)
         elif "fields" in f:
             raise ValueError(f"primitive field {f['name']!r} has nested fields")
-        extra = {}
-        if f.get("mapKey"):
-            extra["map_key"] = True
-        if "entityType" in f:
-            extra["entity"] = f["entityType"]
-        if "flexibleVersions" in f:
-            extra["flexible"] = parse_versions(f["flexibleVersions"])
         tag = f.get("tag")
         result.append(
             (
@@ -161,7 +155,9 @@ def convert_fields(fields: list[dict], common: dict[str, dict], segment: tuple[i
                 parse_versions(f.get("taggedVersions")),
                 None if tag is None else int(tag),
                 f.get("default"),
-                extra or None,
+                f.get("entityType"),
+                bool(f.get("mapKey")),
+                parse_versions(f["flexibleVersions"]) if "flexibleVersions" in f else INHERIT,
                 children,
             )
         )
@@ -265,7 +261,21 @@ def collect(schemas: Path) -> dict:
 # tables sit in a "# fmt: off" region (`ruff format --check` leaves them alone and passes).
 
 
+# FieldSpec positions after (name, type, versions): keyword name and default (left out when equal)
+FIELD_KEYWORDS = (
+    ("nullable", None),
+    ("tagged", None),
+    ("tag", None),
+    ("default", None),
+    ("entity", None),
+    ("map_key", False),
+    ("flexible", INHERIT),
+)
+
+
 def literal(value) -> str:
+    if value is INHERIT:
+        return "INHERIT"
     if value is None or isinstance(value, bool):
         return repr(value)
     if isinstance(value, int):
@@ -281,14 +291,16 @@ def literal(value) -> str:
     raise TypeError(f"cannot write {type(value).__name__}")
 
 
-def fill(out: list[str], indent: str, items: list[str], end: str) -> None:
-    """Write ``(item, item, ..., item`` + ``end`` at ``indent``, wrapping with a hanging indent."""
+def fill(out: list[str], indent: str, items: list[str], end: str, opening: str = "(") -> None:
+    """Write ``opening`` + ``item, item, ..., item`` + ``end`` at ``indent``, wrapping with a
+    hanging indent."""
     pieces = [item + ", " for item in items[:-1]] + [items[-1] + end]
-    line = indent + "("
+    line = indent + opening
+    hang = indent + " " * len(opening)
     for piece in pieces:
-        if len(line) + len(piece.rstrip()) > LINE_LENGTH and line != indent + "(":
+        if len(line) + len(piece.rstrip()) > LINE_LENGTH and line != indent + opening:
             out.append(line.rstrip())
-            line = indent + " "
+            line = hang
         line += piece
     out.append(line)
 
@@ -296,14 +308,19 @@ def fill(out: list[str], indent: str, items: list[str], end: str) -> None:
 def write_fields(out: list[str], fields: tuple, depth: int) -> None:
     indent = INDENT * depth
     for field in fields:
-        *head, children = field
-        items = [literal(v) for v in head]
+        name, ftype, versions, *rest, children = field
+        items = [literal(name), literal(ftype), literal(versions)]
+        items += [
+            f"{key}={literal(v)}"
+            for (key, default), v in zip(FIELD_KEYWORDS, rest, strict=True)
+            if v != default
+        ]
         if children is None:
-            fill(out, indent, [*items, "None"], "),")
+            fill(out, indent, items, "),", "F(")
         elif not children:
-            fill(out, indent, [*items, "()"], "),")
+            fill(out, indent, [*items, "children=()"], "),", "F(")
         else:
-            fill(out, indent, items, ", (")
+            fill(out, indent, [*items, "children=("], "", "F(")
             write_fields(out, children, depth + 1)
             out.append(indent + ")),")
 
@@ -343,24 +360,42 @@ def write_flat_dict(out: list[str], name: str, table: dict) -> None:
 
 
 HEADER_COMMENT = """\
+from __future__ import annotations
+
 from enum import IntEnum
+from typing import NamedTuple
 
 OPEN = 0x7FFF  # "N+" version ranges end here
+INHERIT = "inherit"  # FieldSpec.flexible of a field without flexibleVersions of its own
 
-# A field is a tuple:
-#   (name, type, versions, nullable, tagged, tag, default, extra, children)
-# name: the schema's field name (CamelCase, as in the JSON)
-# type: primitive type name ("int8", "int16", "uint16", "int32", "uint32", "int64", "float64", "bool",
-#       "string", "bytes", "uuid", "records"), "[]<primitive>" for arrays of primitives, or
-#       "[]<StructName>" / "<StructName>" for structs
-# versions / nullable / tagged: (lo, hi) inclusive with hi=OPEN for "N+", or None for "none"/absent
-# tag: int or None; default: the schema's "default" value as given (str/int/bool) or None
-# extra: None or a dict with any of: "map_key": True, "entity": "<entityType>",
-#        "flexible": (lo, hi) | None (a field-level "flexibleVersions" override, only present when
-#        the field has the key; e.g. RequestHeader.ClientId has "none" -> None)
-# children: None for primitives / arrays of primitives, else a tuple of field tuples (struct fields,
-#           commonStructs resolved and inlined). Fields that exist in no version of their segment
-#           are left out.
+Range = tuple[int, int] | None
+
+
+class FieldSpec(NamedTuple):
+    \"\"\"One field of a schema version segment (the table writes it ``F(...)``).\"\"\"
+
+    name: str  # the schema's field name (CamelCase, as in the JSON)
+    # primitive type name ("int8", "int16", "uint16", "int32", "uint32", "int64", "float64", "bool",
+    # "string", "bytes", "uuid", "records"), "[]<primitive>" for arrays of primitives, or
+    # "[]<StructName>" / "<StructName>" for structs
+    type: str
+    # versions / nullable / tagged: (lo, hi) inclusive with hi=OPEN for "N+", None for "none"/absent
+    versions: Range
+    nullable: Range = None
+    tagged: Range = None
+    tag: int | None = None
+    default: str | int | bool | None = None  # the schema's "default" value as given
+    entity: str | None = None  # the schema's entityType: "topicName", "groupId", "brokerId"...
+    map_key: bool = False
+    # a field-level "flexibleVersions" override ((lo, hi), or None for "none": RequestHeader's
+    # ClientId is never compact), INHERIT when the field has none
+    flexible: Range | str = INHERIT
+    # None for primitives / arrays of primitives, else the struct's FieldSpecs (commonStructs
+    # resolved and inlined); fields that exist in no version of their segment are left out
+    children: tuple[FieldSpec, ...] | None = None
+
+
+F = FieldSpec
 """
 
 
