@@ -7,7 +7,8 @@
 * consumer groups: protocol type and name, generation, leader, members (JoinGroup/SyncGroup/
   Heartbeat/LeaveGroup and KIP-848 ConsumerGroupHeartbeat).
 
-:func:`topics_of` lists the topics and partitions a message body names.
+:func:`topics_of` lists the topics and partitions a message names (from the entity walker,
+:mod:`analyzer.session.entities`).
 """
 
 from __future__ import annotations
@@ -15,10 +16,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from analyzer.dissect.constants import ApiKey
-from analyzer.model import Exchange, Field
-from analyzer.session.records import PARTITION_FIELDS, ZERO_UUID, topic_name
+from analyzer.model import Exchange, Field, Message
+from analyzer.session.entities import topic_refs
 
-_TOPIC_ARRAYS = frozenset(
+# The arrays whose topics label an exchange (Exchange.topics: the `read` line, `--topic`, the
+# TUI's topic column, per-topic request counts): topic structs in these arrays, not inside
+# another array, as the labels were before the entity walker. The walker finds topics in more
+# places (AddPartitionsToTxn v0-3 `v3_and_below_topics`, OffsetFetch v8+ `groups[].topics`,
+# WriteTxnMarkers `markers[].topics`, Fetch `forgotten_topics_data`, ConsumerGroupHeartbeat
+# `subscribed_topic_names`, LeaderAndIsr/StopReplica/UpdateMetadata `topic_states`...); labelling
+# exchanges with those too means widening this list and re-pinning the golden outputs.
+EXCHANGE_TOPIC_ARRAYS = frozenset(
     (
         "topics",
         "topic_data",
@@ -72,9 +80,9 @@ class Knowledge:
         key = ex.api_key
         if resp is not None and resp.body is not None:
             if key == ApiKey.METADATA:
-                self._metadata(resp.body)
+                self._metadata(resp)
             elif key in _TOPIC_ID_ANSWERS:
-                self._topic_ids(resp.body)
+                self._topic_ids(resp)
         if req is not None and req.body is not None:
             if key == ApiKey.API_VERSIONS and req.client_id is not None:
                 name = req.body.get("client_software_name")
@@ -85,9 +93,10 @@ class Knowledge:
                 self._group(key, req.body, resp.body if resp is not None else None)
         msg = req if req is not None and req.body is not None else resp
         if msg is not None and msg.body is not None:
-            ex.topics = topics_of(msg.body, self.topic_ids)
+            ex.topics = topics_of(msg, self.topic_ids)
 
-    def _metadata(self, body: Field) -> None:
+    def _metadata(self, resp: Message) -> None:
+        body = resp.body
         cid = body.get("cluster_id")
         if cid:
             self.cluster_id = cid
@@ -97,7 +106,7 @@ class Knowledge:
                 self.brokers[node] = f"{b.get('host')}:{b.get('port')}"
                 if b.get("rack"):
                     self.racks[node] = b.get("rack")
-        self._topic_ids(body)
+        self._topic_ids(resp)
         for t in _elements(body, "topics"):
             name = t.get("name")
             if name is None:
@@ -107,11 +116,11 @@ class Knowledge:
                 if idx is not None and leader is not None:
                     self.leaders[(name, idx)] = leader
 
-    def _topic_ids(self, body: Field) -> None:
-        for t in _elements(body, "topics"):
-            tid, name = t.get("topic_id"), t.get("name")
-            if tid and name and tid != ZERO_UUID:
-                self.topic_ids[tid] = name
+    def _topic_ids(self, resp: Message) -> None:
+        """Learn the topic ids of the structs that name a topic both ways."""
+        for t in topic_refs(resp):
+            if t.topic_id and t.name:
+                self.topic_ids[t.topic_id] = t.name
 
     def _group(self, key: int, req: Field, resp: Field | None) -> None:
         gid = req.get("group_id")
@@ -151,34 +160,11 @@ def _elements(f: Field, name: str) -> list[Field]:
     return c.children or [] if c is not None else []
 
 
-def topics_of(body: Field, topic_ids: dict[str, str] | None = None) -> dict[str, list[int]]:
-    """Topic name (or topic id when its name is unknown) -> partition indexes a body names."""
+def topics_of(msg: Message, topic_ids: dict[str, str] | None = None) -> dict[str, list[int]]:
+    """Topic name (or topic id when its name is unknown) -> partition indexes that label the
+    exchange of ``msg`` (the topic structs of EXCHANGE_TOPIC_ARRAYS, in body order)."""
     out: dict[str, list[int]] = {}
-    _collect(body, topic_ids or {}, out, 0)
+    for t in topic_refs(msg, topic_ids):
+        if t.element is not None and not t.nested and t.array in EXCHANGE_TOPIC_ARRAYS:
+            out.setdefault(t.topic, []).extend(t.partition_indexes())
     return out
-
-
-def _collect(f: Field, ids: dict[str, str], out: dict[str, list[int]], depth: int) -> None:
-    if depth > 3 or not f.children:
-        return
-    for c in f.children:
-        if c.children is None or c.type == "records":
-            continue
-        if c.name in _TOPIC_ARRAYS and c.type.startswith("[]"):
-            for t in c.children:
-                name = topic_name(t, ids)
-                if name is None:
-                    continue
-                parts = out.setdefault(name, [])
-                for pc in t.children or ():
-                    if pc.type.startswith("[]") and pc.children:
-                        for p in pc.children:
-                            if p.children:
-                                for x in p.children:
-                                    if x.name in PARTITION_FIELDS and isinstance(x.value, int):
-                                        parts.append(x.value)
-                                        break
-                            elif p.type == "int32":
-                                parts.append(p.value)
-        elif not c.type.startswith("[]"):
-            _collect(c, ids, out, depth + 1)

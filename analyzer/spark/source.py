@@ -212,9 +212,9 @@ def _exchange_row(capture: str, ex, topic_ids: dict, with_json: bool) -> tuple:
     worst = max((i.severity for i in issues), default=None)
     counts: dict = {}
     if key == ApiKey.PRODUCE and req is not None:
-        counts = record_totals(req.body, topic_ids)
+        counts = record_totals(req, topic_ids)
     elif key in FETCH_APIS and resp is not None:
-        counts = record_totals(resp.body, topic_ids)
+        counts = record_totals(resp, topic_ids)
     if key is None:
         name = "(unknown)"
     else:
@@ -255,12 +255,12 @@ def _record_rows(capture: str, ex, topic_ids: dict) -> Iterator[tuple]:
 
     key = ex.api_key
     if key == ApiKey.PRODUCE and ex.request is not None:
-        body, direction = ex.request.body, "produce"
+        msg, direction = ex.request, "produce"
     elif key in FETCH_APIS and ex.response is not None:
-        body, direction = ex.response.body, "fetch"
+        msg, direction = ex.response, "fetch"
     else:
         return
-    for r in iter_records(body, topic_ids):
+    for r in iter_records(msg, topic_ids):
         headers = {("" if k is None else k): _binary(v) for k, v in r.headers}
         yield (
             capture,

@@ -38,12 +38,12 @@ def analyse(path):
         if not isinstance(ev, Exchange):
             continue
         if ev.api_key == ApiKey.PRODUCE and ev.request is not None:
-            for r in iter_records(ev.request.body, p.knowledge.topic_ids):
+            for r in iter_records(ev.request, p.knowledge.topic_ids):
                 produced[
                     rec_key(r.topic, text(r.key), text(r.value), [(k, text(v)) for k, v in r.headers])
                 ] += 1
         if ev.api_key == ApiKey.FETCH and ev.response is not None:
-            for r in iter_records(ev.response.body, p.knowledge.topic_ids):
+            for r in iter_records(ev.response, p.knowledge.topic_ids):
                 if not r.control:
                     fetched[
                         rec_key(r.topic, text(r.key), text(r.value), [(k, text(v)) for k, v in r.headers])

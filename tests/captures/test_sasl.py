@@ -144,9 +144,9 @@ def test_requests_after_authentication_decode_normally(entry):
             assert e.request is not None, e.all_issues()  # no response without its request
             assert not [i for i in e.all_issues() if i.severity >= Severity.ERROR], e.all_issues()
             if e.api_key == ApiKey.PRODUCE:
-                produced.update(rec_key(r) for r in iter_records(e.request.body, topic_ids))
+                produced.update(rec_key(r) for r in iter_records(e.request, topic_ids))
             if e.api_key == ApiKey.FETCH and e.response is not None:
-                fetched.update(rec_key(r) for r in iter_records(e.response.body, topic_ids) if not r.control)
+                fetched.update(rec_key(r) for r in iter_records(e.response, topic_ids) if not r.control)
     assert apis[ApiKey.PRODUCE] and apis[ApiKey.FETCH] and apis[3]  # Metadata
     want = Counter(
         (r["topic"], r["key"], r["value"], tuple(tuple(h) for h in r["headers"] or ()))

@@ -19,6 +19,7 @@ CORE = [
     "analyzer.dissect.records",
     "analyzer.session.pairing",
     "analyzer.session.knowledge",
+    "analyzer.session.entities",
     "analyzer.session.stats",
     "analyzer.session.records",
     "analyzer.session.report",
