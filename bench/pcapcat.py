@@ -17,6 +17,8 @@ import struct
 import sys
 from pathlib import Path
 
+from analyzer.netconst import EtherType, IpProto, LinkType
+
 MAGICS = {
     b"\xd4\xc3\xb2\xa1": ("<", 1_000_000),
     b"\xa1\xb2\xc3\xd4": (">", 1_000_000),
@@ -35,7 +37,7 @@ def _csum_add(csum: int, old: int, new: int) -> int:
 
 def _rewrite(pkt: bytearray, k: int) -> None:
     """Shift the second byte of both IPv4 addresses by ``k`` in an Ethernet frame, in place."""
-    if len(pkt) < 34 or pkt[12:14] != b"\x08\x00" or pkt[14] >> 4 != 4:
+    if len(pkt) < 34 or pkt[12:14] != EtherType.IPV4.to_bytes(2, "big") or pkt[14] >> 4 != 4:
         return
     ip = 14
     ihl = (pkt[ip] & 0x0F) * 4
@@ -51,7 +53,7 @@ def _rewrite(pkt: bytearray, k: int) -> None:
     frag = (pkt[ip + 6] << 8) | pkt[ip + 7]
     t = ip + ihl
     # TCP's checksum covers the pseudo-header addresses; only the first fragment has the header
-    if pkt[ip + 9] == 6 and not frag & 0x1FFF and len(pkt) >= t + 18:
+    if pkt[ip + 9] == IpProto.TCP and not frag & 0x1FFF and len(pkt) >= t + 18:
         c = (pkt[t + 16] << 8) | pkt[t + 17]
         for old, new in words:
             c = _csum_add(c, old, new)
@@ -98,7 +100,7 @@ def concat(src: Path, dst: Path, copies: int, gap: float = 1.0) -> tuple[int, in
             for pos, sec, frac, incl in _records(data, e):
                 t = sec * scale + frac + shift
                 body = data[pos + 16 : pos + 16 + incl]
-                if k and linktype == 1:
+                if k and linktype == LinkType.ETHERNET:
                     body = bytearray(body)
                     _rewrite(body, k)
                 orig = struct.unpack_from(e + "I", data, pos + 12)[0]

@@ -467,6 +467,7 @@ def tshark_undecoded(cap: dict, timeout: float) -> str:
     """What tshark could not dissect (malformed or 'undecoded' expert info), per request API
     and version: not timed, it explains what tshark's figures include."""
     from analyzer.dissect import schema
+    from analyzer.dissect.constants import ApiKey
 
     cmd = ["tshark", "-r", str(cap["path"]), *tshark_decode_as(cap["ports"])]
     cmd += ["-Y", "_ws.malformed or _ws.expert.group == 0x05000000", "-T", "fields"]
@@ -484,7 +485,7 @@ def tshark_undecoded(cap: dict, timeout: float) -> str:
             responses += 1
         else:
             other += 1
-    cap["records_undissected"] = sum(n for (k, _v), n in reqs.items() if k in (0, 1))
+    cap["records_undissected"] = sum(n for (k, _v), n in reqs.items() if k in (ApiKey.PRODUCE, ApiKey.FETCH))
     if not reqs and not responses and not other:
         return "none"
     parts = [

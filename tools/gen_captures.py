@@ -71,6 +71,9 @@ from typing import Any, TextIO
 
 NETNS = "kgen"
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from analyzer.dissect.constants import ApiKey, ErrorCode  # noqa: E402  (pure Python, no deps)
+
 DEFAULT_OUT = ROOT / "captures"
 MANIFEST = "manifest.json"
 NUM_BROKERS = 3
@@ -1045,7 +1048,6 @@ SASL_PASSWORD = "alice-secret"  # recognisable: tests check it never appears in 
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 SASL_APIS = ((17, 0, 1), (36, 0, 2))  # SaslHandshake v0-v1, SaslAuthenticate v0-v2, as Kafka 2.5+
 SCRAM_ITERATIONS = 4096  # Kafka's minimum for SCRAM credentials
-SASL_AUTHENTICATION_FAILED, UNSUPPORTED_SASL_MECHANISM = 58, 33
 
 
 class SaslFailed(Exception):
@@ -1242,7 +1244,7 @@ async def sasl_connection(
                 await writer.drain()
                 continue
             key, version, corr = struct.unpack_from(">hhi", frame)
-            if key == 18:  # ApiVersions
+            if key == ApiKey.API_VERSIONS:
                 if up is None:
                     up = await asyncio.open_connection("127.0.0.1", upstream)
                 up[1].write(struct.pack(">i", len(frame)) + frame)
@@ -1251,16 +1253,18 @@ async def sasl_connection(
                 if resp is None:
                     return
                 resp = add_sasl_apis(resp, version)
-            elif key == 17 and server is None:  # SaslHandshake
+            elif key == ApiKey.SASL_HANDSHAKE and server is None:
                 pos = _request_body(frame, False)
                 size = struct.unpack_from(">h", frame, pos)[0]
                 mechanism = frame[pos + 2 : pos + 2 + size].decode(errors="replace")
                 ok = mechanism in mechanisms
-                resp = sasl_handshake_response(corr, 0 if ok else UNSUPPORTED_SASL_MECHANISM, mechanisms)
+                resp = sasl_handshake_response(
+                    corr, ErrorCode.NONE if ok else ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms
+                )
                 if ok:
                     server = servers[mechanism](mechanism, users)
                     raw = version == 0
-            elif key == 36 and server is not None and not raw:  # SaslAuthenticate
+            elif key == ApiKey.SASL_AUTHENTICATE and server is not None and not raw:
                 pos = _request_body(frame, version >= 2)
                 if version >= 2:
                     size, pos = _read_uvarint(frame, pos)
@@ -1272,7 +1276,7 @@ async def sasl_connection(
                     resp = sasl_authenticate_response(corr, version, 0, None, server.step(token))
                 except SaslFailed as exc:  # answer, then close (as a broker does)
                     resp = sasl_authenticate_response(
-                        corr, version, SASL_AUTHENTICATION_FAILED, str(exc), b""
+                        corr, version, ErrorCode.SASL_AUTHENTICATION_FAILED, str(exc), b""
                     )
                     writer.write(struct.pack(">i", len(resp)) + resp)
                     await writer.drain()
@@ -1678,7 +1682,7 @@ def kafka_pdus(pcap: Path, ports: list[int]) -> dict[str, Any]:
             key, ver = struct.unpack_from(">hh", frame)
             versions.setdefault(str(key), set()).add(ver)
             answered += 1
-            if key == 17 and ver == 0:  # SaslHandshake v0: raw tokens follow
+            if key == ApiKey.SASL_HANDSHAKE and ver == 0:  # v0: raw tokens follow
                 in_raw = True
                 raw_answers[(dport, sport)] = (answered, 0)
     for (sport, dport), buf in streams.items():

@@ -15,6 +15,7 @@ Usage: python tools/gen_protocol.py [--schemas DIR] [--out FILE] [--quiet]
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import re
 import sys
@@ -23,8 +24,11 @@ from pathlib import Path
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SCHEMAS = PROJECT_ROOT.parent / "shared" / "kafka-schemas"
 DEFAULT_OUT = PROJECT_ROOT / "analyzer" / "dissect" / "protocol_table.py"
+# the one hand-kept error table (names from Kafka's Errors.java, not in the JSON schemas)
+ERRORS_MODULE = PROJECT_ROOT / "analyzer" / "dissect" / "errors.py"
 
 OPEN = 0x7FFF
+INHERIT = "inherit"  # a field without flexibleVersions of its own
 LINE_LENGTH = 110
 INDENT = "    "
 SNAPSHOT_RE = re.compile(r"^kafka-(\d+)\.(\d+)$")
@@ -98,6 +102,22 @@ def find_snapshots(schemas: Path) -> list[tuple[str, Path]]:
     return [(f"{major}.{minor}", d) for (major, minor), d in found]
 
 
+def load_errors() -> dict[int, tuple[str, bool]]:
+    """ERRORS of analyzer/dissect/errors.py, loaded from its file (no package import needed)."""
+    spec = importlib.util.spec_from_file_location("_kafka_errors", ERRORS_MODULE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.ERRORS
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+def upper_snake(name: str) -> str:
+    """ "SaslHandshake" -> "SASL_HANDSHAKE" (the decoder's snake_case rule, upper-cased)."""
+    return _CAMEL.sub("_", name).upper()
+
+
 # --------------------------------------------------------------------------- converting
 
 
@@ -125,13 +145,6 @@ def convert_fields(fields: list[dict], common: dict[str, dict], segment: tuple[i
             children = convert_fields(sub, common, segment)
         elif "fields" in f:
             raise ValueError(f"primitive field {f['name']!r} has nested fields")
-        extra = {}
-        if f.get("mapKey"):
-            extra["map_key"] = True
-        if "entityType" in f:
-            extra["entity"] = f["entityType"]
-        if "flexibleVersions" in f:
-            extra["flexible"] = parse_versions(f["flexibleVersions"])
         tag = f.get("tag")
         result.append(
             (
@@ -142,7 +155,9 @@ def convert_fields(fields: list[dict], common: dict[str, dict], segment: tuple[i
                 parse_versions(f.get("taggedVersions")),
                 None if tag is None else int(tag),
                 f.get("default"),
-                extra or None,
+                f.get("entityType"),
+                bool(f.get("mapKey")),
+                parse_versions(f["flexibleVersions"]) if "flexibleVersions" in f else INHERIT,
                 children,
             )
         )
@@ -235,6 +250,7 @@ def collect(schemas: Path) -> dict:
         "messages": messages,
         "headers": headers,
         "data": data,
+        "errors": load_errors(),
     }
 
 
@@ -245,7 +261,21 @@ def collect(schemas: Path) -> dict:
 # tables sit in a "# fmt: off" region (`ruff format --check` leaves them alone and passes).
 
 
+# FieldSpec positions after (name, type, versions): keyword name and default (left out when equal)
+FIELD_KEYWORDS = (
+    ("nullable", None),
+    ("tagged", None),
+    ("tag", None),
+    ("default", None),
+    ("entity", None),
+    ("map_key", False),
+    ("flexible", INHERIT),
+)
+
+
 def literal(value) -> str:
+    if value is INHERIT:
+        return "INHERIT"
     if value is None or isinstance(value, bool):
         return repr(value)
     if isinstance(value, int):
@@ -261,14 +291,16 @@ def literal(value) -> str:
     raise TypeError(f"cannot write {type(value).__name__}")
 
 
-def fill(out: list[str], indent: str, items: list[str], end: str) -> None:
-    """Write ``(item, item, ..., item`` + ``end`` at ``indent``, wrapping with a hanging indent."""
+def fill(out: list[str], indent: str, items: list[str], end: str, opening: str = "(") -> None:
+    """Write ``opening`` + ``item, item, ..., item`` + ``end`` at ``indent``, wrapping with a
+    hanging indent."""
     pieces = [item + ", " for item in items[:-1]] + [items[-1] + end]
-    line = indent + "("
+    line = indent + opening
+    hang = indent + " " * len(opening)
     for piece in pieces:
-        if len(line) + len(piece.rstrip()) > LINE_LENGTH and line != indent + "(":
+        if len(line) + len(piece.rstrip()) > LINE_LENGTH and line != indent + opening:
             out.append(line.rstrip())
-            line = indent + " "
+            line = hang
         line += piece
     out.append(line)
 
@@ -276,14 +308,19 @@ def fill(out: list[str], indent: str, items: list[str], end: str) -> None:
 def write_fields(out: list[str], fields: tuple, depth: int) -> None:
     indent = INDENT * depth
     for field in fields:
-        *head, children = field
-        items = [literal(v) for v in head]
+        name, ftype, versions, *rest, children = field
+        items = [literal(name), literal(ftype), literal(versions)]
+        items += [
+            f"{key}={literal(v)}"
+            for (key, default), v in zip(FIELD_KEYWORDS, rest, strict=True)
+            if v != default
+        ]
         if children is None:
-            fill(out, indent, [*items, "None"], "),")
+            fill(out, indent, items, "),", "F(")
         elif not children:
-            fill(out, indent, [*items, "()"], "),")
+            fill(out, indent, [*items, "children=()"], "),", "F(")
         else:
-            fill(out, indent, items, ", (")
+            fill(out, indent, [*items, "children=("], "", "F(")
             write_fields(out, children, depth + 1)
             out.append(indent + ")),")
 
@@ -309,6 +346,13 @@ def write_segment_dict(out: list[str], name: str, table: dict) -> None:
     out.append("}")
 
 
+def write_enum(out: list[str], name: str, doc: str, members: dict[str, int]) -> None:
+    out.append(f"class {name}(IntEnum):")
+    out.append(f'{INDENT}"""{doc}"""')
+    out.append("")
+    out.extend(f"{INDENT}{member} = {value}" for member, value in members.items())
+
+
 def write_flat_dict(out: list[str], name: str, table: dict) -> None:
     out.append(f"{name} = {{")
     out.extend(f"{INDENT}{literal(k)}: {literal(v)}," for k, v in table.items())
@@ -316,22 +360,42 @@ def write_flat_dict(out: list[str], name: str, table: dict) -> None:
 
 
 HEADER_COMMENT = """\
-OPEN = 0x7FFF  # "N+" version ranges end here
+from __future__ import annotations
 
-# A field is a tuple:
-#   (name, type, versions, nullable, tagged, tag, default, extra, children)
-# name: the schema's field name (CamelCase, as in the JSON)
-# type: primitive type name ("int8", "int16", "uint16", "int32", "uint32", "int64", "float64", "bool",
-#       "string", "bytes", "uuid", "records"), "[]<primitive>" for arrays of primitives, or
-#       "[]<StructName>" / "<StructName>" for structs
-# versions / nullable / tagged: (lo, hi) inclusive with hi=OPEN for "N+", or None for "none"/absent
-# tag: int or None; default: the schema's "default" value as given (str/int/bool) or None
-# extra: None or a dict with any of: "map_key": True, "entity": "<entityType>",
-#        "flexible": (lo, hi) | None (a field-level "flexibleVersions" override, only present when
-#        the field has the key; e.g. RequestHeader.ClientId has "none" -> None)
-# children: None for primitives / arrays of primitives, else a tuple of field tuples (struct fields,
-#           commonStructs resolved and inlined). Fields that exist in no version of their segment
-#           are left out.
+from enum import IntEnum
+from typing import NamedTuple
+
+OPEN = 0x7FFF  # "N+" version ranges end here
+INHERIT = "inherit"  # FieldSpec.flexible of a field without flexibleVersions of its own
+
+Range = tuple[int, int] | None
+
+
+class FieldSpec(NamedTuple):
+    \"\"\"One field of a schema version segment (the table writes it ``F(...)``).\"\"\"
+
+    name: str  # the schema's field name (CamelCase, as in the JSON)
+    # primitive type name ("int8", "int16", "uint16", "int32", "uint32", "int64", "float64", "bool",
+    # "string", "bytes", "uuid", "records"), "[]<primitive>" for arrays of primitives, or
+    # "[]<StructName>" / "<StructName>" for structs
+    type: str
+    # versions / nullable / tagged: (lo, hi) inclusive with hi=OPEN for "N+", None for "none"/absent
+    versions: Range
+    nullable: Range = None
+    tagged: Range = None
+    tag: int | None = None
+    default: str | int | bool | None = None  # the schema's "default" value as given
+    entity: str | None = None  # the schema's entityType: "topicName", "groupId", "brokerId"...
+    map_key: bool = False
+    # a field-level "flexibleVersions" override ((lo, hi), or None for "none": RequestHeader's
+    # ClientId is never compact), INHERIT when the field has none
+    flexible: Range | str = INHERIT
+    # None for primitives / arrays of primitives, else the struct's FieldSpecs (commonStructs
+    # resolved and inlined); fields that exist in no version of their segment are left out
+    children: tuple[FieldSpec, ...] | None = None
+
+
+F = FieldSpec
 """
 
 
@@ -345,6 +409,23 @@ def render(model: dict) -> str:
         "",
         HEADER_COMMENT,
         "# fmt: off",
+        "",
+    ]
+    write_enum(
+        out,
+        "ApiKey",
+        "Kafka API keys, named after the schemas' message names (SaslHandshake -> SASL_HANDSHAKE).",
+        {upper_snake(name): key for key, name in model["api_names"].items()},
+    )
+    out += ["", ""]
+    write_enum(
+        out,
+        "ErrorCode",
+        "Kafka error codes, named as in analyzer/dissect/errors.py (Kafka's Errors enum).",
+        {name: code for code, (name, _) in sorted(model["errors"].items())},
+    )
+    out += [
+        "",
         "",
         "# apiKey -> API name without the Request/Response suffix (newest snapshot's name)",
     ]

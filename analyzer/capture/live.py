@@ -17,6 +17,7 @@ from collections.abc import Iterator
 
 from analyzer.issues import CAPTURE_SOURCE_FAILED
 from analyzer.model import Issue
+from analyzer.netconst import LinkType
 
 
 def check_privileges(interface: str) -> str | None:
@@ -162,15 +163,15 @@ def _linktype(pkt) -> int:
     from scapy.layers.l2 import CookedLinux, Ether
 
     if isinstance(pkt, Ether):
-        return 1
+        return int(LinkType.ETHERNET)
     if isinstance(pkt, CookedLinux):
-        return 113
+        return int(LinkType.LINUX_SLL)
     from scapy.layers.inet import IP
     from scapy.layers.inet6 import IPv6
 
     if isinstance(pkt, IP | IPv6):
-        return 101
-    return 1
+        return int(LinkType.RAW)
+    return int(LinkType.ETHERNET)
 
 
 class PcapFileWriter:

@@ -20,7 +20,9 @@ import struct
 from functools import cache, lru_cache
 
 from analyzer.dissect import schema
+from analyzer.dissect.constants import ApiKey
 from analyzer.dissect.errors import ERRORS
+from analyzer.dissect.protocol_table import INHERIT
 from analyzer.issues import (
     DECODE_BAD_COUNT,
     DECODE_BAD_LENGTH,
@@ -135,43 +137,47 @@ def _compile_fields(fields: tuple, version: int, flexible: bool, path: str) -> t
     ordered = []
     tagged = {}
     for f in fields:
-        name, ftype, versions, nullable, tagged_v, tag, default, extra, children = f
-        if not _in(versions, version):
+        if not _in(f.versions, version):
             continue
-        is_null = _in(nullable, version)
-        fflex = flexible
-        if extra and "flexible" in extra:
-            fflex = _in(extra["flexible"], version)
+        name = f.name
+        fflex = flexible if f.flexible == INHERIT else _in(f.flexible, version)
         reader = _compile_field(
-            snake(name), ftype, is_null, fflex, children, version, flexible, f"{path}.{name}", extra
+            snake(name),
+            f.type,
+            _in(f.nullable, version),
+            fflex,
+            f.children,
+            version,
+            flexible,
+            f"{path}.{name}",
         )
-        if tag is not None and _in(tagged_v, version):
-            tagged[tag] = (snake(name), reader)
+        if f.tag is not None and _in(f.tagged, version):
+            tagged[f.tag] = (snake(name), reader)
         else:
             ordered.append(reader)
     return tuple(ordered), tagged
 
 
-def _compile_field(name, ftype, nullable, flex, children, version, struct_flex, path, extra):
+def _compile_field(name, ftype, nullable, flex, children, version, struct_flex, path):
     if ftype.startswith("[]"):
         elem = ftype[2:]
         if children is not None:
             sub = _compile_struct(children, version, struct_flex, path)
             elem_reader = _struct_reader(elem, sub, struct_flex)
         else:
-            elem_reader = _primitive_reader(elem, elem.lower(), False, flex, None)
+            elem_reader = _primitive_reader(elem, elem.lower(), False, flex)
         return _array_reader(name, ftype, elem_reader, nullable, flex)
     if children is not None:
         sub = _compile_struct(children, version, struct_flex, path)
         return _named_struct_reader(name, ftype, sub, struct_flex, nullable)
-    return _primitive_reader(name, ftype, nullable, flex, extra)
+    return _primitive_reader(name, ftype, nullable, flex)
 
 
 def _compile_struct(fields, version, flexible, path):
     return _compile_fields(fields, version, flexible, path)
 
 
-def _primitive_reader(name: str, ftype: str, nullable: bool, flex: bool, extra):
+def _primitive_reader(name: str, ftype: str, nullable: bool, flex: bool):
     """A reader for one primitive field: (buf, pos, end, out, ctx) -> pos."""
     if ftype in _FIXED:
         st = _FIXED[ftype]
@@ -489,13 +495,13 @@ def request_header_version(api_key: int, api_version: int) -> int:
     got = schema.message_fields(api_key, "request", api_version)
     if got is not None and got[1]:
         return 2
-    if api_key == 7 and api_version == 0:  # ControlledShutdown v0 had no client id
+    if api_key == ApiKey.CONTROLLED_SHUTDOWN and api_version == 0:  # v0 had no client id
         return 0
     return 1
 
 
 def response_header_version(api_key: int, api_version: int) -> int:
-    if api_key == 18:  # ApiVersions responses always use header v0 (KIP-511)
+    if api_key == ApiKey.API_VERSIONS:  # responses always use header v0 (KIP-511)
         return 0
     got = schema.message_fields(api_key, "response", api_version)
     return 1 if got is not None and got[1] else 0

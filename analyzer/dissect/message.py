@@ -18,6 +18,7 @@ from __future__ import annotations
 import struct
 
 from analyzer.dissect import schema
+from analyzer.dissect.constants import ApiKey, ErrorCode
 from analyzer.dissect.decoder import (
     Ctx,
     data_plan,
@@ -40,10 +41,6 @@ from analyzer.model import Field, Frame, Message, Severity
 _i16 = struct.Struct(">h").unpack_from
 _i32 = struct.Struct(">i").unpack_from
 
-API_VERSIONS = 18
-SASL_HANDSHAKE = 17
-SASL_AUTHENTICATE = 36
-UNSUPPORTED_VERSION = 35
 _PARTIAL = {k.code: k for k in (RECORDS_PARTIAL_BATCH, RECORDS_PARTIAL_MESSAGE)}
 
 
@@ -132,10 +129,10 @@ def decode_response(
         return Message(frame, "response", None, None, corr, header, None, ctx.issues)
     version = api_version
     if (
-        api_key == API_VERSIONS
+        api_key == ApiKey.API_VERSIONS
         and version > 0
         and len(payload) >= 6
-        and _i16(payload, 4)[0] == UNSUPPORTED_VERSION
+        and _i16(payload, 4)[0] == ErrorCode.UNSUPPORTED_VERSION
     ):
         # The broker did not know the requested version: Kafka answers in v0. Take the layout
         # (v0, else the requested one) that decodes cleanly.
@@ -148,7 +145,9 @@ def decode_response(
                 )
             mock = _mock_api_versions(payload, version)
             if mock is not None:
-                return Message(frame, "response", api_key, version, corr, *mock, None, [UNSUPPORTED_VERSION])
+                return Message(
+                    frame, "response", api_key, version, corr, *mock, None, [ErrorCode.UNSUPPORTED_VERSION]
+                )
             msg[2].append(
                 DECODE_API_VERSIONS_FALLBACK(
                     f"UNSUPPORTED_VERSION answer to an ApiVersions "
@@ -201,7 +200,7 @@ def _mock_api_versions(payload, version: int) -> tuple[Field, Field, list] | Non
         4,
         n - 4,
         [
-            Field("error_code", "int16", UNSUPPORTED_VERSION, 4, 2, display="UNSUPPORTED_VERSION"),
+            Field("error_code", "int16", ErrorCode.UNSUPPORTED_VERSION, 4, 2, display="UNSUPPORTED_VERSION"),
             Field("api_keys", "[]ApiVersion", count, 6, 1 + 6 * count, keys),
             Field("throttle_time_ms", "int32", _i32(payload, end)[0], end, 4),
         ],
@@ -241,7 +240,7 @@ def decode_sasl_token(frame: Frame, mechanism: str | None, opts: Options = DEFAU
 
 
 def _embedded(api_key: int, kind: str, body: Field, payload, ctx: Ctx, opts: Options) -> None:
-    if api_key == 11:  # JoinGroup
+    if api_key == ApiKey.JOIN_GROUP:
         ptype = body.get("protocol_type")
         if kind == "request":
             for p in _items(body, "protocols"):
@@ -249,14 +248,14 @@ def _embedded(api_key: int, kind: str, body: Field, payload, ctx: Ctx, opts: Opt
         else:
             for m in _items(body, "members"):
                 _consumer(m.child("metadata"), "ConsumerProtocolSubscription", ptype, payload, ctx)
-    elif api_key == 14:  # SyncGroup
+    elif api_key == ApiKey.SYNC_GROUP:
         ptype = body.get("protocol_type")
         if kind == "request":
             for a in _items(body, "assignments"):
                 _consumer(a.child("assignment"), "ConsumerProtocolAssignment", ptype, payload, ctx)
         else:
             _consumer(body.child("assignment"), "ConsumerProtocolAssignment", ptype, payload, ctx)
-    elif api_key == SASL_AUTHENTICATE and kind == "request":
+    elif api_key == ApiKey.SASL_AUTHENTICATE and kind == "request":
         _mask_sasl(body.child("auth_bytes"), None, opts)
 
 

@@ -1,7 +1,8 @@
 """Look-ups over the generated protocol table (analyzer/dissect/protocol_table.py).
 
-A segment is ``(lo, hi, flexible, fields)``; these helpers pick the segment that holds a given
-version and say whether that version uses the flexible (compact + tagged fields) encoding.
+A segment is ``(lo, hi, flexible, fields)`` with ``fields`` a tuple of
+:class:`~analyzer.dissect.protocol_table.FieldSpec`; these helpers pick the segment that holds a
+given version and say whether that version uses the flexible (compact + tagged fields) encoding.
 """
 
 from __future__ import annotations

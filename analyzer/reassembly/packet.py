@@ -5,9 +5,9 @@
 bytes (4 or 16), or returns a short string saying why the packet is not a usable TCP segment
 ("not ip", "not tcp", "fragment", "truncated", "unknown linktype 123").
 
-Link types: Ethernet with 802.1Q/802.1ad/QinQ tags, Linux cooked SLL and SLL2, BSD NULL and
-LOOP, raw IP (101, 12, 14), IPv4 (228), IPv6 (229). IPv6 extension headers are walked;
-Ethernet padding is cut by the IP total length.
+Link types (:class:`~analyzer.netconst.LinkType`): Ethernet with 802.1Q/802.1ad/QinQ tags,
+Linux cooked SLL and SLL2, BSD NULL and LOOP, raw IP (101, 12, 14), IPv4 (228), IPv6 (229).
+IPv6 extension headers are walked; Ethernet padding is cut by the IP total length.
 """
 
 from __future__ import annotations
@@ -15,63 +15,68 @@ from __future__ import annotations
 import ipaddress
 import struct
 
+from analyzer.netconst import (
+    AF_INET,
+    AF_INET6_VALUES,
+    IPV6_EXTENSION_HEADERS,
+    LOOPBACK_LINKTYPES,
+    RAW_IP_LINKTYPES,
+    VLAN_ETHERTYPES,
+    EtherType,
+    IpProto,
+    LinkType,
+)
+
 FIN, SYN, RST, PSH, ACK = 0x01, 0x02, 0x04, 0x08, 0x10
 
-_ETH_IPV4, _ETH_IPV6 = 0x0800, 0x86DD
-_VLAN_TYPES = frozenset((0x8100, 0x88A8, 0x9100, 0x9200))
-_IPV6_EXT = frozenset((0, 43, 60, 135, 139, 140, 253, 254))
-_NULL_IPV6 = frozenset((24, 28, 30, 10, 23))
+# plain-int aliases for the per-packet comparisons (an IntEnum attribute lookup costs more)
+_ETHERNET = int(LinkType.ETHERNET)
+_SLL = int(LinkType.LINUX_SLL)
+_SLL2 = int(LinkType.LINUX_SLL2)
+_NULL = int(LinkType.NULL)
+_ETH_IPV4, _ETH_IPV6 = int(EtherType.IPV4), int(EtherType.IPV6)
+_ETH_IPV4_HI, _ETH_IPV4_LO = _ETH_IPV4 >> 8, _ETH_IPV4 & 0xFF  # the fast path reads it bytewise
+_TCP = int(IpProto.TCP)
+_FRAGMENT = int(IpProto.FRAGMENT)
+_AH = int(IpProto.AH)
 
 _u16 = struct.Struct("!H").unpack_from
 _u32 = struct.Struct("!I").unpack_from
 _tcp = struct.Struct("!HHIIBB").unpack_from
 
-LINKTYPE_NAMES = {
-    0: "BSD loopback",
-    1: "Ethernet",
-    12: "raw IP",
-    14: "raw IP",
-    101: "raw IP",
-    108: "OpenBSD loopback",
-    113: "Linux cooked (SLL)",
-    228: "IPv4",
-    229: "IPv6",
-    276: "Linux cooked (SLL2)",
-}
-
 
 def _ethertype_payload(linktype: int, data) -> tuple[int, int] | str:
     """(ethertype, offset of the network header), or why not."""
     n = len(data)
-    if linktype == 1:
+    if linktype == _ETHERNET:
         if n < 14:
             return "truncated"
         et = _u16(data, 12)[0]
         off = 14
-        while et in _VLAN_TYPES:
+        while et in VLAN_ETHERTYPES:
             if n < off + 4:
                 return "truncated"
             et = _u16(data, off + 2)[0]
             off += 4
         return et, off
-    if linktype == 113:
+    if linktype == _SLL:
         if n < 16:
             return "truncated"
         return _u16(data, 14)[0], 16
-    if linktype == 276:
+    if linktype == _SLL2:
         if n < 20:
             return "truncated"
         return _u16(data, 0)[0], 20
-    if linktype in (0, 108):
+    if linktype in LOOPBACK_LINKTYPES:
         if n < 4:
             return "truncated"
-        fam = struct.unpack_from("<I" if linktype == 0 and data[0] else "!I", data, 0)[0]
-        if fam == 2:
+        fam = struct.unpack_from("<I" if linktype == _NULL and data[0] else "!I", data, 0)[0]
+        if fam == AF_INET:
             return _ETH_IPV4, 4
-        if fam in _NULL_IPV6:
+        if fam in AF_INET6_VALUES:
             return _ETH_IPV6, 4
         return "not ip"
-    if linktype in (101, 12, 14, 228, 229):
+    if linktype in RAW_IP_LINKTYPES:
         if n < 1:
             return "truncated"
         v = data[0] >> 4
@@ -86,9 +91,15 @@ _fast = struct.Struct("!2xH2xHxB2x4s4sHHIIBB").unpack_from
 
 def decode_tcp(linktype: int, data) -> tuple | str:
     n = len(data)
-    if linktype == 1 and n >= 54 and data[12] == 8 and data[13] == 0 and data[14] == 0x45:
+    if (
+        linktype == _ETHERNET
+        and n >= 54
+        and data[12] == _ETH_IPV4_HI
+        and data[13] == _ETH_IPV4_LO
+        and data[14] == 0x45  # IPv4, 20-byte header
+    ):
         total, frag, proto, src, dst, sport, dport, seq, ack, doff, flags = _fast(data, 14)
-        if proto == 6 and not frag & 0x3FFF:
+        if proto == _TCP and not frag & 0x3FFF:
             end = 14 + total if total else n
             if end > n:
                 end = n
@@ -115,7 +126,7 @@ def _decode_tcp(linktype: int, data) -> tuple | str:
         frag = _u16(data, off + 6)[0]
         if frag & 0x3FFF:
             return "fragment"
-        if data[off + 9] != 6:
+        if data[off + 9] != _TCP:
             return "not tcp"
         src = data[off + 12 : off + 16]
         dst = data[off + 16 : off + 20]
@@ -137,20 +148,20 @@ def _decode_tcp(linktype: int, data) -> tuple | str:
         if end > n:
             end = n
         t = off + 40
-        while nh != 6:
-            if nh == 44:  # fragment header
+        while nh != _TCP:
+            if nh == _FRAGMENT:
                 if t + 8 > end:
                     return "truncated"
                 if _u16(data, t + 2)[0] & 0xFFF9:
                     return "fragment"
                 nh = data[t]
                 t += 8
-            elif nh in _IPV6_EXT:
+            elif nh in IPV6_EXTENSION_HEADERS:
                 if t + 8 > end:
                     return "truncated"
                 nh, hlen = data[t], (data[t + 1] + 1) * 8
                 t += hlen
-            elif nh == 51:  # AH: length in 4-byte units, minus 2
+            elif nh == _AH:  # length in 4-byte units, minus 2
                 if t + 8 > end:
                     return "truncated"
                 nh, hlen = data[t], (data[t + 1] + 2) * 4

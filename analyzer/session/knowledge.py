@@ -7,17 +7,26 @@
 * consumer groups: protocol type and name, generation, leader, members (JoinGroup/SyncGroup/
   Heartbeat/LeaveGroup and KIP-848 ConsumerGroupHeartbeat).
 
-:func:`topics_of` lists the topics and partitions a message body names.
+:func:`topics_of` lists the topics and partitions a message names (from the entity walker,
+:mod:`analyzer.session.entities`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from analyzer.model import Exchange, Field
-from analyzer.session.records import PARTITION_FIELDS, ZERO_UUID, topic_name
+from analyzer.dissect.constants import ApiKey
+from analyzer.model import Exchange, Field, Message
+from analyzer.session.entities import topic_refs
 
-_TOPIC_ARRAYS = frozenset(
+# The arrays whose topics label an exchange (Exchange.topics: the `read` line, `--topic`, the
+# TUI's topic column, per-topic request counts): topic structs in these arrays, not inside
+# another array, as the labels were before the entity walker. The walker finds topics in more
+# places (AddPartitionsToTxn v0-3 `v3_and_below_topics`, OffsetFetch v8+ `groups[].topics`,
+# WriteTxnMarkers `markers[].topics`, Fetch `forgotten_topics_data`, ConsumerGroupHeartbeat
+# `subscribed_topic_names`, LeaderAndIsr/StopReplica/UpdateMetadata `topic_states`...); labelling
+# exchanges with those too means widening this list and re-pinning the golden outputs.
+EXCHANGE_TOPIC_ARRAYS = frozenset(
     (
         "topics",
         "topic_data",
@@ -27,6 +36,19 @@ _TOPIC_ARRAYS = frozenset(
         "assigned_topic_partitions",
         "data",
         "topic_errors",
+    )
+)
+
+# responses that map topic ids to names (besides Metadata's)
+_TOPIC_ID_ANSWERS = frozenset((ApiKey.CREATE_TOPICS, ApiKey.DESCRIBE_TOPIC_PARTITIONS))
+# the classic group protocol and KIP-848's heartbeat: what Group is learnt from
+_GROUP_APIS = frozenset(
+    (
+        ApiKey.JOIN_GROUP,
+        ApiKey.HEARTBEAT,
+        ApiKey.LEAVE_GROUP,
+        ApiKey.SYNC_GROUP,
+        ApiKey.CONSUMER_GROUP_HEARTBEAT,
     )
 )
 
@@ -57,23 +79,24 @@ class Knowledge:
         req, resp = ex.request, ex.response
         key = ex.api_key
         if resp is not None and resp.body is not None:
-            if key == 3:
-                self._metadata(resp.body)
-            elif key in (19, 75):  # CreateTopics, DescribeTopicPartitions
-                self._topic_ids(resp.body)
+            if key == ApiKey.METADATA:
+                self._metadata(resp)
+            elif key in _TOPIC_ID_ANSWERS:
+                self._topic_ids(resp)
         if req is not None and req.body is not None:
-            if key == 18 and req.client_id is not None:
+            if key == ApiKey.API_VERSIONS and req.client_id is not None:
                 name = req.body.get("client_software_name")
                 ver = req.body.get("client_software_version")
                 if name or ver:
                     self.clients[req.client_id] = (name, ver)
-            if key in (11, 12, 13, 14, 68):
+            if key in _GROUP_APIS:
                 self._group(key, req.body, resp.body if resp is not None else None)
         msg = req if req is not None and req.body is not None else resp
         if msg is not None and msg.body is not None:
-            ex.topics = topics_of(msg.body, self.topic_ids)
+            ex.topics = topics_of(msg, self.topic_ids)
 
-    def _metadata(self, body: Field) -> None:
+    def _metadata(self, resp: Message) -> None:
+        body = resp.body
         cid = body.get("cluster_id")
         if cid:
             self.cluster_id = cid
@@ -83,7 +106,7 @@ class Knowledge:
                 self.brokers[node] = f"{b.get('host')}:{b.get('port')}"
                 if b.get("rack"):
                     self.racks[node] = b.get("rack")
-        self._topic_ids(body)
+        self._topic_ids(resp)
         for t in _elements(body, "topics"):
             name = t.get("name")
             if name is None:
@@ -93,11 +116,11 @@ class Knowledge:
                 if idx is not None and leader is not None:
                     self.leaders[(name, idx)] = leader
 
-    def _topic_ids(self, body: Field) -> None:
-        for t in _elements(body, "topics"):
-            tid, name = t.get("topic_id"), t.get("name")
-            if tid and name and tid != ZERO_UUID:
-                self.topic_ids[tid] = name
+    def _topic_ids(self, resp: Message) -> None:
+        """Learn the topic ids of the structs that name a topic both ways."""
+        for t in topic_refs(resp):
+            if t.topic_id and t.name:
+                self.topic_ids[t.topic_id] = t.name
 
     def _group(self, key: int, req: Field, resp: Field | None) -> None:
         gid = req.get("group_id")
@@ -106,7 +129,7 @@ class Knowledge:
         g = self.groups.get(gid)
         if g is None:
             g = self.groups[gid] = Group(gid)
-        if key == 11:
+        if key == ApiKey.JOIN_GROUP:
             g.protocol_type = req.get("protocol_type") or g.protocol_type
         if resp is None:
             return
@@ -114,7 +137,7 @@ class Knowledge:
         if gen is not None and gen >= 0 and (not g.generations_seen or g.generations_seen[-1] != gen):
             g.generations_seen.append(gen)
             g.generation = gen
-        if key == 11:
+        if key == ApiKey.JOIN_GROUP:
             g.protocol_name = resp.get("protocol_name") or g.protocol_name
             g.leader = resp.get("leader") or g.leader
             for m in _elements(resp, "members"):
@@ -122,13 +145,13 @@ class Knowledge:
                     g.members.add(m.get("member_id"))
             if resp.get("member_id"):
                 g.members.add(resp.get("member_id"))
-        elif key == 13:  # LeaveGroup
+        elif key == ApiKey.LEAVE_GROUP:
             mid = req.get("member_id")
             if mid:
                 g.members.discard(mid)
             for m in _elements(req, "members"):
                 g.members.discard(m.get("member_id"))
-        elif key == 68 and resp.get("member_id"):
+        elif key == ApiKey.CONSUMER_GROUP_HEARTBEAT and resp.get("member_id"):
             g.members.add(resp.get("member_id"))
 
 
@@ -137,34 +160,11 @@ def _elements(f: Field, name: str) -> list[Field]:
     return c.children or [] if c is not None else []
 
 
-def topics_of(body: Field, topic_ids: dict[str, str] | None = None) -> dict[str, list[int]]:
-    """Topic name (or topic id when its name is unknown) -> partition indexes a body names."""
+def topics_of(msg: Message, topic_ids: dict[str, str] | None = None) -> dict[str, list[int]]:
+    """Topic name (or topic id when its name is unknown) -> partition indexes that label the
+    exchange of ``msg`` (the topic structs of EXCHANGE_TOPIC_ARRAYS, in body order)."""
     out: dict[str, list[int]] = {}
-    _collect(body, topic_ids or {}, out, 0)
+    for t in topic_refs(msg, topic_ids):
+        if t.element is not None and not t.nested and t.array in EXCHANGE_TOPIC_ARRAYS:
+            out.setdefault(t.topic, []).extend(t.partition_indexes())
     return out
-
-
-def _collect(f: Field, ids: dict[str, str], out: dict[str, list[int]], depth: int) -> None:
-    if depth > 3 or not f.children:
-        return
-    for c in f.children:
-        if c.children is None or c.type == "records":
-            continue
-        if c.name in _TOPIC_ARRAYS and c.type.startswith("[]"):
-            for t in c.children:
-                name = topic_name(t, ids)
-                if name is None:
-                    continue
-                parts = out.setdefault(name, [])
-                for pc in t.children or ():
-                    if pc.type.startswith("[]") and pc.children:
-                        for p in pc.children:
-                            if p.children:
-                                for x in p.children:
-                                    if x.name in PARTITION_FIELDS and isinstance(x.value, int):
-                                        parts.append(x.value)
-                                        break
-                            elif p.type == "int32":
-                                parts.append(p.value)
-        elif not c.type.startswith("[]"):
-            _collect(c, ids, out, depth + 1)

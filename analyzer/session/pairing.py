@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+from analyzer.dissect.constants import ApiKey, ErrorCode
 from analyzer.dissect.framing import plausible_request_header
 from analyzer.dissect.message import (
     DEFAULT_OPTIONS,
-    SASL_HANDSHAKE,
     Options,
     decode_request,
     decode_response,
@@ -25,8 +25,6 @@ from analyzer.dissect.message import (
 )
 from analyzer.issues import PAIRING_ACKS0, PAIRING_NO_REQUEST, PAIRING_NO_RESPONSE
 from analyzer.model import ConnInfo, Exchange, Frame, Message, Severity
-
-PRODUCE = 0
 
 
 class ConnectionPairer:
@@ -85,7 +83,7 @@ class ConnectionPairer:
                 return []
         req = decode_request(frame, self.opts)
         out: list[Exchange] = []
-        if req.api_key == PRODUCE and req.body is not None and req.body.get("acks") == 0:
+        if req.api_key == ApiKey.PRODUCE and req.body is not None and req.body.get("acks") == 0:
             out.append(
                 self._exchange(req, None, [PAIRING_ACKS0("Produce with acks=0: no response expected")])
             )
@@ -156,7 +154,11 @@ class ConnectionPairer:
             )
         resp = decode_response(frame, req.api_key, req.api_version, self.opts)
         out.append(self._exchange(req, resp, []))
-        if req.api_key == SASL_HANDSHAKE and resp.body is not None and resp.body.get("error_code") == 0:
+        if (
+            req.api_key == ApiKey.SASL_HANDSHAKE
+            and resp.body is not None
+            and resp.body.get("error_code") == ErrorCode.NONE
+        ):
             self.sasl_mechanism = req.body.get("mechanism") if req.body is not None else None
             if req.api_version == 0:
                 self.sasl_raw = True

@@ -1,12 +1,13 @@
 """The records a message carries, as plain values: what a producer sent, what a consumer got.
 
-:func:`iter_records` walks a decoded Produce request or Fetch/ShareFetch response body (decoded
-with record bodies) and yields one :class:`RecordView` per record, with its topic (names for
-topic ids when known) and partition, through compressed batches and nested legacy wrappers.
-Control records (transaction markers) are flagged.
+:func:`iter_records` walks a decoded Produce request or Fetch/ShareFetch response (decoded with
+record bodies) and yields one :class:`RecordView` per record, with its topic (names for topic
+ids when known) and partition, through compressed batches and nested legacy wrappers. Control
+records (transaction markers) are flagged.
 
-The walk over topics and partitions (:func:`topic_elements`, :func:`partition_records`,
-:func:`topic_name`) is shared with the statistics and the per-capture knowledge.
+Topics and partitions come from the entity walker (:mod:`analyzer.session.entities`);
+:func:`partition_records` (shared with the statistics) picks the records fields of its
+partition structs.
 """
 
 from __future__ import annotations
@@ -14,51 +15,21 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from analyzer.model import Field
+from analyzer.dissect.constants import ApiKey
+from analyzer.model import Field, Message
+from analyzer.session.entities import TopicRef, topic_refs
 
-TOPIC_NAME_FIELDS = ("name", "topic", "topic_name")
-PARTITION_FIELDS = ("partition_index", "partition", "index", "partition_id")
-ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"  # Kafka's text form of the all-zero topic id: "no id"
-
-
-def topic_name(t: Field, ids: dict[str, str]) -> str | None:
-    """The topic a topic element names: its name, else its topic id (as the name it maps to in
-    ``ids`` when known); None when it names neither."""
-    name = tid = None
-    for x in t.children or ():
-        if x.name in TOPIC_NAME_FIELDS and x.type == "string" and x.value:
-            name = x.value
-        elif x.name == "topic_id" and x.type == "uuid":
-            tid = x.value
-    if name:
-        return name
-    if tid and tid != ZERO_UUID:
-        return ids.get(tid, tid)
-    return None
+# the responses that carry fetched records (Produce requests carry the produced ones)
+FETCH_APIS = frozenset((ApiKey.FETCH, ApiKey.SHARE_FETCH))
 
 
-def topic_elements(body: Field | None, ids: dict[str, str]) -> Iterator[tuple[str, Field]]:
-    """(topic, element) for each element of the body's top-level arrays that names a topic."""
-    for arr in body.children or () if body is not None else ():
-        if arr.children and arr.type.startswith("[]"):
-            for t in arr.children:
-                name = topic_name(t, ids)
-                if name is not None:
-                    yield name, t
-
-
-def partition_records(t: Field) -> Iterator[tuple[int | None, Field]]:
-    """(partition, records field) of a topic element: topic -> partitions -> records, without
-    walking into the records."""
-    for parts in t.children or ():
-        if not parts.children or not parts.type.startswith("[]"):
-            continue
-        for p in parts.children:
-            partition = None
+def partition_records(t: TopicRef) -> Iterator[tuple[int | None, Field]]:
+    """(partition, records field) of each partition struct of a topic, without walking into
+    the records."""
+    for partition, p in t.partitions:
+        if p is not None:
             for x in p.children or ():
-                if x.name in PARTITION_FIELDS and partition is None:
-                    partition = x.value
-                elif x.type == "records" and x.children:
+                if x.type == "records" and x.children:
                     yield partition, x
 
 
@@ -76,11 +47,11 @@ class RecordView:
     control: bool
 
 
-def iter_records(body: Field | None, topic_ids: dict[str, str] | None = None) -> Iterator[RecordView]:
-    for topic, t in topic_elements(body, topic_ids or {}):
+def iter_records(msg: Message | None, topic_ids: dict[str, str] | None = None) -> Iterator[RecordView]:
+    for t in topic_refs(msg, topic_ids):
         for partition, rec in partition_records(t):
             for entry in rec.children:
-                yield from _entry(entry, topic, partition)
+                yield from _entry(entry, t.topic, partition)
 
 
 def _entry(entry: Field, topic, partition, wrapper_codec: str | None = None) -> Iterator[RecordView]:

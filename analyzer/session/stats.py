@@ -11,13 +11,14 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from analyzer.dissect import schema
+from analyzer.dissect.constants import ApiKey
 from analyzer.dissect.errors import ERRORS
 from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue, Event
 from analyzer.issues import PAIRING_NO_RESPONSE, REGISTRY
-from analyzer.model import ConnInfo, Exchange, Field, Message, Severity
-from analyzer.session.records import partition_records, topic_elements
+from analyzer.model import ConnInfo, Exchange, Message, Severity
+from analyzer.session.entities import topic_refs
+from analyzer.session.records import FETCH_APIS, partition_records
 
-PRODUCE, FETCH, SHARE_FETCH = 0, 1, 78
 # pairing issues are anomalies even as notes (unanswered requests, acks=0...)
 _PAIRING = frozenset(code for code, kind in REGISTRY.items() if kind.stage == "pairing")
 
@@ -37,12 +38,12 @@ def error_names(msg: Message | None) -> list[str]:
     return [ERRORS.get(c, (f"UNKNOWN_ERROR_CODE({c})",))[0] for c in msg.errors]
 
 
-def record_totals(body: Field | None, topic_ids: dict[str, str] | None = None) -> dict[str, list[int]]:
+def record_totals(msg: Message | None, topic_ids: dict[str, str] | None = None) -> dict[str, list[int]]:
     """topic -> [records, bytes] carried by the records fields of a Produce request or Fetch
-    response body (record counts from batch headers, so no record body is decoded)."""
+    response (record counts from batch headers, so no record body is decoded)."""
     out: dict[str, list[int]] = {}
-    for name, t in topic_elements(body, topic_ids or {}):
-        acc = out.setdefault(name, [0, 0])
+    for t in topic_refs(msg, topic_ids):
+        acc = out.setdefault(t.topic, [0, 0])
         for _partition, f in partition_records(t):
             for b in f.children:
                 v = b.value
@@ -148,13 +149,13 @@ class Stats:
                 c.errors += 1
         for topic in ex.topics:
             self.topics[topic].requests += 1
-        if key == PRODUCE and ex.request is not None:
-            for topic, (n, b) in record_totals(ex.request.body, self.topic_ids).items():
+        if key == ApiKey.PRODUCE and ex.request is not None:
+            for topic, (n, b) in record_totals(ex.request, self.topic_ids).items():
                 t = self.topics[topic]
                 t.produced_records += n
                 t.produced_bytes += b
-        elif key in (FETCH, SHARE_FETCH) and ex.response is not None:
-            for topic, (n, b) in record_totals(ex.response.body, self.topic_ids).items():
+        elif key in FETCH_APIS and ex.response is not None:
+            for topic, (n, b) in record_totals(ex.response, self.topic_ids).items():
                 t = self.topics[topic]
                 t.fetched_records += n
                 t.fetched_bytes += b

@@ -22,8 +22,10 @@ import sys
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from analyzer.dissect.constants import ApiKey
 from analyzer.issues import PAIRING_NO_RESPONSE
-from analyzer.spark.source import FETCH, PRODUCE, SHARE_FETCH, Analysis, analyze
+from analyzer.session.records import FETCH_APIS
+from analyzer.spark.source import Analysis, analyze
 
 # percentile_approx accuracy: the rank error is at most count / ACCURACY (exact below that size)
 ACCURACY = 10000
@@ -89,8 +91,8 @@ def topics(exchanges: DataFrame, limit: int | None = None) -> DataFrame:
     """Per topic: exchanges naming it, records and bytes produced (Produce requests) and fetched
     (Fetch/ShareFetch responses), from the record batch headers; busiest topics first."""
     counts = exchanges.select("api_key", F.explode("record_counts").alias("rc"))
-    produced = F.col("api_key") == PRODUCE
-    fetched = F.col("api_key").isin(FETCH, SHARE_FETCH)
+    produced = F.col("api_key") == int(ApiKey.PRODUCE)
+    fetched = F.col("api_key").isin(*sorted(int(k) for k in FETCH_APIS))
 
     def total(cond, what: str):
         return F.sum(F.when(cond, F.col(f"rc.{what}")).otherwise(F.lit(0))).cast("long")

@@ -43,8 +43,6 @@ from pyspark.sql.types import (
     StructType,
 )
 
-PRODUCE, FETCH, SHARE_FETCH = 0, 1, 78
-
 
 def _struct(*fields: tuple) -> StructType:
     return StructType([StructField(name, t, True) for name, t in fields])
@@ -200,7 +198,9 @@ def local_path(uri: str) -> str:
 
 def _exchange_row(capture: str, ex, topic_ids: dict, with_json: bool) -> tuple:
     from analyzer.dissect import schema
+    from analyzer.dissect.constants import ApiKey
     from analyzer.export.jsonout import endpoint_pair
+    from analyzer.session.records import FETCH_APIS
     from analyzer.session.stats import error_names, record_totals
 
     info = ex.conn
@@ -211,10 +211,10 @@ def _exchange_row(capture: str, ex, topic_ids: dict, with_json: bool) -> tuple:
     issues = ex.all_issues()
     worst = max((i.severity for i in issues), default=None)
     counts: dict = {}
-    if key == PRODUCE and req is not None:
-        counts = record_totals(req.body, topic_ids)
-    elif key in (FETCH, SHARE_FETCH) and resp is not None:
-        counts = record_totals(resp.body, topic_ids)
+    if key == ApiKey.PRODUCE and req is not None:
+        counts = record_totals(req, topic_ids)
+    elif key in FETCH_APIS and resp is not None:
+        counts = record_totals(resp, topic_ids)
     if key is None:
         name = "(unknown)"
     else:
@@ -250,16 +250,17 @@ def _exchange_row(capture: str, ex, topic_ids: dict, with_json: bool) -> tuple:
 
 
 def _record_rows(capture: str, ex, topic_ids: dict) -> Iterator[tuple]:
-    from analyzer.session.records import iter_records
+    from analyzer.dissect.constants import ApiKey
+    from analyzer.session.records import FETCH_APIS, iter_records
 
     key = ex.api_key
-    if key == PRODUCE and ex.request is not None:
-        body, direction = ex.request.body, "produce"
-    elif key in (FETCH, SHARE_FETCH) and ex.response is not None:
-        body, direction = ex.response.body, "fetch"
+    if key == ApiKey.PRODUCE and ex.request is not None:
+        msg, direction = ex.request, "produce"
+    elif key in FETCH_APIS and ex.response is not None:
+        msg, direction = ex.response, "fetch"
     else:
         return
-    for r in iter_records(body, topic_ids):
+    for r in iter_records(msg, topic_ids):
         headers = {("" if k is None else k): _binary(v) for k, v in r.headers}
         yield (
             capture,

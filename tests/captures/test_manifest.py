@@ -7,6 +7,7 @@ from collections import Counter
 import pytest
 from conftest import CAPTURES, known_malformed
 
+from analyzer.dissect.constants import ApiKey
 from analyzer.dissect.message import Options
 from analyzer.events import CaptureIssue, ConnIssue
 from analyzer.model import Exchange, Severity
@@ -16,7 +17,6 @@ from analyzer.session.records import iter_records
 MANIFEST = (
     json.loads((CAPTURES / "manifest.json").read_text()) if (CAPTURES / "manifest.json").exists() else []
 )
-PRODUCE, FETCH = 0, 1
 
 
 def rec_key(topic, key, value, headers):
@@ -37,13 +37,13 @@ def analyse(path):
             continue
         if not isinstance(ev, Exchange):
             continue
-        if ev.api_key == PRODUCE and ev.request is not None:
-            for r in iter_records(ev.request.body, a.knowledge.topic_ids):
+        if ev.api_key == ApiKey.PRODUCE and ev.request is not None:
+            for r in iter_records(ev.request, a.knowledge.topic_ids):
                 produced[
                     rec_key(r.topic, text(r.key), text(r.value), [(k, text(v)) for k, v in r.headers])
                 ] += 1
-        if ev.api_key == FETCH and ev.response is not None:
-            for r in iter_records(ev.response.body, a.knowledge.topic_ids):
+        if ev.api_key == ApiKey.FETCH and ev.response is not None:
+            for r in iter_records(ev.response, a.knowledge.topic_ids):
                 if not r.control:
                     fetched[
                         rec_key(r.topic, text(r.key), text(r.value), [(k, text(v)) for k, v in r.headers])
@@ -70,7 +70,7 @@ def test_records_in_capture_are_exactly_the_manifest(entry):
     assert not errors
     # the only bad CRCs: the librdkafka mock writes transaction markers with CRC 0
     for api_key, kind, issue in crc:
-        assert (api_key, kind) == (FETCH, "response") and "stored 0x00000000" in issue.message, issue
+        assert (api_key, kind) == (ApiKey.FETCH, "response") and "stored 0x00000000" in issue.message, issue
     if "txn" not in entry["file"]:
         assert not crc
 

@@ -14,6 +14,7 @@ from collections import Counter, defaultdict
 import pytest
 from conftest import CAPTURES, ROOT, known_malformed
 
+from analyzer.dissect.constants import ApiKey
 from analyzer.dissect.message import Options
 from analyzer.events import CaptureIssue, ConnIssue
 from analyzer.model import Exchange, Severity
@@ -24,7 +25,6 @@ MANIFEST = (
     json.loads((CAPTURES / "manifest.json").read_text()) if (CAPTURES / "manifest.json").exists() else []
 )
 SASL = [e for e in MANIFEST if "sasl" in e]
-PRODUCE, FETCH, API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 0, 1, 18, 17, 36
 RAW = "kafka-python-0.10.0-sasl-plain"  # SaslHandshake v0: raw tokens
 
 
@@ -47,7 +47,12 @@ def by_connection(entry) -> tuple[dict[int, list[Exchange]], list, dict]:
 def split_auth(exs: list[Exchange]) -> tuple[list[Exchange], list[Exchange]]:
     """(exchanges up to and including the last SASL one, the rest)."""
     last = max(
-        (i for i, e in enumerate(exs) if e.api_key in (SASL_HANDSHAKE, SASL_AUTHENTICATE, None)), default=-1
+        (
+            i
+            for i, e in enumerate(exs)
+            if e.api_key in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE, None)
+        ),
+        default=-1,
     )
     return exs[: last + 1], exs[last + 1 :]
 
@@ -72,8 +77,8 @@ def test_every_connection_authenticates(entry):
         assert auth, f"connection {exs[0].conn.id} does not authenticate"
         kinds = [(e.api_key, e.api_version) for e in auth]
         # ApiVersions first (librdkafka: v3, answered UNSUPPORTED_VERSION, then v0)
-        assert kinds[0][0] == API_VERSIONS and kinds[-1 - rounds][0] == SASL_HANDSHAKE, kinds
-        assert all(k == API_VERSIONS for k, _ in kinds[: -1 - rounds]), kinds
+        assert kinds[0][0] == ApiKey.API_VERSIONS and kinds[-1 - rounds][0] == ApiKey.SASL_HANDSHAKE, kinds
+        assert all(k == ApiKey.API_VERSIONS for k, _ in kinds[: -1 - rounds]), kinds
         handshake = auth[-1 - rounds]
         assert handshake.request.body.get("mechanism") == mechanism
         assert handshake.response.body.get("error_code") == 0
@@ -91,7 +96,7 @@ def test_every_connection_authenticates(entry):
             assert tok.response.body.children[0].value == b""  # PLAIN: the broker's empty answer
         else:
             assert handshake.api_version == 1
-            assert [e.api_key for e in tokens] == [SASL_AUTHENTICATE] * rounds
+            assert [e.api_key for e in tokens] == [ApiKey.SASL_AUTHENTICATE] * rounds
             assert all(e.response.body.get("error_code") == 0 for e in tokens)
             shown = [e.request.body.child("auth_bytes").display for e in tokens]
             if mechanism == "PLAIN":  # librdkafka sends no authzid, kafka-python the user name
@@ -138,11 +143,11 @@ def test_requests_after_authentication_decode_normally(entry):
             apis[e.api_key] += 1
             assert e.request is not None, e.all_issues()  # no response without its request
             assert not [i for i in e.all_issues() if i.severity >= Severity.ERROR], e.all_issues()
-            if e.api_key == PRODUCE:
-                produced.update(rec_key(r) for r in iter_records(e.request.body, topic_ids))
-            if e.api_key == FETCH and e.response is not None:
-                fetched.update(rec_key(r) for r in iter_records(e.response.body, topic_ids) if not r.control)
-    assert apis[PRODUCE] and apis[FETCH] and apis[3]  # Metadata
+            if e.api_key == ApiKey.PRODUCE:
+                produced.update(rec_key(r) for r in iter_records(e.request, topic_ids))
+            if e.api_key == ApiKey.FETCH and e.response is not None:
+                fetched.update(rec_key(r) for r in iter_records(e.response, topic_ids) if not r.control)
+    assert apis[ApiKey.PRODUCE] and apis[ApiKey.FETCH] and apis[3]  # Metadata
     want = Counter(
         (r["topic"], r["key"], r["value"], tuple(tuple(h) for h in r["headers"] or ()))
         for r in entry["produced"]

@@ -11,6 +11,8 @@ from conftest import ROOT
 CORE = [
     "analyzer.model",
     "analyzer.issues",
+    "analyzer.netconst",
+    "analyzer.dissect.constants",
     "analyzer.capture.files",
     "analyzer.reassembly.packet",
     "analyzer.reassembly.tcp",
@@ -20,6 +22,7 @@ CORE = [
     "analyzer.dissect.records",
     "analyzer.session.pairing",
     "analyzer.session.knowledge",
+    "analyzer.session.entities",
     "analyzer.session.stats",
     "analyzer.session.records",
     "analyzer.session.report",

@@ -23,6 +23,7 @@ SCHEMAS = ROOT.parent / "shared" / "kafka-schemas"
 GENERATOR = ROOT / "tools" / "gen_protocol.py"
 TABLE = ROOT / "analyzer" / "dissect" / "protocol_table.py"
 
+ENTITIES = {"topicName", "groupId", "brokerId", "producerId", "transactionalId"}
 PRIMITIVES = {
     "int8", "int16", "uint16", "int32", "uint32", "int64", "float64", "bool", "string", "bytes", "uuid",
     "records",
@@ -31,17 +32,17 @@ PRIMITIVES = {
 
 def field(fields: tuple, name: str) -> tuple:
     for f in fields:
-        if f[0] == name:
+        if f.name == name:
             return f
     raise KeyError(name)
 
 
 def names(fields: tuple) -> list[str]:
-    return [f[0] for f in fields]
+    return [f.name for f in fields]
 
 
 def present(fields: tuple, version: int) -> list[str]:
-    return [f[0] for f in fields if in_versions(f[2], version)]
+    return [f.name for f in fields if in_versions(f.versions, version)]
 
 
 # --------------------------------------------------------------------------- version ranges
@@ -112,12 +113,14 @@ def test_segments_are_disjoint():
 
 def check_fields(fields: tuple, where: str) -> None:
     for f in fields:
-        assert len(f) == 9, where
-        name, ftype, versions, _nullable, tagged, tag, default, extra, children = f
+        assert type(f) is pt.FieldSpec and len(f) == 11, where
+        name, ftype, versions, _nullable, tagged, tag, default, entity, map_key, flexible, children = f
         assert isinstance(name, str) and name.isidentifier(), where  # "isKRaftController" is lower-case
         assert versions is not None, f"{where}.{name}"
         assert (tag is None) == (tagged is None), f"{where}.{name}"
-        assert extra is None or (extra and set(extra) <= {"map_key", "entity", "flexible"}), where
+        assert entity is None or entity in ENTITIES, f"{where}.{name}"
+        assert isinstance(map_key, bool), where
+        assert flexible == pt.INHERIT or flexible is None or len(flexible) == 2, where
         assert default is None or isinstance(default, (str, int, bool)), where
         base = ftype.removeprefix("[]")
         if base in PRIMITIVES:
@@ -141,39 +144,42 @@ def test_produce_request():
     fields, flexible = message_fields(0, "request", 3)
     assert not flexible
     txn = field(fields, "TransactionalId")
-    assert txn[1] == "string"
-    assert in_versions(txn[2], 3) and in_versions(txn[3], 3)  # present and nullable from v3
-    assert txn[6] == "null"
-    assert txn[7] == {"entity": "transactionalId"}
+    assert txn.type == "string"
+    assert in_versions(txn.versions, 3) and in_versions(txn.nullable, 3)  # present and nullable from v3
+    assert txn.default == "null"
+    assert txn.entity == "transactionalId"
+    assert not txn.map_key and txn.flexible == pt.INHERIT
     assert message_fields(0, "request", 9)[1] is True
     assert message_fields(0, "request", 8)[1] is False
     # v0-2 come from 3.9 and have no TransactionalId
     fields0, _ = message_fields(0, "request", 0)
     assert present(fields0, 0) == ["Acks", "TimeoutMs", "TopicData"]
     topic = field(fields0, "TopicData")
-    assert topic[1] == "[]TopicProduceData"
-    assert names(field(topic[8], "PartitionData")[8]) == ["Index", "Records"]
+    assert topic.type == "[]TopicProduceData"
+    assert names(field(topic.children, "PartitionData").children) == ["Index", "Records"]
+    assert field(topic.children, "Name").entity == "topicName"
     # Produce v13 identifies topics by id (KIP-516)
     fields13, _ = message_fields(0, "request", 13)
-    topics13 = field(fields13, "TopicData")[8]
+    topics13 = field(fields13, "TopicData").children
     assert present(topics13, 13)[:1] == ["TopicId"]
-    assert field(topics13, "TopicId")[7] == {"map_key": True}
+    assert field(topics13, "TopicId").map_key
+    assert field(topics13, "TopicId").entity is None  # topic ids have no entityType
 
 
 def test_fetch_topic_id_from_v13():
     for version in (13, 18):
         fields, flexible = message_fields(1, "request", version)
         assert flexible
-        topics = field(fields, "Topics")[8]
+        topics = field(fields, "Topics").children
         assert "TopicId" in present(topics, version)
         assert "Topic" not in present(topics, version)
-        assert field(topics, "TopicId")[1] == "uuid"
+        assert field(topics, "TopicId").type == "uuid"
     fields12, _ = message_fields(1, "request", 12)
-    topics12 = field(fields12, "Topics")[8]
+    topics12 = field(fields12, "Topics").children
     assert "Topic" in present(topics12, 12) and "TopicId" not in present(topics12, 12)
     # ClusterId is a tagged field (tag 0) from v12
     cluster = field(fields12, "ClusterId")
-    assert cluster[4] == (12, pt.OPEN) and cluster[5] == 0 and cluster[6] == "null"
+    assert cluster.tagged == (12, pt.OPEN) and cluster.tag == 0 and cluster.default == "null"
 
 
 def test_fetch_v0_from_39():
@@ -186,13 +192,13 @@ def test_api_versions_response_tagged_fields():
     fields, flexible = message_fields(18, "response", 3)
     assert flexible
     features = field(fields, "SupportedFeatures")
-    assert features[1] == "[]SupportedFeatureKey"
-    assert features[4] == (3, pt.OPEN) and features[5] == 0
-    assert names(features[8]) == ["Name", "MinVersion", "MaxVersion"]
-    assert field(features[8], "Name")[7] == {"map_key": True}
+    assert features.type == "[]SupportedFeatureKey"
+    assert features.tagged == (3, pt.OPEN) and features.tag == 0
+    assert names(features.children) == ["Name", "MinVersion", "MaxVersion"]
+    assert field(features.children, "Name").map_key
     epoch = field(fields, "FinalizedFeaturesEpoch")
-    assert epoch[5] == 1 and epoch[6] == "-1"
-    assert field(fields, "ZkMigrationReady")[5] == 3
+    assert epoch.tag == 1 and epoch.default == "-1"
+    assert field(fields, "ZkMigrationReady").tag == 3
     # v0-2 are not flexible (the response header stays v0 for ApiVersions, a decoder concern)
     assert message_fields(18, "response", 2)[1] is False
 
@@ -205,19 +211,19 @@ def test_common_structs_are_inlined():
             check_fields(fields, f"{api_key}/{kind}")
     # LeaderAndIsr (3.9) uses the commonStruct LeaderAndIsrPartitionState
     fields, _ = message_fields(4, "request", 7)
-    topic_states = field(fields, "TopicStates")[8]
+    topic_states = field(fields, "TopicStates").children
     states = field(topic_states, "PartitionStates")
-    assert states[1] == "[]LeaderAndIsrPartitionState"
-    assert "Leader" in names(states[8]) and "Isr" in names(states[8])
+    assert states.type == "[]LeaderAndIsrPartitionState"
+    assert "Leader" in names(states.children) and "Isr" in names(states.children)
 
 
 def test_request_header():
     fields, flexible = header_fields("request", 2)
     assert flexible
     client_id = field(fields, "ClientId")
-    assert client_id[1] == "string"
-    assert client_id[7] == {"flexible": None}  # field-level "flexibleVersions": "none"
-    assert in_versions(client_id[3], 2)
+    assert client_id.type == "string"
+    assert client_id.flexible is None  # field-level "flexibleVersions": "none"
+    assert in_versions(client_id.nullable, 2)
     # v0 (only ControlledShutdown v0 uses it) comes from 3.9 and has no ClientId
     fields0, flexible0 = header_fields("request", 0)
     assert not flexible0
