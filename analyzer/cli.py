@@ -20,7 +20,7 @@ from analyzer import __version__
 from analyzer.capture.files import check_readable
 from analyzer.dissect import schema
 from analyzer.dissect.message import Options
-from analyzer.events import ConnIssue
+from analyzer.events import CaptureStats, ConnIssue
 from analyzer.model import Exchange, Severity
 from analyzer.pipeline import Analysis, Exit
 from analyzer.session.report import (
@@ -234,6 +234,8 @@ def render_tables(tables: dict, out) -> None:
     )
     if cap["first_ts"] is not None and cap["last_ts"] is not None:
         head += f", {cap['last_ts'] - cap['first_ts']:.3f} s"
+    if cap.get("dropped_packets") is not None:
+        head += f", {cap['dropped_packets']} dropped by the kernel"
     tty = out.isatty()
     if tty:
         from rich.console import Console
@@ -295,15 +297,9 @@ def cmd_export(args) -> int:
 
 
 def cmd_live(args) -> int:
-    from analyzer.capture import live
-
-    problem = live.check_privileges(args.interface)
-    if problem:
-        print(f"kafka-analyzer: {problem}", file=sys.stderr)
+    source = _live_source(args)
+    if source is None:
         return EXIT_USAGE
-    sniffer = live.LiveCapture(
-        args.interface, bpf=args.filter, write=args.write, count=args.count, duration=args.duration
-    )
     apis = _api_filter(args.api)
     writer = None
     if args.mode == "export":
@@ -312,11 +308,20 @@ def cmd_live(args) -> int:
         writer = Writer(sys.stdout.buffer, "ndjson", spans=not args.no_spans)
         writer.begin(f"live:{args.interface}")
     origin = None
-    with analysis(args, source=sniffer, idle_timeout=300.0) as a:
+    with analysis(args, source=source, idle_timeout=300.0) as a:
         stats = Stats(a.knowledge.topic_ids)
         for ev in a.events():
+            t = type(ev)
+            if t is CaptureStats:
+                print(
+                    f"kafka-analyzer: warning: the kernel dropped {ev.dropped} of {ev.received} packets "
+                    "so far; stream gaps from now on may come from these drops",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                continue
             stats.add(ev)
-            if args.mode == "read" and type(ev) is Exchange:
+            if args.mode == "read" and t is Exchange:
                 if origin is None:
                     origin = a.first_ts
                 if _keep(ev, args, apis):
@@ -327,9 +332,44 @@ def cmd_live(args) -> int:
     tables = stats_tables(stats, a)
     if writer is not None:
         writer.end(tables)
+    elif a.unusable():  # the capture never started: the reason is enough
+        pass
     elif args.mode == "stats" or a.interrupted or args.mode == "read":
         render_tables(tables, sys.stdout if args.mode == "stats" else sys.stderr)
     return finish(a)
+
+
+def _live_source(args):
+    """The capture source of ``live``: the AF_PACKET ring on Linux (several in a fanout group
+    with ``--workers``), scapy elsewhere or with ``--backend scapy``; None after printing why
+    it cannot work."""
+    backend = args.backend or ("ring" if sys.platform.startswith("linux") else "scapy")
+    if backend == "scapy":
+        from analyzer.capture import live
+
+        if args.user or args.rotate_mb or args.rotate_seconds or (args.workers or 1) > 1:
+            print("kafka-analyzer: --user, -C, -G and --workers need --backend ring", file=sys.stderr)
+            return None
+        problem = live.check_privileges(args.interface)
+        if problem:
+            print(f"kafka-analyzer: {problem}", file=sys.stderr)
+            return None
+        return live.LiveCapture(
+            args.interface, bpf=args.filter, write=args.write, count=args.count, duration=args.duration
+        )
+    from analyzer.capture.ring import RingCapture
+
+    return RingCapture(
+        args.interface,
+        bpf=args.filter,
+        write=args.write,
+        count=args.count,
+        duration=args.duration,
+        rotate_mb=args.rotate_mb,
+        rotate_seconds=args.rotate_seconds,
+        user=args.user,
+        buffer_mb=args.buffer,
+    )
 
 
 # -- check -----------------------------------------------------------------------------------------
@@ -479,6 +519,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-i", "--interface", required=True)
     p.add_argument("-f", "--filter", metavar="BPF", help="capture filter, e.g. 'tcp port 9092'")
     p.add_argument("--write", metavar="FILE.pcap", help="also save the packets")
+    p.add_argument(
+        "-C", dest="rotate_mb", type=float, metavar="MB", help="(--write) a new file every MB megabytes"
+    )
+    p.add_argument(
+        "-G",
+        dest="rotate_seconds",
+        type=float,
+        metavar="S",
+        help="(--write) a new file every S seconds; FILE is an strftime pattern",
+    )
+    p.add_argument("--user", metavar="USER", help="drop root for USER once the capture socket is open")
+    p.add_argument(
+        "--backend",
+        choices=("ring", "scapy"),
+        help="AF_PACKET mmap ring (default on Linux) or scapy (portable, slow)",
+    )
+    p.add_argument("--buffer", type=int, default=32, metavar="MB", help="(ring) kernel ring size per worker")
+    p.add_argument("--workers", type=int, metavar="N", help="(ring) N capture processes (PACKET_FANOUT)")
     p.add_argument("--count", type=int, help="stop after N packets")
     p.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
     p.add_argument("--mode", choices=("read", "stats", "export"), default="read")
