@@ -385,10 +385,8 @@ class Analysis:
         shown in the TUI): capture damage, and why no Kafka was found."""
         out = [f"{i.severity}: {i.message}" for i in self.capture_issues]
         if self.exchanges == 0 and not self.unusable() and not self.interrupted:
-            p = self.pipeline
-            hint = (
-                " (no TCP traffic at all)" if p.connections == 0 else f" in {p.connections} TCP connections"
-            )
+            n = self.connections
+            hint = " (no TCP traffic at all)" if n == 0 else f" in {n} TCP connections"
             out.append(
                 f"no Kafka traffic found{hint}; Kafka is detected by content on any port, "
                 "--port PORT names broker ports explicitly"

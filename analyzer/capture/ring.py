@@ -245,7 +245,7 @@ class Ring:
             if fanout is not None:
                 group, _ = fanout
                 mode = PACKET_FANOUT_HASH | PACKET_FANOUT_FLAG_DEFRAG
-                self.sock.setsockopt(SOL_PACKET, PACKET_FANOUT, group | (mode << 16))
+                self.sock.setsockopt(SOL_PACKET, PACKET_FANOUT, struct.pack("<I", group | (mode << 16)))
         except OSError as exc:
             self.sock.close()
             raise CaptureError(f"cannot capture on {interface}: {exc}") from exc
@@ -375,6 +375,8 @@ class RingCapture:
         self.dropped = 0
         self.writer: RotatingPcapWriter | None = None
         self._stop = False
+        self._idle = True  # waiting for the kernel: every packet handed over was analysed
+        self._last_ts = float("-inf")  # time of the last packet handed over
         self._opened = False
         self._closed = False
 
@@ -437,6 +439,7 @@ class RingCapture:
         deadline = now + self.duration if self.duration else None
         next_stats = now + 1.0
         while not self._stop:
+            self._idle = True
             ready = ring.wait(200)
             now = time.monotonic()
             if now >= next_stats:
@@ -447,11 +450,13 @@ class RingCapture:
             if not ready:
                 continue
             packets = ring.block()
+            self._idle = False
             if count is not None and index + len(packets) > count:
                 packets = packets[: count - index]
             if writer is not None:
                 writer.write_block(packets)
             for ts, _, data in packets:
+                self._last_ts = ts
                 index += 1
                 self.bytes_read += len(data)
                 yield (index, ts, linktype, data)
@@ -459,6 +464,14 @@ class RingCapture:
                     return
             if self._stop:
                 break
+
+    def watermark(self) -> float:
+        """A time no later than any packet this source will still hand over (for merging the
+        outputs of fanout workers): the current packet's, or, while the ring is empty, the
+        wall clock minus what the kernel may still hold in an unfinished block."""
+        if self._idle:
+            return max(self._last_ts, time.time() - 0.5)
+        return self._last_ts
 
     def close(self) -> None:
         """Read the final statistics, close the file and the socket (idempotent)."""

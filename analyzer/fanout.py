@@ -1,0 +1,311 @@
+"""Live analysis over several processes: N ring sockets in one ``PACKET_FANOUT`` group.
+
+The parent opens the N rings (as root; then drops privileges if asked) and forks N workers.
+The kernel hashes each packet's flow symmetrically (``PACKET_FANOUT_HASH``, defragmenting
+first), so both directions of a TCP connection reach the same worker. Each worker runs its own
+:class:`~analyzer.pipeline.Analysis` and :class:`~analyzer.session.stats.Stats` over its flows
+and formats its events itself (the export JSON line, the ``read`` line: the expensive part), and
+sends ``(key, output)`` pairs to the parent every 0.1 s, with a *watermark*: the time before
+which it will send nothing more (the packet it is at, or the wall clock minus 0.5 s when its
+ring is empty). The parent writes the outputs in key order up to the lowest watermark (keys are
+the capture time of the packet that completed the event, as in a single-process run), sums the
+kernel drop counters, and at the end merges the workers' statistics, knowledge and capture
+issues into one :class:`Merged` analysis for the summary and the exit code.
+
+What falls short of one process: knowledge is per worker while it runs (a topic id learned
+from a Metadata response on one worker's connection does not name the topics of a Fetch on
+another worker's connection: those exchanges and their record counts keep the topic id); the
+per-worker connection ids are offset by ``1_000_000 * worker``; ``read`` times are relative to
+the start of the capture, not to the first exchange.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+from collections import Counter
+from collections.abc import Callable
+from multiprocessing.connection import wait
+
+from analyzer.events import CaptureIssue, CaptureStats
+from analyzer.model import Issue, error
+from analyzer.pipeline import Analysis
+from analyzer.session.knowledge import Knowledge
+from analyzer.session.stats import Stats
+
+CONN_ID_STRIDE = 1_000_000
+SEND_EVERY = 0.1
+IDLE_LAG = 0.5  # an idle ring has handed over every packet older than this (block timeout: 50 ms)
+
+
+class _NoSource:
+    name = "live"
+    issues: list[Issue] = []  # noqa: RUF012 - never mutated
+    bytes_read = 0
+    live = True
+    dropped = 0
+
+    def __iter__(self):
+        return iter(())
+
+
+class Merged(Analysis):
+    """The workers' analyses as one, for the summary tables and the exit-code policy."""
+
+    def __init__(self, name: str):
+        super().__init__(_NoSource())
+        self.source.name = name  # type: ignore[misc]
+        self._knowledge = Knowledge()
+        self._packets = 0
+        self._connections = 0
+        self._first: float | None = None
+        self._last = 0.0
+        self._skipped: Counter[str] = Counter()
+        self._dropped = 0
+        self.received = 0
+
+    knowledge = property(lambda self: self._knowledge)  # type: ignore[assignment]
+    packets = property(lambda self: self._packets)  # type: ignore[assignment]
+    connections = property(lambda self: self._connections)  # type: ignore[assignment]
+    first_ts = property(lambda self: self._first)  # type: ignore[assignment]
+    last_ts = property(lambda self: self._last)  # type: ignore[assignment]
+    skipped = property(lambda self: self._skipped)  # type: ignore[assignment]
+    dropped = property(lambda self: self._dropped)  # type: ignore[assignment]
+
+    def add(self, r: dict) -> None:
+        self._packets += r["packets"]
+        self._connections += r["connections"]
+        self._skipped.update(r["skipped"])
+        if r["first_ts"] is not None and (self._first is None or r["first_ts"] < self._first):
+            self._first = r["first_ts"]
+        self._last = max(self._last, r["last_ts"])
+        self.exchanges += r["exchanges"]
+        self.interrupted = self.interrupted or r["interrupted"]
+        k, o = self._knowledge, r["knowledge"]
+        k.brokers.update(o.brokers)
+        k.racks.update(o.racks)
+        k.topic_ids.update(o.topic_ids)
+        k.leaders.update(o.leaders)
+        k.clients.update(o.clients)
+        for g, v in o.groups.items():
+            k.groups.setdefault(g, v)
+        k.cluster_id = k.cluster_id or o.cluster_id
+
+
+def _merge_issues(per_worker: list[list[Issue]], received: int, dropped: int) -> list[Issue]:
+    """One list of capture issues: drops summed into one issue, ``no_tcp`` only when no worker
+    saw TCP, the rest once per distinct message."""
+    from analyzer.capture.ring import dropped_issue
+
+    out: list[Issue] = []
+    seen = set()
+    no_tcp = [any(i.code == "capture.no_tcp" for i in issues) for issues in per_worker]
+    for issues in per_worker:
+        for i in issues:
+            if i.code in ("capture.packets_dropped", "capture.no_tcp") or (i.code, i.message) in seen:
+                continue
+            seen.add((i.code, i.message))
+            out.append(i)
+    if dropped:
+        out.append(dropped_issue(received, dropped))
+    if no_tcp and all(no_tcp):
+        out.append(error("capture.no_tcp", "no TCP traffic in the capture"))
+    return out
+
+
+def _worker(
+    i: int,
+    conn,
+    stop,
+    make_source: Callable[[int], object],
+    make_analysis: Callable[[object], Analysis],
+    formatter: Callable[[object], object],
+) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent says when to stop
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    src = make_source(i)
+    a = make_analysis(src)
+    a.pipeline.reasm.next_id = 1 + i * CONN_ID_STRIDE
+    stats = Stats(a.knowledge.topic_ids)
+    lock = threading.Lock()
+    pending: list = []
+    done = threading.Event()
+
+    def send() -> None:
+        wm = src.watermark()  # before taking the pending events: later ones are keyed after it
+        with lock:
+            batch = pending[:]
+            pending.clear()
+        conn.send(("batch", wm, batch, src.received, src.dropped))
+
+    def sender() -> None:
+        while not done.wait(SEND_EVERY):
+            if stop.is_set():
+                a.stop()
+            send()
+
+    t = threading.Thread(target=sender, daemon=True)
+    t.start()
+    try:
+        for ev in a.events():
+            ty = type(ev)
+            if ty is CaptureIssue or ty is CaptureStats:  # the parent merges these
+                continue
+            stats.add(ev)
+            out = formatter(ev)
+            if out is not None:
+                key = a.pipeline.last_ts
+                with lock:
+                    pending.append((key, out))
+    finally:
+        done.set()
+        t.join()
+    send()
+    p = a.pipeline
+    conn.send(
+        (
+            "end",
+            {
+                "packets": p.packets,
+                "connections": p.connections,
+                "skipped": dict(p.skipped),
+                "first_ts": p.first_ts,
+                "last_ts": p.last_ts,
+                "exchanges": a.exchanges,
+                "interrupted": a.interrupted,
+                "knowledge": a.knowledge,
+                "stats": stats,
+                "issues": a.capture_issues,
+                "received": src.received,
+                "dropped": src.dropped,
+            },
+        )
+    )
+    conn.close()
+
+
+class Fanout:
+    """Run ``workers`` processes over rings already opened (``rings``); :meth:`run` returns the
+    merged statistics and :class:`Merged` analysis."""
+
+    def __init__(
+        self,
+        name: str,
+        rings: list,
+        make_source: Callable[[int, object], object],
+        make_analysis: Callable[[object], Analysis],
+        formatter: Callable[[object], object],
+        output: Callable[[object], None],
+        on_drops: Callable[[CaptureStats], None] | None = None,
+    ):
+        self.name = name
+        self.rings = rings
+        self.make_source = make_source
+        self.make_analysis = make_analysis
+        self.formatter = formatter
+        self.output = output
+        self.on_drops = on_drops
+        self._stop = False
+
+    def stop(self) -> None:
+        self._stop = True
+
+    def run(self) -> tuple[Stats, Merged]:
+        ctx = multiprocessing.get_context("fork")
+        stop = ctx.Event()
+        n = len(self.rings)
+        procs, conns = [], []
+        for i, ring in enumerate(self.rings):
+            r, w = ctx.Pipe(duplex=False)
+            p = ctx.Process(
+                target=_worker,
+                args=(
+                    i,
+                    w,
+                    stop,
+                    lambda i, ring=ring: self.make_source(i, ring),
+                    self.make_analysis,
+                    self.formatter,
+                ),
+                daemon=True,
+                name=f"kafka-analyzer-worker-{i}",
+            )
+            p.start()
+            w.close()
+            procs.append(p)
+            conns.append(r)
+        for ring in self.rings:  # the workers hold them now
+            ring.close()
+        print(
+            f"kafka-analyzer: capturing on {self.name.removeprefix('live:')} with {n} workers",
+            file=sys.stderr,
+            flush=True,
+        )
+        heap: list = []
+        seq = 0
+        watermarks = [float("-inf")] * n
+        received, dropped = [0] * n, [0] * n
+        reported = 0
+        results: list[dict | None] = [None] * n
+        alive = dict(zip(conns, range(n), strict=True))
+        while alive:
+            if self._stop:
+                stop.set()
+            for c in wait(list(alive), timeout=0.2):
+                i = alive[c]
+                try:
+                    msg = c.recv()
+                except (EOFError, OSError):
+                    del alive[c]
+                    watermarks[i] = float("inf")
+                    continue
+                if msg[0] == "batch":
+                    _, wm, batch, received[i], dropped[i] = msg
+                    for key, out in batch:
+                        heapq.heappush(heap, (key, seq, out))
+                        seq += 1
+                    watermarks[i] = max(watermarks[i], wm)
+                else:
+                    results[i] = msg[1]
+                    received[i], dropped[i] = msg[1]["received"], msg[1]["dropped"]
+                    watermarks[i] = float("inf")
+                    del alive[c]
+            low = min(watermarks)
+            while heap and heap[0][0] <= low:
+                self.output(heapq.heappop(heap)[2])
+            total = sum(dropped)
+            if total != reported:
+                reported = total
+                if self.on_drops is not None:
+                    self.on_drops(CaptureStats(None, sum(received), total))
+        while heap:
+            self.output(heapq.heappop(heap)[2])
+        for p in procs:
+            p.join(timeout=10)
+            if p.is_alive():
+                with contextlib.suppress(OSError):
+                    os.kill(p.pid, signal.SIGKILL)
+        merged = Merged(self.name)
+        stats = Stats(merged.knowledge.topic_ids)
+        issues = []
+        for i, r in enumerate(results):
+            if r is None:
+                issues.append(
+                    [error("capture.worker_failed", f"capture worker {i} ended without its results")]
+                )
+                continue
+            merged.add(r)
+            stats.merge(r["stats"])
+            issues.append(r["issues"])
+        merged._dropped = sum(dropped)
+        merged.received = sum(received)
+        merged.interrupted = merged.interrupted or self._stop
+        merged.capture_issues = _merge_issues(issues, merged.received, merged._dropped)
+        for issue in merged.capture_issues:
+            stats.add(CaptureIssue(issue, None))
+        return stats, merged
