@@ -315,14 +315,63 @@ class Ring:
         self.sock.close()
 
 
+# Modules the analysis imports lazily: imported before the privilege drop, since the new user
+# may not be able to read the interpreter's library (a Python under /root, mode 0700).
+PRELOAD = (
+    "analyzer.dissect.message",
+    "analyzer.dissect.records",
+    "analyzer.dissect.crc",
+    "analyzer.dissect.codecs",
+    "analyzer.export.writer",
+    "analyzer.export.jsonout",
+    "analyzer.session.stats",
+    "analyzer.session.report",
+    "analyzer.fanout",
+    "analyzer.capture.pcapwriter",
+    "multiprocessing.connection",
+    "multiprocessing.synchronize",
+    "multiprocessing.popen_fork",
+    "multiprocessing.reduction",
+    "multiprocessing.util",
+    "orjson",
+    "pickle",
+    "heapq",
+    "rich.console",
+    "rich.table",
+)
+
+
+def preload() -> None:
+    import importlib
+    import io
+
+    for name in PRELOAD:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    with contextlib.suppress(Exception):
+        from analyzer.dissect.crc import crc32c
+
+        crc32c(b"x")  # its implementation is chosen on first use
+    with contextlib.suppress(Exception):  # rich imports more on its first render
+        from rich.console import Console
+        from rich.table import Table
+
+        t = Table(title="x")
+        t.add_column("a")
+        t.add_row("1")
+        Console(file=io.StringIO(), force_terminal=True).print(t)
+
+
 def drop_privileges(user: str) -> None:
-    """setgid/setuid to ``user`` (and its groups): the sockets stay open."""
+    """setgid/setuid to ``user`` (and its groups): the sockets stay open. Lazily imported
+    modules are imported first (:data:`PRELOAD`)."""
     import pwd
 
     try:
         pw = pwd.getpwnam(user)
     except KeyError:
         raise CaptureError(f"no user named {user!r}") from None
+    preload()
     os.initgroups(pw.pw_name, pw.pw_gid)
     os.setgid(pw.pw_gid)
     os.setuid(pw.pw_uid)

@@ -35,11 +35,16 @@ class Mock:
         self.bootstrap = ",".join(f"127.0.0.1:{p}" for p in self.ports)
         self.bpf = " or ".join(f"tcp port {p}" for p in self.ports)
 
-    def traffic(self, n: int, size: int = 100) -> None:
+    def traffic(self, n: int, size: int = 100, compression: str = "none") -> None:
         """Produce n records to a new topic and consume them back (client ids ``ring-test-*``)."""
         topic = f"ring-{uuid.uuid4().hex[:8]}"
         client = confluent_kafka.Producer(
-            {"bootstrap.servers": self.bootstrap, "linger.ms": 5, "client.id": "ring-test-p"}
+            {
+                "bootstrap.servers": self.bootstrap,
+                "linger.ms": 5,
+                "client.id": "ring-test-p",
+                "compression.type": compression,
+            }
         )
         for i in range(n):
             client.produce(topic, value=os.urandom(size // 2).hex().encode(), partition=i % 2)
@@ -216,7 +221,7 @@ def _user_and_rotation(mock, tmp_path, out_dir):
         "0.05",
     )
     try:
-        mock.traffic(300, size=1000)
+        mock.traffic(300, size=1000, compression="gzip")  # decoded after the privilege drop
         time.sleep(1.0)
     finally:
         rc = interrupt(proc)
