@@ -196,13 +196,11 @@ class Ring:
         self.interface = interface
         if interface != "any":
             try:
-                ifindex = socket.if_nametoindex(interface)
+                socket.if_nametoindex(interface)
             except OSError:
                 raise CaptureError(
                     f"no interface named {interface!r} (interfaces: {', '.join(interface_names())})"
                 ) from None
-        else:
-            ifindex = 0
         hw = arphrd(interface) if interface != "any" else None
         # Ethernet and loopback (an Ethernet header of zero addresses on Linux): the frames as
         # they are; anything else (any, tun, ...): network-layer data with a cooked SLL header.
@@ -241,7 +239,10 @@ class Ring:
             )
             if code is not None:
                 attach_filter(self.sock, code)
-            self.sock.bind((interface if interface != "any" else "", ETH_P_ALL))
+            if interface == "any":
+                _bind_any(self.sock)
+            else:
+                self.sock.bind((interface, ETH_P_ALL))
             if fanout is not None:
                 group, _ = fanout
                 mode = PACKET_FANOUT_HASH | PACKET_FANOUT_FLAG_DEFRAG
@@ -249,7 +250,6 @@ class Ring:
         except OSError as exc:
             self.sock.close()
             raise CaptureError(f"cannot capture on {interface}: {exc}") from exc
-        del ifindex
         self.block_size = block_size
         self.blocks = blocks
         self.current = 0
@@ -360,6 +360,15 @@ def preload() -> None:
         t.add_column("a")
         t.add_row("1")
         Console(file=io.StringIO(), force_terminal=True).print(t)
+
+
+def _bind_any(sock: socket.socket) -> None:
+    """bind to every interface (ifindex 0), which Python's AF_PACKET addresses cannot name."""
+    addr = struct.pack("<HHiHBB8s", socket.AF_PACKET, socket.htons(ETH_P_ALL), 0, 0, 0, 0, b"")  # type: ignore[attr-defined]
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.bind(sock.fileno(), addr, len(addr)) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
 
 
 def drop_privileges(user: str) -> None:
