@@ -297,6 +297,8 @@ def cmd_export(args) -> int:
 
 
 def cmd_live(args) -> int:
+    if args.user:
+        _preload_rich()
     workers = _live_workers(args)
     if workers > 1:
         return _live_fanout(args, workers)
@@ -335,6 +337,20 @@ def cmd_live(args) -> int:
     elif args.mode == "stats" or a.interrupted or args.mode == "read":
         render_tables(tables, sys.stdout if args.mode == "stats" else sys.stderr)
     return finish(a)
+
+
+def _preload_rich() -> None:
+    """Import what rendering tables needs while still root (``--user``: the user may not be
+    able to read the interpreter's library); rich imports more on its first render."""
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title="x")
+    t.add_column("a")
+    t.add_row("1")
+    Console(file=io.StringIO(), force_terminal=True).print(t)
 
 
 def _say_drops(ev: CaptureStats) -> None:

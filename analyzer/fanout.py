@@ -97,14 +97,13 @@ class Merged(Analysis):
         k.cluster_id = k.cluster_id or o.cluster_id
 
 
-def _merge_issues(per_worker: list[list[Issue]], received: int, dropped: int) -> list[Issue]:
-    """One list of capture issues: drops summed into one issue, ``no_tcp`` only when no worker
-    saw TCP, the rest once per distinct message."""
+def _merge_issues(per_worker: list[list[Issue]], received: int, dropped: int, no_tcp: bool) -> list[Issue]:
+    """One list of capture issues: the drops summed into one issue, ``no_tcp`` when no worker
+    saw TCP among the packets they all saw, the rest once per distinct message."""
     from analyzer.capture.ring import dropped_issue
 
     out: list[Issue] = []
     seen = set()
-    no_tcp = [any(i.code == "capture.no_tcp" for i in issues) for issues in per_worker]
     for issues in per_worker:
         for i in issues:
             if i.code in ("capture.packets_dropped", "capture.no_tcp") or (i.code, i.message) in seen:
@@ -113,7 +112,7 @@ def _merge_issues(per_worker: list[list[Issue]], received: int, dropped: int) ->
             out.append(i)
     if dropped:
         out.append(dropped_issue(received, dropped))
-    if no_tcp and all(no_tcp):
+    if no_tcp:
         out.append(error("capture.no_tcp", "no TCP traffic in the capture"))
     return out
 
@@ -125,9 +124,12 @@ def _worker(
     make_source: Callable[[int], object],
     make_analysis: Callable[[object], Analysis],
     formatter: Callable[[object], object],
+    others: list,
 ) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent says when to stop
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    for ring in others:  # the other workers' rings: if one of them dies, its socket closes
+        ring.close()
     src = make_source(i)
     a = make_analysis(src)
     a.pipeline.reasm.next_id = 1 + i * CONN_ID_STRIDE
@@ -231,6 +233,7 @@ class Fanout:
                     lambda i, ring=ring: self.make_source(i, ring),
                     self.make_analysis,
                     self.formatter,
+                    [r for r in self.rings if r is not ring],
                 ),
                 daemon=True,
                 name=f"kafka-analyzer-worker-{i}",
@@ -305,7 +308,8 @@ class Fanout:
         merged._dropped = sum(dropped)
         merged.received = sum(received)
         merged.interrupted = merged.interrupted or self._stop
-        merged.capture_issues = _merge_issues(issues, merged.received, merged._dropped)
+        no_tcp = bool(merged.packets and not merged.connections)
+        merged.capture_issues = _merge_issues(issues, merged.received, merged._dropped, no_tcp)
         for issue in merged.capture_issues:
             stats.add(CaptureIssue(issue, None))
         return stats, merged

@@ -316,7 +316,8 @@ class Ring:
 
 
 # Modules the analysis imports lazily: imported before the privilege drop, since the new user
-# may not be able to read the interpreter's library (a Python under /root, mode 0700).
+# may not be able to read the interpreter's library (a Python under /root, mode 0700). The
+# front end preloads its own (the CLI: rich).
 PRELOAD = (
     "analyzer.dissect.message",
     "analyzer.dissect.records",
@@ -336,14 +337,11 @@ PRELOAD = (
     "orjson",
     "pickle",
     "heapq",
-    "rich.console",
-    "rich.table",
 )
 
 
 def preload() -> None:
     import importlib
-    import io
 
     for name in PRELOAD:
         with contextlib.suppress(ImportError):
@@ -352,14 +350,6 @@ def preload() -> None:
         from analyzer.dissect.crc import crc32c
 
         crc32c(b"x")  # its implementation is chosen on first use
-    with contextlib.suppress(Exception):  # rich imports more on its first render
-        from rich.console import Console
-        from rich.table import Table
-
-        t = Table(title="x")
-        t.add_column("a")
-        t.add_row("1")
-        Console(file=io.StringIO(), force_terminal=True).print(t)
 
 
 def _bind_any(sock: socket.socket) -> None:
