@@ -391,6 +391,8 @@ def _live_fanout(args, n: int) -> int:
             Ring(args.interface, args.filter, blocks=max(1, args.buffer), fanout=(os.getpid() & 0xFFFF, n))
             for _ in range(n)
         ]
+        for ring in rings:  # the group is complete: packets may come in
+            ring.start()
         if args.user:
             drop_privileges(args.user)
     except CaptureError as exc:

@@ -169,6 +169,7 @@ _NOT_OUTGOING = (
     + struct.pack("<HBBI", 0x06, 0, 0, 0)
 )
 _ACCEPT = struct.pack("<HBBI", 0x06, 0, 0, SNAPLEN)  # ret #snaplen
+_REJECT = struct.pack("<HBBI", 0x06, 0, 0, 0)  # ret #0
 
 
 def attach_filter(sock: socket.socket, code: bytes) -> None:
@@ -237,8 +238,9 @@ class Ring:
             self.map = mmap.mmap(
                 self.sock.fileno(), block_size * blocks, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE
             )
-            if code is not None:
-                attach_filter(self.sock, code)
+            # nothing is queued until start(): the fanout group is complete then, so no packet
+            # reaches a socket that would not have been its flow's
+            attach_filter(self.sock, _REJECT)
             if interface == "any":
                 _bind_any(self.sock)
             else:
@@ -250,6 +252,9 @@ class Ring:
         except OSError as exc:
             self.sock.close()
             raise CaptureError(f"cannot capture on {interface}: {exc}") from exc
+        self.code = code if code is not None else _ACCEPT
+        if fanout is None:
+            self.start()
         self.block_size = block_size
         self.blocks = blocks
         self.current = 0
@@ -258,6 +263,11 @@ class Ring:
         self.received = 0  # PACKET_STATISTICS, accumulated (the kernel resets them on read)
         self.dropped = 0
         self.freeze_q = 0
+
+    def start(self) -> None:
+        """Let packets in: the capture filter replaces the reject-all one (with fanout, once
+        every socket of the group has joined)."""
+        attach_filter(self.sock, self.code)
 
     def read_stats(self) -> None:
         raw = self.sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, 12)
