@@ -6,8 +6,9 @@ filled block's packets with ``struct`` over the mmap, yields ``(index, ts, linkt
 tuples like the file readers, and hands the block back to the kernel. ``data`` is a ``bytes``
 copy of the packet (one copy of at most a snap length): the pipeline keeps slices of payloads
 across packets (frames spanning segments, out-of-order data), and a view into the ring would be
-overwritten by the kernel once its block is handed back. Copying a 1500-byte packet costs about
-0.1 us, against tens of microseconds to decode it.
+overwritten by the kernel once its block is handed back. Slicing a 1500-byte packet out of the
+mmap (a copy) measured 0.35 us against 0.23 us for a memoryview slice, while the pipeline
+spends about 15 us per packet: the copy is not worth the risk.
 
 The capture filter is compiled by libpcap (``pcap_compile`` on a ``pcap_open_dead`` handle, via
 ctypes: no subprocess and no scapy; ``tcpdump -ddd`` when libpcap cannot be loaded) and
