@@ -225,6 +225,7 @@ def main() -> int:
     ap.add_argument("--backend", default="ring")
     ap.add_argument("--tshark", action="store_true")
     ap.add_argument("--json", type=Path, help="also write the figures here")
+    ap.add_argument("--markdown", type=Path, help="also write them as a RESULTS.md table here")
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("bench/live.py needs root (namespaces, capture)", file=sys.stderr)
@@ -238,7 +239,13 @@ def main() -> int:
     print(f"offline export of {args.capture.name}: ", end="", flush=True)
     base = offline(args.capture)
     print(f"{base} exchanges (x{args.loop} loops)", flush=True)
-    results = {"capture": str(args.capture), "offline_exchanges": base, "loop": args.loop, "runs": []}
+    results = {
+        "capture": str(args.capture),
+        "offline_exchanges": base,
+        "loop": args.loop,
+        "load_start": os.getloadavg(),
+        "runs": [],
+    }
     setup()
     try:
         with tempfile.TemporaryDirectory(prefix="kla-bench-live-") as d:
@@ -267,9 +274,39 @@ def main() -> int:
                     )
     finally:
         teardown()
+    results["load_end"] = os.getloadavg()
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
+    if args.markdown:
+        args.markdown.write_text(markdown(results))
     return 0
+
+
+def markdown(r: dict) -> str:
+    """The figures as the rows of a RESULTS.md table."""
+    lines = [
+        f"Load average (1/5/15 min) at start {' / '.join(f'{x:.2f}' for x in r['load_start'])}, "
+        f"at end {' / '.join(f'{x:.2f}' for x in r['load_end'])}.",
+        "",
+        "| rate (pps) | tool | workers | achieved pps | exchanges (offline) | packets analysed | "
+        "drops reported | missed vs tcpdump | CPU s | peak RSS MB | exit |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for x in r["runs"]:
+        if x["tool"] == "tshark":
+            lines.append(
+                f"| {x['rate']} | tshark | 1 | {x['achieved_pps']:.0f} | {x['requests_answered']} paired "
+                f"responses, {x['kafka_frames']} Kafka frames | - | {x['dropped']} | - | {x['cpu_s']:.1f} | "
+                f"{x['rss_mb']:.0f} | - |"
+            )
+        else:
+            lines.append(
+                f"| {x['rate']} | kafka-analyzer | {x['workers']} | {x['achieved_pps']:.0f} | "
+                f"{x['exchanges']} ({r['offline_exchanges'] * r['loop']}) | {x['packets']} | "
+                f"{x['dropped']} | {x['missed']} | "
+                f"{x['cpu_s']:.1f} | {x['rss_mb']:.0f} | {x['rc']} |"
+            )
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
