@@ -1,6 +1,7 @@
 """The AF_PACKET ring source on lo: the same exchanges as tcpdump + offline analysis, drops
 reported exactly as the kernel counted them, Ctrl-C, --user, --write rotation, fanout."""
 
+import contextlib
 import json
 import os
 import pwd
@@ -349,3 +350,39 @@ def test_fanout_splits_flows_and_keeps_both_directions_together(tmp_path):
     # one row per connection with the bytes of both directions: no worker saw half a connection
     for r in rows:
         assert int(r[4]) in (6, 7) and int(r[5]) in (12, 14), r
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_cli_reports_drops_and_exits_1(workers):
+    """A 1 MB ring per worker flooded by a burst of 8 KB datagrams: the warning while it runs,
+    the count in the summary, every packet analysed or counted, exit code 1."""
+    rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    rx.bind(("127.0.0.1", 0))
+    port = rx.getsockname()[1]
+    burst = 4000
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "analyzer", "live", "-i", "lo", "-f", f"udp port {port}", "--buffer", "1"]
+        + ["--workers", workers, "--mode", "stats", "--duration", "6"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    try:
+        time.sleep(2.5)  # started (the "capturing on" line is read at the end with the rest)
+        tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        for _ in range(burst):
+            with contextlib.suppress(OSError):
+                tx.sendto(b"x" * 8000, ("127.0.0.1", port))
+        tx.close()
+        out, err = proc.communicate(timeout=60)
+    finally:
+        rx.close()
+        if proc.poll() is None:
+            proc.kill()
+    head = out.decode().splitlines()[0]
+    packets, dropped = int(head.split()[0]), int(head.split(", ")[-1].split()[0])
+    assert dropped > 0, head
+    assert packets + dropped == burst, head
+    assert f"the kernel dropped {dropped} of {burst} packets" in err.decode()
+    assert "stream gaps" in err.decode()
+    assert proc.returncode == 1
