@@ -22,6 +22,7 @@ the start of the capture, not to the first exchange.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import heapq
 import multiprocessing
 import os
@@ -39,6 +40,7 @@ from analyzer.session.knowledge import Knowledge
 from analyzer.session.stats import Stats
 
 CONN_ID_STRIDE = 1_000_000
+PR_SET_PDEATHSIG = 1
 SEND_EVERY = 0.1
 IDLE_LAG = 0.5  # an idle ring has handed over every packet older than this (block timeout: 50 ms)
 
@@ -130,6 +132,10 @@ def _worker(
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     for ring in others:  # the other workers' rings: if one of them dies, its socket closes
         ring.close()
+    with contextlib.suppress(Exception):  # die with the parent, even if it is killed
+        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() == 1:
+        return
     src = make_source(i)
     a = make_analysis(src)
     a.pipeline.reasm.next_id = 1 + i * CONN_ID_STRIDE
@@ -149,7 +155,11 @@ def _worker(
         while not done.wait(SEND_EVERY):
             if stop.is_set():
                 a.stop()
-            send()
+            try:
+                send()
+            except OSError:  # the parent is gone
+                a.stop()
+                return
 
     t = threading.Thread(target=sender, daemon=True)
     t.start()
@@ -167,27 +177,30 @@ def _worker(
     finally:
         done.set()
         t.join()
-    send()
     p = a.pipeline
-    conn.send(
-        (
-            "end",
-            {
-                "packets": p.packets,
-                "connections": p.connections,
-                "skipped": dict(p.skipped),
-                "first_ts": p.first_ts,
-                "last_ts": p.last_ts,
-                "exchanges": a.exchanges,
-                "interrupted": a.interrupted,
-                "knowledge": a.knowledge,
-                "stats": stats,
-                "issues": a.capture_issues,
-                "received": src.received,
-                "dropped": src.dropped,
-            },
+    try:
+        send()
+        conn.send(
+            (
+                "end",
+                {
+                    "packets": p.packets,
+                    "connections": p.connections,
+                    "skipped": dict(p.skipped),
+                    "first_ts": p.first_ts,
+                    "last_ts": p.last_ts,
+                    "exchanges": a.exchanges,
+                    "interrupted": a.interrupted,
+                    "knowledge": a.knowledge,
+                    "stats": stats,
+                    "issues": a.capture_issues,
+                    "received": src.received,
+                    "dropped": src.dropped,
+                },
+            )
         )
-    )
+    except OSError:  # the parent is gone
+        pass
     conn.close()
 
 
