@@ -12,11 +12,18 @@ the capture time of the packet that completed the event, as in a single-process 
 kernel drop counters, and at the end merges the workers' statistics, knowledge and capture
 issues into one :class:`Merged` analysis for the summary and the exit code.
 
-What falls short of one process: knowledge is per worker while it runs (a topic id learned
-from a Metadata response on one worker's connection does not name the topics of a Fetch on
-another worker's connection: those exchanges and their record counts keep the topic id); the
-per-worker connection ids are offset by ``1_000_000 * worker``; ``read`` times are relative to
-the start of the capture, not to the first exchange.
+Topic ids: a worker sends the topic ids it learns (Metadata, CreateTopics responses) with its
+batches and the parent relays them to the other workers, so a Fetch on one worker's connection
+is named by a Metadata response seen on another's; the summary's topic rows are also folded by
+the merged knowledge at the end.
+
+What falls short of one process: an exchange decoded before the relay arrives (within about
+0.2 s of the Metadata response, or when the Metadata came after it) keeps the topic id in its
+export line; the rest of the knowledge (brokers, groups, client software) is merged only for
+the summary; the per-worker connection ids are offset by ``1_000_000 * worker``; ``read``
+times are relative to the start of the capture, not to the first exchange; the parent holds
+the outputs of a worker that is ahead until the others' watermarks pass them (memory grows
+with the lag between workers).
 """
 
 from __future__ import annotations
@@ -122,6 +129,7 @@ def _merge_issues(per_worker: list[list[Issue]], received: int, dropped: int, no
 def _worker(
     i: int,
     conn,
+    inbound,
     stop,
     make_source: Callable[[int], object],
     make_analysis: Callable[[object], Analysis],
@@ -143,13 +151,20 @@ def _worker(
     lock = threading.Lock()
     pending: list = []
     done = threading.Event()
+    topic_ids = a.knowledge.topic_ids  # shared with stats; only the main thread writes it
+    sent_ids: set[str] = set()
+    learned: list[dict] = []  # topic ids from other workers, applied by the main thread
 
     def send() -> None:
         wm = src.watermark()  # before taking the pending events: later ones are keyed after it
         with lock:
             batch = pending[:]
             pending.clear()
-        conn.send(("batch", wm, batch, src.received, src.dropped))
+        new = {k: v for k, v in list(topic_ids.items()) if k not in sent_ids}
+        sent_ids.update(new)
+        conn.send(("batch", wm, batch, src.received, src.dropped, new))
+        while inbound.poll():
+            learned.append(inbound.recv())
 
     def sender() -> None:
         while not done.wait(SEND_EVERY):
@@ -165,6 +180,10 @@ def _worker(
     t.start()
     try:
         for ev in a.events():
+            while learned:  # names of topic ids another worker learned (Metadata elsewhere)
+                for k, v in learned.pop().items():
+                    topic_ids.setdefault(k, v)
+                    sent_ids.add(k)
             ty = type(ev)
             if ty is CaptureIssue or ty is CaptureStats:  # the parent merges these
                 continue
@@ -204,6 +223,19 @@ def _worker(
     conn.close()
 
 
+def _name_topic_ids(stats: Stats, topic_ids: dict[str, str]) -> None:
+    """Fold the rows a worker kept under a topic id (it never saw the Metadata naming it) into
+    the topic's name, now that the merged knowledge knows it."""
+    for key in [k for k in stats.topics if k in topic_ids and topic_ids[k] != k]:
+        o = stats.topics.pop(key)
+        t = stats.topics[topic_ids[key]]
+        t.produced_records += o.produced_records
+        t.produced_bytes += o.produced_bytes
+        t.fetched_records += o.fetched_records
+        t.fetched_bytes += o.fetched_bytes
+        t.requests += o.requests
+
+
 class Fanout:
     """Run ``workers`` processes over rings already opened (``rings``); :meth:`run` returns the
     merged statistics and :class:`Merged` analysis."""
@@ -234,14 +266,16 @@ class Fanout:
         ctx = multiprocessing.get_context("fork")
         stop = ctx.Event()
         n = len(self.rings)
-        procs, conns = [], []
+        procs, conns, outs = [], [], []
         for i, ring in enumerate(self.rings):
             r, w = ctx.Pipe(duplex=False)
+            ir, iw = ctx.Pipe(duplex=False)  # parent -> worker: topic ids learned elsewhere
             p = ctx.Process(
                 target=_worker,
                 args=(
                     i,
                     w,
+                    ir,
                     stop,
                     lambda i, ring=ring: self.make_source(i, ring),
                     self.make_analysis,
@@ -253,8 +287,10 @@ class Fanout:
             )
             p.start()
             w.close()
+            ir.close()
             procs.append(p)
             conns.append(r)
+            outs.append(iw)
         for ring in self.rings:  # the workers hold them now
             ring.close()
         print(
@@ -281,7 +317,12 @@ class Fanout:
                     watermarks[i] = float("inf")
                     continue
                 if msg[0] == "batch":
-                    _, wm, batch, received[i], dropped[i] = msg
+                    _, wm, batch, received[i], dropped[i], new_ids = msg
+                    if new_ids:
+                        for j, o in enumerate(outs):
+                            if j != i:
+                                with contextlib.suppress(OSError):
+                                    o.send(new_ids)
                     for key, out in batch:
                         heapq.heappush(heap, (key, seq, out))
                         seq += 1
@@ -306,6 +347,8 @@ class Fanout:
             if p.is_alive():
                 with contextlib.suppress(OSError):
                     os.kill(p.pid, signal.SIGKILL)
+        for o in outs:
+            o.close()
         merged = Merged(self.name)
         stats = Stats(merged.knowledge.topic_ids)
         issues = []
@@ -318,6 +361,7 @@ class Fanout:
             merged.add(r)
             stats.merge(r["stats"])
             issues.append(r["issues"])
+        _name_topic_ids(stats, merged.knowledge.topic_ids)
         merged._dropped = sum(dropped)
         merged.received = sum(received)
         merged.interrupted = merged.interrupted or self._stop
