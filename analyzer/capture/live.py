@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Iterator
 
-from analyzer.model import Issue, error
+from analyzer.model import Issue, error, note
 
 
 def check_privileges(interface: str) -> str | None:
@@ -155,6 +155,14 @@ class LiveCapture:
         if self._writer is not None:
             self._writer.close()
             self._writer = None
+        if not self.error and not any(i.code == "capture.drops_unknown" for i in self.issues):
+            self.issues.append(
+                note(
+                    "capture.drops_unknown",
+                    "the scapy backend cannot count the packets the kernel dropped: stream gaps may "
+                    "be losses of the capture (the ring backend, Linux, counts them)",
+                )
+            )
 
 
 def _linktype(pkt) -> int:

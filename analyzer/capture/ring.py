@@ -543,12 +543,14 @@ class RingCapture:
         if self.ring is not None:
             self.ring.close()
         if self.dropped:
-            self.issues.append(dropped_issue(self.received, self.dropped))
+            freeze = self.ring.freeze_q if self.ring is not None else 0
+            self.issues.append(dropped_issue(self.received, self.dropped, freeze))
 
 
-def dropped_issue(received: int, dropped: int) -> Issue:
+def dropped_issue(received: int, dropped: int, freeze_q: int = 0) -> Issue:
+    full = f", the ring was full {freeze_q} times" if freeze_q else ""
     return warning(
         "capture.packets_dropped",
-        f"the kernel dropped {dropped} of {received} packets (the capture could not keep up); "
+        f"the kernel dropped {dropped} of {received} packets (the capture could not keep up{full}); "
         "stream gaps after the first drop may come from these drops, not from the network",
     )
