@@ -20,7 +20,7 @@ from analyzer import __version__
 from analyzer.capture.files import check_readable
 from analyzer.dissect import schema
 from analyzer.dissect.message import Options
-from analyzer.events import ConnIssue
+from analyzer.events import CaptureIssue, CaptureStats, ConnIssue
 from analyzer.model import Exchange, Severity
 from analyzer.pipeline import Analysis, Exit
 from analyzer.session.report import (
@@ -234,6 +234,8 @@ def render_tables(tables: dict, out) -> None:
     )
     if cap["first_ts"] is not None and cap["last_ts"] is not None:
         head += f", {cap['last_ts'] - cap['first_ts']:.3f} s"
+    if cap.get("dropped_packets") is not None:
+        head += f", {cap['dropped_packets']} dropped by the kernel"
     tty = out.isatty()
     if tty:
         from rich.console import Console
@@ -295,15 +297,14 @@ def cmd_export(args) -> int:
 
 
 def cmd_live(args) -> int:
-    from analyzer.capture import live
-
-    problem = live.check_privileges(args.interface)
-    if problem:
-        print(f"kafka-analyzer: {problem}", file=sys.stderr)
+    if args.user:
+        _preload_rich()
+    workers = _live_workers(args)
+    if workers > 1:
+        return _live_fanout(args, workers)
+    source = _live_source(args)
+    if source is None:
         return EXIT_USAGE
-    sniffer = live.LiveCapture(
-        args.interface, bpf=args.filter, write=args.write, count=args.count, duration=args.duration
-    )
     apis = _api_filter(args.api)
     writer = None
     if args.mode == "export":
@@ -312,11 +313,15 @@ def cmd_live(args) -> int:
         writer = Writer(sys.stdout.buffer, "ndjson", spans=not args.no_spans)
         writer.begin(f"live:{args.interface}")
     origin = None
-    with analysis(args, source=sniffer, idle_timeout=300.0) as a:
+    with analysis(args, source=source, idle_timeout=300.0) as a:
         stats = Stats(a.knowledge.topic_ids)
         for ev in a.events():
+            t = type(ev)
+            if t is CaptureStats:
+                _say_drops(ev)
+                continue
             stats.add(ev)
-            if args.mode == "read" and type(ev) is Exchange:
+            if args.mode == "read" and t is Exchange:
                 if origin is None:
                     origin = a.first_ts
                 if _keep(ev, args, apis):
@@ -327,9 +332,170 @@ def cmd_live(args) -> int:
     tables = stats_tables(stats, a)
     if writer is not None:
         writer.end(tables)
+    elif a.unusable():  # the capture never started: the reason is enough
+        pass
     elif args.mode == "stats" or a.interrupted or args.mode == "read":
         render_tables(tables, sys.stdout if args.mode == "stats" else sys.stderr)
     return finish(a)
+
+
+def _preload_rich() -> None:
+    """Import what rendering tables needs while still root (``--user``: the user may not be
+    able to read the interpreter's library); rich imports more on its first render."""
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title="x")
+    t.add_column("a")
+    t.add_row("1")
+    Console(file=io.StringIO(), force_terminal=True).print(t)
+
+
+def _say_drops(ev: CaptureStats) -> None:
+    print(
+        f"kafka-analyzer: warning: the kernel dropped {ev.dropped} of {ev.received} packets "
+        "so far; stream gaps from now on may come from these drops",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def _live_workers(args) -> int:
+    """Capture processes: ``--workers``, else one per core with the ring backend, except with
+    ``--count`` (an exact count needs one reader) or ``--write`` (one file, not one per worker)."""
+    backend = args.backend or ("ring" if sys.platform.startswith("linux") else "scapy")
+    if backend != "ring":
+        return 1
+    if args.workers:
+        return max(1, args.workers)
+    if args.count or args.write:
+        return 1
+    return os.cpu_count() or 1
+
+
+def _live_fanout(args, n: int) -> int:
+    """``live`` over n ring sockets in one PACKET_FANOUT group, one process each
+    (:mod:`analyzer.fanout`)."""
+    import io
+
+    from analyzer.capture.ring import CaptureError, Ring, RingCapture, drop_privileges
+    from analyzer.fanout import Fanout
+
+    if args.count:
+        print("kafka-analyzer: --count needs one worker (--workers 1)", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        rings = [
+            Ring(args.interface, args.filter, blocks=max(1, args.buffer), fanout=(os.getpid() & 0xFFFF, n))
+            for _ in range(n)
+        ]
+        for ring in rings:  # the group is complete: packets may come in
+            ring.start()
+        if args.user:
+            drop_privileges(args.user)
+    except CaptureError as exc:
+        print(f"kafka-analyzer: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+    def make_source(i: int, ring) -> RingCapture:
+        write = None
+        if args.write:
+            stem, ext = os.path.splitext(args.write)
+            write = f"{stem}-w{i}{ext}"
+        return RingCapture(
+            args.interface,
+            args.filter,
+            write=write,
+            duration=args.duration,
+            rotate_mb=args.rotate_mb,
+            rotate_seconds=args.rotate_seconds,
+            ring=ring,
+            announce=False,
+        )
+
+    def make_analysis(src) -> Analysis:
+        return Analysis(src, options(args), ports=args.port or (), idle_timeout=300.0)
+
+    apis = _api_filter(args.api)
+    origin = time.time()
+    writer = None
+    if args.mode == "export":
+        from analyzer.export.writer import Writer
+
+        writer = Writer(sys.stdout.buffer, "ndjson", spans=not args.no_spans)
+        writer.begin(f"live:{args.interface}")
+        buf = io.BytesIO()
+        worker_writer = Writer(buf, "ndjson", spans=not args.no_spans)
+
+        def formatter(ev):
+            worker_writer.event(ev)
+            data = buf.getvalue()
+            if not data:
+                return None
+            buf.seek(0)
+            buf.truncate()
+            return data
+
+        def output(data) -> None:
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+
+    else:
+
+        def formatter(ev):
+            if args.mode == "read" and type(ev) is Exchange and _keep(ev, args, apis):
+                return exchange_line(ev, origin, args.absolute)
+            return None
+
+        def output(line) -> None:
+            print(line, flush=True)
+
+    fan = Fanout(f"live:{args.interface}", rings, make_source, make_analysis, formatter, output, _say_drops)
+    with _graceful_interrupt(fan):  # type: ignore[arg-type]
+        stats, a = fan.run()
+    tables = stats_tables(stats, a)
+    if writer is not None:
+        for issue in a.capture_issues:
+            writer.event(CaptureIssue(issue, None))
+        writer.end(tables)
+    elif args.mode == "stats" or a.interrupted or args.mode == "read":
+        render_tables(tables, sys.stdout if args.mode == "stats" else sys.stderr)
+    return finish(a)
+
+
+def _live_source(args):
+    """The capture source of ``live``: the AF_PACKET ring on Linux (several in a fanout group
+    with ``--workers``), scapy elsewhere or with ``--backend scapy``; None after printing why
+    it cannot work."""
+    backend = args.backend or ("ring" if sys.platform.startswith("linux") else "scapy")
+    if backend == "scapy":
+        from analyzer.capture import live
+
+        if args.user or args.rotate_mb or args.rotate_seconds or (args.workers or 1) > 1:
+            print("kafka-analyzer: --user, -C, -G and --workers need --backend ring", file=sys.stderr)
+            return None
+        problem = live.check_privileges(args.interface)
+        if problem:
+            print(f"kafka-analyzer: {problem}", file=sys.stderr)
+            return None
+        return live.LiveCapture(
+            args.interface, bpf=args.filter, write=args.write, count=args.count, duration=args.duration
+        )
+    from analyzer.capture.ring import RingCapture
+
+    return RingCapture(
+        args.interface,
+        bpf=args.filter,
+        write=args.write,
+        count=args.count,
+        duration=args.duration,
+        rotate_mb=args.rotate_mb,
+        rotate_seconds=args.rotate_seconds,
+        user=args.user,
+        buffer_mb=args.buffer,
+    )
 
 
 # -- check -----------------------------------------------------------------------------------------
@@ -486,6 +652,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-i", "--interface", required=True)
     p.add_argument("-f", "--filter", metavar="BPF", help="capture filter, e.g. 'tcp port 9092'")
     p.add_argument("--write", metavar="FILE.pcap", help="also save the packets")
+    p.add_argument(
+        "-C", dest="rotate_mb", type=float, metavar="MB", help="(--write) a new file every MB megabytes"
+    )
+    p.add_argument(
+        "-G",
+        dest="rotate_seconds",
+        type=float,
+        metavar="S",
+        help="(--write) a new file every S seconds; FILE is an strftime pattern",
+    )
+    p.add_argument("--user", metavar="USER", help="drop root for USER once the capture socket is open")
+    p.add_argument(
+        "--backend",
+        choices=("ring", "scapy"),
+        help="AF_PACKET mmap ring (default on Linux) or scapy (portable, slow)",
+    )
+    p.add_argument("--buffer", type=int, default=32, metavar="MB", help="(ring) kernel ring size per worker")
+    p.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="(ring) N capture processes in a PACKET_FANOUT group (default: one per core, 1 with "
+        "--count or --write; with N > 1, --write FILE.pcap writes FILE-w0.pcap, FILE-w1.pcap...)",
+    )
     p.add_argument("--count", type=int, help="stop after N packets")
     p.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
     p.add_argument("--mode", choices=("read", "stats", "export"), default="read")

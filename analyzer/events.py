@@ -6,7 +6,7 @@
     Segment | Skip    reassembly      decode_tcp: a TCP segment, or why the packet is not one
     ConnOpen | StreamData | Gap | ConnClose
                       reassembly      Reassembler.feed / flush / expire
-    Exchange | ConnIssue | ConnectionEnd | CaptureIssue
+    Exchange | ConnIssue | ConnectionEnd | CaptureIssue | CaptureStats
                       pipeline        Pipeline.feed / finish / expire, Analysis.events
 
 Frames, messages and exchanges (the decoded data) are in :mod:`analyzer.model`; this module
@@ -123,8 +123,17 @@ class CaptureIssue(NamedTuple):
     ts: float | None
 
 
+class CaptureStats(NamedTuple):
+    """A live source's kernel counters, emitted when its drop count grows (and at the end of a
+    run that dropped packets): ``received`` counts the dropped packets too."""
+
+    ts: float | None
+    received: int
+    dropped: int
+
+
 StreamEvent = ConnOpen | StreamData | Gap | ConnClose
 """What :class:`~analyzer.reassembly.tcp.Reassembler` returns."""
 
-Event = Exchange | ConnIssue | ConnectionEnd | CaptureIssue
+Event = Exchange | ConnIssue | ConnectionEnd | CaptureIssue | CaptureStats
 """What :class:`~analyzer.pipeline.Pipeline` and :class:`~analyzer.pipeline.Analysis` emit."""

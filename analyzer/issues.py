@@ -163,6 +163,26 @@ CAPTURE_CONCATENATED = _declare(
     "Another pcap file header in the middle of the file (captures concatenated with cat): reading "
     "goes on with its byte order and link type.",
 )
+CAPTURE_PACKETS_DROPPED = _declare(
+    "capture.packets_dropped",
+    WARNING,
+    "capture",
+    "The live capture lost packets (the kernel's ring was full, or the analysis fell behind): "
+    "the results are partial and stream gaps after it may come from the drops.",
+)
+CAPTURE_DROPS_UNKNOWN = _declare(
+    "capture.drops_unknown",
+    NOTE,
+    "capture",
+    "The live capture backend (scapy) cannot count the packets the kernel dropped: losses "
+    "show only as stream gaps.",
+)
+CAPTURE_WORKER_FAILED = _declare(
+    "capture.worker_failed",
+    ERROR,
+    "capture",
+    "A live capture worker process ended without its results: the flows it handled are missing.",
+)
 CAPTURE_SOURCE_FAILED = _declare(
     "capture.source_failed",
     ERROR,

@@ -11,7 +11,8 @@ Events (:data:`analyzer.events.Event`), in capture order:
 * :class:`~analyzer.model.Exchange`: a request and its response (either may be missing);
 * :class:`~analyzer.events.ConnIssue`: a connection-level issue (gap, resynchronisation, ...);
 * :class:`~analyzer.events.ConnectionEnd`: a connection finished (with its ConnInfo);
-* :class:`~analyzer.events.CaptureIssue`: damage of the source itself, at the end.
+* :class:`~analyzer.events.CaptureIssue`: damage of the source itself, at the end;
+* :class:`~analyzer.events.CaptureStats`: a live source's kernel drop counters, when they grow.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from analyzer.dissect.framing import KafkaConnection
 from analyzer.dissect.message import DEFAULT_OPTIONS, Options
 from analyzer.events import (
     CaptureIssue,
+    CaptureStats,
     ConnClose,
     ConnectionEnd,
     ConnIssue,
@@ -39,6 +41,7 @@ from analyzer.events import (
 )
 from analyzer.issues import (
     CAPTURE_NO_TCP,
+    CAPTURE_PACKETS_DROPPED,
     CAPTURE_SNAPLEN,
     CAPTURE_SOURCE_FAILED,
     CAPTURE_UNKNOWN_FORMAT,
@@ -170,13 +173,17 @@ class Exit(IntEnum):
 
 # Capture issue codes that mean the input could not be used at all (exit 2), not damage (exit 1)
 UNUSABLE = frozenset(k.code for k in (CAPTURE_UNKNOWN_FORMAT, CAPTURE_UNREADABLE, CAPTURE_SOURCE_FAILED))
+# Capture issue codes that are warnings but still mean the results are partial (exit 1)
+LOSSY = frozenset((CAPTURE_PACKETS_DROPPED.code,))
 
 
 class Source(Protocol):
     """Anything that yields packets: :class:`~analyzer.capture.files.CaptureFile`, a live capture.
 
     ``issues`` collects the damage found while reading; ``bytes_read`` and ``size`` (None when
-    unknown) give progress. Live sources also have ``stop()`` and ``close()``.
+    unknown) give progress. Live sources also have ``stop()`` and ``close()``, and may count
+    what the kernel received and dropped in ``received`` and ``dropped`` (the driver streams
+    them as :class:`~analyzer.events.CaptureStats`; ``close()`` adds the final issue).
     """
 
     name: str
@@ -231,6 +238,7 @@ class Analysis:
         self.finished = False
         self.capture_issues: list[Issue] = []  # the source's damage and the driver's own findings
         self._stop = False
+        self._dropped_seen = 0  # the source's drop count last reported as CaptureStats
 
     # -- what front ends show ---------------------------------------------------------------------
     @property
@@ -261,6 +269,11 @@ class Analysis:
     @property
     def skipped(self) -> Counter[str]:
         return self.pipeline.skipped
+
+    @property
+    def dropped(self) -> int | None:
+        """Packets the kernel dropped (live sources that count them), else None."""
+        return getattr(self.source, "dropped", None)
 
     @property
     def fraction(self) -> float | None:
@@ -309,6 +322,8 @@ class Analysis:
                                 self.interrupted = True
                                 break
                             now = time.monotonic()
+                            if getattr(self.source, "dropped", 0) != self._dropped_seen:
+                                out.append(self._capture_stats(ts))
                             if next_expire is not None and now >= next_expire:
                                 out.extend(p.expire(ts))
                                 next_expire = now + expire_every  # type: ignore[operator]
@@ -334,8 +349,15 @@ class Analysis:
         with lock:
             out = p.finish()
         self._count(out)
+        if getattr(self.source, "dropped", 0) != self._dropped_seen:
+            out.append(self._capture_stats(p.last_ts if p.packets else None))
         yield out
         yield self._capture_events()
+
+    def _capture_stats(self, ts: float | None) -> CaptureStats:
+        src = self.source
+        self._dropped_seen = src.dropped  # type: ignore[attr-defined]
+        return CaptureStats(ts, getattr(src, "received", 0), src.dropped)  # type: ignore[attr-defined]
 
     def _count(self, events: list[Event]) -> None:
         for ev in events:
@@ -359,10 +381,11 @@ class Analysis:
 
     def exit_code(self) -> Exit:
         """The one policy: 2 unusable input (or a live capture that could not start); 1 damaged
-        input, or a capture file with no Kafka exchange (unless interrupted early); else 0."""
+        input (a live capture that dropped packets too), or a capture file with no Kafka
+        exchange (unless interrupted early); else 0."""
         if self.unusable():
             return Exit.USAGE
-        if any(i.severity == Severity.ERROR for i in self.capture_issues):
+        if any(i.severity == Severity.ERROR or i.code in LOSSY for i in self.capture_issues):
             return Exit.DAMAGED
         if self.exchanges == 0 and not self.interrupted and not getattr(self.source, "live", False):
             return Exit.DAMAGED

@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Iterator
 
-from analyzer.issues import CAPTURE_SOURCE_FAILED
+from analyzer.issues import CAPTURE_DROPS_UNKNOWN, CAPTURE_SOURCE_FAILED
 from analyzer.model import Issue
 from analyzer.netconst import LinkType
 
@@ -157,6 +157,13 @@ class LiveCapture:
         if self._writer is not None:
             self._writer.close()
             self._writer = None
+        if not self.error and not any(i.code == CAPTURE_DROPS_UNKNOWN.code for i in self.issues):
+            self.issues.append(
+                CAPTURE_DROPS_UNKNOWN(
+                    "the scapy backend cannot count the packets the kernel dropped: stream gaps may "
+                    "be losses of the capture (the ring backend, Linux, counts them)",
+                )
+            )
 
 
 def _linktype(pkt) -> int:

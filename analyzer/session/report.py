@@ -74,6 +74,8 @@ def stats_tables(stats: Stats, analysis) -> dict:
             "first_ts": analysis.first_ts,
             "last_ts": analysis.last_ts,
             "skipped_packets": {str(r): n for r, n in analysis.skipped.items()},
+            # packets the kernel dropped (live captures that count them), else None
+            "dropped_packets": getattr(analysis, "dropped", None),
         },
         "apis": stats.api_rows(),
         "topics": stats.topic_rows(),

@@ -106,6 +106,44 @@ class Stats:
             info = ev.conn  # type: ignore[union-attr]
             self.connections[info.id] = info  # type: ignore[union-attr]
 
+    def merge(self, other: Stats) -> None:
+        """Add another accumulator's counts (a live capture's fanout workers, each with its own
+        flows): every table is a sum, a union or a concatenation, so percentiles stay exact."""
+        for k, o in other.apis.items():
+            a = self.apis[k]
+            a.count += o.count
+            a.latencies.extend(o.latencies)
+            a.errors.update(o.errors)
+            a.unanswered += o.unanswered
+            a.req_bytes += o.req_bytes
+            a.resp_bytes += o.resp_bytes
+        for k, o in other.topics.items():
+            t = self.topics[k]
+            t.produced_records += o.produced_records
+            t.produced_bytes += o.produced_bytes
+            t.fetched_records += o.fetched_records
+            t.fetched_bytes += o.fetched_bytes
+            t.requests += o.requests
+        for k, o in other.clients.items():
+            c = self.clients[k]
+            c.requests += o.requests
+            c.errors += o.errors
+            c.connections |= o.connections
+            c.software = c.software or o.software
+        self.connections.update(other.connections)
+        self.conn_exchanges.update(other.conn_exchanges)
+        self.anomalies.update(other.anomalies)
+        for code, example in other.anomaly_examples.items():
+            self.anomaly_examples.setdefault(code, example)
+        self.exchanges += other.exchanges
+        for ts in (other.first_ts, other.last_ts):
+            if ts is None:
+                continue
+            if self.first_ts is None or ts < self.first_ts:
+                self.first_ts = ts
+            if self.last_ts is None or ts > self.last_ts:
+                self.last_ts = ts
+
     def _anomaly(self, code: str, example: str) -> None:
         self.anomalies[code] += 1
         self.anomaly_examples.setdefault(code, example)

@@ -34,7 +34,8 @@ def wait_for(path, proc, text: bytes, timeout: float) -> None:
     raise AssertionError(f"never saw {text!r}; stderr: {path.read_bytes().decode(errors='replace')}")
 
 
-def test_live_sniffing_finds_every_message(tmp_path):
+@pytest.mark.parametrize("backend", ["ring", "scapy"])
+def test_live_sniffing_finds_every_message(tmp_path, backend):
     producer = confluent_kafka.Producer({"test.mock.num.brokers": 3, "bootstrap.servers": "x:1"})
     md = producer.list_topics(timeout=10)
     ports = sorted(b.port for b in md.brokers.values())
@@ -62,6 +63,8 @@ def test_live_sniffing_finds_every_message(tmp_path):
                 str(pcap),
                 "--duration",
                 "120",
+                "--backend",
+                backend,
             ],
             stdout=fout,
             stderr=ferr,

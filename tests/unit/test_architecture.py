@@ -14,6 +14,8 @@ CORE = [
     "analyzer.netconst",
     "analyzer.dissect.constants",
     "analyzer.capture.files",
+    "analyzer.capture.ring",
+    "analyzer.capture.pcapwriter",
     "analyzer.reassembly.packet",
     "analyzer.reassembly.tcp",
     "analyzer.dissect.framing",
@@ -27,6 +29,7 @@ CORE = [
     "analyzer.session.records",
     "analyzer.session.report",
     "analyzer.pipeline",
+    "analyzer.fanout",
     "analyzer.export.writer",
 ]
 FORBIDDEN = ("scapy", "textual", "rich", "pyspark", "analyzer.cli", "analyzer.tui")
@@ -37,6 +40,8 @@ def test_core_imports_no_front_end_library():
         "import sys\n"
         + "".join(f"import {m}\n" for m in CORE)
         + "from analyzer.pipeline import Analysis\n"
+        + "from analyzer.capture.ring import preload\n"
+        + "preload()\n"
         + f"list(Analysis({str(ROOT / 'captures' / 'aiokafka-gzip.pcap')!r}).events())\n"
         + f"bad = sorted(m for m in sys.modules if m.split('.')[0] in {FORBIDDEN!r} or m in {FORBIDDEN!r})\n"
         + "print(','.join(bad))\n"

@@ -1,0 +1,371 @@
+"""Live analysis over several processes: N ring sockets in one ``PACKET_FANOUT`` group.
+
+The parent opens the N rings (as root; then drops privileges if asked) and forks N workers.
+The kernel hashes each packet's flow symmetrically (``PACKET_FANOUT_HASH``, defragmenting
+first), so both directions of a TCP connection reach the same worker. Each worker runs its own
+:class:`~analyzer.pipeline.Analysis` and :class:`~analyzer.session.stats.Stats` over its flows
+and formats its events itself (the export JSON line, the ``read`` line: the expensive part), and
+sends ``(key, output)`` pairs to the parent every 0.1 s, with a *watermark*: the time before
+which it will send nothing more (the packet it is at, or the wall clock minus 0.5 s when its
+ring is empty). The parent writes the outputs in key order up to the lowest watermark (keys are
+the capture time of the packet that completed the event, as in a single-process run), sums the
+kernel drop counters, and at the end merges the workers' statistics, knowledge and capture
+issues into one :class:`Merged` analysis for the summary and the exit code.
+
+Topic ids: a worker sends the topic ids it learns (Metadata, CreateTopics responses) with its
+batches and the parent relays them to the other workers, so a Fetch on one worker's connection
+is named by a Metadata response seen on another's; the summary's topic rows are also folded by
+the merged knowledge at the end.
+
+What falls short of one process: an exchange decoded before the relay arrives (within about
+0.2 s of the Metadata response, or when the Metadata came after it) keeps the topic id in its
+export line; the rest of the knowledge (brokers, groups, client software) is merged only for
+the summary; the per-worker connection ids are offset by ``1_000_000 * worker``; ``read``
+times are relative to the start of the capture, not to the first exchange; the parent holds
+the outputs of a worker that is ahead until the others' watermarks pass them (memory grows
+with the lag between workers).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import heapq
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+from collections import Counter
+from collections.abc import Callable
+from multiprocessing.connection import wait
+
+from analyzer.events import CaptureIssue, CaptureStats
+from analyzer.issues import CAPTURE_NO_TCP, CAPTURE_PACKETS_DROPPED, CAPTURE_WORKER_FAILED
+from analyzer.model import Issue
+from analyzer.pipeline import Analysis
+from analyzer.session.knowledge import Knowledge
+from analyzer.session.stats import Stats
+
+CONN_ID_STRIDE = 1_000_000
+PR_SET_PDEATHSIG = 1
+SEND_EVERY = 0.1
+IDLE_LAG = 0.5  # an idle ring has handed over every packet older than this (block timeout: 50 ms)
+
+
+class _NoSource:
+    name = "live"
+    issues: list[Issue] = []  # noqa: RUF012 - never mutated
+    bytes_read = 0
+    live = True
+    dropped = 0
+
+    def __iter__(self):
+        return iter(())
+
+
+class Merged(Analysis):
+    """The workers' analyses as one, for the summary tables and the exit-code policy."""
+
+    def __init__(self, name: str):
+        super().__init__(_NoSource())
+        self.source.name = name  # type: ignore[misc]
+        self._knowledge = Knowledge()
+        self._packets = 0
+        self._connections = 0
+        self._first: float | None = None
+        self._last = 0.0
+        self._skipped: Counter[str] = Counter()
+        self._dropped = 0
+        self.received = 0
+
+    knowledge = property(lambda self: self._knowledge)  # type: ignore[assignment]
+    packets = property(lambda self: self._packets)  # type: ignore[assignment]
+    connections = property(lambda self: self._connections)  # type: ignore[assignment]
+    first_ts = property(lambda self: self._first)  # type: ignore[assignment]
+    last_ts = property(lambda self: self._last)  # type: ignore[assignment]
+    skipped = property(lambda self: self._skipped)  # type: ignore[assignment]
+    dropped = property(lambda self: self._dropped)  # type: ignore[assignment]
+
+    def add(self, r: dict) -> None:
+        self._packets += r["packets"]
+        self._connections += r["connections"]
+        self._skipped.update(r["skipped"])
+        if r["first_ts"] is not None and (self._first is None or r["first_ts"] < self._first):
+            self._first = r["first_ts"]
+        self._last = max(self._last, r["last_ts"])
+        self.exchanges += r["exchanges"]
+        self.interrupted = self.interrupted or r["interrupted"]
+        k, o = self._knowledge, r["knowledge"]
+        k.brokers.update(o.brokers)
+        k.racks.update(o.racks)
+        k.topic_ids.update(o.topic_ids)
+        k.leaders.update(o.leaders)
+        k.clients.update(o.clients)
+        for g, v in o.groups.items():
+            k.groups.setdefault(g, v)
+        k.cluster_id = k.cluster_id or o.cluster_id
+
+
+def _merge_issues(per_worker: list[list[Issue]], received: int, dropped: int, no_tcp: bool) -> list[Issue]:
+    """One list of capture issues: the drops summed into one issue, ``no_tcp`` when no worker
+    saw TCP among the packets they all saw, the rest once per distinct message."""
+    from analyzer.capture.ring import dropped_issue
+
+    out: list[Issue] = []
+    seen = set()
+    for issues in per_worker:
+        for i in issues:
+            if i.code in (CAPTURE_PACKETS_DROPPED.code, CAPTURE_NO_TCP.code) or (i.code, i.message) in seen:
+                continue
+            seen.add((i.code, i.message))
+            out.append(i)
+    if dropped:
+        out.append(dropped_issue(received, dropped))
+    if no_tcp:
+        out.append(CAPTURE_NO_TCP("no TCP traffic in the capture"))
+    return out
+
+
+def _worker(
+    i: int,
+    conn,
+    inbound,
+    stop,
+    make_source: Callable[[int], object],
+    make_analysis: Callable[[object], Analysis],
+    formatter: Callable[[object], object],
+    others: list,
+) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent says when to stop
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    for ring in others:  # the other workers' rings: if one of them dies, its socket closes
+        ring.close()
+    with contextlib.suppress(Exception):  # die with the parent, even if it is killed
+        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() == 1:
+        return
+    src = make_source(i)
+    a = make_analysis(src)
+    a.pipeline.reasm.next_id = 1 + i * CONN_ID_STRIDE
+    stats = Stats(a.knowledge.topic_ids)
+    lock = threading.Lock()
+    pending: list = []
+    done = threading.Event()
+    topic_ids = a.knowledge.topic_ids  # shared with stats; only the main thread writes it
+    sent_ids: set[str] = set()
+    learned: list[dict] = []  # topic ids from other workers, applied by the main thread
+
+    def send() -> None:
+        wm = src.watermark()  # before taking the pending events: later ones are keyed after it
+        with lock:
+            batch = pending[:]
+            pending.clear()
+        new = {k: v for k, v in list(topic_ids.items()) if k not in sent_ids}
+        sent_ids.update(new)
+        conn.send(("batch", wm, batch, src.received, src.dropped, new))
+        while inbound.poll():
+            learned.append(inbound.recv())
+
+    def sender() -> None:
+        while not done.wait(SEND_EVERY):
+            if stop.is_set():
+                a.stop()
+            try:
+                send()
+            except OSError:  # the parent is gone
+                a.stop()
+                return
+
+    t = threading.Thread(target=sender, daemon=True)
+    t.start()
+    try:
+        for ev in a.events():
+            while learned:  # names of topic ids another worker learned (Metadata elsewhere)
+                for k, v in learned.pop().items():
+                    topic_ids.setdefault(k, v)
+                    sent_ids.add(k)
+            ty = type(ev)
+            if ty is CaptureIssue or ty is CaptureStats:  # the parent merges these
+                continue
+            stats.add(ev)
+            out = formatter(ev)
+            if out is not None:
+                key = a.pipeline.last_ts
+                with lock:
+                    pending.append((key, out))
+    finally:
+        done.set()
+        t.join()
+    p = a.pipeline
+    try:
+        send()
+        conn.send(
+            (
+                "end",
+                {
+                    "packets": p.packets,
+                    "connections": p.connections,
+                    "skipped": dict(p.skipped),
+                    "first_ts": p.first_ts,
+                    "last_ts": p.last_ts,
+                    "exchanges": a.exchanges,
+                    "interrupted": a.interrupted,
+                    "knowledge": a.knowledge,
+                    "stats": stats,
+                    "issues": a.capture_issues,
+                    "received": src.received,
+                    "dropped": src.dropped,
+                },
+            )
+        )
+    except OSError:  # the parent is gone
+        pass
+    conn.close()
+
+
+def _name_topic_ids(stats: Stats, topic_ids: dict[str, str]) -> None:
+    """Fold the rows a worker kept under a topic id (it never saw the Metadata naming it) into
+    the topic's name, now that the merged knowledge knows it."""
+    for key in [k for k in stats.topics if k in topic_ids and topic_ids[k] != k]:
+        o = stats.topics.pop(key)
+        t = stats.topics[topic_ids[key]]
+        t.produced_records += o.produced_records
+        t.produced_bytes += o.produced_bytes
+        t.fetched_records += o.fetched_records
+        t.fetched_bytes += o.fetched_bytes
+        t.requests += o.requests
+
+
+class Fanout:
+    """Run ``workers`` processes over rings already opened (``rings``); :meth:`run` returns the
+    merged statistics and :class:`Merged` analysis."""
+
+    def __init__(
+        self,
+        name: str,
+        rings: list,
+        make_source: Callable[[int, object], object],
+        make_analysis: Callable[[object], Analysis],
+        formatter: Callable[[object], object],
+        output: Callable[[object], None],
+        on_drops: Callable[[CaptureStats], None] | None = None,
+    ):
+        self.name = name
+        self.rings = rings
+        self.make_source = make_source
+        self.make_analysis = make_analysis
+        self.formatter = formatter
+        self.output = output
+        self.on_drops = on_drops
+        self._stop = False
+
+    def stop(self) -> None:
+        self._stop = True
+
+    def run(self) -> tuple[Stats, Merged]:
+        ctx = multiprocessing.get_context("fork")
+        stop = ctx.Event()
+        n = len(self.rings)
+        procs, conns, outs = [], [], []
+        for i, ring in enumerate(self.rings):
+            r, w = ctx.Pipe(duplex=False)
+            ir, iw = ctx.Pipe(duplex=False)  # parent -> worker: topic ids learned elsewhere
+            p = ctx.Process(
+                target=_worker,
+                args=(
+                    i,
+                    w,
+                    ir,
+                    stop,
+                    lambda i, ring=ring: self.make_source(i, ring),
+                    self.make_analysis,
+                    self.formatter,
+                    [r for r in self.rings if r is not ring],
+                ),
+                daemon=True,
+                name=f"kafka-analyzer-worker-{i}",
+            )
+            p.start()
+            w.close()
+            ir.close()
+            procs.append(p)
+            conns.append(r)
+            outs.append(iw)
+        for ring in self.rings:  # the workers hold them now
+            ring.close()
+        print(
+            f"kafka-analyzer: capturing on {self.name.removeprefix('live:')} with {n} workers",
+            file=sys.stderr,
+            flush=True,
+        )
+        heap: list = []
+        seq = 0
+        watermarks = [float("-inf")] * n
+        received, dropped = [0] * n, [0] * n
+        reported = 0
+        results: list[dict | None] = [None] * n
+        alive = dict(zip(conns, range(n), strict=True))
+        while alive:
+            if self._stop:
+                stop.set()
+            for c in wait(list(alive), timeout=0.2):
+                i = alive[c]
+                try:
+                    msg = c.recv()
+                except (EOFError, OSError):
+                    del alive[c]
+                    watermarks[i] = float("inf")
+                    continue
+                if msg[0] == "batch":
+                    _, wm, batch, received[i], dropped[i], new_ids = msg
+                    if new_ids:
+                        for j, o in enumerate(outs):
+                            if j != i:
+                                with contextlib.suppress(OSError):
+                                    o.send(new_ids)
+                    for key, out in batch:
+                        heapq.heappush(heap, (key, seq, out))
+                        seq += 1
+                    watermarks[i] = max(watermarks[i], wm)
+                else:
+                    results[i] = msg[1]
+                    received[i], dropped[i] = msg[1]["received"], msg[1]["dropped"]
+                    watermarks[i] = float("inf")
+                    del alive[c]
+            low = min(watermarks)
+            while heap and heap[0][0] <= low:
+                self.output(heapq.heappop(heap)[2])
+            total = sum(dropped)
+            if total != reported:
+                reported = total
+                if self.on_drops is not None:
+                    self.on_drops(CaptureStats(None, sum(received), total))
+        while heap:
+            self.output(heapq.heappop(heap)[2])
+        for p in procs:
+            p.join(timeout=10)
+            if p.is_alive():
+                with contextlib.suppress(OSError):
+                    os.kill(p.pid, signal.SIGKILL)
+        for o in outs:
+            o.close()
+        merged = Merged(self.name)
+        stats = Stats(merged.knowledge.topic_ids)
+        issues = []
+        for i, r in enumerate(results):
+            if r is None:
+                issues.append([CAPTURE_WORKER_FAILED(f"capture worker {i} ended without its results")])
+                continue
+            merged.add(r)
+            stats.merge(r["stats"])
+            issues.append(r["issues"])
+        _name_topic_ids(stats, merged.knowledge.topic_ids)
+        merged._dropped = sum(dropped)
+        merged.received = sum(received)
+        merged.interrupted = merged.interrupted or self._stop
+        no_tcp = bool(merged.packets and not merged.connections)
+        merged.capture_issues = _merge_issues(issues, merged.received, merged._dropped, no_tcp)
+        for issue in merged.capture_issues:
+            stats.add(CaptureIssue(issue, None))
+        return stats, merged

@@ -1,0 +1,388 @@
+"""The AF_PACKET ring source on lo: the same exchanges as tcpdump + offline analysis, drops
+reported exactly as the kernel counted them, Ctrl-C, --user, --write rotation, fanout."""
+
+import contextlib
+import json
+import os
+import pwd
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+confluent_kafka = pytest.importorskip("confluent_kafka")
+pytestmark = [
+    pytest.mark.live,
+    pytest.mark.skipif(os.geteuid() != 0, reason="live capture needs root"),
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="AF_PACKET is Linux only"),
+]
+
+
+class Mock:
+    """A librdkafka mock cluster of 3 brokers on 127.0.0.1."""
+
+    def __init__(self):
+        self.handle = confluent_kafka.Producer({"test.mock.num.brokers": 3, "bootstrap.servers": "x:1"})
+        md = self.handle.list_topics(timeout=10)
+        self.ports = sorted(b.port for b in md.brokers.values())
+        self.bootstrap = ",".join(f"127.0.0.1:{p}" for p in self.ports)
+        self.bpf = " or ".join(f"tcp port {p}" for p in self.ports)
+
+    def traffic(self, n: int, size: int = 100, compression: str = "none") -> None:
+        """Produce n records to a new topic and consume them back (client ids ``ring-test-*``)."""
+        topic = f"ring-{uuid.uuid4().hex[:8]}"
+        client = confluent_kafka.Producer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "linger.ms": 5,
+                "client.id": "ring-test-p",
+                "compression.type": compression,
+            }
+        )
+        for i in range(n):
+            client.produce(topic, value=os.urandom(size // 2).hex().encode(), partition=i % 2)
+        assert client.flush(30) == 0
+        consumer = confluent_kafka.Consumer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "group.id": topic,
+                "auto.offset.reset": "earliest",
+                "client.id": "ring-test-c",
+            }
+        )
+        consumer.subscribe([topic])
+        got = 0
+        deadline = time.monotonic() + 60
+        while got < n and time.monotonic() < deadline:
+            m = consumer.poll(0.5)
+            if m is not None and not m.error():
+                got += 1
+        consumer.close()
+        assert got == n
+        del client
+
+
+def wait_for(path, proc, text: bytes, timeout: float) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if text in path.read_bytes():
+            return
+        if proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    raise AssertionError(f"never saw {text!r}; stderr: {path.read_bytes().decode(errors='replace')}")
+
+
+def live(tmp_path, *args, name="live"):
+    """Start `kafka-analyzer live -i lo ...`; returns (process, stdout path, stderr path)."""
+    out, err = tmp_path / f"{name}.out", tmp_path / f"{name}.err"
+    with open(out, "wb") as fout, open(err, "wb") as ferr:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "analyzer", "live", "-i", "lo", "--duration", "120", *args],
+            stdout=fout,
+            stderr=ferr,
+            cwd=ROOT,
+        )
+    wait_for(err, proc, b"capturing on lo", 60)
+    return proc, out, err
+
+
+def interrupt(proc) -> int:
+    proc.send_signal(signal.SIGINT)
+    try:
+        return proc.wait(60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise
+
+
+def exchange_keys(lines) -> list:
+    """What identifies an exchange whichever capture saw it (the test clients' only: the mock
+    cluster's own handle talks to its brokers at times neither capture controls)."""
+    keys = []
+    for o in lines:
+        if o["type"] == "exchange" and (o["client_id"] or "").startswith("ring-test"):
+            c = o["connection"]
+            keys.append(
+                (repr(c["client"]), repr(c["broker"]), o["api_key"], o["correlation_id"], len(o["issues"]))
+            )
+    return sorted(keys, key=repr)
+
+
+def export(path) -> list[dict]:
+    r = subprocess.run(
+        [sys.executable, "-m", "analyzer", "export", str(path), "--no-spans"],
+        capture_output=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+    return [json.loads(x) for x in r.stdout.splitlines()]
+
+
+@pytest.fixture(scope="module")
+def mock():
+    return Mock()
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_ring_finds_what_tcpdump_finds(mock, tmp_path, workers):
+    """One process, or two in a fanout group whose outputs the parent merges: the same
+    exchanges as the offline analysis of tcpdump's recording."""
+    td_pcap = tmp_path / "tcpdump.pcap"
+    td_err = tmp_path / "tcpdump.err"
+    with open(td_err, "wb") as ferr:
+        td = subprocess.Popen(["tcpdump", "-i", "lo", "-n", "-U", "-w", str(td_pcap), mock.bpf], stderr=ferr)
+    wait_for(td_err, td, b"listening on", 30)
+    proc, out, err = live(
+        tmp_path, "-f", mock.bpf, "--mode", "export", "--no-spans", "--workers", str(workers)
+    )
+    try:
+        mock.traffic(60)
+        time.sleep(1.0)
+    finally:
+        rc = interrupt(proc)
+        td.send_signal(signal.SIGINT)
+        td.wait(30)
+    assert rc == 0, err.read_text()
+    lines = [json.loads(x) for x in out.read_bytes().splitlines()]
+    assert lines[-1]["type"] == "summary"
+    summary = lines[-1]
+    assert summary["capture"]["dropped_packets"] == 0
+    offline = export(td_pcap)
+    ours = exchange_keys(lines)
+    assert len(ours) > 20
+    assert ours == exchange_keys(offline)
+
+
+def test_drops_are_reported_as_the_kernel_counted(tmp_path):
+    """One 4 KiB block, flooded while nobody reads it: what the driver reports is exactly what
+    PACKET_STATISTICS said, and every packet is either analysed or counted as dropped."""
+    from analyzer.capture.ring import RingCapture
+    from analyzer.events import CaptureIssue, CaptureStats
+    from analyzer.pipeline import Analysis, Exit
+
+    rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    rx.bind(("127.0.0.1", 0))
+    port = rx.getsockname()[1]
+    src = RingCapture("lo", f"udp port {port}", duration=1.5, block_size=4096, buffer_mb=0, announce=False)
+    assert src.open()
+    tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    burst = 2000
+    for i in range(burst):
+        tx.sendto(b"%06d" % i + b"x" * 200, ("127.0.0.1", port))
+    tx.close()
+    rx.close()
+    a = Analysis(src)
+    events = list(a.events())
+    stats = [e for e in events if type(e) is CaptureStats]
+    issues = [e.issue for e in events if type(e) is CaptureIssue]
+    ring = src.ring
+    assert ring.dropped > 0
+    assert stats and stats[-1].dropped == ring.dropped == src.dropped
+    assert stats[-1].received == ring.received == burst
+    assert a.packets + ring.dropped == burst
+    assert [i.code for i in issues] == ["capture.packets_dropped", "capture.no_tcp"]
+    assert f"dropped {ring.dropped} of {burst}" in issues[0].message
+    assert a.exit_code() == Exit.DAMAGED
+    from analyzer.session.report import stats_tables
+    from analyzer.session.stats import Stats
+
+    assert stats_tables(Stats(), a)["capture"]["dropped_packets"] == ring.dropped
+
+
+def test_sigint_user_and_rotation(mock, tmp_path):
+    """Ctrl-C prints the summary; the --write files rotate by size, belong to --user, and
+    together hold every packet the live run analysed."""
+    with tempfile.TemporaryDirectory(prefix="ring-user-") as d:  # pytest's tmp_path is 0700
+        os.chmod(d, 0o777)
+        _user_and_rotation(mock, tmp_path, Path(d))
+
+
+def _user_and_rotation(mock, tmp_path, out_dir):
+    proc, out, err = live(
+        tmp_path,
+        "-f",
+        mock.bpf,
+        "--mode",
+        "stats",
+        "--user",
+        "nobody",
+        "--write",
+        str(out_dir / "cap.pcap"),
+        "-C",
+        "0.05",
+    )
+    try:
+        mock.traffic(300, size=1000, compression="gzip")  # decoded after the privilege drop
+        time.sleep(1.0)
+    finally:
+        rc = interrupt(proc)
+    assert rc == 0, err.read_text()
+    text = out.read_text()
+    head = text.splitlines()[0]
+    assert "Kafka exchanges" in head and "0 dropped by the kernel" in head, text
+    packets = int(head.split()[0])
+    files = sorted(os.listdir(out_dir), key=lambda n: (len(n), n))
+    assert files[:3] == ["cap.pcap", "cap.pcap1", "cap.pcap2"], files
+    nobody = pwd.getpwnam("nobody").pw_uid
+    total = 0
+    for f in files:
+        path = out_dir / f
+        assert path.stat().st_uid == nobody
+        r = subprocess.run(
+            [sys.executable, "-m", "analyzer", "stats", str(path), "--format", "json"],
+            capture_output=True,
+            cwd=ROOT,
+            timeout=120,
+        )
+        assert r.returncode in (0, 1), r.stderr  # 1: a file may hold no whole Kafka exchange
+        cap = json.loads(r.stdout)["capture"]
+        assert not [i for i in json.loads(r.stdout)["anomalies"] if i["anomaly"].startswith("capture.")]
+        assert path.stat().st_size <= 50_000 or cap["packets"] == 1  # only a lone big packet is over
+        total += cap["packets"]
+    assert total == packets
+
+
+def test_sigint_with_no_traffic_leaves_a_valid_file(tmp_path):
+    pcap = tmp_path / "empty.pcap"
+    proc, out, err = live(tmp_path, "-f", "tcp port 9", "--mode", "export", "--write", str(pcap))
+    rc = interrupt(proc)
+    assert rc == 0, err.read_text()
+    lines = [json.loads(x) for x in out.read_bytes().splitlines()]
+    assert lines[-1]["type"] == "summary"
+    from analyzer.capture.files import CaptureFile
+
+    cf = CaptureFile(str(pcap))
+    assert list(cf) == [] and not cf.issues
+
+
+def test_capture_errors_exit_2(tmp_path):
+    for args, text in (
+        (["-i", "no-such-if0"], "no interface named 'no-such-if0'"),
+        (["-i", "lo", "-f", "tcp port"], "bad capture filter 'tcp port'"),
+    ):
+        r = subprocess.run(
+            [sys.executable, "-m", "analyzer", "live", *args, "--duration", "1"],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=60,
+        )
+        assert r.returncode == 2 and text in r.stderr, r.stderr
+
+
+def test_no_permission_is_a_clear_error(tmp_path):
+    r = subprocess.run(
+        [
+            "setpriv",
+            "--reuid=nobody",
+            "--regid=nogroup",
+            "--clear-groups",
+            sys.executable,
+            "-m",
+            "analyzer",
+            "live",
+            "-i",
+            "lo",
+            "--duration",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    if "setpriv" in r.stderr and r.returncode != 2:
+        pytest.skip(f"setpriv: {r.stderr}")
+    assert r.returncode == 2 and "no permission to capture on lo" in r.stderr, r.stderr
+
+
+def test_fanout_splits_flows_and_keeps_both_directions_together(tmp_path):
+    """40 TCP connections on lo, 2 workers: both workers get connections, and every
+    connection's two directions reach the same worker (the symmetric flow hash)."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(64)
+    port = srv.getsockname()[1]
+    stop = False
+
+    def serve():
+        srv.settimeout(0.2)
+        while not stop:
+            try:
+                c, _ = srv.accept()
+            except TimeoutError:
+                continue
+            c.sendall(c.recv(100) * 2)
+            c.close()
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    proc, out, err = live(tmp_path, "-f", f"tcp port {port}", "--mode", "stats", "--workers", "2")
+    try:
+        for i in range(40):
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as c:
+                c.sendall(b"ping %d" % i)
+                c.recv(100)
+        time.sleep(1.0)
+    finally:
+        rc = interrupt(proc)
+        stop = True
+        t.join(5)
+        srv.close()
+    assert rc == 0, err.read_text()
+    text = out.read_text()
+    rows = [line.split() for line in text.split("\nConnections\n")[1].splitlines()[1:] if line.strip()]
+    rows = [r for r in rows if r[0].isdigit()]
+    assert len(rows) == 40, text
+    ids = [int(r[0]) for r in rows]
+    assert any(i < 1_000_000 for i in ids) and any(i > 1_000_000 for i in ids), ids
+    # one row per connection with the bytes of both directions: no worker saw half a connection
+    for r in rows:
+        assert int(r[4]) in (6, 7) and int(r[5]) in (12, 14), r
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_cli_reports_drops_and_exits_1(workers):
+    """A 1 MB ring per worker flooded by a burst of 8 KB datagrams: the warning while it runs,
+    the count in the summary, every packet analysed or counted, exit code 1."""
+    rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    rx.bind(("127.0.0.1", 0))
+    port = rx.getsockname()[1]
+    burst = 4000
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "analyzer", "live", "-i", "lo", "-f", f"udp port {port}", "--buffer", "1"]
+        + ["--workers", workers, "--mode", "stats", "--duration", "6"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    try:
+        time.sleep(2.5)  # started (the "capturing on" line is read at the end with the rest)
+        tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        for _ in range(burst):
+            with contextlib.suppress(OSError):
+                tx.sendto(b"x" * 8000, ("127.0.0.1", port))
+        tx.close()
+        out, err = proc.communicate(timeout=60)
+    finally:
+        rx.close()
+        if proc.poll() is None:
+            proc.kill()
+    head = out.decode().splitlines()[0]
+    packets, dropped = int(head.split()[0]), int(head.split(", ")[-1].split()[0])
+    assert dropped > 0, head
+    assert packets + dropped == burst, head
+    assert f"the kernel dropped {dropped} of {burst} packets" in err.decode()
+    assert "stream gaps" in err.decode()
+    assert proc.returncode == 1
