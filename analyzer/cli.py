@@ -289,7 +289,7 @@ def cmd_export(args) -> int:
     run = Run(args)
     out = open(args.output, "wb") if args.output and args.output != "-" else sys.stdout.buffer  # noqa: SIM115
     stats = Stats(run.pipeline.knowledge.topic_ids)
-    w = Writer(out, args.format, spans=not args.no_spans)
+    w = Writer(out, args.format, spans=not args.no_spans, records=args.records)
     try:
         w.begin(args.capture)
         for ev in run.events_from_file(args.capture):
@@ -327,7 +327,7 @@ def cmd_live(args) -> int:
     if args.mode == "export":
         from analyzer.export.writer import Writer
 
-        writer = Writer(sys.stdout.buffer, "ndjson", spans=not args.no_spans)
+        writer = Writer(sys.stdout.buffer, "ndjson", spans=not args.no_spans, records=args.records)
         writer.begin(f"live:{args.interface}")
     origin = None
     sniffer = live.LiveCapture(
