@@ -119,3 +119,34 @@ def test_real_jq_agrees(name, tmp_path):
     assert {w["value"] for w in manifest["produced"] + manifest["consumed"]} <= {
         v for v in got if not isinstance(v, dict)
     }
+
+
+@pytest.mark.parametrize("entry", MANIFEST, ids=lambda e: e["file"])
+def test_records_view_is_the_export_shape(entry):
+    """The session's records view (stats, check, Spark) gives the records the export writes."""
+    from analyzer.capture.files import CaptureFile
+    from analyzer.dissect.message import Options
+    from analyzer.dissect.records import Record
+    from analyzer.export.jsonout import exchange_json, record_json
+    from analyzer.model import Exchange
+    from analyzer.pipeline import Pipeline, analyze_file
+    from analyzer.session.records import iter_records
+
+    p = Pipeline(Options(records_bodies=True))
+    n = 0
+    for ev in analyze_file(CaptureFile(CAPTURES / entry["file"]), p):
+        if type(ev) is not Exchange:
+            continue
+        js = exchange_json(ev, False, True)
+        for m, kind in ((ev.request, "request"), (ev.response, "response")):
+            if m is None or m.body is None:
+                continue
+            view = [
+                record_json(
+                    Record(r.offset, r.timestamp, r.key, r.value, r.headers, r.control, r.control_type)
+                )
+                for r in iter_records(m.body, p.knowledge.topic_ids)
+            ]
+            assert view == list(jq_records(js[kind])), (ev.api_key, kind)
+            n += len(view)
+    assert n > 0
