@@ -619,7 +619,7 @@ def _unwrap(
     Inner offsets resolve as Kafka's deep iterator does: a magic 1 wrapper's offset is the
     absolute offset of its last inner message, whose relative offsets then give the others
     (a wrapper offset of 0, which producers write, means base 0); magic 0 inner offsets are
-    absolute already, and a resolution that would go negative keeps the offsets as written.
+    absolute already, and a wrapper offset below its last inner offset keeps them as written.
     """
     summary = field.value
     magic = summary["magic"]
@@ -660,8 +660,8 @@ def _unwrap(
     shift = 0
     if magic >= 1 and msgs:
         shift = 0 if wrapper_offset == 0 else wrapper_offset - msgs[-1].children[0].value
-        if shift + min(m.children[0].value for m in msgs) < 0:
-            shift = 0  # not a broker-written wrapper: the offsets as written
+        if shift < 0:
+            shift = 0  # below its last inner offset (Kafka rejects it): the offsets as written
     log_append = magic == 1 and attrs & 0x08
     count = 0
     for f in inner:
