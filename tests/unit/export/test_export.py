@@ -121,3 +121,23 @@ def test_records_with_headers_as_text(tmp_path):
     assert [h["key"] for h in rec["headers"]] == ["sw8"]
     assert entry["batch"]["crc_ok"] is True and entry["batch"]["magic"] == 2
     assert entry["record_count"] == len(entry["record_list"])
+
+
+def _without_record_lists(obj):
+    if isinstance(obj, dict):
+        return {k: _without_record_lists(v) for k, v in obj.items() if k != "record_list"}
+    if isinstance(obj, list):
+        return [_without_record_lists(v) for v in obj]
+    return obj
+
+
+@pytest.mark.parametrize("path", project_captures(), ids=lambda p: p.name)
+def test_records_flag_only_adds_record_lists(path, tmp_path):
+    """--records adds each batch's record_list and changes nothing else (no key changes type)."""
+    rc, with_records = export(path, tmp_path, "--records")
+    assert rc == 0
+    rc, without = export(path, tmp_path)
+    assert rc == 0
+    a = [_without_record_lists(json.loads(x)) for x in with_records.splitlines()]
+    b = [json.loads(x) for x in without.splitlines()]
+    assert a == b
