@@ -265,6 +265,7 @@ def _summary(magic: int | None, codec: str | None, records: int, size: int, base
 
 
 BATCH_KEYS = tuple(k for k in _summary(None, None, 0, 0, None) if k != "record_count")
+_CODEC_NAMES = {c: codec_name(c) for c in range(8)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -574,13 +575,29 @@ def _decode_message(ctx: _Ctx, buf: bytes, mv: memoryview, pos: int, end: int, s
         (ts,) = _I64.unpack_from(buf, p)
         children.append(Field("timestamp", "int64", ts, base + p, 8, None, iso_timestamp(ts)))
         p += 8
-    summary = _summary(magic, codec_name(codec), 1, 12 + size, off)
-    summary["attributes"] = attrs
-    summary["crc"] = crc
-    summary["crc_ok"] = crc_ok
-    if magic == 1:
-        summary["timestamp_type"] = "log_append_time" if attrs & 0x08 else "create_time"
-        summary["max_timestamp"] = ts
+    # the keys and order of _summary, as one literal: this runs once per legacy message
+    summary = {
+        "magic": magic,
+        "codec": _CODEC_NAMES.get(codec) or codec_name(codec),
+        "attributes": attrs,
+        "timestamp_type": None if magic == 0 else "log_append_time" if attrs & 0x08 else "create_time",
+        "base_offset": off,
+        "last_offset": off,
+        "base_timestamp": None,
+        "max_timestamp": ts,
+        "producer_id": None,
+        "producer_epoch": None,
+        "base_sequence": None,
+        "partition_leader_epoch": None,
+        "transactional": False,
+        "control": False,
+        "control_type": None,
+        "crc": crc,
+        "crc_ok": crc_ok,
+        "bytes": 12 + size,
+        "partial": False,
+        "record_count": 1,
+    }
     field = Field("message", "message", summary, at, 12 + size, children)
     if codec == 0 and not ctx.bodies:
         return field
