@@ -277,7 +277,7 @@ def cmd_export(args) -> int:
     try:
         with analysis(args) as a:
             stats = Stats(a.knowledge.topic_ids)
-            w = Writer(out, args.format, spans=not args.no_spans)
+            w = Writer(out, args.format, spans=not args.no_spans, records=args.records)
             w.begin(a.source.name)
             for ev in a.events():
                 stats.add(ev)
@@ -310,7 +310,7 @@ def cmd_live(args) -> int:
     if args.mode == "export":
         from analyzer.export.writer import Writer
 
-        writer = Writer(sys.stdout.buffer, "ndjson", spans=not args.no_spans)
+        writer = Writer(sys.stdout.buffer, "ndjson", spans=not args.no_spans, records=args.records)
         writer.begin(f"live:{args.interface}")
     origin = None
     with analysis(args, source=source, idle_timeout=300.0) as a:
@@ -424,10 +424,10 @@ def _live_fanout(args, n: int) -> int:
     if args.mode == "export":
         from analyzer.export.writer import Writer
 
-        writer = Writer(sys.stdout.buffer, "ndjson", spans=not args.no_spans)
+        writer = Writer(sys.stdout.buffer, "ndjson", spans=not args.no_spans, records=args.records)
         writer.begin(f"live:{args.interface}")
         buf = io.BytesIO()
-        worker_writer = Writer(buf, "ndjson", spans=not args.no_spans)
+        worker_writer = Writer(buf, "ndjson", spans=not args.no_spans, records=args.records)
 
         def formatter(ev):
             worker_writer.event(ev)

@@ -4,9 +4,17 @@ Field trees become plain JSON values (structs -> objects, arrays -> lists, bytes
 they are printable UTF-8, else ``{"base64": ...}``), so ``jq '.request.body.topic_data[0].name'``
 works; the byte span of every field goes into a separate flat ``spans`` object keyed by JSON
 pointer (``"/topic_data/0/name": [offset, length]``, offsets in the frame payload), which is what
-a hex view needs. Record batches and legacy messages get one span each (the fields inside them
-none: they would outweigh the records), and fields inside decompressed data have no span in the
-frame at all.
+a hex view needs. Keys the export adds beside a wire field are ``<field>_text`` (a display text)
+and ``<error code field>_name``; a test checks that no schema has a field of those names.
+
+A ``records`` field is the one place whose JSON is not the wire tree: it becomes
+``{"length": <bytes>, "batches": [...]}`` with one object per entry (v2 record batch or v0/v1
+message / compressed wrapper), the same shape for every magic (see :func:`entry_json`):
+``batch`` (the header, :data:`~analyzer.dissect.records.BATCH_KEYS`, null where the magic has no
+such field), ``record_count`` (an int) and, with record bodies (``export --records``),
+``record_list`` (one object per record, see :func:`record_json`). Batches get one span each
+(``.../records/batches/N``); the fields inside them none (they would outweigh the records, and
+fields inside decompressed data have no span in the frame at all).
 """
 
 from __future__ import annotations
@@ -15,7 +23,14 @@ import base64
 from typing import Any
 
 from analyzer.dissect import schema
-from analyzer.dissect.records import RecordsField, record_timestamp_text
+from analyzer.dissect.records import (
+    Record,
+    RecordsField,
+    batch_records_field,
+    entry_records,
+    iso_timestamp,
+    v2_records,
+)
 from analyzer.events import CaptureIssue, ConnIssue
 from analyzer.issues import STREAM_GAP
 from analyzer.model import ConnInfo, Exchange, Field, Message
@@ -36,170 +51,149 @@ def bytes_json(raw: bytes | None) -> Any:
     return {"base64": base64.b64encode(raw).decode()}
 
 
-def field_json(f: Field, spans: dict | None, path: str) -> Any:
-    if type(f) is RecordsField:
-        return records_json(f)
+# ASCII that is text: printable characters and tab / newline / carriage return
+_ASCII_TEXT = bytes(range(0x20, 0x7F)) + b"\t\n\r"
+
+
+def _data_json(raw: bytes | None) -> Any:
+    """A record's key, value or header value: :func:`bytes_json`, plain ASCII first (fast)."""
+    if raw is None:
+        return None
+    if not raw.translate(None, _ASCII_TEXT):
+        return raw.decode("ascii")
+    return bytes_json(raw)
+
+
+def field_json(f: Field, spans: dict | None, path: str, records: bool = False) -> Any:
+    """``records``: the records were decoded with bodies (``export --records``): records fields
+    then carry every batch's ``record_list``."""
     if spans is not None:
         spans[path or "/"] = [f.offset, f.length]
     ch = f.children
     t = f.type
+    if t == "records":
+        return records_json(f, spans, path, records)
     if ch is None:
         v = f.value
         if isinstance(v, bytes | bytearray | memoryview):
             return bytes_json(bytes(v))
         return v
-    if t == "records":
-        # spans of the batches only: one per record field would outweigh the records themselves
-        if spans is not None:
-            for i, b in enumerate(ch):
-                spans[f"{path}/batches/{i}"] = [b.offset, b.length]
-        return {
-            "length": f.value,
-            "batches": [field_json(b, None, "") for b in ch],
-        }
-    if t == "array" and ch and ch[0].type == "record":
-        return [record_json(r) for r in ch]
     if t.startswith("[]") or t == "array":
         if f.value is None:
             return None
-        return [field_json(c, spans, f"{path}/{i}") for i, c in enumerate(ch)]
+        return [field_json(c, spans, f"{path}/{i}", records) for i, c in enumerate(ch)]
     if t == "bytes":  # bytes with an embedded protocol decoded below them
         out: dict[str, Any] = {"raw": bytes_json(f.value), "protocol": f.display}
         for c in ch:
-            out[c.name] = field_json(c, spans, f"{path}/{c.name}")
+            out[c.name] = field_json(c, spans, f"{path}/{c.name}", records)
         return out
-    return struct_json(f, spans, path)
+    return struct_json(f, spans, path, records)
 
 
-def _value_json(f: Field):
-    v = f.value
-    if type(v) is bytes:
-        d = f.display  # the records decoder already tried UTF-8
-        if d is not None and d.isprintable():
-            return d
-        return bytes_json(v)
-    return v
+def records_json(f: Field, spans: dict | None, path: str, records: bool) -> dict | None:
+    """A records field: ``{"length", "batches"}`` (null for a null records field)."""
+    if f.value is None:
+        return None
+    batches = []
+    for i, b in enumerate(f.children or ()):
+        if spans is not None:
+            spans[f"{path}/batches/{i}"] = [b.offset, b.length]
+        batches.append(entry_json(b, records))
+    return {"length": f.value, "batches": batches}
 
 
-# ASCII that is text: printable characters and tab / newline / carriage return
-_ASCII_TEXT = bytes(range(0x20, 0x7F)) + b"\t\n\r"
+def entry_json(e: Field, records: bool) -> dict:
+    """One entry of a records field (a v2 batch, a v0/v1 message or wrapper, or a partial one):
+    ``{"batch": {...}, "record_count": n[, "record_list": [...]]}``, the same keys for every
+    magic. ``record_list`` (only when ``records``) holds what :func:`entry_records` gives."""
+    batch = dict(e.value)
+    out: dict[str, Any] = {"batch": batch, "record_count": batch.pop("record_count")}
+    if records:
+        rf = batch_records_field(e) if e.type == "record_batch" else None
+        if rf is not None and not rf.batch.attributes & 0x20:
+            out["record_list"] = rows_json(rf)
+        else:
+            out["record_list"] = [record_json(r) for r in entry_records(e)]
+    return out
 
 
-def records_json(rf: RecordsField) -> list[dict]:
-    """The records of a v2 batch (the hot path of ``export --records``), straight from the rows
-    of the records parser: the same objects :func:`record_json` makes of their Fields."""
+def record_json(r: Record) -> dict:
+    """One record in the export's shape (for every magic)."""
+    ts = r.timestamp
+    return {
+        "offset": r.offset,
+        "timestamp": ts,
+        "timestamp_iso": None if ts is None else iso_timestamp(ts),
+        "key": _data_json(r.key),
+        "value": _data_json(r.value),
+        "headers": [{"key": k, "value": _data_json(v)} for k, v in r.headers],
+        "control": r.control,
+        "control_type": r.control_type,
+    }
+
+
+def rows_json(rf: RecordsField) -> list[dict]:
+    """The records of a v2 data batch (the hot path of ``export --records``), straight from the
+    rows of the records parser: what :func:`record_json` makes of :func:`v2_records`, without the
+    intermediate tuples (a test holds the two equal)."""
     bo, bts, mts, attrs = rf.batch[:4]
-    if attrs & 0x20:  # control records (one per marker batch): their key and value are structs
-        return [record_json(r) for r in rf.children]
+    if attrs & 0x20:
+        return [record_json(r) for r in v2_records(rf)]
     buf = rf.buf
-    ts_text = record_timestamp_text
+    data = _data_json
+    iso = iso_timestamp
+    log_append = attrs & 0x08
+    fixed = None if mts == -1 else mts
+    fixed_iso = None if fixed is None else iso(fixed)
+    no_ts = bts == -1
     out = []
-    kids = None
-    for i, row in enumerate(rf.rows):
-        rstart, body, rend, a, tsd, tse, od, ode, kd, ke, vd, ve, hc, hce, hdrs, ok = row
-        if not ok:  # a malformed record: whatever parsed of it, as its Field shows
-            if kids is None:
-                kids = rf.children
-            out.append(record_json(kids[i]))
+    append = out.append
+    for _rs, _b, _re, _a, tsd, _te, od, _oe, kd, ke, vd, ve, _hc, _he, hdrs, ok in rf.rows:
+        if not ok:
             continue
-        d: dict[str, Any] = {"length": rend - body, "attributes": a, "timestamp_delta": tsd}
-        t = ts_text(rf.batch, tsd)
-        if t is not None:
-            d["timestamp_delta_text"] = t
-        d["offset_delta"] = od
-        d["offset_delta_text"] = f"offset {bo + od}"
-        if kd < 0:
-            d["key"] = None
+        if log_append:
+            ts, ts_iso = fixed, fixed_iso
+        elif no_ts:
+            ts = ts_iso = None
         else:
-            _bytes_into(d, "key", buf[kd:ke])
-        if vd < 0:
-            d["value"] = None
-        else:
-            _bytes_into(d, "value", buf[vd:ve])
-        d["headers"] = [
+            ts = bts + tsd
+            ts_iso = iso(ts)
+        append(
             {
-                "key": buf[hkd:hke].decode("utf-8", "replace"),
-                "value": None if hvd < 0 else _header_value_json(buf[hvd:hve]),
+                "offset": bo + od,
+                "timestamp": ts,
+                "timestamp_iso": ts_iso,
+                "key": None if kd < 0 else data(buf[kd:ke]),
+                "value": None if vd < 0 else data(buf[vd:ve]),
+                "headers": [
+                    {
+                        "key": buf[hkd:hke].decode("utf-8", "replace"),
+                        "value": None if hvd < 0 else data(buf[hvd:hve]),
+                    }
+                    for _hs, hkd, hke, hvd, hve in hdrs
+                ]
+                if hdrs
+                else [],
+                "control": False,
+                "control_type": None,
             }
-            for _hs, hkd, hke, hvd, hve in hdrs
-        ]
-        out.append(d)
+        )
     return out
 
 
-def _bytes_into(d: dict, name: str, raw: bytes) -> None:
-    """A record's key or value, as :func:`record_json` gives its Field."""
-    if not raw.translate(None, _ASCII_TEXT):  # plain ASCII text, the common case
-        d[name] = raw.decode("ascii")
-        return
-    try:
-        text: str | None = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        text = None
-    v = d[name] = text if text is not None and text.isprintable() else bytes_json(raw)
-    if text is not None and text != v:
-        d[name + "_text"] = text
-
-
-def _header_value_json(raw: bytes) -> Any:
-    if not raw.translate(None, _ASCII_TEXT):
-        return raw.decode("ascii")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return bytes_json(raw)
-    return text if text.isprintable() else bytes_json(raw)
-
-
-def record_json(r: Field) -> dict:
-    """One record of a batch (the hot path of ``export --records``): the same object the generic
-    struct conversion gives, built without its per-field dispatch."""
-    out: dict[str, Any] = {}
-    for c in r.children or ():
-        n = c.name
-        if n == "headers" and c.children is not None:
-            out[n] = [
-                {h.name: _value_json(h) for h in hdr.children or ()}
-                if hdr.type == "struct"
-                else field_json(hdr, None, "")
-                for hdr in c.children
-            ]
-        elif c.children is not None:
-            out[n] = field_json(c, None, "")
-        else:
-            v = out[n] = _value_json(c)
-            d = c.display
-            if d is not None and d != v:
-                out[n + "_text"] = d
-    return out
-
-
-def struct_json(f: Field, spans: dict | None, path: str) -> dict:
+def struct_json(f: Field, spans: dict | None, path: str, records: bool = False) -> dict:
     out: dict[str, Any] = {}
     for c in f.children or ():
-        if c.type == "decompressed":
-            # what a compressed record batch or wrapper message holds; its fields live in the
-            # decompressed buffer, so they get no spans in the frame
-            out["decompressed_size"] = len(c.value) if c.value is not None else None
-            inner = c.children or []
-            if inner and all(x.name == "message" for x in inner):
-                out["messages"] = [field_json(x, None, "") for x in inner]
-            else:
-                out.update(struct_json(c, None, ""))
-            continue
-        v = out[c.name] = field_json(c, spans, f"{path}/{c.name}")
+        v = out[c.name] = field_json(c, spans, f"{path}/{c.name}", records)
         if c.display is not None and c.children is None and c.display != v:
             if c.type in _INT_TYPES and c.name.endswith("error_code"):
                 out[c.name + "_name"] = c.display
             else:
                 out[c.name + "_text"] = c.display
-    if isinstance(f.value, dict):  # record batch / message summary
-        for k, v in f.value.items():
-            out.setdefault(k, v)
     return out
 
 
-def message_json(m: Message | None, with_spans: bool = True) -> dict | None:
+def message_json(m: Message | None, with_spans: bool = True, records: bool = False) -> dict | None:
     if m is None:
         return None
     fr = m.frame
@@ -211,7 +205,7 @@ def message_json(m: Message | None, with_spans: bool = True) -> dict | None:
         "offset": fr.offset,
         "length": fr.length,
         "header": struct_json(m.header, spans, "/header") if m.header is not None else None,
-        "body": struct_json(m.body, spans, "/body") if m.body is not None else None,
+        "body": struct_json(m.body, spans, "/body", records) if m.body is not None else None,
     }
     if spans is not None:
         out["spans"] = spans
@@ -224,7 +218,9 @@ def endpoint_pair(info: ConnInfo) -> dict:
     return {"id": info.id, "client": str(info.client), "broker": str(info.broker)}
 
 
-def exchange_json(ex: Exchange, with_spans: bool = True) -> dict:
+def exchange_json(ex: Exchange, with_spans: bool = True, records: bool = False) -> dict:
+    """``records``: the exchange was decoded with record bodies; record batches then carry
+    their ``record_list``."""
     key = ex.api_key
     lat = ex.latency
     return {
@@ -237,8 +233,8 @@ def exchange_json(ex: Exchange, with_spans: bool = True) -> dict:
         "client_id": ex.client_id,
         "connection": endpoint_pair(ex.conn),
         "topics": ex.topics,
-        "request": message_json(ex.request, with_spans),
-        "response": message_json(ex.response, with_spans),
+        "request": message_json(ex.request, with_spans, records),
+        "response": message_json(ex.response, with_spans, records),
         "latency_ms": None if lat is None else round(lat * 1000.0, 3),
         "issues": [i.to_dict() for i in ex.all_issues()],
     }

@@ -21,12 +21,15 @@ _OPTS = orjson.OPT_NON_STR_KEYS
 
 
 class Writer:
-    def __init__(self, out: BinaryIO, fmt: str = "ndjson", spans: bool = True):
+    def __init__(self, out: BinaryIO, fmt: str = "ndjson", spans: bool = True, records: bool = False):
+        """``records``: the events were decoded with record bodies (``--records``): record
+        batches carry their ``record_list``."""
         if fmt not in ("json", "ndjson"):
             raise ValueError(fmt)
         self.out = out
         self.fmt = fmt
         self.spans = spans
+        self.records = records
         # json: buffered sections other than exchanges (small: one entry per connection/issue)
         self.sections: dict[str, list[bytes]] = {"connections": [], "gaps": [], "issues": []}
         self.first_exchange = True
@@ -43,7 +46,7 @@ class Writer:
     def event(self, ev) -> None:
         t = type(ev)
         if t is Exchange:
-            obj = exchange_json(ev, self.spans)
+            obj = exchange_json(ev, self.spans, self.records)
             section = None
         elif t is ConnIssue:
             obj = stream_event_json(ev)

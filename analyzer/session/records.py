@@ -1,9 +1,10 @@
 """The records a message carries, as plain values: what a producer sent, what a consumer got.
 
-:func:`iter_records` walks a decoded Produce request or Fetch/ShareFetch response (decoded with
-record bodies) and yields one :class:`RecordView` per record, with its topic (names for topic
-ids when known) and partition, through compressed batches and nested legacy wrappers. Control
-records (transaction markers) are flagged.
+:func:`iter_records` walks a decoded Produce request or Fetch/ShareFetch response body (decoded
+with record bodies) and yields one :class:`RecordView` per record, with its topic (names for
+topic ids when known) and partition, through compressed batches and nested legacy wrappers: the
+records of :func:`~analyzer.dissect.records.entry_records`, the shape the export writes too.
+Control records (transaction markers) are flagged.
 
 Topics and partitions come from the entity walker (:mod:`analyzer.session.entities`);
 :func:`partition_records` (shared with the statistics) picks the records fields of its
@@ -16,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from analyzer.dissect.constants import ApiKey
+from analyzer.dissect.records import entry_records, iso_timestamp
 from analyzer.model import Field, Message
 from analyzer.session.entities import TopicRef, topic_refs
 
@@ -35,77 +37,33 @@ def partition_records(t: TopicRef) -> Iterator[tuple[int | None, Field]]:
 
 @dataclass(frozen=True, slots=True)
 class RecordView:
+    """One record with where it was: the record fields are those of
+    :class:`~analyzer.dissect.records.Record` (the export's ``record_list`` objects), for every
+    magic; ``magic`` and ``codec`` are its batch's (a compressed wrapper's for v0/v1)."""
+
     topic: str | None
     partition: int | None
-    offset: int | None  # absolute offset when the batch says it (Fetch), else None
+    offset: int | None  # absolute when the batch says it (Fetch); producers' batches start at 0
+    timestamp: int | None  # ms; LogAppendTime batches: the batch's time for every record
     key: bytes | None
     value: bytes | None
-    headers: tuple[tuple[str, bytes | None], ...]
-    timestamp: int | None
-    magic: int
-    codec: str | None
+    headers: tuple[tuple[str, bytes | None], ...]  # () for magic 0/1
     control: bool
+    control_type: str | None  # "COMMIT", "ABORT"... for transaction markers
+    magic: int | None
+    codec: str | None
+
+    @property
+    def timestamp_iso(self) -> str | None:
+        return None if self.timestamp is None else iso_timestamp(self.timestamp)
 
 
 def iter_records(msg: Message | None, topic_ids: dict[str, str] | None = None) -> Iterator[RecordView]:
+    """Every record of a Produce request / Fetch response decoded with record bodies."""
     for t in topic_refs(msg, topic_ids):
         for partition, rec in partition_records(t):
             for entry in rec.children:
-                yield from _entry(entry, t.topic, partition)
-
-
-def _entry(entry: Field, topic, partition, wrapper_codec: str | None = None) -> Iterator[RecordView]:
-    summary = entry.value if isinstance(entry.value, dict) else {}
-    if entry.name == "record_batch":
-        base = entry.get("base_offset")
-        base_ts = entry.get("base_timestamp")
-        codec = summary.get("codec")
-        control = bool(summary.get("control"))
-        for rec in _v2_records(entry):
-            od = rec.get("offset_delta")
-            tsd = rec.get("timestamp_delta")
-            hdrs = rec.child("headers")
-            headers = (
-                tuple((h.get("key"), h.get("value")) for h in (hdrs.children or ()) if hdrs is not None)
-                if hdrs is not None
-                else ()
-            )
-            yield RecordView(
-                topic,
-                partition,
-                None if base is None or od is None else base + od,
-                rec.get("key"),
-                rec.get("value"),
-                headers,
-                None if base_ts is None or tsd is None else base_ts + tsd,
-                2,
-                codec,
-                control,
-            )
-    elif entry.name == "message":
-        dec = entry.child("decompressed")
-        if dec is not None:
-            for inner in dec.children or ():
-                yield from _entry(inner, topic, partition, summary.get("codec"))
-            return
-        off = entry.get("absolute_offset", entry.get("offset"))
-        yield RecordView(
-            topic,
-            partition,
-            off,
-            entry.get("key"),
-            entry.get("value"),
-            (),
-            entry.get("timestamp"),
-            entry.get("magic") or 0,
-            wrapper_codec or summary.get("codec"),
-            False,
-        )
-
-
-def _v2_records(batch: Field) -> Iterator[Field]:
-    for c in batch.children or ():
-        if c.name == "records" and c.children:
-            yield from (r for r in c.children if r.name == "record")
-        elif c.name == "decompressed":
-            yield from _v2_records(c)
+                s = entry.value
+                magic, codec = s["magic"], s["codec"]
+                for r in entry_records(entry):
+                    yield RecordView(t.topic, partition, *r, magic, codec)

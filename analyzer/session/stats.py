@@ -48,7 +48,7 @@ def record_totals(msg: Message | None, topic_ids: dict[str, str] | None = None) 
             for b in f.children:
                 v = b.value
                 if isinstance(v, dict):
-                    acc[0] += v.get("records") or 0
+                    acc[0] += v.get("record_count") or 0
                     acc[1] += v.get("bytes") or 0
     return out
 

@@ -37,7 +37,6 @@ from pyspark.sql.types import (
     DoubleType,
     IntegerType,
     LongType,
-    MapType,
     StringType,
     StructField,
     StructType,
@@ -135,15 +134,20 @@ RECORD = _struct(
     ("direction", _STR),  # "produce" (in a Produce request) | "fetch" (Fetch/ShareFetch response)
     ("topic", _STR),
     ("partition", _INT),
-    # base offset + delta: absolute in fetched batches; producers send base offset 0
+    # the record fields of the export's record_list objects (analyzer.dissect.records.Record):
+    # absolute offset (fetched batches; producers' batches start at 0), timestamp in ms
+    # (LogAppendTime batches: the batch's for every record) and its ISO text, key, value,
+    # headers in wire order (repeated keys kept; empty for magic 0/1), control, control_type
     ("offset", _LONG),
+    ("timestamp", _LONG),
+    ("timestamp_iso", _STR),
     ("key", BinaryType()),
     ("value", BinaryType()),
-    # header keys -> values; Kafka allows repeated keys, of which the last one wins here
-    ("headers", MapType(_STR, BinaryType(), True)),
-    ("timestamp", _LONG),  # milliseconds since the epoch
-    ("codec", _STR),
+    ("headers", ArrayType(_struct(("key", _STR), ("value", BinaryType())))),
     ("control", BooleanType()),  # transaction markers
+    ("control_type", _STR),  # "COMMIT", "ABORT"... for control records
+    ("magic", _INT),  # of the record's batch (a compressed wrapper's for magic 0/1)
+    ("codec", _STR),
 )
 
 TABLES = {
@@ -196,7 +200,7 @@ def local_path(uri: str) -> str:
     return uri
 
 
-def _exchange_row(capture: str, ex, topic_ids: dict, with_json: bool) -> tuple:
+def _exchange_row(capture: str, ex, topic_ids: dict, with_json: bool, records: bool = False) -> tuple:
     from analyzer.dissect import schema
     from analyzer.dissect.constants import ApiKey
     from analyzer.export.jsonout import endpoint_pair
@@ -225,7 +229,7 @@ def _exchange_row(capture: str, ex, topic_ids: dict, with_json: bool) -> tuple:
 
         from analyzer.export.jsonout import exchange_json
 
-        js = orjson.dumps(exchange_json(ex, False), option=orjson.OPT_NON_STR_KEYS).decode()
+        js = orjson.dumps(exchange_json(ex, False, records), option=orjson.OPT_NON_STR_KEYS).decode()
     return (
         capture,
         ex.ts,
@@ -261,7 +265,6 @@ def _record_rows(capture: str, ex, topic_ids: dict) -> Iterator[tuple]:
     else:
         return
     for r in iter_records(msg, topic_ids):
-        headers = {("" if k is None else k): _binary(v) for k, v in r.headers}
         yield (
             capture,
             ex.ts,
@@ -271,12 +274,15 @@ def _record_rows(capture: str, ex, topic_ids: dict) -> Iterator[tuple]:
             r.topic,
             r.partition,
             r.offset,
+            r.timestamp,
+            r.timestamp_iso,
             _binary(r.key),
             _binary(r.value),
-            headers,
-            r.timestamp,
-            r.codec,
+            [(k, _binary(v)) for k, v in r.headers],
             r.control,
+            r.control_type,
+            r.magic,
+            r.codec,
         )
 
 
@@ -366,7 +372,7 @@ def analyze_one(
         for ev in a.events():
             t = type(ev)
             if t is Exchange:
-                yield _event("exchange", _exchange_row(capture, ev, topic_ids, with_json))
+                yield _event("exchange", _exchange_row(capture, ev, topic_ids, with_json, records))
                 if records:
                     for r in _record_rows(capture, ev, topic_ids):
                         yield _event("record", r)

@@ -31,7 +31,17 @@ from analyzer.session.report import cell as table_cell
 # -- labels ----------------------------------------------------------------------------------------
 
 _MAX_TEXT = 160
-_SUMMARY_KEYS = ("magic", "codec", "records", "bytes", "base_offset", "last_offset", "control_type")
+# a record batch / legacy message node: its ``batch`` object as the export writes it
+_SUMMARY_KEYS = (
+    "magic",
+    "codec",
+    "record_count",
+    "bytes",
+    "base_offset",
+    "last_offset",
+    "timestamp_type",
+    "control_type",
+)
 SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.NOTE: "dim"}
 _SEV_STYLES = {k: Style.parse(v) for k, v in SEVERITY_STYLE.items()}
 

@@ -1,4 +1,5 @@
-"""Golden outputs: `read` and `stats` on a few project captures are pinned byte for byte.
+"""Golden outputs: `read`, `stats` and `export --records` on a few project captures are pinned
+byte for byte.
 
 Regenerate after an intended change, and review the diff:
     UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/captures/test_golden.py
@@ -8,8 +9,11 @@ import os
 import subprocess
 import sys
 
+import orjson
 import pytest
 from conftest import CAPTURES, ROOT
+
+from analyzer import __version__
 
 GOLDEN = ROOT / "tests" / "captures" / "golden"
 CASES = [
@@ -43,3 +47,49 @@ def test_golden(cmd, name, extra):
     if os.environ.get("UPDATE_GOLDEN"):
         golden.write_bytes(r.stdout)
     assert r.stdout.decode() == golden.read_text()
+
+
+# export --records, one capture per record format: magic 0 (kafka-python 0.8.2, produced and
+# fetched back), magic 1 with gzip wrappers (kafka-python 0.10.0) and magic 2 with transaction
+# markers (librdkafka-txn: only the exchanges that carry a control batch, without spans, to keep
+# the file small). The analyzer's version in the capture line is replaced by VERSION.
+EXPORT_CASES = [
+    ("kafka-python-0.8.2-none.pcap", ["--records"], False),
+    ("kafka-python-0.10.0-gzip.pcap", ["--records"], False),
+    ("librdkafka-txn.pcap", ["--records", "--no-spans"], True),
+]
+
+
+def _has_control_batch(obj) -> bool:
+    if isinstance(obj, dict):
+        b = obj.get("batch")
+        if isinstance(b, dict) and b.get("control") is True:
+            return True
+        return any(_has_control_batch(v) for v in obj.values())
+    if isinstance(obj, list):
+        return any(_has_control_batch(v) for v in obj)
+    return False
+
+
+@pytest.mark.parametrize("name,extra,control_only", EXPORT_CASES, ids=[c[0] for c in EXPORT_CASES])
+def test_golden_export(name, extra, control_only):
+    path = CAPTURES / name
+    r = subprocess.run(
+        [sys.executable, "-m", "analyzer", "export", str(path.relative_to(ROOT)), *extra],
+        capture_output=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines(keepends=True)
+    assert lines and orjson.loads(lines[0])["type"] == "capture"
+    lines[0] = lines[0].replace(f"kafka-analyzer {__version__}".encode(), b"kafka-analyzer VERSION")
+    if control_only:
+        lines = [
+            x for x in lines if orjson.loads(x)["type"] != "exchange" or _has_control_batch(orjson.loads(x))
+        ]
+    out = b"".join(lines)
+    golden = GOLDEN / f"export-{name.removesuffix('.pcap')}{''.join(extra)}.ndjson"
+    if os.environ.get("UPDATE_GOLDEN"):
+        golden.write_bytes(out)
+    assert out.decode() == golden.read_text()

@@ -111,7 +111,7 @@ def test_live_sniffing_finds_every_message(tmp_path, backend):
             for p in t.get("partition_data", []) + t.get("partitions", []):
                 recs = p.get("records") or {}
                 for b in recs.get("batches", []):
-                    for r in b.get("records", []) if isinstance(b.get("records"), list) else []:
+                    for r in b["record_list"]:
                         yield r["value"]
 
     for o in lines:

@@ -272,7 +272,7 @@ def test_records_hold_the_manifest(spark):
         got: dict[tuple[str, str], Counter] = {}
         for r in a.records.where("NOT control").collect():
             rec = (r.topic, r.partition, _text(r.key), _text(r.value))
-            hdrs = tuple(sorted((k, _text(v)) for k, v in r.headers.items()))
+            hdrs = tuple(sorted((h.key, _text(h.value)) for h in r.headers))
             got.setdefault((Path(_local(r.capture)).name, r.direction), Counter())[(*rec, hdrs)] += 1
         for e in MANIFEST:
             for direction, key in (("produce", "produced"), ("fetch", "consumed")):

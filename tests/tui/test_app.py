@@ -398,3 +398,34 @@ def test_save_screenshot(tmp_path):
     assert out.is_file()
     text = out.read_text()
     assert text.lstrip().startswith("<svg") and "Produce" in text
+
+
+@pytest.mark.parametrize("name", ["librdkafka-txn.pcap", "kafka-python-0.10.0-none.pcap"])
+def test_record_labels_show_the_record_shape(name):
+    """Batch / message nodes show the export's batch keys; record nodes their absolute offset and
+    time (and the marker type of control records), for magic 1 and 2 alike."""
+    from analyzer.dissect.records import entry_records
+    from analyzer.tui.widgets import field_label
+
+    seen = set()
+    for ex in pipeline_exchanges(need(ROOT / "captures" / name)):
+        if ex.api_key != 1 or ex.response is None:
+            continue
+        for f in ex.response.body.walk():
+            if f.type not in ("record_batch", "message"):
+                continue
+            s = f.value
+            label = str(field_label(f))
+            assert f"magic={s['magic']}" in label and f"record_count={s['record_count']}" in label
+            recs = list(entry_records(f))
+            if f.type == "record_batch":
+                kids = [c for c in f.walk() if c.type == "record"]
+                for r, rec in zip(kids, recs, strict=True):
+                    assert f"offset {rec.offset}, " in str(field_label(r))
+                    if rec.control:
+                        assert str(field_label(r)).count(rec.control_type) >= 1
+                        seen.add(rec.control_type)
+            seen.add(s["magic"])
+    assert seen & {1, 2}
+    if name == "librdkafka-txn.pcap":
+        assert {"COMMIT", "ABORT"} <= seen

@@ -17,27 +17,11 @@ from kafka.record.util import calc_crc32c, encode_varint
 
 from analyzer.dissect import records as records_mod
 from analyzer.dissect.codecs import Limits, xxh32
-from analyzer.dissect.records import DEFAULT_LIMITS, decode_records, iso_timestamp
+from analyzer.dissect.records import BATCH_KEYS, DEFAULT_LIMITS, decode_records, entry_records, iso_timestamp
 from analyzer.model import Field, Severity
 
 TS = 1_700_000_000_000
-SUMMARY_KEYS = {
-    "magic",
-    "codec",
-    "records",
-    "bytes",
-    "base_offset",
-    "last_offset",
-    "crc_ok",
-    "transactional",
-    "control",
-    "partial",
-    "producer_id",
-    "producer_epoch",
-    "base_sequence",
-    "max_timestamp",
-    "control_type",
-}
+SUMMARY_KEYS = {*BATCH_KEYS, "record_count"}  # exactly these, for every magic
 CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 
 
@@ -193,7 +177,7 @@ def decode_checked(data: bytes, base: int = 0, **kw):
     fields, issues = decode_records(memoryview(frame)[base:], base, **kw)
     for f in fields:
         check_tree(f, frame, base, base + len(data))
-        assert set(f.value) >= SUMMARY_KEYS
+        assert set(f.value) == SUMMARY_KEYS
     return fields, issues
 
 
@@ -216,7 +200,7 @@ def test_v2_every_codec(codec):
     assert decoded_v2(batch) == [(k, v, [(hk, hv) for hk, hv in h]) for k, v, h in recs]
     s = batch.value
     assert s["codec"] == CODECS[codec]  # kafka-python sends uncompressed when it does not pay
-    assert (s["magic"], s["records"], s["bytes"], s["base_offset"], s["last_offset"]) == (
+    assert (s["magic"], s["record_count"], s["bytes"], s["base_offset"], s["last_offset"]) == (
         2,
         12,
         len(data),
@@ -319,7 +303,9 @@ def test_legacy_uncompressed_set(magic):
     assert [(f.get("key"), f.get("value")) for f in fields] == msgs
     assert [f.get("offset") for f in fields] == list(range(5))
     assert [f.value["base_offset"] for f in fields] == list(range(5))
-    assert all(f.value["crc_ok"] and f.value["records"] == 1 and f.value["magic"] == magic for f in fields)
+    assert all(
+        f.value["crc_ok"] and f.value["record_count"] == 1 and f.value["magic"] == magic for f in fields
+    )
     if magic == 1:
         assert [f.get("timestamp") for f in fields] == [TS + i for i in range(5)]
         assert fields[0].child("timestamp").display == iso_timestamp(TS)
@@ -336,7 +322,7 @@ def test_legacy_compressed_wrappers(magic, codec):
     (wrapper,), issues = decode_checked(data)
     assert issues == []
     assert wrapper.value["codec"] == CODECS[codec]
-    assert wrapper.value["records"] == 5
+    assert wrapper.value["record_count"] == 5
     dec = wrapper.child("decompressed")
     assert dec.type == "decompressed"
     value = wrapper.child("value")
@@ -354,11 +340,20 @@ def test_legacy_compressed_wrappers(magic, codec):
 
 def test_kafka_python_magic1_wrapper_offset_is_zero():
     """kafka-python writes 0 as a magic 1 wrapper's offset (Java writes the last inner
-    relative offset): KIP-31 resolution then gives negative absolute offsets, faithfully."""
+    relative offset): Kafka's deep iterator then takes base offset 0, so do we."""
     data = legacy_set(1, 1, legacy_msgs(3))
     (wrapper,), issues = decode_checked(data)
     assert issues == []
-    assert [m.get("absolute_offset") for m in wrapper.child("decompressed").children] == [-2, -1, 0]
+    assert [m.get("absolute_offset") for m in wrapper.child("decompressed").children] == [0, 1, 2]
+    assert [r.offset for r in entry_records(wrapper)] == [0, 1, 2]
+    assert (wrapper.value["base_offset"], wrapper.value["last_offset"]) == (0, 2)
+
+
+def test_magic1_wrapper_offset_below_its_last_inner_keeps_the_offsets_as_written():
+    inner = legacy_set(1, 0, legacy_msgs(3))  # relative offsets 0, 1, 2
+    (wrapper,), issues = decode_checked(wrap_legacy(gzip.compress(inner), codec=1, offset=1))
+    assert issues == []
+    assert [r.offset for r in entry_records(wrapper)] == [0, 1, 2]
 
 
 def test_magic0_lz4_uses_the_broken_header_checksum():
@@ -367,7 +362,7 @@ def test_magic0_lz4_uses_the_broken_header_checksum():
     assert value[6] != (xxh32(value[4:6]) >> 8) & 0xFF
     (wrapper,), issues = decode_checked(data)
     assert issues == []  # expected for magic 0: no issue
-    assert wrapper.value["records"] == 4
+    assert wrapper.value["record_count"] == 4
 
 
 def test_lz4_broken_checksum_in_magic1_is_a_warning():
@@ -377,7 +372,7 @@ def test_lz4_broken_checksum_in_magic1_is_a_warning():
     data = wrap_legacy(value, codec=3, magic=1, offset=2)
     (wrapper,), issues = decode_checked(data)
     assert [(i.code, i.severity) for i in issues] == [("records.lz4_legacy_checksum", Severity.WARNING)]
-    assert wrapper.value["records"] == 3
+    assert wrapper.value["record_count"] == 3
 
 
 def test_mixed_magic_set():
@@ -386,7 +381,7 @@ def test_mixed_magic_set():
     )
     fields, issues = decode_checked(data)
     assert issues == []
-    assert [(f.name, f.value["magic"], f.value["records"]) for f in fields] == [
+    assert [(f.name, f.value["magic"], f.value["record_count"]) for f in fields] == [
         ("message", 0, 1),
         ("message", 0, 1),
         ("record_batch", 2, 3),
@@ -412,11 +407,11 @@ def nested(depth: int) -> bytes:
 def test_nesting_depth_is_bounded():
     fields, issues = decode_checked(nested(4))
     assert issues == []
-    assert fields[0].value["records"] == 2
+    assert fields[0].value["record_count"] == 2
     fields, issues = decode_checked(nested(5))
     assert codes(issues) == ["records.decompression_limit"]
     assert "nested deeper than 4" in issues[0].message
-    assert fields[0].value["records"] is None
+    assert fields[0].value["record_count"] == 0  # not decompressed: none known
     fields, issues = decode_checked(nested(2), limits=Limits(max_depth=1))
     assert codes(issues) == ["records.decompression_limit"]
 
@@ -436,7 +431,7 @@ def test_null_wrapper_value():
     data = struct.pack(">qiI", 0, len(body) + 4, zlib.crc32(body)) + body
     (m,), issues = decode_checked(data)
     assert codes(issues) == ["records.bad_record"]
-    assert m.value["records"] is None
+    assert m.value["record_count"] == 0
 
 
 # --- CRCs -------------------------------------------------------------------------------------
@@ -648,7 +643,7 @@ def test_decompression_limit_reported_with_location():
     assert x.code == "records.decompression_limit"
     assert x.where == "batch at offset 10 (base offset 3)"
     assert x.offset == 10 + 61
-    assert batch.value["records"] == 1 and batch.child("decompressed") is None
+    assert batch.value["record_count"] == 1 and batch.child("decompressed") is None
 
 
 def test_total_output_budget():
@@ -705,6 +700,40 @@ def test_iso_timestamp():
     assert iso_timestamp(2**63 - 1) is None
     assert iso_timestamp(-(2**63)) is None
     assert iso_timestamp(-1000) == "1969-12-31T23:59:59.000Z"
+
+
+def test_record_timestamps_honour_log_append_time():
+    recs = sample_records(4)
+    create = v2_batch(recs, base_offset=20)
+    (batch,), _ = decode_records(create, 0)
+    got = list(entry_records(batch))
+    assert [(r.offset, r.timestamp) for r in got] == [(20 + i, TS + 7 * i) for i in range(4)]
+    (batch,), issues = decode_records(set_v2_attrs_and_count(create, attrs=0x08), 0)
+    assert issues == [] and batch.value["timestamp_type"] == "log_append_time"
+    assert [r.timestamp for r in entry_records(batch)] == [TS + 7 * 3] * 4  # max_timestamp
+    # magic 1: a LogAppendTime wrapper's timestamp is every inner message's
+    inner = legacy_set(1, 0, legacy_msgs(3))
+    (w,), issues = decode_records(wrap_legacy(gzip.compress(inner), codec=1 | 0x08, offset=9, ts=TS + 555), 0)
+    assert issues == []
+    assert [(r.offset, r.timestamp) for r in entry_records(w)] == [
+        (7, TS + 555),
+        (8, TS + 555),
+        (9, TS + 555),
+    ]
+    (w,), _ = decode_records(wrap_legacy(gzip.compress(inner), codec=1, offset=9, ts=TS + 555), 0)
+    assert [r.timestamp for r in entry_records(w)] == [TS, TS + 1, TS + 2]  # create time: their own
+    # magic 0: no timestamps; headers are () for every legacy record
+    (w,), _ = decode_records(legacy_set(0, 1, legacy_msgs(2)), 0)
+    assert [(r.offset, r.timestamp, r.headers) for r in entry_records(w)] == [(0, None, ()), (1, None, ())]
+    assert w.value["max_timestamp"] is None and w.value["timestamp_type"] is None
+
+
+def test_control_records_carry_their_type():
+    for ctype, name in ((0, "ABORT"), (1, "COMMIT")):
+        (batch,), _ = decode_records(control_batch(ctype), 0, bodies=False)
+        assert batch.value["control_type"] == name
+        (r,) = entry_records(batch)
+        assert (r.control, r.control_type, r.offset) == (True, name, 10)
 
 
 # --- never raise ------------------------------------------------------------------------------
@@ -781,14 +810,20 @@ def _records_fields(fields):
 
 
 def _json_views_agree(data: bytes) -> int:
-    """The export's JSON of a batch's rows equals the JSON of its record Fields."""
-    from analyzer.export.jsonout import record_json, records_json
+    """The export's JSON of a batch's rows equals the JSON of its Records, and the record Fields
+    (built from the same rows) agree with them."""
+    from analyzer.export.jsonout import record_json, rows_json
 
     fields, _ = decode_records(data, 0)
     n = 0
     for rf in _records_fields(fields):
-        fast = records_json(rf)  # read from the rows, before any Field exists
-        assert fast == [record_json(r) for r in rf.children]
+        fast = rows_json(rf)  # read from the rows, before any Field exists
+        recs = list(records_mod.v2_records(rf))
+        assert fast == [record_json(r) for r in recs]
+        good = [f for f, row in zip(rf.children, rf.rows, strict=True) if row[-1]]
+        assert [f.value for f in good] == [r.offset for r in recs]
+        assert [(f.get("key"), f.get("value")) for f in good] == [(r.key, r.value) for r in recs]
+        assert [rf.row(i).ok for i in range(len(rf.rows))] == [row[-1] for row in rf.rows]
         n += len(fast)
     return n
 
@@ -799,10 +834,11 @@ def test_record_fields_are_built_on_first_use():
     rf = records_array(batch)
     assert isinstance(rf, records_mod.RecordsField) and rf.value == 6
     assert records_mod._CHILDREN.__get__(rf) is None  # nothing built by the parse
-    from analyzer.export.jsonout import records_json
+    from analyzer.export.jsonout import rows_json
 
-    records_json(rf)
-    assert records_mod._CHILDREN.__get__(rf) is None  # nor by the export
+    rows_json(rf)
+    list(records_mod.entry_records(batch))
+    assert records_mod._CHILDREN.__get__(rf) is None  # nor by the export or the records view
     assert len(rf.children) == 6 and rf.children is rf.children  # built once, then kept
 
 

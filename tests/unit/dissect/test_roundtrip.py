@@ -730,7 +730,7 @@ def _check(exp: Exp, f: Field, payload: bytes, path: str) -> None:
         pos = f.offset + prefix
         for entry in f.children:
             assert entry.offset == pos, where
-            assert entry.value["crc_ok"] is True and entry.value["records"] == per_entry, where
+            assert entry.value["crc_ok"] is True and entry.value["record_count"] == per_entry, where
             pos = entry.offset + entry.length
         assert pos == end, where
         return

@@ -26,9 +26,23 @@ def export(path, tmp_path, *extra):
     return rc, out.read_bytes()
 
 
+def entries(obj):
+    """Every entry of every records object in an export object (batches of records fields)."""
+    if isinstance(obj, dict):
+        if set(obj) == {"length", "batches"} and isinstance(obj["batches"], list):
+            yield from obj["batches"]
+            return
+        for v in obj.values():
+            yield from entries(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from entries(v)
+
+
+@pytest.mark.parametrize("records", [True, False], ids=["records", "no-records"])
 @pytest.mark.parametrize("path", CAPTURES, ids=lambda p: p.name)
-def test_ndjson_lines_validate(path, tmp_path):
-    rc, data = export(path, tmp_path, "--records")
+def test_ndjson_lines_validate(path, tmp_path, records):
+    rc, data = export(path, tmp_path, *(["--records"] if records else []))
     assert rc == 0
     lines = [json.loads(x) for x in data.splitlines()]
     for obj in lines:
@@ -36,13 +50,46 @@ def test_ndjson_lines_validate(path, tmp_path):
     assert lines[0]["type"] == "capture" and lines[-1]["type"] == "summary"
     assert any(o["type"] == "exchange" for o in lines)
     assert any(o["type"] == "connection" for o in lines)
+    # record_list exactly with --records; every other key of an entry is there either way
+    for e in entries(lines):
+        assert ("record_list" in e) is records
+        if records and not e["batch"]["partial"] and e["batch"]["crc_ok"] is not False:
+            assert len(e["record_list"]) <= e["record_count"]
 
 
+@pytest.mark.parametrize("records", [True, False], ids=["records", "no-records"])
 @pytest.mark.parametrize("path", CAPTURES, ids=lambda p: p.name)
-def test_json_document_validates(path, tmp_path):
-    rc, data = export(path, tmp_path, "--format", "json")
+def test_json_document_validates(path, tmp_path, records):
+    rc, data = export(path, tmp_path, "--format", "json", *(["--records"] if records else []))
     assert rc == 0
     DOC.validate(json.loads(data))
+
+
+def test_export_keys_cannot_collide_with_wire_names():
+    """The export adds <field>_text and <error code>_name beside wire fields, and gives records
+    fields (named records / unaligned_records, as the schema says) their own object: no
+    schema (messages, headers, embedded data) has a field with one of those names."""
+    from analyzer.dissect import protocol_table as pt
+    from analyzer.dissect.decoder import snake
+
+    def structs(fields):
+        yield fields
+        for f in fields:
+            if f.children:
+                yield from structs(f.children)
+
+    segments = [*pt.MESSAGES.values(), *pt.HEADERS.values(), *pt.DATA.values()]
+    seen = 0
+    for segs in segments:
+        for seg in segs:
+            for fields in structs(seg[3]):
+                names = {snake(f.name): f.type for f in fields}
+                for n, t in names.items():
+                    seen += 1
+                    assert not n.endswith("_text"), n
+                    assert not (n.endswith("_name") and n[:-5] in names), n
+                    assert (t == "records") == (n in ("records", "unaligned_records")), (n, t)
+    assert seen > 1000
 
 
 def test_spans_point_at_the_field_bytes(tmp_path):
@@ -69,7 +116,28 @@ def test_records_with_headers_as_text(tmp_path):
         pytest.skip("public captures absent")
     rc, data = export(path, tmp_path, "--records")
     ex = next(json.loads(x) for x in data.splitlines() if b'"exchange"' in x)
-    batch = ex["request"]["body"]["topic_data"][0]["partition_data"][0]["records"]["batches"][0]
-    rec = batch["records"][0]
+    entry = ex["request"]["body"]["topic_data"][0]["partition_data"][0]["records"]["batches"][0]
+    rec = entry["record_list"][0]
     assert [h["key"] for h in rec["headers"]] == ["sw8"]
-    assert batch["crc_ok"] is True
+    assert entry["batch"]["crc_ok"] is True and entry["batch"]["magic"] == 2
+    assert entry["record_count"] == len(entry["record_list"])
+
+
+def _without_record_lists(obj):
+    if isinstance(obj, dict):
+        return {k: _without_record_lists(v) for k, v in obj.items() if k != "record_list"}
+    if isinstance(obj, list):
+        return [_without_record_lists(v) for v in obj]
+    return obj
+
+
+@pytest.mark.parametrize("path", project_captures(), ids=lambda p: p.name)
+def test_records_flag_only_adds_record_lists(path, tmp_path):
+    """--records adds each batch's record_list and changes nothing else (no key changes type)."""
+    rc, with_records = export(path, tmp_path, "--records")
+    assert rc == 0
+    rc, without = export(path, tmp_path)
+    assert rc == 0
+    a = [_without_record_lists(json.loads(x)) for x in with_records.splitlines()]
+    b = [json.loads(x) for x in without.splitlines()]
+    assert a == b
