@@ -34,6 +34,7 @@ PCAP_MAGIC = {
     b"\xa1\xb2\x3c\x4d": (">", 1e-9),
 }
 PCAPNG_SHB = b"\x0a\x0d\x0d\x0a"
+DSB_TLS_KEY_LOG = 0x544C534B  # pcapng Decryption Secrets Block type "TLSK": an NSS key log
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
@@ -126,9 +127,12 @@ def _tsresol(value: int) -> float:
     return 2.0 ** -(value & 0x7F) if value & 0x80 else 10.0**-value
 
 
-def iter_pcapng(chunks_it: Iterator[bytes], issues: list[Issue]) -> Iterator[tuple]:
+def iter_pcapng(
+    chunks_it: Iterator[bytes], issues: list[Issue], secrets: list[bytes] | None = None
+) -> Iterator[tuple]:
     """Packets of a pcapng stream: several sections, interfaces with their own link types and
-    timestamp resolutions; EPB, SPB and the obsolete OPB; every other block is skipped."""
+    timestamp resolutions; EPB, SPB and the obsolete OPB. Decryption Secrets Blocks holding a
+    TLS key log are appended to ``secrets``; every other block is skipped."""
     c = _Chunks(chunks_it)
     order = "<"
     interfaces: list[tuple[int, float, int, int]] = []  # (linktype, scale, ts offset s, snaplen)
@@ -216,6 +220,16 @@ def iter_pcapng(chunks_it: Iterator[bytes], issues: list[Issue]) -> Iterator[tup
                     (tsoff,) = struct.unpack_from(order + "q", b, o + 4)
                 o += 4 + ((olen + 3) & ~3)
             interfaces.append((lt, scale, tsoff, snap))
+        elif btype == 10 and secrets is not None:  # DSB
+            stype, slen = struct.unpack_from(order + "II", b, body)
+            if stype == DSB_TLS_KEY_LOG and body + 8 + slen <= end:
+                secrets.append(bytes(b[body + 8 : body + 8 + slen]))
+            elif stype == DSB_TLS_KEY_LOG:
+                issues.append(
+                    warning(
+                        "capture.bad_block", "decryption secrets block with a bad length", offset=c.offset
+                    )
+                )
         c.pos = p + blen
 
 
@@ -254,6 +268,7 @@ class CaptureFile:
         self.name = "-" if source == "-" else getattr(source, "name", None) or os.fspath(source)
         self.issues: list[Issue] = []
         self.format: str | None = None
+        self.secrets: list[bytes] = []  # TLS key logs of pcapng Decryption Secrets Blocks
         self.compression: str | None = None
         self.bytes_read = 0  # capture bytes parsed (after decompression)
         self.size: int | None = None  # the file's size on disk, when it is a regular file
@@ -316,7 +331,10 @@ class CaptureFile:
                 error("capture.unknown_format", f"not a pcap or pcapng capture ({what})", offset=0)
             )
             return
-        yield from parser(_chain(first, chunks), self.issues)
+        if parser is iter_pcapng:
+            yield from iter_pcapng(_chain(first, chunks), self.issues, self.secrets)
+        else:
+            yield from parser(_chain(first, chunks), self.issues)
         # a decompression problem is the real cause of a truncated record: report it first
         self.issues.sort(key=lambda i: i.code != "capture.corrupt")
 

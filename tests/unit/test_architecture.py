@@ -13,6 +13,7 @@ CORE = [
     "analyzer.capture.files",
     "analyzer.reassembly.packet",
     "analyzer.reassembly.tcp",
+    "analyzer.tls.layer",
     "analyzer.dissect.framing",
     "analyzer.dissect.decoder",
     "analyzer.dissect.message",
