@@ -258,6 +258,7 @@ def connection_json(info: ConnInfo) -> dict:
         "gaps": {names[0]: info.gaps[0], names[1]: info.gaps[1]},
         "closed": info.closed,
         "not_kafka": info.not_kafka,
+        "tls": info.tls,
     }
 
 

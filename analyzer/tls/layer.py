@@ -148,7 +148,7 @@ class TlsConnection:
             "version": version_name(self.version),
             "cipher": suite_name(self.suite_code),
             "sni": self.sni,
-            "alpn": self.alpn if self.alpn is not None else (self.alpn_offered or None),
+            "alpn": self.alpn,
             "resumed": self.resumed,
             "decrypted": self.decrypted,
             "client_random": self.client_random.hex() if self.client_random else None,
