@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hmac as _hmac
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from cryptography.exceptions import InvalidTag
@@ -25,7 +26,11 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESCCM, AESGCM, ChaCha20Poly1305
 from cryptography.hazmat.primitives.kdf.hkdf import HKDFExpand
 
-_HASHES = {"sha1": hashes.SHA1, "sha256": hashes.SHA256, "sha384": hashes.SHA384}
+_HASHES: dict[str, Callable[[], hashes.HashAlgorithm]] = {
+    "sha1": hashes.SHA1,
+    "sha256": hashes.SHA256,
+    "sha384": hashes.SHA384,
+}
 _HASH_LEN = {"sha1": 20, "sha256": 32, "sha384": 48}
 
 

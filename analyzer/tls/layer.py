@@ -30,6 +30,8 @@ from analyzer.tls.hello import HelloError, parse_client_hello, parse_server_hell
 MAX_RECORD = (1 << 14) + 2048  # the largest fragment any TLS version allows
 MAX_HANDSHAKE = 1 << 16  # handshake messages buffered to be parsed (hellos, Finished, KeyUpdate)
 MAX_FAILS = 8  # consecutive records that fail authentication before a direction stops
+MAX_TRIALS = 256  # sequence numbers tried per candidate record after a gap
+RESYNC_LIMIT = 1 << 20  # ciphertext bytes after a gap without a record that decrypts: give up
 
 CCS, ALERT, HANDSHAKE, APPLICATION_DATA, HEARTBEAT = 20, 21, 22, 23, 24
 HS_CLIENT_HELLO, HS_SERVER_HELLO, HS_FINISHED, HS_KEY_UPDATE = 1, 2, 20, 24
@@ -95,6 +97,10 @@ class _Dir:
         "fails",
         "records",
         "undecrypted",
+        "resync",
+        "seq_at_gap",
+        "lost_bytes",
+        "wire",
     )
 
     def __init__(self) -> None:
@@ -112,6 +118,10 @@ class _Dir:
         self.fails = 0  # consecutive records that failed authentication
         self.records = 0
         self.undecrypted = 0  # protected records not decrypted (no keys)
+        self.resync = False  # after a gap: looking for the next record and its sequence number
+        self.seq_at_gap = 0  # the sequence number expected when the gap began
+        self.lost_bytes = 0  # ciphertext bytes lost or skipped since then
+        self.wire = 0  # bytes of the protected records decrypted (for the average record size)
 
 
 class TlsConnection:
@@ -180,6 +190,8 @@ class TlsConnection:
         if not st.buf:
             st.start = ev.offset
         st.buf += data
+        if st.resync and not self._resync(d, st, issues):
+            return out, issues
         buf = st.buf
         n = len(buf)
         p = 0
@@ -257,28 +269,130 @@ class TlsConnection:
     def _gap(self, d: int, st: _Dir, ev: Gap, out: list, issues: list) -> None:
         if st.lost:
             return
-        protected = st.encrypted
+        cipher = st.epochs[st.epoch][1] if st.epoch < len(st.epochs) else None
+        # with keys and records already decrypted, the next record and its sequence number can
+        # be found again (trial decryption); otherwise the direction is given up
+        can_resync = st.ok > 0 and cipher is not None
+        if can_resync:
+            how = "resynchronising on the next record that decrypts"
+        elif st.encrypted:
+            how = "the record sequence is lost, so this direction is no longer decrypted"
+        else:
+            how = "the record boundaries are lost, so this direction is no longer followed"
         issues.append(
             (
                 d,
                 warning(
                     "tls.gap",
-                    f"{ev.length} bytes of the {self._name(d)} TLS stream were not captured: the record "
-                    + (
-                        "sequence is lost, so this direction is no longer decrypted"
-                        if protected
-                        else "boundaries are lost, so this direction is no longer followed"
-                    ),
+                    f"{ev.length} bytes of the {self._name(d)} TLS stream were not captured; {how}",
                     offset=ev.offset,
                     where=self._name(d),
                 ),
             )
         )
-        st.lost = "gap"
-        st.buf = bytearray()
+        if can_resync:
+            assert cipher is not None
+            if not st.resync:
+                st.resync = True
+                st.seq_at_gap = cipher.seq
+                st.lost_bytes = 0
+            st.lost_bytes += len(st.buf) + ev.length
+            st.buf = bytearray()
+            st.start = ev.offset + ev.length
+        else:
+            st.lost = "gap"
+            st.buf = bytearray()
         if st.ok:
             out.append(Gap(self.conn, d, st.out, ev.length, ev.ts, ev.packet_index))
             st.out += ev.length
+
+    def _resync(self, d: int, st: _Dir, issues: list) -> bool:
+        """After a gap: find the next record that decrypts, trying the sequence numbers the lost
+        bytes can have held (nearest the estimate first, at most MAX_TRIALS per candidate). True
+        once found (``st.buf`` then starts with it, its cipher at its sequence number)."""
+        label, cipher = st.epochs[st.epoch]
+        assert cipher is not None
+        buf = st.buf
+        n = len(buf)
+        p = 0
+        found = None
+        while n - p >= 5:
+            t = buf[p]
+            ln = buf[p + 3] << 8 | buf[p + 4]
+            if (
+                buf[p + 1] == 3
+                and buf[p + 2] == 3
+                and (t == APPLICATION_DATA or (not self.tls13 and t in (ALERT, HANDSHAKE)))
+                and 16 < ln <= MAX_RECORD
+            ):
+                if p + 5 + ln > n:
+                    break  # wait for the whole candidate record
+                seq = self._find_seq(st, cipher, t, bytes(buf[p + 5 : p + 5 + ln]), st.lost_bytes + p)
+                if seq is not None:
+                    found = seq
+                    break
+            p += 1
+        if p:
+            del buf[:p]
+            st.start += p
+            st.lost_bytes += p
+        if found is None:
+            if st.lost_bytes > RESYNC_LIMIT:
+                st.resync = False
+                st.lost = "gap"
+                st.buf = bytearray()
+                issues.append(
+                    (
+                        d,
+                        error(
+                            "tls.resync_failed",
+                            f"no record of the {self._name(d)} TLS stream decrypts in the "
+                            f"{st.lost_bytes} bytes after a gap; this direction is no longer decrypted",
+                            offset=st.start,
+                            where=self._name(d),
+                        ),
+                    )
+                )
+            return False
+        cipher.seq = found
+        st.resync = False
+        issues.append(
+            (
+                d,
+                warning(
+                    "tls.resync",
+                    f"resynchronised the {self._name(d)} TLS stream at offset {st.start} after "
+                    f"{st.lost_bytes} lost or skipped bytes ({found - st.seq_at_gap} records lost)",
+                    offset=st.start,
+                    where=self._name(d),
+                ),
+            )
+        )
+        return True
+
+    def _find_seq(self, st: _Dir, cipher: RecordCipher, ctype: int, frag: bytes, lost: int) -> int | None:
+        base = st.seq_at_gap
+        most = min(lost // 22 + 1, 1 << 20)  # the smallest protected record is 22 bytes
+        avg = st.wire / st.ok if st.ok else 1000.0
+        guess = base + round(lost / max(avg, 22.0))
+        order = []
+        if not self.tls13 and cipher.suite.cipher in ("gcm", "ccm") and len(frag) >= 8:
+            order.append(int.from_bytes(frag[:8], "big"))  # OpenSSL sends the sequence number
+        order.append(guess)
+        for k in range(1, MAX_TRIALS):
+            order += (guess + k, guess - k)
+        trial = RecordCipher(cipher.suite, cipher.key, cipher.iv, cipher.mac_key, cipher.etm, cipher.secret)
+        tried = 0
+        for seq in order:
+            if not base <= seq <= base + most:
+                continue
+            trial.seq = seq
+            if trial.decrypt(ctype, 0x0303, frag) is not None:
+                return seq
+            tried += 1
+            if tried >= MAX_TRIALS:
+                break
+        return None
 
     def _no_handshake(self) -> Issue:
         return note(
@@ -327,6 +441,7 @@ class TlsConnection:
             self._failed(d, st, cipher, len(frag), offset, ev, out, issues)
             return
         st.ok += 1
+        st.wire += len(frag) + 5
         st.fails = 0
         self.decrypted = True
         inner, plain = res

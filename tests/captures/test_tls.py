@@ -217,3 +217,37 @@ def test_tshark_decrypts_as_many_kafka_pdus(entry):
     out = subprocess.run(args, capture_output=True, text=True, timeout=300, check=True).stdout
     theirs = sum(len(line.split(",")) for line in out.splitlines() if line.strip())
     assert theirs == ours
+
+
+def _drop_packet(src, dst) -> None:
+    """Write ``src`` without the middle data packet of its busiest connection (a pcap)."""
+    import struct as _s
+
+    from analyzer.capture.files import CaptureFile
+    from analyzer.reassembly.packet import decode_tcp
+
+    packets = [(i, ts, lt, bytes(d)) for i, ts, lt, d in CaptureFile(src)]
+    by_conn: dict = {}
+    for n, (_i, _ts, lt, d) in enumerate(packets):
+        seg = decode_tcp(lt, d)
+        if type(seg) is not str and len(seg[7]):  # (src, sport, dst, dport, seq, ack, flags, payload)
+            by_conn.setdefault(tuple(sorted([seg[0:2], seg[2:4]])), []).append(n)
+    busiest = max(by_conn.values(), key=len)
+    drop = busiest[len(busiest) // 2]
+    out = bytearray(_s.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, packets[0][2]))
+    for n, (_i, ts, _lt, d) in enumerate(packets):
+        if n != drop:
+            out += _s.pack("<IIII", int(ts), round((ts % 1) * 1e6) % 1000000, len(d), len(d)) + d
+    dst.write_bytes(bytes(out))
+
+
+@pytest.mark.parametrize("entry", TLS, ids=lambda e: e["file"])
+def test_lost_segment_resynchronises(entry, tmp_path):
+    bad = tmp_path / "lost.pcap"
+    _drop_packet(CAPTURES / entry["file"], bad)
+    _a, good, _c, _i = run(CAPTURES / entry["file"], keylog_of(entry))
+    a, exchanges, conns, issues = run(bad, keylog_of(entry))
+    codes = Counter(i.code for i in issues)
+    assert codes["tls.gap"] == 1, issues
+    assert not [i for i in issues if i.severity == Severity.ERROR], issues
+    assert len(exchanges) >= len(good) - 3

@@ -241,17 +241,42 @@ def test_oversized_record_stops_the_direction():
     assert not out and not issues and not tls.dirs[0].buf
 
 
-def test_gap_stops_decryption_of_that_direction():
-    cli, srv = tls13_streams([b"one", b"two"], [b"r"])
+def test_gap_resynchronises_on_the_next_record():
+    words = [b"one", b"two", b"three", b"four", b"five"]
+    cli, srv = tls13_streams(words, [b"r"])
     tls = TlsConnection(1, keylog13())
     hello = 5 + (cli[3] << 8 | cli[4])
     tls.feed(StreamData(1, 0, 0, cli[:hello], 0.0, 1))
     tls.feed(StreamData(1, 1, 0, srv, 0.0, 2))
-    end = len(cli) - (5 + 4 + 16)
-    out, _ = tls.feed(StreamData(1, 0, hello, cli[hello:end], 0.0, 3))
+    sizes = [5 + len(w) + 1 + 16 for w in words]
+    first = len(cli) - sum(sizes)  # offset of the "one" record
+    cut_from = first + sizes[0] + 7  # inside "two"
+    cut_to = first + sizes[0] + sizes[1] + 9  # inside "three"
+    out, issues = tls.feed(StreamData(1, 0, hello, cli[hello:cut_from], 0.0, 3))
     assert [bytes(e.data) for e in out] == [b"one"]
-    out, issues = tls.feed(Gap(1, 0, 10_000, 50, 0.0, 2))
+    out, issues = tls.feed(Gap(1, 0, cut_from, cut_to - cut_from, 0.0, 4))
     assert [i.code for _d, i in issues] == ["tls.gap"] and type(out[0]) is Gap
+    plain = []
+    for p in range(cut_to, len(cli), 5):  # in small chunks
+        out, more = tls.feed(StreamData(1, 0, p, cli[p : p + 5], 0.0, 5))
+        issues += more
+        plain += [bytes(e.data) for e in out if type(e) is StreamData]
+    assert plain == [b"four", b"five"]
+    resync = [i for _d, i in issues if i.code == "tls.resync"]
+    assert len(resync) == 1 and "(2 records lost)" in resync[0].message
+    assert resync[0].offset == first + sizes[0] + sizes[1] + sizes[2]
+
+
+def test_gap_without_keys_gives_the_direction_up():
+    cli, srv = tls13_streams([b"one", b"two"], [b"r"])
+    tls = TlsConnection(1, KeyLog())
+    hello = 5 + (cli[3] << 8 | cli[4])
+    tls.feed(StreamData(1, 0, 0, cli[:hello], 0.0, 1))
+    tls.feed(StreamData(1, 1, 0, srv, 0.0, 2))
+    out, issues = tls.feed(Gap(1, 0, hello, 30, 0.0, 3))
+    assert [i.code for _d, i in issues] == ["tls.gap"] and not out
+    out, issues = tls.feed(StreamData(1, 0, hello + 30, cli[hello + 30 :], 0.0, 4))
+    assert not out and not issues
 
 
 def test_looks_like_tls():
