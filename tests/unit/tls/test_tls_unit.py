@@ -361,3 +361,18 @@ def test_tls12_suites():
         assert plain == [b"hello kafka", b"answer"], SUITES[code].name
         assert not issues and not gaps
         assert tls.info["version"] == "TLS 1.2" and tls.info["sni"] == "localhost"
+
+
+def test_tls13_record_ciphers_roundtrip():
+    from cryptography.hazmat.primitives.ciphers.aead import AESCCM
+
+    aeads = {"gcm": AESGCM, "chacha": ChaCha20Poly1305, "ccm": AESCCM}
+    for code in (0x1301, 0x1302, 0x1303, 0x1304):
+        suite = SUITES[code]
+        c = RecordCipher.tls13_from_secret(suite, SERVER_AP_SECRET + SERVER_AP_SECRET[:16])
+        for seq in range(3):
+            nonce = (int.from_bytes(c.iv, "big") ^ seq).to_bytes(12, "big")
+            inner = b"kafka%d\x17\x00\x00" % seq  # content, type, padding
+            aad = struct.pack(">BHH", 23, 0x0303, len(inner) + 16)
+            sealed = aeads[suite.cipher](c.key).encrypt(nonce, inner, aad)
+            assert c.decrypt(23, 0x0303, sealed) == (23, b"kafka%d" % seq), suite.name
