@@ -5,6 +5,8 @@ keys, truncated handshakes, gaps, oversized records)."""
 import struct
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rfc8448 import (
     CLIENT_AP_SECRET,
     CLIENT_HELLO,
@@ -376,3 +378,24 @@ def test_tls13_record_ciphers_roundtrip():
             aad = struct.pack(">BHH", 23, 0x0303, len(inner) + 16)
             sealed = aeads[suite.cipher](c.key).encrypt(nonce, inner, aad)
             assert c.decrypt(23, 0x0303, sealed) == (23, b"kafka%d" % seq), suite.name
+
+
+_CLI, _SRV = tls13_streams([b"request-1", b"request-2"], [b"response-1"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    flips=st.lists(st.tuples(st.integers(0, len(_CLI) + len(_SRV) - 1), st.integers(1, 255)), max_size=4),
+    cut=st.integers(0, len(_CLI) + len(_SRV)),
+    chunk=st.integers(1, 300),
+    junk=st.binary(max_size=64),
+)
+def test_never_raises_on_damaged_streams(flips, cut, chunk, junk):
+    """Flipped bytes, truncations and junk: issues and gaps, never an exception."""
+    data = bytearray(_CLI + _SRV)
+    for pos, x in flips:
+        data[pos] ^= x
+    data = bytes(data[:cut]) + junk
+    cli, srv = data[: len(_CLI)], data[len(_CLI) :]
+    run(TlsConnection(1, keylog13()), cli, srv, chunk=chunk)
+    run(TlsConnection(1, KeyLog()), srv, cli, chunk=chunk)
