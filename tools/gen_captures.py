@@ -1801,10 +1801,14 @@ def kafka_pdus(pcap: Path, ports: list[int]) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------
 
 
-def tshark_summary(pcap: Path, ports: list[int]) -> dict[str, Any]:
+def tshark_summary(pcap: Path, ports: list[int], keylog: Path | None = None) -> dict[str, Any]:
     """Kafka PDUs (one correlation id each), requests, malformed frames, and the request
-    versions per API key, as tshark decodes them with every broker port mapped to Kafka."""
-    decode = [a for p in ports for a in ("-d", f"tcp.port=={p},kafka")]
+    versions per API key, as tshark decodes them with every broker port mapped to Kafka (inside
+    TLS, decrypted with ``keylog``, when given)."""
+    layer = "tls" if keylog else "tcp"
+    decode = [a for p in ports for a in ("-d", f"{layer}.port=={p},kafka")]
+    if keylog:
+        decode += ["-o", f"tls.keylog_file:{keylog}"]
     out = _run(
         [
             "tshark",
@@ -1852,10 +1856,12 @@ def check(out_dir: Path) -> None:
     total = 0
     for e in load_manifest(out_dir / MANIFEST):
         pcap = out_dir / e["file"]
-        s = tshark_summary(pcap, e["broker_ports"])
+        keylog = (e.get("tls") or {}).get("keylog")
+        s = tshark_summary(pcap, e["broker_ports"], out_dir / keylog if keylog else None)
         size = pcap.stat().st_size
         total += size
-        own = kafka_pdus(pcap, e["broker_ports"])
+        # TLS: the payload is ciphertext; the manifest has the plaintext PDUs the front-end relayed
+        own = e["kafka_pdus"] if e.get("tls") else kafka_pdus(pcap, e["broker_ports"])
         apis = " ".join(f"{k}:v{'/'.join(map(str, v))}" for k, v in own["request_versions"].items())
         raw = own.get("raw_sasl_tokens")
         print(
