@@ -9,7 +9,7 @@ import subprocess
 from collections import Counter
 
 import pytest
-from conftest import CAPTURES
+from conftest import CAPTURES, known_malformed
 
 from analyzer.cli import main
 from analyzer.dissect.message import Options
@@ -105,7 +105,10 @@ def test_decrypted_like_the_clear_text_twin(entry, plain):
     assert request_versions(exchanges) == pdus["request_versions"]
     for ex in exchanges:
         for m in (ex.request, ex.response):
-            assert m is None or not [i for i in m.issues if i.severity == Severity.ERROR]
+            if m is not None and not known_malformed(ex.api_key, m.kind, m.body and m.body.get("error_code")):
+                assert not [i for i in m.issues if i.severity == Severity.ERROR]
+    if entry["client"] != PLAIN["client"]:
+        return
     # the same APIs and versions, and the same Produce requests, as in clear text
     _pa, plain_exchanges, _pc, _pi = plain
     assert request_versions(exchanges) == request_versions(plain_exchanges)
@@ -147,7 +150,7 @@ def test_cli_stats_read_export_without_and_with_keys(tmp_path, capsys):
     assert main(["read", path, "--tls-keylog", str(keylog_of(entry))]) == Exit.OK
     out, _ = capsys.readouterr()
     assert "TLS connection: " + entry["tls"]["version"] in out and "[decrypted]" in out
-    assert "Produce v7" in out
+    assert "  Produce v" in out
     assert main(["export", path, "--tls-keylog", str(keylog_of(entry)), "-o", str(tmp_path / "x")]) == 0
     conns = [json.loads(x) for x in (tmp_path / "x").read_text().splitlines() if '"connection"' in x[:20]]
     assert conns and all(c["tls"]["decrypted"] for c in conns)
