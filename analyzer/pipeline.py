@@ -6,6 +6,11 @@ TUI and Spark): it runs a pipeline over a source (a capture file, stdin, a file 
 capture), with progress callbacks and cancellation, exposes what the front ends show (packets,
 connections, capture issues, knowledge) and owns the one outcome policy (:class:`Exit`).
 
+A connection whose first bytes are a TLS record goes through its
+:class:`~analyzer.tls.layer.TlsConnection` first: the plaintext StreamData and Gap events it
+returns (decrypted with the :class:`~analyzer.tls.keylog.KeyLog`: ``--tls-keylog`` and the
+capture's Decryption Secrets Blocks) are framed and paired like clear text.
+
 Events (:data:`analyzer.events.Event`), in capture order:
 
 * :class:`~analyzer.model.Exchange`: a request and its response (either may be missing);
