@@ -348,6 +348,24 @@ def _stop(proc: subprocess.Popen) -> None:
             proc.wait(5)
 
 
+def test_tls_with_a_key_log(spark):
+    """TLS captures with their key log (shipped to the executors): the exchanges the pipeline
+    finds with it; the one with secrets in the pcapng needs none."""
+    from analyzer.spark.source import analyze
+
+    entries = [e for e in MANIFEST if (e.get("tls") or {}).get("pcapng_with_secrets")]
+    if not entries:
+        pytest.skip("no TLS captures")
+    e = entries[0]
+    keylog = CAPTURES / e["tls"]["keylog"]
+    want = sum(1 for ev in Analysis(CAPTURES / e["file"], tls_keylog=keylog).events() if type(ev) is Exchange)
+    assert want > 0
+    a = analyze(spark, [str(CAPTURES / e["file"])], tls_keylog=keylog)
+    assert a.exchanges.count() == want
+    a = analyze(spark, [str(CAPTURES / e["tls"]["pcapng_with_secrets"])])
+    assert a.exchanges.count() == want
+
+
 def test_cli_on_a_standalone_cluster(tmp_path):
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
     env.pop("SPARK_HOME", None)
