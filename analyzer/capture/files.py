@@ -221,10 +221,10 @@ def iter_pcapng(
                 o += 4 + ((olen + 3) & ~3)
             interfaces.append((lt, scale, tsoff, snap))
         elif btype == 10 and secrets is not None:  # DSB
-            stype, slen = struct.unpack_from(order + "II", b, body)
+            stype, slen = struct.unpack_from(order + "II", b, body) if end - body >= 8 else (0, 0)
             if stype == DSB_TLS_KEY_LOG and body + 8 + slen <= end:
                 secrets.append(bytes(b[body + 8 : body + 8 + slen]))
-            elif stype == DSB_TLS_KEY_LOG:
+            elif stype == DSB_TLS_KEY_LOG or end - body < 8:
                 issues.append(
                     warning(
                         "capture.bad_block", "decryption secrets block with a bad length", offset=c.offset
