@@ -377,7 +377,9 @@ def cmd_check(args) -> int:
             checker.add(ev)
     results = checker.results()
     if a.exchanges == 0:
-        results = [*results, CheckResult("kafka_traffic", False, "no Kafka exchange in the capture")]
+        tls = a.pipeline.tls_connections - a.pipeline.tls_decrypted
+        why = f" ({tls} TLS connections not decrypted: --tls-keylog FILE)" if tls else ""
+        results = [*results, CheckResult("kafka_traffic", False, f"no Kafka exchange in the capture{why}")]
     for r in results:
         print(f"{'PASS' if r.passed else 'FAIL'}  {r.name}: {r.summary}")
         for e in r.examples:
