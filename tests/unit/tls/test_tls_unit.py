@@ -399,3 +399,26 @@ def test_never_raises_on_damaged_streams(flips, cut, chunk, junk):
     cli, srv = data[: len(_CLI)], data[len(_CLI) :]
     run(TlsConnection(1, keylog13()), cli, srv, chunk=chunk)
     run(TlsConnection(1, KeyLog()), srv, cli, chunk=chunk)
+
+
+def test_hello_retry_request_keeps_the_first_client_random():
+    from analyzer.tls.hello import HRR_RANDOM
+
+    hrr = SERVER_HELLO[:6] + HRR_RANDOM + SERVER_HELLO[38:]
+    second_ch = CLIENT_HELLO[:6] + bytes(32) + CLIENT_HELLO[38:]  # another random: must be ignored
+    cli, srv = tls13_streams([b"after-hrr"], [b"ok"])
+    hello = 5 + (cli[3] << 8 | cli[4])
+    cli = cli[:hello] + record(20, b"\x01") + record(22, second_ch) + cli[hello:]
+    srv = record(22, hrr) + srv
+    tls = TlsConnection(1, keylog13())
+    plain = [b"", b""]
+    order = [(0, cli[:hello]), (1, record(22, hrr)), (0, cli[hello : hello + 6 + 5 + len(second_ch)])]
+    order += [(1, srv[5 + len(hrr) :]), (0, cli[hello + 6 + 5 + len(second_ch) :])]
+    offs = [0, 0]
+    for d, data in order:
+        out, issues = tls.feed(StreamData(1, d, offs[d], data, 0.0, 1))
+        offs[d] += len(data)
+        assert not issues
+        plain[d] += b"".join(bytes(e.data) for e in out)
+    assert plain == [b"after-hrr", b"ok"]
+    assert tls.client_random == CLIENT_RANDOM
