@@ -422,3 +422,32 @@ def test_hello_retry_request_keeps_the_first_client_random():
         plain[d] += b"".join(bytes(e.data) for e in out)
     assert plain == [b"after-hrr", b"ok"]
     assert tls.client_random == CLIENT_RANDOM
+
+
+def test_tls12_abbreviated_handshake_is_resumed():
+    """Session resumption: the ServerHello echoes the ClientHello's session id, the server sends
+    its ChangeCipherSpec and Finished first; the key log has the connection's master secret."""
+    suite = SUITES[0xC02F]
+    cr, sr = bytes(range(1, 33)), bytes(range(33, 65))
+    sid = b"\x07" * 32
+    ch_body = b"\x03\x03" + cr + b"\x20" + sid + b"\x00\x02\xc0\x2f\x01\x00\x00\x00"
+    sh_body = b"\x03\x03" + sr + b"\x20" + sid + b"\xc0\x2f\x00\x00\x00"
+    ch = b"\x01" + len(ch_body).to_bytes(3, "big") + ch_body
+    sh = b"\x02" + len(sh_body).to_bytes(3, "big") + sh_body
+    master = bytes(range(150, 198))
+    ck, sk = tls12_key_block(suite, master, cr, sr)
+    fin = b"\x14\x00\x00\x0c" + b"\x03" * 12
+    srv = (
+        record(22, sh)
+        + record(20, b"\x01")
+        + seal12(suite, sk, 0, 22, fin)
+        + seal12(suite, sk, 1, 23, b"pong")
+    )
+    cli = record(22, ch, 0x0301) + record(20, b"\x01") + seal12(suite, ck, 0, 22, fin)
+    cli += seal12(suite, ck, 1, 23, b"ping")
+    kl = KeyLog()
+    kl.add_text(f"CLIENT_RANDOM {cr.hex()} {master.hex()}", "t")
+    tls = TlsConnection(1, kl)
+    plain, issues, gaps = run(tls, cli, srv)
+    assert plain == [b"ping", b"pong"] and not issues and not gaps
+    assert tls.info["resumed"] and tls.info["cipher"] == "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"
