@@ -20,7 +20,7 @@ from analyzer import __version__
 from analyzer.capture.files import check_readable
 from analyzer.dissect import schema
 from analyzer.dissect.message import Options
-from analyzer.events import CaptureIssue, CaptureStats, ConnIssue
+from analyzer.events import CaptureIssue, CaptureStats, ConnectionEnd, ConnIssue
 from analyzer.model import Exchange, Severity
 from analyzer.pipeline import Analysis, Exit
 from analyzer.session.report import (
@@ -58,6 +58,7 @@ def analysis(args, source=None, **kw) -> Iterator[Analysis]:
         source if source is not None else args.capture,
         options(args, kw.pop("records", False)),
         ports=args.port or (),
+        tls_keylog=getattr(args, "tls_keylog", None),
         **kw,
     )
     bar = _Progress(a) if source is None and _want_progress(a) else None
@@ -171,6 +172,21 @@ def exchange_line(ex: Exchange, origin: float | None, absolute: bool = False) ->
     ).replace("    ", "  ")
 
 
+def tls_line(conn, origin: float | None, absolute: bool = False) -> str:
+    """One line per TLS connection (printed when it ends): what was negotiated, decrypted or not."""
+    t = conn.tls
+    client, broker = (conn.client, conn.broker) if conn.client_direction is not None else (conn.a, conn.b)
+    what = " ".join(str(v) for v in (t["version"] or "TLS", t["cipher"]) if v)
+    if t["sni"]:
+        what += f" SNI={t['sni']}"
+    if t["resumed"]:
+        what += " resumed"
+    state = "decrypted" if t["decrypted"] else "not decrypted"
+    when = _fmt_ts(conn.ts_first, origin, absolute)
+    line = f"{when}  {client} -> {broker}  TLS connection: {what} [{state}]"
+    return line.replace("    ", "  ")
+
+
 def cmd_read(args) -> int:
     apis = _api_filter(args.api)
     out = sys.stdout
@@ -180,6 +196,10 @@ def cmd_read(args) -> int:
             if type(ev) is not Exchange:
                 if args.verbose and type(ev) is ConnIssue:
                     print(f"# {ev.issue.severity}: {ev.issue.code}: {ev.issue.message}", file=out)
+                elif type(ev) is ConnectionEnd and ev.conn.tls is not None:
+                    if origin is None:
+                        origin = a.first_ts
+                    out.write(tls_line(ev.conn, origin, args.absolute) + "\n")
                 continue
             if origin is None:
                 origin = a.first_ts
@@ -523,7 +543,9 @@ def cmd_check(args) -> int:
             checker.add(ev)
     results = checker.results()
     if a.exchanges == 0:
-        results = [*results, CheckResult("kafka_traffic", False, "no Kafka exchange in the capture")]
+        tls = a.pipeline.tls_connections - a.pipeline.tls_decrypted
+        why = f" ({tls} TLS connections not decrypted: --tls-keylog FILE)" if tls else ""
+        results = [*results, CheckResult("kafka_traffic", False, f"no Kafka exchange in the capture{why}")]
     for r in results:
         print(f"{'PASS' if r.passed else 'FAIL'}  {r.name}: {r.summary}")
         for e in r.examples:
@@ -548,7 +570,10 @@ def cmd_tui(args) -> int:
         print("kafka-analyzer: the TUI needs a capture file, not stdin", file=sys.stderr)
         return EXIT_USAGE
     return run_tui(
-        args.capture, Options(records_bodies=True, show_secrets=args.show_secrets), tuple(args.port or ())
+        args.capture,
+        Options(records_bodies=True, show_secrets=args.show_secrets),
+        tuple(args.port or ()),
+        tls_keylog=args.tls_keylog,
     )
 
 
@@ -609,6 +634,11 @@ def _common(p: argparse.ArgumentParser, capture: bool = True) -> None:
         help="a broker port (repeatable); Kafka is found by content anyway, this settles roles",
     )
     p.add_argument("--show-secrets", action="store_true", help="do not mask SASL passwords and SCRAM proofs")
+    p.add_argument(
+        "--tls-keylog",
+        metavar="FILE",
+        help="decrypt TLS with this NSS key log (SSLKEYLOGFILE); pcapng secrets blocks are used anyway",
+    )
 
 
 def _filters(p: argparse.ArgumentParser) -> None:
@@ -726,6 +756,11 @@ def _usage(message: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
+    keylog = getattr(args, "tls_keylog", None)
+    problem = check_readable(keylog) if keylog else None
+    if problem:
+        print(f"kafka-analyzer: --tls-keylog: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     caps = getattr(args, "capture", None)
     if caps is not None:
         for cap in caps:

@@ -26,7 +26,7 @@ from types import MappingProxyType
 from analyzer.model import Issue, Severity
 
 # The stages that report issues, in pipeline order (the README table follows this order).
-STAGES = ("capture", "reassembly", "framing", "decode", "records", "pairing", "spark")
+STAGES = ("capture", "reassembly", "tls", "framing", "decode", "records", "pairing", "spark")
 
 CODE_RE = re.compile(r"^[a-z0-9]+(_[a-z0-9]+)*\.[a-z0-9]+(_[a-z0-9]+)*$")
 
@@ -198,6 +198,103 @@ STREAM_GAP = _declare(
     WARNING,
     "reassembly",
     "Bytes of one direction of a connection were never captured; the frame in progress is lost.",
+)
+
+# -- TLS -----------------------------------------------------------------------------------------
+
+TLS_NOT_DECRYPTED = _declare(
+    "tls.not_decrypted",
+    NOTE,
+    "tls",
+    "A TLS connection is not decrypted: no key log was given (a note), or the key log has no "
+    "secrets for it (a warning).",
+    {WARNING: "the key log was given but has no secrets for this connection"},
+)
+TLS_NO_HANDSHAKE = _declare(
+    "tls.no_handshake",
+    NOTE,
+    "tls",
+    "A TLS connection whose handshake was not captured (it started before the capture): its "
+    "records cannot be decrypted.",
+)
+TLS_PARTIAL_KEYS = _declare(
+    "tls.partial_keys",
+    NOTE,
+    "tls",
+    "The key log lacks one of a TLS 1.3 connection's secrets: the records protected with it "
+    "are not decrypted.",
+)
+TLS_WRONG_KEY = _declare(
+    "tls.wrong_key",
+    ERROR,
+    "tls",
+    "A TLS record does not decrypt with the key log's secret for its connection: the key is "
+    "wrong (that direction stops).",
+)
+TLS_BAD_RECORD = _declare(
+    "tls.bad_record",
+    ERROR,
+    "tls",
+    "A TLS record fails authentication (damaged bytes): its plaintext is a gap for the Kafka framer.",
+)
+TLS_DECRYPT_FAILED = _declare(
+    "tls.decrypt_failed",
+    ERROR,
+    "tls",
+    "Several TLS records in a row failed authentication: decryption of that direction stops.",
+)
+TLS_BAD_RECORD_HEADER = _declare(
+    "tls.bad_record_header",
+    ERROR,
+    "tls",
+    "A TLS record header is impossible (length beyond 2^14+2048 or a bad content type): that "
+    "direction stops.",
+)
+TLS_RESYNC_FAILED = _declare(
+    "tls.resync_failed",
+    ERROR,
+    "tls",
+    "After a TCP gap no later TLS record could be found and decrypted: the rest of that direction is lost.",
+)
+TLS_BAD_HELLO = _declare(
+    "tls.bad_hello",
+    ERROR,
+    "tls",
+    "A ClientHello or ServerHello is malformed: the connection's TLS facts are unknown.",
+)
+TLS_INCOMPLETE_RECORD = _declare(
+    "tls.incomplete_record", WARNING, "tls", "The connection ended inside a TLS record: its bytes are lost."
+)
+TLS_GAP = _declare(
+    "tls.gap",
+    WARNING,
+    "tls",
+    "Bytes of a TLS stream were never captured: decryption resynchronises on the next record.",
+)
+TLS_RESYNC = _declare(
+    "tls.resync",
+    WARNING,
+    "tls",
+    "After a TCP gap the next TLS record and its sequence number were found: decryption goes on.",
+)
+TLS_UNSUPPORTED_SUITE = _declare(
+    "tls.unsupported_suite",
+    WARNING,
+    "tls",
+    "The negotiated TLS version or cipher suite is not one the analyzer decrypts.",
+)
+TLS_KEYLOG_BAD_LINE = _declare(
+    "tls.keylog_bad_line",
+    WARNING,
+    "tls",
+    "A line of the key log file is not in the NSS key log format: it is ignored.",
+)
+TLS_ALERT = _declare(
+    "tls.alert",
+    WARNING,
+    "tls",
+    "A TLS alert other than close_notify: a warning alert (an error when the alert is fatal).",
+    {ERROR: "the alert is fatal"},
 )
 
 # -- Kafka framing ------------------------------------------------------------------------------

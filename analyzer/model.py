@@ -150,6 +150,7 @@ class ConnInfo:
     bytes: list[int] = field(default_factory=lambda: [0, 0])
     gaps: list[int] = field(default_factory=lambda: [0, 0])
     not_kafka: str | None = None
+    tls: dict | None = None  # a TLS connection's facts: version, cipher, sni, alpn, decrypted...
 
     @property
     def client(self) -> Endpoint:

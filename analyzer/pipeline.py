@@ -6,6 +6,11 @@ TUI and Spark): it runs a pipeline over a source (a capture file, stdin, a file 
 capture), with progress callbacks and cancellation, exposes what the front ends show (packets,
 connections, capture issues, knowledge) and owns the one outcome policy (:class:`Exit`).
 
+A connection whose first bytes are a TLS record goes through its
+:class:`~analyzer.tls.layer.TlsConnection` first: the plaintext StreamData and Gap events it
+returns (decrypted with the :class:`~analyzer.tls.keylog.KeyLog`: ``--tls-keylog`` and the
+capture's Decryption Secrets Blocks) are framed and paired like clear text.
+
 Events (:data:`analyzer.events.Event`), in capture order:
 
 * :class:`~analyzer.model.Exchange`: a request and its response (either may be missing);
@@ -52,18 +57,22 @@ from analyzer.reassembly.packet import decode_tcp
 from analyzer.reassembly.tcp import Reassembler
 from analyzer.session.knowledge import Knowledge
 from analyzer.session.pairing import ConnectionPairer
+from analyzer.tls.keylog import KeyLog
+from analyzer.tls.layer import TlsConnection, looks_like_tls
 
 # Ports brokers usually listen on: only a tie-breaker when content cannot tell who is the client
 KAFKA_PORTS = frozenset((9092, 9093, 9094, 9095, 9096, 19092, 29092, 39092))
 
 
 class _Conn:
-    __slots__ = ("info", "framer", "pairer")
+    __slots__ = ("info", "framer", "pairer", "tls", "checked")
 
     def __init__(self, info: ConnInfo, framer: KafkaConnection, pairer: ConnectionPairer):
         self.info = info
         self.framer = framer
         self.pairer = pairer
+        self.tls: TlsConnection | None = None  # the TLS layer, when the connection is TLS
+        self.checked = False  # its first bytes were looked at for TLS
 
 
 class Pipeline:
@@ -73,8 +82,12 @@ class Pipeline:
         ports: Iterable[int] = (),
         max_buffer: int = 4 << 20,
         idle_timeout: float | None = None,
+        keylog: KeyLog | None = None,
     ):
         self.opts = opts
+        self.keylog = keylog if keylog is not None else KeyLog()  # TLS secrets (may grow)
+        self.tls_connections = 0  # connections found to be TLS
+        self.tls_decrypted = 0  # ... of which some records were decrypted (counted at their end)
         self.ports = frozenset(ports)
         self.reasm = Reassembler(max_buffer=max_buffer, idle_timeout=idle_timeout)
         self.conns: dict[int, _Conn] = {}
@@ -119,8 +132,15 @@ class Pipeline:
                 info.ts_last = ev.ts
                 if type(ev) is StreamData:
                     info.bytes[ev.direction] += len(ev.data)
+                    if not c.checked:
+                        c.checked = True
+                        if looks_like_tls(ev.data):
+                            self._start_tls(c)
                 else:
                     info.gaps[ev.direction] += 1
+                if c.tls is not None:
+                    self._tls(c, ev, out)
+                    continue
                 frames, issues = c.framer.feed(ev)
                 for issue in issues:
                     out.append(ConnIssue(info, ev.direction, issue, ev.ts))
@@ -141,12 +161,50 @@ class Pipeline:
                 info.ts_last = ev.ts
                 if ev.by is not None and info.client_direction is not None:
                     info.closed_by = "client" if ev.by == info.client_direction else "broker"
+                tls = closing.tls
+                if tls is not None:
+                    for d, issue in tls.flush():
+                        out.append(ConnIssue(info, d, issue, ev.ts))
                 for issue in closing.framer.flush():
                     out.append(ConnIssue(info, -1, issue, ev.ts))
                 out.extend(closing.pairer.flush())
                 info.not_kafka = closing.framer.not_kafka
+                if tls is not None:
+                    info.tls = tls.info
+                    if tls.decrypted:
+                        self.tls_decrypted += 1
+                    else:
+                        info.not_kafka = "TLS, not decrypted"
+                    if info.client_direction is None:
+                        info.client_direction = tls.client
                 out.append(ConnectionEnd(info))
         return out
+
+    def _start_tls(self, c: _Conn) -> None:
+        self.tls_connections += 1
+        c.tls = TlsConnection(c.info.id, self.keylog)
+
+    def _tls(self, c: _Conn, ev: StreamData | Gap, out: list[Event]) -> None:
+        """A TLS connection's ciphertext event: the TLS layer's plaintext goes to the framer."""
+        tls = c.tls
+        assert tls is not None
+        info = c.info
+        plain, issues = tls.feed(ev)
+        for d, issue in issues:
+            out.append(ConnIssue(info, d, issue, ev.ts))
+        framer = c.framer
+        if framer.client is None and tls.client is not None:
+            framer.client = tls.client  # the ClientHello's sender: better than any guess
+        for pev in plain:
+            frames, fissues = framer.feed(pev)
+            for issue in fissues:
+                out.append(ConnIssue(info, pev.direction, issue, pev.ts))
+            if frames:
+                if info.client_direction is None:
+                    info.client_direction = framer.client
+                for f in frames:
+                    info.frames[f.direction] += 1
+                    out.extend(c.pairer.feed(f))
 
     def _open(self, ev: ConnOpen) -> None:
         info = ConnInfo(ev.conn, Endpoint(ev.src, ev.sport), Endpoint(ev.dst, ev.dport), ev.ts, ev.syn)
@@ -221,6 +279,7 @@ class Analysis:
         idle_timeout: float | None = None,
         expire_every: float = 10.0,
         lock: AbstractContextManager | None = None,
+        tls_keylog: str | os.PathLike | KeyLog | None = None,
     ) -> None:
         if isinstance(source, str | os.PathLike) or hasattr(source, "read"):
             from analyzer.capture.files import CaptureFile
@@ -228,7 +287,15 @@ class Analysis:
             self.source: Source = CaptureFile(source)  # type: ignore[arg-type]
         else:
             self.source = source  # type: ignore[assignment]
-        self.pipeline = Pipeline(opts, ports=ports, idle_timeout=idle_timeout)
+        # TLS secrets: the key log file (OSError when unreadable), and the capture's own
+        # Decryption Secrets Blocks as the reader finds them
+        keylog = KeyLog.from_file(tls_keylog) if isinstance(tls_keylog, str | os.PathLike) else tls_keylog
+        if keylog is None:
+            keylog = KeyLog()
+        secrets = getattr(self.source, "secrets", None)
+        if secrets is not None:
+            keylog.attach(secrets)
+        self.pipeline = Pipeline(opts, ports=ports, idle_timeout=idle_timeout, keylog=keylog)
         self.progress = progress
         self.cancel = cancel
         self.expire_every = expire_every if idle_timeout is not None else None
@@ -365,8 +432,8 @@ class Analysis:
                 self.exchanges += 1
 
     def _capture_events(self) -> list[Event]:
-        issues = list(getattr(self.source, "issues", ()))
         p = self.pipeline
+        issues = list(getattr(self.source, "issues", ())) + p.keylog.issues
         if p.packets and not p.connections:
             issues.append(CAPTURE_NO_TCP("no TCP traffic in the capture"))
         self.capture_issues = issues
@@ -401,6 +468,15 @@ class Analysis:
             if n == 0 and self.skipped:
                 why = ", ".join(f"{c} {reason}" for reason, c in self.skipped.most_common(3))
                 hint = f" (no TCP traffic at all; packets skipped: {why})"
+            p = self.pipeline
+            tls = p.tls_connections - p.tls_decrypted
+            if tls:
+                why = (
+                    "no key log given: --tls-keylog FILE"
+                    if not p.keylog.given
+                    else "the key log has no working secrets for them"
+                )
+                hint += f"; {tls} TLS connection{'s' if tls != 1 else ''} ({why})"
             cut = next((i for i in self.capture_issues if i.code == CAPTURE_SNAPLEN.code), None)
             if cut is not None:  # the likely cause: the frames were there, only their start was kept
                 out.append(f"no Kafka traffic found{hint}: {cut.message}")

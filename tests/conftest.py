@@ -16,8 +16,20 @@ def public_captures() -> list[Path]:
     return sorted(p for p in PUBLIC.iterdir() if p.suffix in (".pcap", ".pcapng"))
 
 
+def is_tls_capture(p: Path) -> bool:
+    """A TLS capture needs its key log (``NAME.keys``), or carries it (``NAME-dsb.pcapng``)."""
+    return p.with_suffix(".keys").exists() or p.name.endswith("-dsb.pcapng")
+
+
 def project_captures() -> list[Path]:
-    return sorted(p for p in CAPTURES.glob("*.pcap*")) if CAPTURES.is_dir() else []
+    """The clear-text captures (the TLS ones are tests/captures/test_tls.py's)."""
+    if not CAPTURES.is_dir():
+        return []
+    return sorted(p for p in CAPTURES.glob("*.pcap*") if not is_tls_capture(p))
+
+
+def tls_captures() -> list[Path]:
+    return sorted(p for p in CAPTURES.glob("*.pcap*") if is_tls_capture(p)) if CAPTURES.is_dir() else []
 
 
 @pytest.fixture

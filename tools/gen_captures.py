@@ -69,7 +69,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-NETNS = "kgen"
+NETNS = os.environ.get("KGEN_NETNS", "kgen")  # another name lets two generators run at once
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from analyzer.dissect.constants import ApiKey, ErrorCode  # noqa: E402  (pure Python, no deps)
@@ -376,6 +376,15 @@ def scenario_rdk_sasl(mechanism: str, topic: str) -> Callable[[Ctx], None]:
     return run
 
 
+def scenario_rdk_tls(ctx: Ctx) -> None:
+    """librdkafka over TLS (its own OpenSSL) through the TLS front-end, verifying the certificate."""
+    topic = "rdk-tls"
+    msgs = messages(ctx.name, 6)
+    conf = {"security.protocol": "SSL", "ssl.ca.location": os.environ["KGEN_TLS_CA"]}
+    rdk_produce(ctx, topic, msgs, {"acks": "all", **conf})
+    rdk_consume(ctx, [topic], len(msgs), conf, group=f"g-{ctx.name}")
+
+
 def scenario_rdk_txn(ctx: Ctx) -> None:
     from confluent_kafka import Consumer, Producer, TopicPartition
 
@@ -492,14 +501,22 @@ def scenario_rdk_admin(ctx: Ctx) -> None:
 # --------------------------------------------------------------------------------------
 
 
-def scenario_kafka_python(api_version: tuple[int, ...], codec: str, sasl: str = "") -> Callable[[Ctx], None]:
-    """kafka-python at ``api_version``; over SASL_PLAINTEXT with mechanism ``sasl`` if given."""
+def scenario_kafka_python(
+    api_version: tuple[int, ...], codec: str, sasl: str = "", tls: str = ""
+) -> Callable[[Ctx], None]:
+    """kafka-python at ``api_version``; over SASL_PLAINTEXT with mechanism ``sasl`` if given;
+    through the TLS front-end with ``tls`` (a profile of tools/gen/tls.py; ``plain`` is its
+    clear-text twin): then every TLS scenario produces the same records to topic ``kp-tls``."""
 
     def run(ctx: Ctx) -> None:
         from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-        topic = f"kp-sasl-{codec}" if sasl else f"kp-{codec}"
+        topic = f"kp-sasl-{codec}" if sasl else "kp-tls" if tls else f"kp-{codec}"
         security: dict[str, Any] = {}
+        if tls and tls != "plain":
+            from gen.tls import client_context
+
+            security = {"security_protocol": "SSL", "ssl_context": client_context(os.environ["KGEN_TLS_CA"])}
         if sasl:
             security = {
                 "security_protocol": "SASL_PLAINTEXT",
@@ -508,7 +525,7 @@ def scenario_kafka_python(api_version: tuple[int, ...], codec: str, sasl: str = 
                 "sasl_plain_password": SASL_PASSWORD,
             }
         headers = api_version >= (0, 11)
-        msgs = messages(ctx.name, 6, headers=headers)
+        msgs = messages("kafka-python-tls" if tls else ctx.name, 6, headers=headers)
         p = KafkaProducer(
             bootstrap_servers=ctx.bootstrap,
             api_version=api_version,
@@ -729,6 +746,7 @@ class Scenario:
     needs: tuple[str, ...] = ()  # extra PyPI packages, installed with pip --target if missing
     api_caps: tuple[tuple[int, int, int], ...] = ()  # (api key, min, max) the mock advertises
     sasl: str = ""  # the client's SASL mechanism: SASL_PLAINTEXT through the SASL front-end
+    tls: str = ""  # a TLS front-end profile (tools/gen/tls.py); "plain": the same without TLS
 
 
 def _kp_version(v: tuple[int, ...]) -> str:
@@ -943,6 +961,41 @@ def build_scenarios() -> list[Scenario]:
                 sasl="PLAIN",
             )
         )
+    from gen.tls import HOST, PROFILES
+
+    out.append(
+        Scenario(
+            "librdkafka-tls-tls13-aes128gcm",
+            "librdkafka",
+            "auto (ApiVersions)",
+            "none",
+            ("rdk-tls",),
+            scenario_rdk_tls,
+            f"librdkafka producer and consumer group over TLS 1.3 (TLS_AES_128_GCM_SHA256) through "
+            f"the TLS front-end on {HOST} (security.protocol=SSL, certificate verified): 6 keyed "
+            "records over 3 partitions, fetched back",
+            timeout=40.0,
+            tls="tls13-aes128gcm",
+        )
+    )
+    for profile in (*PROFILES, "plain"):
+        version, _cipher, iana = PROFILES.get(profile, ("clear text", "", ""))
+        how = f"over {version} ({iana})" if profile != "plain" else "in clear text (the TLS scenarios' twin)"
+        out.append(
+            Scenario(
+                f"kafka-python-tls-{profile}",
+                "kafka-python",
+                "2.3",
+                "none",
+                ("kp-tls",),
+                scenario_kafka_python((2, 3), "none", tls=profile),
+                f"kafka-python api_version=2.3 {how} through the TLS front-end on {HOST}: producer "
+                "(Produce v7) with 6 keyed records with headers over 3 partitions, a consumer group "
+                "fetches them back; the same records in every kafka-python-tls-* capture",
+                timeout=40.0,
+                tls=profile,
+            )
+        )
     for codec in ("gzip", "zstd"):
         out.append(
             Scenario(
@@ -996,7 +1049,12 @@ def parse_cap(text: str) -> tuple[int, int, int]:
 
 
 def serve_mock(
-    topics: list[str], partitions: int, caps: list[tuple[int, int, int]], sasl: tuple[str, ...] = ()
+    topics: list[str],
+    partitions: int,
+    caps: list[tuple[int, int, int]],
+    sasl: tuple[str, ...] = (),
+    tls: str = "",
+    tls_dir: str = "",
 ) -> None:
     """Start a mock cluster, print its bootstrap list, serve until stdin closes.
 
@@ -1033,6 +1091,13 @@ def serve_mock(
         for broker_id, port in enumerate(ports, 1):
             lib.rd_kafka_mock_broker_set_host_port(mcluster, broker_id, b"127.0.0.1", port)
         bootstrap = ",".join(f"127.0.0.1:{p}" for p in ports)
+    elif tls:
+        from gen.tls import HOST, start_front_end
+
+        ports = start_front_end(ports_of(bootstrap), tls, Path(tls_dir))
+        for broker_id, port in enumerate(ports, 1):
+            lib.rd_kafka_mock_broker_set_host_port(mcluster, broker_id, HOST.encode(), port)
+        bootstrap = ",".join(f"{HOST}:{p}" for p in ports)
     print(bootstrap, flush=True)
     sys.stdin.read()
     os._exit(0)  # skip librdkafka's teardown: the process is done
@@ -1365,7 +1430,15 @@ def mock_cluster(
     topics: tuple[str, ...] | list[str],
     caps: tuple[tuple[int, int, int], ...] = (),
     sasl: tuple[str, ...] = (),
+    tls: str = "",
+    tls_dir: Path | None = None,
 ) -> Iterator[str]:
+    env = None
+    if tls:
+        from gen.tls import env_for_mock
+
+        assert tls_dir is not None
+        env = env_for_mock(tls_dir, tls)
     cmd = self_cmd(
         "--serve-mock",
         "--topics",
@@ -1374,8 +1447,12 @@ def mock_cluster(
         ",".join(":".join(map(str, c)) for c in caps),
         "--sasl",
         ",".join(sasl),
+        "--tls",
+        tls,
+        "--tls-dir",
+        str(tls_dir or ""),
     )
-    proc = subprocess.Popen(in_ns(cmd), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(in_ns(cmd), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline().strip()
@@ -1475,9 +1552,19 @@ def run_scenario(scn: Scenario, out_dir: Path) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="gen-captures-") as tmp:
         events_path = Path(tmp) / "events.jsonl"
         log_path = Path(tmp) / "worker.log"
+        tls_dir = Path(tmp) / "tls"
+        if scn.tls:
+            from gen.tls import make_certificate
+
+            tls_dir.mkdir()
+            cert, _key = make_certificate(tls_dir)
+            env = dict(env or os.environ)
+            env["KGEN_TLS_CA"] = str(cert)
         with (
-            mock_cluster(scn.topics, scn.api_caps, SASL_MECHANISMS if scn.sasl else ()) as bootstrap,
-            tcpdump(pcap, notes, ports_of(bootstrap) if scn.sasl else None),
+            mock_cluster(
+                scn.topics, scn.api_caps, SASL_MECHANISMS if scn.sasl else (), scn.tls, tls_dir
+            ) as bootstrap,
+            tcpdump(pcap, notes, ports_of(bootstrap) if scn.sasl or scn.tls else None),
         ):
             started = time.monotonic()
             cmd = self_cmd(
@@ -1508,6 +1595,9 @@ def run_scenario(scn: Scenario, out_dir: Path) -> dict[str, Any]:
             if events_path.exists()
             else []
         )
+        tls_entry = tls_pdus = None
+        if scn.tls:
+            tls_entry, tls_pdus = _tls_outputs(scn, pcap, tls_dir, out_dir)
     notes += [e["text"] for e in events if e["kind"] == "note"]
     strip = ("kind",)
     entry = {
@@ -1528,7 +1618,11 @@ def run_scenario(scn: Scenario, out_dir: Path) -> dict[str, Any]:
             {k: v for k, v in e.items() if k not in strip} for e in events if e["kind"] == "consumed"
         ],
         "operations": [{k: v for k, v in e.items() if k not in strip} for e in events if e["kind"] == "op"],
-        "kafka_pdus": kafka_pdus(pcap, ports_of(bootstrap)) if pcap.exists() else None,
+        "kafka_pdus": tls_pdus
+        if scn.tls
+        else kafka_pdus(pcap, ports_of(bootstrap))
+        if pcap.exists()
+        else None,
         "size_bytes": pcap.stat().st_size if pcap.exists() else 0,
         "duration_s": round(elapsed, 1),
         "notes": notes,
@@ -1537,6 +1631,8 @@ def run_scenario(scn: Scenario, out_dir: Path) -> dict[str, Any]:
         del entry["operations"]
     if scn.api_caps:
         entry["mock_api_caps"] = [list(c) for c in scn.api_caps]
+    if tls_entry is not None:
+        entry["tls"] = tls_entry
     if scn.sasl:
         entry["sasl"] = {
             "mechanism": scn.sasl,
@@ -1546,6 +1642,26 @@ def run_scenario(scn: Scenario, out_dir: Path) -> dict[str, Any]:
             "front_end_apis": [list(a) for a in SASL_APIS],
         }
     return entry
+
+
+def _tls_outputs(scn: Scenario, pcap: Path, tls_dir: Path, out_dir: Path) -> tuple[dict, dict]:
+    """A TLS scenario's key log (next to the pcap), its pcapng with the keys embedded (TLS 1.3
+    AES-128-GCM only), and its manifest ``tls`` object; the relayed plaintext PDU counts."""
+    from gen.tls import HOST, PROFILES, inject_secrets, read_pdus
+
+    pdus = read_pdus(tls_dir)
+    if scn.tls == "plain":
+        return {"version": None, "cipher": None, "sni": HOST, "keylog": None, "front_end": "plain"}, pdus
+    version, _openssl, iana = PROFILES[scn.tls]
+    keylog = out_dir / f"{scn.name}.keys"
+    src = tls_dir / "keylog.txt"
+    keylog.write_text(src.read_text() if src.exists() else "")
+    entry: dict[str, Any] = {"version": version, "cipher": iana, "sni": HOST, "keylog": keylog.name}
+    if scn.tls == "tls13-aes128gcm" and scn.client == "kafka-python":
+        dsb = out_dir / f"{scn.name}-dsb.pcapng"
+        if inject_secrets(pcap, keylog, dsb):
+            entry["pcapng_with_secrets"] = dsb.name
+    return entry, pdus
 
 
 def run_worker(name: str, bootstrap: str, events_path: Path, timeout: float) -> None:
@@ -1713,10 +1829,14 @@ def kafka_pdus(pcap: Path, ports: list[int]) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------
 
 
-def tshark_summary(pcap: Path, ports: list[int]) -> dict[str, Any]:
+def tshark_summary(pcap: Path, ports: list[int], keylog: Path | None = None) -> dict[str, Any]:
     """Kafka PDUs (one correlation id each), requests, malformed frames, and the request
-    versions per API key, as tshark decodes them with every broker port mapped to Kafka."""
-    decode = [a for p in ports for a in ("-d", f"tcp.port=={p},kafka")]
+    versions per API key, as tshark decodes them with every broker port mapped to Kafka (inside
+    TLS, decrypted with ``keylog``, when given)."""
+    layer = "tls" if keylog else "tcp"
+    decode = [a for p in ports for a in ("-d", f"{layer}.port=={p},kafka")]
+    if keylog:
+        decode += ["-o", f"tls.keylog_file:{keylog}"]
     out = _run(
         [
             "tshark",
@@ -1764,10 +1884,12 @@ def check(out_dir: Path) -> None:
     total = 0
     for e in load_manifest(out_dir / MANIFEST):
         pcap = out_dir / e["file"]
-        s = tshark_summary(pcap, e["broker_ports"])
+        keylog = (e.get("tls") or {}).get("keylog")
+        s = tshark_summary(pcap, e["broker_ports"], out_dir / keylog if keylog else None)
         size = pcap.stat().st_size
         total += size
-        own = kafka_pdus(pcap, e["broker_ports"])
+        # TLS: the payload is ciphertext; the manifest has the plaintext PDUs the front-end relayed
+        own = e["kafka_pdus"] if e.get("tls") else kafka_pdus(pcap, e["broker_ports"])
         apis = " ".join(f"{k}:v{'/'.join(map(str, v))}" for k, v in own["request_versions"].items())
         raw = own.get("raw_sasl_tokens")
         print(
@@ -1949,6 +2071,8 @@ def main(argv: list[str] | None = None) -> None:
     internal.add_argument("--topics", default="", help=argparse.SUPPRESS)
     internal.add_argument("--api-caps", default="", help=argparse.SUPPRESS)
     internal.add_argument("--sasl", default="", help=argparse.SUPPRESS)
+    internal.add_argument("--tls", default="", help=argparse.SUPPRESS)
+    internal.add_argument("--tls-dir", default="", help=argparse.SUPPRESS)
     internal.add_argument("--worker", metavar="NAME", help=argparse.SUPPRESS)
     internal.add_argument("--bench-worker", action="store_true", help=argparse.SUPPRESS)
     internal.add_argument("--bootstrap", help=argparse.SUPPRESS)
@@ -1959,7 +2083,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.serve_mock:
         caps = [parse_cap(c) for c in args.api_caps.split(",") if c]
         sasl = tuple(m for m in args.sasl.split(",") if m)
-        serve_mock([t for t in args.topics.split(",") if t], 3, caps, sasl)
+        serve_mock([t for t in args.topics.split(",") if t], 3, caps, sasl, args.tls, args.tls_dir)
     elif args.worker:
         run_worker(args.worker, args.bootstrap, args.events, args.timeout)
     elif args.bench_worker:

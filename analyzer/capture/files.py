@@ -45,6 +45,7 @@ PCAP_MAGIC = {
     b"\xa1\xb2\x3c\x4d": (">", 1e-9),
 }
 PCAPNG_SHB = b"\x0a\x0d\x0d\x0a"
+DSB_TLS_KEY_LOG = 0x544C534B  # pcapng Decryption Secrets Block type "TLSK": an NSS key log
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
@@ -183,6 +184,7 @@ _BLOCK_NAMES = {
     2: "Packet Block",
     3: "Simple Packet Block",
     6: "Enhanced Packet Block",
+    10: "Decryption Secrets Block",
     0x0A0D0D0A: "Section Header Block",
 }
 
@@ -192,9 +194,12 @@ def _block_name(btype: int) -> str:
     return f"{name} (type 0x{btype:x})" if name else f"block of type 0x{btype:x}"
 
 
-def iter_pcapng(chunks_it: Iterator[bytes], issues: list[Issue]) -> Iterator[tuple]:
+def iter_pcapng(
+    chunks_it: Iterator[bytes], issues: list[Issue], secrets: list[bytes] | None = None
+) -> Iterator[tuple]:
     """Packets of a pcapng stream: several sections, interfaces with their own link types and
-    timestamp resolutions; EPB, SPB and the obsolete OPB; every other block is skipped.
+    timestamp resolutions; EPB, SPB and the obsolete OPB. Decryption Secrets Blocks holding a
+    TLS key log are appended to ``secrets``; every other block is skipped.
 
     A block whose length cannot be trusted (under 12 or the minimum of its type, not a multiple
     of 4, beyond ``MAX_RECORD``, or different from its trailing copy) ends the reading with
@@ -323,6 +328,12 @@ def iter_pcapng(chunks_it: Iterator[bytes], issues: list[Issue]) -> Iterator[tup
                 interfaces.append((lt, scale, tsoff, snap))
                 if snap:
                     snaplens.add(snap)
+            elif btype == 10 and secrets is not None:  # DSB
+                stype, slen = struct.unpack_from(order + "II", b, body) if end - body >= 8 else (0, 0)
+                if stype == DSB_TLS_KEY_LOG and body + 8 + slen <= end:
+                    secrets.append(bytes(b[body + 8 : body + 8 + slen]))
+                elif stype == DSB_TLS_KEY_LOG or end - body < 8:
+                    bad(f"decryption secrets of {slen} bytes do not fit in a block of {blen} bytes")
             c.pos = p + blen
     finally:
         if cut:
@@ -364,6 +375,7 @@ class CaptureFile:
         self.name = "-" if source == "-" else getattr(source, "name", None) or os.fspath(source)
         self.issues: list[Issue] = []
         self.format: str | None = None
+        self.secrets: list[bytes] = []  # TLS key logs of pcapng Decryption Secrets Blocks
         self.compression: str | None = None
         self.bytes_read = 0  # capture bytes parsed (after decompression)
         self.size: int | None = None  # the file's size on disk, when it is a regular file
@@ -424,7 +436,10 @@ class CaptureFile:
             what = "an empty file" if not first else f"magic bytes {bytes(magic).hex()}"
             self.issues.append(CAPTURE_UNKNOWN_FORMAT(f"not a pcap or pcapng capture ({what})", offset=0))
             return
-        yield from parser(_chain(first, chunks), self.issues)
+        if parser is iter_pcapng:
+            yield from iter_pcapng(_chain(first, chunks), self.issues, self.secrets)
+        else:
+            yield from parser(_chain(first, chunks), self.issues)
         # a decompression problem is the real cause of a truncated record: report it first
         self.issues.sort(key=lambda i: i.code != CAPTURE_CORRUPT.code)
 

@@ -256,6 +256,7 @@ def connection_json(info: ConnInfo) -> dict:
         "closed": info.closed,
         "closed_by": info.closed_by,
         "not_kafka": info.not_kafka,
+        "tls": info.tls,
     }
 
 

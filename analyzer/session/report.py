@@ -94,8 +94,34 @@ def stats_tables(stats: Stats, analysis) -> dict:
             }
             for g in k.groups.values()
         ],
+        "tls": tls_rows(stats),
         "anomalies": stats.anomaly_rows(),
     }
+
+
+def tls_rows(stats: Stats) -> list[dict]:
+    """TLS connections grouped by server, version, cipher, SNI and whether they were decrypted."""
+    groups: dict[tuple, dict] = {}
+    for info in stats.connections.values():
+        t = info.tls
+        if t is None:
+            continue
+        server = str(info.broker) if info.client_direction is not None else str(info.b)
+        key = (server, t["version"], t["cipher"], t["sni"], t["decrypted"])
+        row = groups.get(key)
+        if row is None:
+            row = groups[key] = {
+                "server": server,
+                "version": t["version"],
+                "cipher": t["cipher"],
+                "sni": t["sni"],
+                "connections": 0,
+                "bytes": 0,
+                "decrypted": "yes" if t["decrypted"] else "no",
+            }
+        row["connections"] += 1
+        row["bytes"] += sum(info.bytes)
+    return [groups[k] for k in sorted(groups, key=lambda k: tuple(str(x) for x in k))]
 
 
 TABLES = {  # section -> (title, columns), in display order
@@ -124,6 +150,7 @@ TABLES = {  # section -> (title, columns), in display order
     ),
     "brokers": ("Brokers", ["node_id", "address", "rack"]),
     "groups": ("Consumer groups", ["group_id", "protocol_type", "protocol", "generations", "members"]),
+    "tls": ("TLS", ["server", "version", "cipher", "sni", "connections", "bytes", "decrypted"]),
     "anomalies": ("Anomalies", ["anomaly", "count", "example"]),
 }
 

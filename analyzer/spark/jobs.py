@@ -199,6 +199,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --out, also write the exchanges, issues, connections (and records) tables",
     )
     p.add_argument("--records", action="store_true", help="decode record bodies (the records table)")
+    p.add_argument(
+        "--tls-keylog", metavar="FILE", help="decrypt TLS with this NSS key log (read on the driver)"
+    )
     p.add_argument("--recursive", action="store_true", help="look for files in subdirectories too")
     p.add_argument(
         "--read",
@@ -283,11 +286,15 @@ def run(args: argparse.Namespace, spark: SparkSession) -> int:
             read=args.read,
             partitions=args.partitions,
             recursive=args.recursive,
+            tls_keylog=args.tls_keylog,
         )
         caps = a.captures.cache()
         n_caps = caps.count()
     except AnalysisException as exc:  # no such file, nothing matched the glob
         print(f"kafka-analyzer: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # the key log
+        print(f"kafka-analyzer: --tls-keylog: {exc}", file=sys.stderr)
         return 2
     try:
         for name, df in run_jobs(a, args.top).items():

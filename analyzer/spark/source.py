@@ -350,8 +350,10 @@ def analyze_one(
     records: bool = False,
     with_json: bool = False,
     ports: Iterable[int] = (),
+    tls_keylog: str | None = None,
 ) -> Iterator[tuple]:
-    """Event rows (:data:`EVENT`) of one capture: ``source`` is a path or a binary file object.
+    """Event rows (:data:`EVENT`) of one capture: ``source`` is a path or a binary file object;
+    ``tls_keylog`` the text of an NSS key log to decrypt TLS with.
 
     Never raises for a bad file: damage is an issue row; so is a failure of the analysis itself
     (``spark.analysis_failed``, with everything before it kept), so one file cannot fail a job.
@@ -362,9 +364,14 @@ def analyze_one(
     from analyzer.issues import SPARK_ANALYSIS_FAILED
     from analyzer.model import Exchange, Severity
     from analyzer.pipeline import Analysis
+    from analyzer.tls.keylog import KeyLog
 
+    keylog = None
+    if tls_keylog is not None:
+        keylog = KeyLog()
+        keylog.add_text(tls_keylog, "the key log")
     cap = CaptureFile(source)
-    a = Analysis(cap, Options(records_bodies=records), ports=ports)
+    a = Analysis(cap, Options(records_bodies=records), ports=ports, tls_keylog=keylog)
     topic_ids = a.knowledge.topic_ids
     issues = 0
     damaged = False
@@ -434,8 +441,10 @@ def _unreadable(uri: str, size, message: str) -> Iterator[tuple]:
     yield _event("capture", (uri, None, None, size, 0, 0, 0, 1, None, None, True))
 
 
-def _analyze_partition(rows: Iterable, read: str, records: bool, with_json: bool, ports) -> Iterator[tuple]:
-    opts = {"records": records, "with_json": with_json, "ports": ports}
+def _analyze_partition(
+    rows: Iterable, read: str, records: bool, with_json: bool, ports, tls_keylog: str | None = None
+) -> Iterator[tuple]:
+    opts = {"records": records, "with_json": with_json, "ports": ports, "tls_keylog": tls_keylog}
     for row in rows:
         uri, length = row[0], row[1]
         if read == "content":
@@ -484,6 +493,7 @@ def analyze(
     recursive: bool = False,
     glob_filter: str | None = None,
     persist: bool = True,
+    tls_keylog: str | os.PathLike | None = None,
 ) -> Analysis:
     """Analyse every capture file that ``paths`` name (paths, globs, directories, URIs).
 
@@ -495,7 +505,8 @@ def analyze(
     core; with ``read="content"`` a different number reshuffles the file contents).
     ``recursive``/``glob_filter``: the ``binaryFile`` options ``recursiveFileLookup`` and
     ``pathGlobFilter``. ``persist``: keep the events (memory and disk) so that the tables do not
-    analyse the files again.
+    analyse the files again. ``tls_keylog``: an NSS key log file (read here, on the driver,
+    and shipped to the executors) to decrypt TLS connections with.
     """
     if read not in ("content", "local"):
         raise ValueError(f"read must be 'content' or 'local', not {read!r}")
@@ -518,7 +529,18 @@ def analyze(
         sc = spark.sparkContext
         n = max(1, min(len(listing), partitions or sc.defaultParallelism))
         rdd = sc.parallelize([(r[0], r[1]) for r in listing], n)
-    fn = partial(_analyze_partition, read=read, records=records, with_json=json, ports=tuple(ports))
+    keylog_text = None
+    if tls_keylog is not None:
+        with open(tls_keylog, encoding="ascii", errors="replace") as f:
+            keylog_text = f.read()
+    fn = partial(
+        _analyze_partition,
+        read=read,
+        records=records,
+        with_json=json,
+        ports=tuple(ports),
+        tls_keylog=keylog_text,
+    )
     events = spark.createDataFrame(rdd.mapPartitions(fn), EVENT, verifySchema=False)
     if persist:
         events = events.persist(StorageLevel.MEMORY_AND_DISK)

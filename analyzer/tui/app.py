@@ -214,12 +214,18 @@ class AnalyzerApp(App[int]):
     VIEW_CACHE = 8  # re-decoded exchanges kept
     SLICE_SECONDS = 0.05  # how long the worker holds the stats lock at a time
 
-    def __init__(self, path: str, opts: Options | None = None, ports: tuple[int, ...] = ()) -> None:
+    def __init__(
+        self,
+        path: str,
+        opts: Options | None = None,
+        ports: tuple[int, ...] = (),
+        tls_keylog: str | None = None,
+    ) -> None:
         super().__init__()
         self.path = path
         self.opts = opts if opts is not None else Options(records_bodies=True)
         self._lock = threading.Lock()  # the analysis and stats, shared with the worker
-        self.analysis = Analysis(path, self.opts, ports=ports, lock=self._lock)
+        self.analysis = Analysis(path, self.opts, ports=ports, lock=self._lock, tls_keylog=tls_keylog)
         self.stats = Stats(self.analysis.knowledge.topic_ids)
         self.rows: list[ExRow] = []
         self.shown: list[int] = []  # indexes into rows, in table order
@@ -627,9 +633,11 @@ class AnalyzerApp(App[int]):
         self.push_screen(StatsScreen(self.stats_snapshot(), note))
 
 
-def run_tui(path: str, opts: Options | None = None, ports: tuple[int, ...] = ()) -> int:
+def run_tui(
+    path: str, opts: Options | None = None, ports: tuple[int, ...] = (), tls_keylog: str | None = None
+) -> int:
     """Run the TUI on a capture file; returns an exit code (0 ok, 1 damaged or no Kafka, 2 unusable)."""
-    app = AnalyzerApp(path, opts, tuple(ports))
+    app = AnalyzerApp(path, opts, tuple(ports), tls_keylog=tls_keylog)
     app.run()
     rc = app.return_code or 0
     return rc if rc else app.exit_code

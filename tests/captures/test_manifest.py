@@ -27,8 +27,8 @@ def text(b):
     return None if b is None else b.decode()
 
 
-def analyse(path):
-    a = Analysis(path, Options(records_bodies=True))
+def analyse(path, keylog=None):
+    a = Analysis(path, Options(records_bodies=True), tls_keylog=keylog)
     produced, fetched, errors, crc = Counter(), Counter(), [], []
     for ev in a.events():
         if type(ev) in (ConnIssue, CaptureIssue):
@@ -62,7 +62,8 @@ def analyse(path):
 
 @pytest.mark.parametrize("entry", MANIFEST, ids=lambda e: e["file"])
 def test_records_in_capture_are_exactly_the_manifest(entry):
-    produced, fetched, errors, crc = analyse(CAPTURES / entry["file"])
+    keylog = (entry.get("tls") or {}).get("keylog")
+    produced, fetched, errors, crc = analyse(CAPTURES / entry["file"], keylog and CAPTURES / keylog)
     want_p = {rec_key(r["topic"], r["key"], r["value"], r.get("headers") or []) for r in entry["produced"]}
     assert set(produced) == want_p
     want_c = {rec_key(r["topic"], r["key"], r["value"], r.get("headers") or []) for r in entry["consumed"]}

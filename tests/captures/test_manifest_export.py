@@ -42,9 +42,16 @@ def jq_records(node):
             yield from x["record_list"]
 
 
-def export_lines(path, tmp_path):
+def keylog_args(entry) -> list[str]:
+    """A TLS scenario's key log (the manifest names it), for --tls-keylog."""
+    keylog = (entry.get("tls") or {}).get("keylog")
+    return ["--tls-keylog", str(CAPTURES / keylog)] if keylog else []
+
+
+def export_lines(path, tmp_path, entry=None):
     out = tmp_path / (path.stem + ".ndjson")
-    assert main(["export", str(path), "--records", "--no-spans", "-o", str(out)]) == 0
+    extra = keylog_args(entry) if entry else []
+    assert main(["export", str(path), "--records", "--no-spans", "-o", str(out), *extra]) == 0
     return out, [json.loads(x) for x in out.read_bytes().splitlines()]
 
 
@@ -62,7 +69,7 @@ def text(v):
 
 @pytest.mark.parametrize("entry", MANIFEST, ids=lambda e: e["file"])
 def test_one_jq_path_finds_every_record_with_its_offset_and_timestamp(entry, tmp_path):
-    _, lines = export_lines(CAPTURES / entry["file"], tmp_path)
+    _, lines = export_lines(CAPTURES / entry["file"], tmp_path, entry)
     values = [r["value"] for line in lines for r in jq_records(line)]
     produced, fetched = defaultdict(list), defaultdict(list)
     for line in lines:
@@ -131,7 +138,10 @@ def test_records_view_is_the_export_shape(entry):
     from analyzer.pipeline import Analysis
     from analyzer.session.records import iter_records
 
-    a = Analysis(CAPTURES / entry["file"], Options(records_bodies=True))
+    keylog = (entry.get("tls") or {}).get("keylog")
+    a = Analysis(
+        CAPTURES / entry["file"], Options(records_bodies=True), tls_keylog=keylog and CAPTURES / keylog
+    )
     n = 0
     for ev in a.events():
         if type(ev) is not Exchange:

@@ -17,12 +17,19 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import CAPTURES, PUBLIC, ROOT, project_captures, public_captures
+from conftest import CAPTURES, PUBLIC, ROOT, public_captures, tls_captures
+from conftest import project_captures as _clear_text_captures
 
 from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue
 from analyzer.model import Exchange
 from analyzer.pipeline import Analysis
 from analyzer.session.stats import Stats, error_names
+
+
+def project_captures():
+    """Every file of captures/ (Spark reads the TLS ones without their key logs)."""
+    return sorted(_clear_text_captures() + tls_captures())
+
 
 pyspark = pytest.importorskip("pyspark")
 
@@ -266,7 +273,8 @@ def test_records_hold_the_manifest(spark):
     """Record bodies on (and the executors opening the files themselves, and the JSON column)."""
     from analyzer.spark.source import analyze
 
-    files = [str(CAPTURES / e["file"]) for e in MANIFEST]
+    manifest = [e for e in MANIFEST if not (e.get("tls") or {}).get("keylog")]  # no key logs on Spark
+    files = [str(CAPTURES / e["file"]) for e in manifest]
     a = analyze(spark, files, records=True, json=True, read="local")
     try:
         got: dict[tuple[str, str], Counter] = {}
@@ -274,7 +282,7 @@ def test_records_hold_the_manifest(spark):
             rec = (r.topic, r.partition, _text(r.key), _text(r.value))
             hdrs = tuple(sorted((h.key, _text(h.value)) for h in r.headers))
             got.setdefault((Path(_local(r.capture)).name, r.direction), Counter())[(*rec, hdrs)] += 1
-        for e in MANIFEST:
+        for e in manifest:
             for direction, key in (("produce", "produced"), ("fetch", "consumed")):
                 want = {
                     (
@@ -338,6 +346,24 @@ def _stop(proc: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, 9)
             proc.wait(5)
+
+
+def test_tls_with_a_key_log(spark):
+    """TLS captures with their key log (shipped to the executors): the exchanges the pipeline
+    finds with it; the one with secrets in the pcapng needs none."""
+    from analyzer.spark.source import analyze
+
+    entries = [e for e in MANIFEST if (e.get("tls") or {}).get("pcapng_with_secrets")]
+    if not entries:
+        pytest.skip("no TLS captures")
+    e = entries[0]
+    keylog = CAPTURES / e["tls"]["keylog"]
+    want = sum(1 for ev in Analysis(CAPTURES / e["file"], tls_keylog=keylog).events() if type(ev) is Exchange)
+    assert want > 0
+    a = analyze(spark, [str(CAPTURES / e["file"])], tls_keylog=keylog)
+    assert a.exchanges.count() == want
+    a = analyze(spark, [str(CAPTURES / e["tls"]["pcapng_with_secrets"])])
+    assert a.exchanges.count() == want
 
 
 def test_cli_on_a_standalone_cluster(tmp_path):

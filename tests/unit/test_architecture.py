@@ -18,6 +18,7 @@ CORE = [
     "analyzer.capture.pcapwriter",
     "analyzer.reassembly.packet",
     "analyzer.reassembly.tcp",
+    "analyzer.tls.layer",
     "analyzer.dissect.framing",
     "analyzer.dissect.decoder",
     "analyzer.dissect.message",

@@ -174,3 +174,32 @@ def test_empty_file(tmp_path):
     p.write_bytes(b"")
     r = run_cli("stats", str(p))
     assert r.returncode == 2 and b"empty file" in r.stderr
+
+
+def _block(btype: int, body: bytes) -> bytes:
+    import struct
+
+    body += b"\x00" * (-len(body) % 4)
+    n = 12 + len(body)
+    return struct.pack("<II", btype, n) + body + struct.pack("<I", n)
+
+
+def test_pcapng_decryption_secrets_blocks(tmp_path):
+    """TLS key logs in Decryption Secrets Blocks are collected; other secrets types and an empty
+    or overlong block are skipped (with an issue), never a crash."""
+    import struct
+
+    text = b"CLIENT_RANDOM " + b"00" * 32 + b" " + b"11" * 48 + b"\n"
+    shb = _block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))
+    idb = _block(1, struct.pack("<HHI", 1, 0, 65535))
+    data = shb + idb
+    data += _block(10, struct.pack("<II", 0x544C534B, len(text)) + text)
+    data += _block(10, struct.pack("<II", 0x5353484B, 4) + b"ssh!")  # SSH keys: not ours
+    data += _block(10, b"")  # no room for the secrets header
+    data += _block(10, struct.pack("<II", 0x544C534B, 1000) + b"short")  # length past the block
+    path = tmp_path / "secrets.pcapng"
+    path.write_bytes(data)
+    cap = CaptureFile(path)
+    assert list(cap) == []
+    assert cap.secrets == [text]
+    assert [i.code for i in cap.issues] == ["capture.bad_block", "capture.bad_block"]

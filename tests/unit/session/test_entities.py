@@ -6,7 +6,7 @@ from __future__ import annotations
 from functools import cache
 
 import pytest
-from conftest import CAPTURES
+from conftest import CAPTURES, project_captures
 
 from analyzer.dissect.constants import ApiKey
 from analyzer.dissect.message import Options
@@ -28,7 +28,7 @@ from analyzer.session.entities import (
 from analyzer.session.knowledge import topics_of
 from analyzer.session.records import iter_records
 
-ALL = sorted(p.name for p in CAPTURES.glob("*.pcap"))
+ALL = [p.name for p in project_captures()]
 
 
 @cache
