@@ -22,6 +22,7 @@ CORE = [
     "analyzer.session.report",
     "analyzer.pipeline",
     "analyzer.export.writer",
+    "analyzer.filter",
 ]
 FORBIDDEN = ("scapy", "textual", "rich", "pyspark", "analyzer.cli", "analyzer.tui")
 
