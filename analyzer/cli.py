@@ -43,12 +43,16 @@ EXIT_OK, EXIT_DAMAGED, EXIT_USAGE = 0, 1, 2
 class Run:
     """One analysis: the pipeline, its events and what the front end needs afterwards."""
 
-    def __init__(self, args) -> None:
+    def __init__(self, args, flt=None) -> None:
         self.args = args
+        self.filter = flt
         self.opts = Options(
-            records_bodies=getattr(args, "records", False), show_secrets=getattr(args, "show_secrets", False)
+            records_bodies=getattr(args, "records", False) or (flt is not None and flt.needs_records),
+            show_secrets=getattr(args, "show_secrets", False),
         )
         self.pipeline = Pipeline(self.opts, ports=args.port or ())
+        if flt is not None:
+            flt.knowledge = self.pipeline.knowledge
         self.capture_issues: list = []
         self.exchanges = 0
         self.cap = None
@@ -149,21 +153,44 @@ def _fmt_ts(ts: float, origin: float | None, absolute: bool) -> str:
 # -- read ------------------------------------------------------------------------------------------
 
 
-def _api_filter(values: list[str] | None) -> set[int] | None:
-    if not values:
+class BadFilter(Exception):
+    """A display filter that does not compile (already reported on stderr)."""
+
+
+def display_filter(args, expr: str | None = None):
+    """The compiled ``-Y`` expression joined with the old ``read`` flags (one code path), or
+    None; a :class:`~analyzer.filter.FilterError` is printed with a caret, then :class:`BadFilter`
+    (``main`` returns EXIT_USAGE) is raised."""
+    from analyzer.filter import FilterError, compile_filter, shorthand
+
+    if expr is None:
+        own = getattr(args, "display_filter", None)
+        if own is not None and own.strip():
+            try:  # errors point into what was typed, not into the joined expression
+                compile_filter(own)
+            except FilterError as exc:
+                print(filter_error_text(exc, own), file=sys.stderr)
+                raise BadFilter from None
+        expr = shorthand(
+            own,
+            api=getattr(args, "api", None),
+            topic=getattr(args, "topic", None),
+            client=getattr(args, "client", None),
+            errors=getattr(args, "errors", False),
+            slower_than=getattr(args, "slower_than", None),
+        )
+    if expr is None:
         return None
-    names = {(schema.api_name(k) or "").lower(): k for k in range(200) if schema.api_name(k)}
-    out = set()
-    for v in values:
-        for part in v.split(","):
-            part = part.strip()
-            if part.lstrip("-").isdigit():
-                out.add(int(part))
-            elif part.lower() in names:
-                out.add(names[part.lower()])
-            else:
-                raise SystemExit(f"kafka-analyzer: unknown API {part!r} (see `kafka-analyzer protocol`)")
-    return out
+    try:
+        return compile_filter(expr)
+    except FilterError as exc:
+        print(filter_error_text(exc, expr), file=sys.stderr)
+        raise BadFilter from None
+
+
+def filter_error_text(exc, expr: str) -> str:
+    text, _, caret = exc.caret(expr).rpartition("\n")
+    return f"kafka-analyzer: bad display filter: {exc.message}\n  {text}\n  {caret}"
 
 
 def exchange_line(ex: Exchange, origin: float | None, absolute: bool = False) -> str:
@@ -179,8 +206,8 @@ def exchange_line(ex: Exchange, origin: float | None, absolute: bool = False) ->
 
 
 def cmd_read(args) -> int:
-    run = Run(args)
-    apis = _api_filter(args.api)
+    flt = display_filter(args)
+    run = Run(args, flt)
     out = sys.stdout
     origin = None
     for ev in run.events_from_file(args.capture):
@@ -191,41 +218,25 @@ def cmd_read(args) -> int:
         run.exchanges += 1
         if origin is None:
             origin = run.pipeline.first_ts
-        if not _keep(ev, args, apis):
+        if flt is not None and not flt(ev):
             continue
         out.write(exchange_line(ev, origin, args.absolute) + "\n")
     run.report_capture_issues()
     return run.exit_code()
 
 
-def _keep(ex: Exchange, args, apis) -> bool:
-    if apis is not None and ex.api_key not in apis:
-        return False
-    if args.topic and not any(t in ex.topics for t in args.topic):
-        return False
-    if args.client and ex.client_id not in args.client:
-        return False
-    if args.errors:
-        has_err = ex.response is not None and ex.response.errors
-        bad = any(i.severity >= Severity.WARNING for i in ex.all_issues())
-        if not (has_err or bad):
-            return False
-    if args.slower_than is not None:
-        lat = ex.latency
-        if lat is None or lat * 1000.0 < args.slower_than:
-            return False
-    return True
-
-
 # -- stats -----------------------------------------------------------------------------------------
 
 
 def cmd_stats(args) -> int:
-    run = Run(args)
+    flt = display_filter(args)
+    run = Run(args, flt)
     stats = Stats(run.pipeline.knowledge.topic_ids)
     for ev in run.events_from_file(args.capture):
         if type(ev) is Exchange:
             run.exchanges += 1
+            if flt is not None and not flt(ev):
+                continue
         stats.add(ev)
     for i in run.capture_issues:
         stats.anomalies[i.code] += 1
@@ -286,7 +297,8 @@ def render_tables(tables: dict, out) -> None:
 def cmd_export(args) -> int:
     from analyzer.export.writer import Writer
 
-    run = Run(args)
+    flt = display_filter(args)
+    run = Run(args, flt)
     out = open(args.output, "wb") if args.output and args.output != "-" else sys.stdout.buffer  # noqa: SIM115
     stats = Stats(run.pipeline.knowledge.topic_ids)
     w = Writer(out, args.format, spans=not args.no_spans)
@@ -295,6 +307,8 @@ def cmd_export(args) -> int:
         for ev in run.events_from_file(args.capture):
             if type(ev) is Exchange:
                 run.exchanges += 1
+                if flt is not None and not flt(ev):
+                    continue
             stats.add(ev)
             w.event(ev)
         tables = stats_tables(stats, run.pipeline)
@@ -320,7 +334,8 @@ def cmd_live(args) -> int:
     if problem:
         print(f"kafka-analyzer: {problem}", file=sys.stderr)
         return EXIT_USAGE
-    run = Run(args)
+    flt = display_filter(args)
+    run = Run(args, flt)
     run.pipeline.reasm.idle_timeout = 300.0
     stats = Stats(run.pipeline.knowledge.topic_ids)
     writer = None
@@ -337,14 +352,15 @@ def cmd_live(args) -> int:
     def handle(evs: Iterable) -> None:
         nonlocal origin
         for ev in evs:
-            stats.add(ev)
             if type(ev) is Exchange:
                 run.exchanges += 1
+                if flt is not None and not flt(ev):
+                    continue
                 if args.mode == "read":
                     if origin is None:
                         origin = run.pipeline.first_ts
-                    if _keep(ev, args, _api_filter(args.api)):
-                        print(exchange_line(ev, origin, args.absolute), flush=True)
+                    print(exchange_line(ev, origin, args.absolute), flush=True)
+            stats.add(ev)
             if writer is not None:
                 writer.event(ev)
                 sys.stdout.buffer.flush()
@@ -489,14 +505,37 @@ def _common(p: argparse.ArgumentParser, capture: bool = True) -> None:
     p.add_argument("--show-secrets", action="store_true", help="do not mask SASL passwords and SCRAM proofs")
 
 
-def _filters(p: argparse.ArgumentParser) -> None:
+def _display_filter_arg(p: argparse.ArgumentParser, what: str = "only the exchanges matching EXPR") -> None:
     p.add_argument(
-        "--api", action="append", metavar="API", help="only these APIs (names or keys, repeatable)"
+        "-Y",
+        "--display-filter",
+        metavar="EXPR",
+        help=f"{what}, e.g. 'api == Produce and latency > 5ms' (see `kafka-analyzer filters`)",
     )
-    p.add_argument("--topic", action="append", metavar="TOPIC", help="only exchanges naming this topic")
-    p.add_argument("--client", action="append", metavar="CLIENT_ID", help="only this client id")
-    p.add_argument("--errors", action="store_true", help="only exchanges with error codes or problems")
-    p.add_argument("--slower-than", type=float, metavar="MS", help="only exchanges slower than MS ms")
+
+
+def _filters(p: argparse.ArgumentParser) -> None:
+    _display_filter_arg(p)
+    p.add_argument(
+        "--api",
+        action="append",
+        metavar="API",
+        help="only these APIs (names or keys, repeatable): api in {...}",
+    )
+    p.add_argument(
+        "--topic", action="append", metavar="TOPIC", help="only exchanges naming this topic: topic in {...}"
+    )
+    p.add_argument(
+        "--client", action="append", metavar="CLIENT_ID", help="only this client id: client_id in {...}"
+    )
+    p.add_argument(
+        "--errors",
+        action="store_true",
+        help="only exchanges with error codes or problems: (error or severity >= warning)",
+    )
+    p.add_argument(
+        "--slower-than", type=float, metavar="MS", help="only exchanges slower than MS ms: latency >= MS"
+    )
     p.add_argument("--absolute", action="store_true", help="absolute UTC times instead of seconds from start")
     p.add_argument("-v", "--verbose", action="store_true", help="also print connection-level issues")
 
@@ -513,11 +552,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("stats", help="tables per API, topic, client, connection, and anomalies")
     _common(p)
+    _display_filter_arg(p, "tables over the exchanges matching EXPR only")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(func=cmd_stats)
 
     p = sub.add_parser("export", help="every exchange as JSON or NDJSON")
     _common(p)
+    _display_filter_arg(p, "export only the exchanges matching EXPR")
     p.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     p.add_argument("--format", choices=("json", "ndjson"), default="ndjson")
     p.add_argument("--records", action="store_true", help="decode record bodies (keys, values, headers)")
@@ -588,6 +629,8 @@ def main(argv: list[str] | None = None) -> int:
         args.capture = caps[0]
     try:
         return args.func(args)
+    except BadFilter:
+        return EXIT_USAGE
     except BrokenPipeError:
         # stdout closed early (| head): not an error
         with contextlib.suppress(OSError):
