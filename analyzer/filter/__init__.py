@@ -8,7 +8,7 @@ from __future__ import annotations
 from analyzer.filter.compiler import Filter, compile_filter, validate
 from analyzer.filter.syntax import FilterError, quote
 
-__all__ = ["Filter", "FilterError", "compile_filter", "quote", "shorthand", "validate"]
+__all__ = ["Filter", "FilterError", "compile_filter", "plain_words", "quote", "shorthand", "validate"]
 
 
 def _split(values) -> list[str]:
@@ -42,3 +42,16 @@ def shorthand(
     if slower_than is not None:
         parts.append(f"latency >= {float(slower_than)!r}")
     return " and ".join(parts) if parts else None
+
+
+_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:/- \t")
+
+
+def plain_words(text: str) -> bool:
+    """True when ``text`` is only words (letters, digits, ``_ . : / -``), none of them an
+    operator keyword: what a front end may search for as text when it is not a valid filter
+    (and must say so)."""
+    from analyzer.filter.syntax import KEYWORDS
+
+    words = text.split()
+    return bool(words) and all(c in _PLAIN for c in text) and not any(w.lower() in KEYWORDS for w in words)
