@@ -404,6 +404,8 @@ def cmd_check(args) -> int:
     except ValueError as exc:
         print(f"kafka-analyzer: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    select = display_filter(args)
+    asserts = tuple(display_filter(args, a) for a in args.assert_ or ())
     checker = Checker(
         allow=tuple(args.allow or ()),
         max_kafka_errors=args.max_kafka_errors,
@@ -411,8 +413,14 @@ def cmd_check(args) -> int:
         max_unanswered=args.max_unanswered,
         latency=rules,
         expect_apis=tuple(x for v in args.expect_api or () for x in v.split(",")),
+        select=select,
+        asserts=asserts,
     )
-    run = Run(args)
+    run = Run(args, select)
+    if any(a.needs_records for a in asserts):
+        run.opts.records_bodies = True
+    for a in asserts:
+        a.knowledge = run.pipeline.knowledge
     t0 = time.monotonic()
     for ev in run.events_from_file(args.capture):
         if type(ev) is Exchange:
@@ -601,6 +609,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="latency bound, p99 by default: Produce=50, Fetch=p95:600, Metadata=max:10",
     )
     p.add_argument("--expect-api", action="append", metavar="API", help="these APIs must occur")
+    _display_filter_arg(p, "the rules look at the exchanges matching EXPR only")
+    p.add_argument(
+        "--assert",
+        dest="assert_",
+        action="append",
+        metavar="EXPR",
+        help="every (selected) exchange must satisfy this display filter (repeatable), "
+        "e.g. 'not error' or 'api != Produce or produce.acks == -1'",
+    )
     p.add_argument("--junit", metavar="FILE.xml", help="write a JUnit XML report")
     p.set_defaults(func=cmd_check)
 
