@@ -205,6 +205,12 @@ def build_parser() -> argparse.ArgumentParser:
         "open the paths themselves (shared local file systems)",
     )
     p.add_argument("--partitions", type=int, metavar="N", help="number of analysis tasks")
+    p.add_argument(
+        "-Y",
+        "--display-filter",
+        metavar="EXPR",
+        help="only the exchanges matching this display filter (see `kafka-analyzer filters`)",
+    )
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting")
     p.add_argument("--log-level", default="WARN", help="Spark log level (default WARN)")
     return p
@@ -271,6 +277,8 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> in
 def run(args: argparse.Namespace, spark: SparkSession) -> int:
     from pyspark.errors import AnalysisException
 
+    from analyzer.filter import FilterError
+
     try:
         a = analyze(
             spark,
@@ -280,11 +288,16 @@ def run(args: argparse.Namespace, spark: SparkSession) -> int:
             read=args.read,
             partitions=args.partitions,
             recursive=args.recursive,
+            where=args.display_filter,
         )
         caps = a.captures.cache()
         n_caps = caps.count()
     except AnalysisException as exc:  # no such file, nothing matched the glob
         print(f"kafka-analyzer: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 2
+    except FilterError as exc:
+        text, _, caret = exc.caret(args.display_filter).rpartition("\n")
+        print(f"kafka-analyzer: bad display filter: {exc.message}\n  {text}\n  {caret}", file=sys.stderr)
         return 2
     try:
         for name, df in run_jobs(a, args.top).items():

@@ -340,8 +340,11 @@ def analyze_one(
     records: bool = False,
     with_json: bool = False,
     ports: Iterable[int] = (),
+    where: str | None = None,
 ) -> Iterator[tuple]:
     """Event rows (:data:`EVENT`) of one capture: ``source`` is a path or a binary file object.
+    ``where``: a display filter (:mod:`analyzer.filter`); only matching exchanges (and their
+    records) become rows, the capture row still counts every exchange.
 
     Never raises for a bad file: damage is an issue row; so is a failure of the analysis itself
     (``spark.analysis_failed``, with everything before it kept), so one file cannot fail a job.
@@ -351,7 +354,14 @@ def analyze_one(
     from analyzer.model import Exchange, Severity
     from analyzer.pipeline import ConnectionEnd, Pipeline, StreamEvent, analyze_file
 
-    p = Pipeline(Options(records_bodies=records), ports=ports)
+    flt = None
+    if where:
+        from analyzer.filter import compile_filter
+
+        flt = compile_filter(where)  # validated on the driver already
+    p = Pipeline(Options(records_bodies=records or (flt is not None and flt.needs_records)), ports=ports)
+    if flt is not None:
+        flt.knowledge = p.knowledge
     topic_ids = p.knowledge.topic_ids
     exchanges = issues = 0
     damaged = False
@@ -362,6 +372,8 @@ def analyze_one(
             t = type(ev)
             if t is Exchange:
                 exchanges += 1
+                if flt is not None and not flt(ev):
+                    continue
                 yield _event("exchange", _exchange_row(capture, ev, topic_ids, with_json))
                 if records:
                     for r in _record_rows(capture, ev, topic_ids):
@@ -420,8 +432,10 @@ def _unreadable(uri: str, size, message: str) -> Iterator[tuple]:
     yield _event("capture", (uri, None, None, size, 0, 0, 0, 1, None, None, True))
 
 
-def _analyze_partition(rows: Iterable, read: str, records: bool, with_json: bool, ports) -> Iterator[tuple]:
-    opts = {"records": records, "with_json": with_json, "ports": ports}
+def _analyze_partition(
+    rows: Iterable, read: str, records: bool, with_json: bool, ports, where: str | None = None
+) -> Iterator[tuple]:
+    opts = {"records": records, "with_json": with_json, "ports": ports, "where": where}
     for row in rows:
         uri, length = row[0], row[1]
         if read == "content":
@@ -470,6 +484,7 @@ def analyze(
     recursive: bool = False,
     glob_filter: str | None = None,
     persist: bool = True,
+    where: str | None = None,
 ) -> Analysis:
     """Analyse every capture file that ``paths`` name (paths, globs, directories, URIs).
 
@@ -481,8 +496,14 @@ def analyze(
     core; with ``read="content"`` a different number reshuffles the file contents).
     ``recursive``/``glob_filter``: the ``binaryFile`` options ``recursiveFileLookup`` and
     ``pathGlobFilter``. ``persist``: keep the events (memory and disk) so that the tables do not
-    analyse the files again.
+    analyse the files again. ``where``: a display filter (``kafka-analyzer filters``), compiled
+    here on the driver (a :class:`~analyzer.filter.FilterError` is raised at once for a bad one)
+    and applied on the executors: ``exchanges`` and ``records`` hold the matching exchanges only.
     """
+    if where is not None:
+        from analyzer.filter import compile_filter
+
+        compile_filter(where)
     if read not in ("content", "local"):
         raise ValueError(f"read must be 'content' or 'local', not {read!r}")
     paths = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
@@ -504,7 +525,9 @@ def analyze(
         sc = spark.sparkContext
         n = max(1, min(len(listing), partitions or sc.defaultParallelism))
         rdd = sc.parallelize([(r[0], r[1]) for r in listing], n)
-    fn = partial(_analyze_partition, read=read, records=records, with_json=json, ports=tuple(ports))
+    fn = partial(
+        _analyze_partition, read=read, records=records, with_json=json, ports=tuple(ports), where=where
+    )
     events = spark.createDataFrame(rdd.mapPartitions(fn), EVENT, verifySchema=False)
     if persist:
         events = events.persist(StorageLevel.MEMORY_AND_DISK)
