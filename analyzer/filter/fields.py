@@ -27,6 +27,18 @@ INT, FLOAT, STRING, BYTES, BOOL, ADDRESS, DURATION = (
 )
 API, ERROR, SEVERITY, STRUCT, RECORDS = "api", "error", "severity", "struct", "records"
 
+SYNTAX_HELP = """\
+Display filters (-Y EXPR; check --assert EXPR; the TUI's / bar; Spark's where=EXPR):
+  comparisons   FIELD == != < <= > >= VALUE, FIELD contains "text", FIELD matches "regex",
+                FIELD in {A, B, C}; a bare FIELD tests that it is present (true, for booleans)
+  logic         and or not (also && || !), parentheses; not binds tightest, then and, then or
+  several       a field with several values matches when ANY matches; all(FIELD OP VALUE)
+                needs every value (and at least one); a != b is not (a == b)
+  values        "strings" (\\" \\n \\t \\xHH \\uHHHH), bare words (Produce, gzip, warning,
+                NOT_LEADER_OR_FOLLOWER), numbers 42 -1 0x1f 1.5, durations 50ms 2s 1.5s 250us,
+                addresses 10.0.0.5 10.0.0.5:9092 10.0.0.0/8 [::1]:9092, true false
+  example       api == Produce and latency > 5ms and not error"""
+
 _PRIMITIVE = {
     "int8": INT,
     "int16": INT,
@@ -59,7 +71,7 @@ class Spec:
 EXCHANGE_FIELDS: dict[str, Spec] = {
     s.name: s
     for s in (
-        Spec("api", API, "API name (any case) or key number", "api == Produce, api in {Fetch, 3}"),
+        Spec("api", API, "API name (any case) or key number", "api == Produce; api in {Fetch, 3}"),
         Spec("version", INT, "API version of the request", "version >= 9"),
         Spec("corr", INT, "correlation id", "corr == 42"),
         Spec("client_id", STRING, "client id of the request header", 'client_id contains "consumer"'),
@@ -67,17 +79,17 @@ EXCHANGE_FIELDS: dict[str, Spec] = {
             "client",
             ADDRESS,
             "client address (ip, ip:port, CIDR)",
-            "client == 10.0.0.5, client == 10.0.0.0/8",
+            "client == 10.0.0.5; client == 10.0.0.0/8",
         ),
         Spec("broker", ADDRESS, "broker address (ip, ip:port, CIDR)", "broker == 10.0.0.7:9092"),
         Spec("conn", INT, "connection id (as in stats' connections table)", "conn == 3"),
-        Spec("latency", DURATION, "response time; bare numbers are ms", "latency > 50ms, latency > 1.5s"),
+        Spec("latency", DURATION, "response time; bare numbers are ms", "latency > 50ms; latency > 1.5s"),
         Spec("latency_ms", DURATION, "the same as latency", "latency_ms > 50"),
         Spec(
             "error",
             ERROR,
             "non-zero Kafka error codes of the response (names from the error table, or numbers)",
-            "error == NOT_LEADER_OR_FOLLOWER, error",
+            "error == NOT_LEADER_OR_FOLLOWER; error",
             many=True,
         ),
         Spec(
