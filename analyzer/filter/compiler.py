@@ -235,10 +235,10 @@ def _leaf(c: Field, out: list) -> None:
         else:
             out.append(True)
         return
-    if c.children is not None or t == "records":
+    if t == "records" or t[:1].isupper():  # records, or a struct (CamelCase type names)
         out.append(True)
         return
-    v = c.value
+    v = c.value  # a primitive (bytes with an embedded protocol below them keep their raw value)
     if v is not None:
         out.append(v)
 
@@ -636,14 +636,32 @@ class _Compiler:
             t = next(iter(prim))
         else:
             t = F.STRING if F.STRING in prim else sorted(prim)[0]
+        get = _decoded_getter(by_key)
+        py = _PY_TYPES.get(t)
+        if py is not None and len(types) > 1:
+            # the name has other types elsewhere (another API, version or struct): compare only
+            # the values of the type the literal was checked against
+            raw = get
+            if t == F.BOOL:
+
+                def get(ex: Exchange, raw=raw) -> list:
+                    return [v for v in raw(ex) if v is True or v is False]
+            else:
+
+                def get(ex: Exchange, raw=raw, py=py) -> list:
+                    return [v for v in raw(ex) if isinstance(v, py) and not isinstance(v, bool)]
+
         return _Resolved(
             ref.path.lower(),
             t,
-            _decoded_getter(by_key),
+            get,
             True,
             decoded=True,
             error_code=comps[-1].endswith("error_code"),
         )
+
+
+_PY_TYPES = {F.INT: (int,), F.FLOAT: (int, float), F.STRING: (str,), F.BYTES: (bytes,), F.BOOL: (bool,)}
 
 
 def _a(t: str) -> str:

@@ -1,0 +1,61 @@
+"""Every decoded name a filter accepts (with and without its API prefix), compared with a value
+of its type (and with contains/matches for text), evaluates without raising on the real
+exchanges of the bundled captures, and at least finds what the captures hold."""
+
+from conftest import CAPTURES
+
+from analyzer.capture.files import CaptureFile
+from analyzer.dissect.decoder import snake
+from analyzer.dissect.message import Options
+from analyzer.dissect.protocol_table import API_NAMES
+from analyzer.filter import FilterError, compile_filter
+from analyzer.filter import fields as F
+from analyzer.model import Exchange
+from analyzer.pipeline import Pipeline, analyze_file
+
+CAPS = [
+    "librdkafka-admin.pcap",
+    "librdkafka-txn.pcap",
+    "librdkafka-kip848.pcap",
+    "kafka-python-0.9-gzip.pcap",
+]
+
+_EXPRS = {
+    "int": ["{n} >= 0", "{n} in {{-1, 0, 1}}"],
+    "float": ["{n} > 0.5"],
+    "string": ['{n} contains "a"', '{n} matches "^[a-z]"', '{n} < "m"'],
+    "bytes": ['{n} contains "a"', '{n} matches "x"'],
+    "bool": ["{n} == true"],
+}
+
+
+def test_every_decoded_name_evaluates_on_real_exchanges():
+    exchanges = []
+    for cap in CAPS:
+        p = Pipeline(Options(records_bodies=True))
+        exchanges += [ev for ev in analyze_file(CaptureFile(str(CAPTURES / cap)), p) if type(ev) is Exchange]
+    keys = {e.api_key for e in exchanges}
+    names = []
+    for suffix in F.suffix_index():
+        names.append(".".join(suffix))
+    for key in keys:
+        if key is None or key not in F.api_prefixes().values():
+            continue
+        prefix = snake(API_NAMES[key])
+        names += [f"{prefix}.{'.'.join(p)}" for p in F.api_paths(key)]
+    found = compiled = 0
+    for n in names:
+        exists = compile_filter(n)
+        hits = [e for e in exchanges if exists(e)]
+        found += bool(hits)
+        for exprs in _EXPRS.values():
+            for e in exprs:
+                try:
+                    f = compile_filter(e.format(n=n))
+                except FilterError:  # not this field's type
+                    continue
+                compiled += 1
+                for ex in hits:
+                    assert f(ex) in (True, False)
+    assert compiled > len(names)
+    assert found > 150
