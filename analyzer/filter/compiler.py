@@ -337,10 +337,23 @@ class _Compiler:
     # nodes --------------------------------------------------------------------------------------------
     def node(self, n) -> Pred:
         if isinstance(n, BoolOp):
-            a, b = self.node(n.left), self.node(n.right)
+            # a chain of the same operator is one flat list (no recursion, however long)
+            operands, stack = [], [n]
+            while stack:
+                x = stack.pop()
+                if isinstance(x, BoolOp) and x.op == n.op:
+                    stack += (x.right, x.left)
+                else:
+                    operands.append(x)
+            preds = [self.node(x) for x in operands]
+            if len(preds) == 2:
+                a, b = preds
+                if n.op == "and":
+                    return lambda ex: a(ex) and b(ex)
+                return lambda ex: a(ex) or b(ex)
             if n.op == "and":
-                return lambda ex: a(ex) and b(ex)
-            return lambda ex: a(ex) or b(ex)
+                return lambda ex: all(p(ex) for p in preds)
+            return lambda ex: any(p(ex) for p in preds)
         if isinstance(n, Not):
             a = self.node(n.expr)
             return lambda ex: not a(ex)

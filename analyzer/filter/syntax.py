@@ -270,6 +270,7 @@ class BoolOp:
 
 
 _RELOPS = frozenset(("==", "!=", "<", "<=", ">", ">="))
+MAX_DEPTH = 64  # parentheses and "not"s inside each other
 
 
 class _Parser:
@@ -277,6 +278,7 @@ class _Parser:
         self.src = src
         self.toks = tokenize(src)
         self.i = 0
+        self.depth = 0
 
     @property
     def tok(self) -> Token:
@@ -328,15 +330,23 @@ class _Parser:
     def not_expr(self):
         if self.is_("not", "!"):
             t = self.take()
-            return Not(self.not_expr(), t.pos)
+            self.nest(t)
+            node = Not(self.not_expr(), t.pos)
+            self.depth -= 1
+            return node
         return self.primary()
 
+    def nest(self, t: Token) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise FilterError(f"nested too deeply (more than {MAX_DEPTH} levels)", t.pos, t.end)
+
     def primary(self):
-        t = self.tok
         if self.is_("("):
-            self.take()
+            self.nest(self.take())
             node = self.or_expr()
             self.expect(")", "')'")
+            self.depth -= 1
             return node
         if self.is_("all"):
             self.take()
@@ -351,7 +361,6 @@ class _Parser:
         field = self.field()
         if self._at_operator():
             return self.rest(field)
-        del t
         return Exists(field)
 
     def _at_operator(self) -> bool:

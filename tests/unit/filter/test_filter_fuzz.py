@@ -58,3 +58,24 @@ def test_grammar_alphabet_only_raises_filter_error(text):
 @given(st.lists(st.sampled_from(TOKENS), max_size=12), st.sampled_from([" ", ""]))
 def test_token_soup_only_raises_filter_error(tokens, sep):
     _check(sep.join(tokens) if sep else " ".join(tokens))
+
+
+def test_deep_nesting_and_long_chains():
+    e = None
+    try:
+        compile_filter("(" * 500 + "api" + ")" * 500)
+    except FilterError as exc:
+        e = exc
+    assert e is not None and "nested too deeply" in e.message and e.position == 64
+    try:
+        compile_filter("not " * 300 + "api")
+    except FilterError as exc:
+        assert "nested too deeply" in exc.message
+    ok = compile_filter("(" * 60 + "api == Produce" + ")" * 60)
+    assert ok(EXCHANGES[0])
+    long_or = compile_filter(" or ".join(f"corr == {i}" for i in range(5000)))
+    assert long_or(EXCHANGES[0])  # corr 7
+    long_and = compile_filter(" and ".join(["latency > 1ms"] * 5000 + ["api == Fetch"]))
+    assert not long_and(EXCHANGES[0])
+    mixed = compile_filter(" or ".join(["api == Fetch and corr == 1"] * 3000 + ["not api == Fetch"]))
+    assert mixed(EXCHANGES[0])
