@@ -30,7 +30,6 @@ from analyzer.filter.syntax import (
     parse,
 )
 from analyzer.model import Endpoint, Exchange, Field, Severity
-from analyzer.session.records import iter_records
 
 Pred = Callable[[Exchange], bool]
 
@@ -188,12 +187,110 @@ def _batches(ex: Exchange) -> list[dict]:
 _RECORD_APIS = frozenset((0, 1, 78))  # Produce, Fetch, ShareFetch
 
 
-def _records_views(ex: Exchange) -> list:
-    out = []
-    for m in (ex.request, ex.response):
-        if m is not None and m.body is not None and m.api_key in _RECORD_APIS:
-            out.extend(iter_records(m.body))
-    return out
+# what a record yields for each records.* field that needs record bodies: from the rows of the
+# records parser (no record Field is built), or from the Field of a malformed or control record
+_ROW_PICK = {
+    "key": lambda buf, bo, bts, row: None if row[8] < 0 else buf[row[8] : row[9]],
+    "value": lambda buf, bo, bts, row: None if row[10] < 0 else buf[row[10] : row[11]],
+    "offset": lambda buf, bo, bts, row: bo + row[6],
+    "timestamp": lambda buf, bo, bts, row: None if bts is None else bts + row[4],
+}
+_FIELD_PICK = {
+    "key": lambda rec, bo, bts: rec.get("key"),
+    "value": lambda rec, bo, bts: rec.get("value"),
+    "offset": lambda rec, bo, bts: (
+        None if bo is None or rec.get("offset_delta") is None else bo + rec.get("offset_delta")
+    ),
+    "timestamp": lambda rec, bo, bts: (
+        None if bts is None or rec.get("timestamp_delta") is None else bts + rec.get("timestamp_delta")
+    ),
+}
+
+
+def _field_headers(rec: Field, what: str, out: list) -> None:
+    hdrs = rec.child("headers")
+    for h in hdrs.children or () if hdrs is not None else ():
+        v = h.get(what)
+        if v is not None:
+            out.append(v)
+
+
+def _v2_values(c: Field, bo, bts, what: str, out: list) -> None:
+    """``what`` of every record under a batch's child ``c`` (its records, or its decompressed data)."""
+    if c.name == "decompressed":
+        for x in c.children or ():
+            _v2_values(x, bo, bts, what, out)
+        return
+    if c.name != "records":
+        return
+    rows = getattr(c, "rows", None)
+    if rows is not None and not c.batch[3] & 0x20:  # a RecordsField (not control records): its rows
+        buf = c.buf
+        kids = None
+        header = what.startswith("headers.")
+        pick = None if header else _ROW_PICK[what]
+        for i, row in enumerate(rows):
+            if not row[15]:  # malformed: whatever of it parsed, as its Field
+                if kids is None:
+                    kids = c.children
+                _record_field_values(kids[i], bo, bts, what, out)
+            elif header:
+                if what == "headers.key":
+                    out.extend(buf[h[1] : h[2]].decode("utf-8", "replace") for h in row[14])
+                else:
+                    out.extend(buf[h[3] : h[4]] for h in row[14] if h[3] >= 0)
+            else:
+                v = pick(buf, bo, bts, row)
+                if v is not None:
+                    out.append(v)
+        return
+    for rec in c.children or ():
+        if rec.name == "record":
+            _record_field_values(rec, bo, bts, what, out)
+
+
+def _record_field_values(rec: Field, bo, bts, what: str, out: list) -> None:
+    if what.startswith("headers."):
+        _field_headers(rec, what[len("headers.") :], out)
+        return
+    v = _FIELD_PICK[what](rec, bo, bts)
+    if v is not None:
+        out.append(v)
+
+
+def _entry_values(entry: Field, what: str, out: list) -> None:
+    """``what`` of the records of one entry of a records field (a v2 batch or a legacy message)."""
+    if entry.name == "record_batch":
+        bo, bts = entry.get("base_offset"), entry.get("base_timestamp")
+        for c in entry.children or ():
+            _v2_values(c, bo, bts, what, out)
+    elif entry.name == "message":
+        dec = entry.child("decompressed")
+        if dec is not None:
+            for inner in dec.children or ():
+                _entry_values(inner, what, out)
+            return
+        if what.startswith("headers."):
+            return  # legacy messages have no headers
+        if what == "offset":
+            v = entry.get("absolute_offset", entry.get("offset"))
+        else:
+            v = entry.get(what)
+        if v is not None:
+            out.append(v)
+
+
+def _record_getter(what: str):
+    def get(ex: Exchange) -> list:
+        out: list = []
+        for m in (ex.request, ex.response):
+            if m is not None and m.body is not None and m.api_key in _RECORD_APIS:
+                for rf in _records_fields(m.body):
+                    for entry in rf.children:
+                        _entry_values(entry, what, out)
+        return out
+
+    return get
 
 
 def _text(b) -> str:
@@ -205,20 +302,6 @@ def _summary_getter(key: str, default=None):
         return [v for v in (b.get(key, default) for b in _batches(ex)) if v is not None]
 
     return get
-
-
-def _record_getter(what: str):
-    if what == "key":
-        return lambda ex: [r.key for r in _records_views(ex) if r.key is not None]
-    if what == "value":
-        return lambda ex: [r.value for r in _records_views(ex) if r.value is not None]
-    if what == "offset":
-        return lambda ex: [r.offset for r in _records_views(ex) if r.offset is not None]
-    if what == "timestamp":
-        return lambda ex: [r.timestamp for r in _records_views(ex) if r.timestamp is not None]
-    if what == "headers.key":
-        return lambda ex: [k for r in _records_views(ex) for k, _v in r.headers if k is not None]
-    return lambda ex: [v for r in _records_views(ex) for _k, v in r.headers if v is not None]
 
 
 # -- decoded fields --------------------------------------------------------------------------------

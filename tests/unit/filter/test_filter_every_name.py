@@ -59,3 +59,39 @@ def test_every_decoded_name_evaluates_on_real_exchanges():
                     assert f(ex) in (True, False)
     assert compiled > len(names)
     assert found > 150
+
+
+def test_record_fields_equal_the_records_view_on_every_capture():
+    """records.key/value/offset/timestamp/headers.* (read from the records parser's rows) give
+    what :func:`analyzer.session.records.iter_records` (the Field trees) gives, record for
+    record, on every bundled capture."""
+    from analyzer.filter.compiler import _record_getter
+    from analyzer.session.records import iter_records
+
+    getters = {
+        w: _record_getter(w) for w in ("key", "value", "offset", "timestamp", "headers.key", "headers.value")
+    }
+    seen = 0
+    for cap in sorted(CAPTURES.glob("*.pcap")):
+        p = Pipeline(Options(records_bodies=True))
+        for ex in analyze_file(CaptureFile(str(cap)), p):
+            if type(ex) is not Exchange:
+                continue
+            views = [
+                r
+                for m in (ex.request, ex.response)
+                if m is not None and m.api_key in (0, 1)
+                for r in iter_records(m.body)
+            ]
+            want = {
+                "key": [r.key for r in views if r.key is not None],
+                "value": [r.value for r in views if r.value is not None],
+                "offset": [r.offset for r in views if r.offset is not None],
+                "timestamp": [r.timestamp for r in views if r.timestamp is not None],
+                "headers.key": [k for r in views for k, _ in r.headers if k is not None],
+                "headers.value": [v for r in views for _, v in r.headers if v is not None],
+            }
+            for w, get in getters.items():
+                assert get(ex) == want[w], (cap.name, ex.correlation_id, w)
+            seen += len(views)
+    assert seen > 400
