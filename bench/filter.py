@@ -58,11 +58,13 @@ def main() -> int:
     from analyzer.pipeline import Pipeline, analyze_file
 
     t0 = time.process_time()
-    exchanges = [ev for ev in analyze_file(CaptureFile(a.capture), Pipeline()) if type(ev) is Exchange]
+    p = Pipeline()
+    exchanges = [ev for ev in analyze_file(CaptureFile(a.capture), p) if type(ev) is Exchange]
     pipe = time.process_time() - t0
     print(f"in-process: pipeline {pipe:.3f} s for {len(exchanges)} exchanges; filter evaluation over them:")
     for e in exprs:
         f = compile_filter(e)
+        f.knowledge = p.knowledge
         if f.needs_records:
             print(f"  (skipped, needs record bodies) {e!r}")
             continue

@@ -137,11 +137,15 @@ def _groups(ex: Exchange) -> list[str]:
     out: list[str] = []
     if req is None or req.body is None:
         return out
-    for f in req.body.walk():
+    stack = [req.body]
+    while stack:
+        f = stack.pop()
         if f.name == "group_id" and f.type == "string" and f.value is not None:
             out.append(f.value)
         elif f.name == "groups" and f.type == "[]string" and f.children:
             out.extend(c.value for c in f.children if c.value is not None)
+        elif f.children and f.type != "records":  # never into record batches
+            stack.extend(reversed(f.children))
     return out
 
 

@@ -119,6 +119,19 @@ def _unanswered(d):
     return not (d["api_key"] == 0 and req["body"] is not None and req["body"].get("acks") == 0)
 
 
+def _groups(d):
+    req = d["request"]
+    if req is None or req["body"] is None:
+        return []
+    out = []
+    for k, v in _walk(req["body"]):
+        if k == "group_id" and isinstance(v, str):
+            out.append(v)
+        elif k == "groups" and isinstance(v, list):
+            out += [g for g in v if isinstance(g, str)]
+    return out
+
+
 def _throttle(d):
     return [v for b in _bodies(d) for k, v in _walk(b) if k == "throttle_time_ms" and isinstance(v, int)]
 
@@ -178,6 +191,8 @@ CASES = [
     ("severity", lambda d, x: _severity(d) is not None),
     ('issue contains "pairing"', lambda d, x: any("pairing" in i["code"] for i in d["issues"])),
     ("unanswered", lambda d, x: _unanswered(d)),
+    ("group", lambda d, x: bool(_groups(d))),
+    ('group matches "-consumer$|txn"', lambda d, x: any(re.search("-consumer$|txn", g) for g in _groups(d))),
     (
         "produce.acks == -1",
         lambda d, x: d["api_key"] == 0 and d["request"] and (d["request"]["body"] or {}).get("acks") == -1,
