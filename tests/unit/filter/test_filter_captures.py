@@ -32,9 +32,15 @@ def _run(capsys, *argv) -> str:
     return out
 
 
+SOFTWARE: dict[str, str] = {}  # client id -> software, from the last export's summary
+
+
 def _export(capsys, cap, *extra) -> list[dict]:
     out = _run(capsys, "export", cap, "--no-spans", *extra)
-    return [d for d in map(json.loads, out.splitlines()) if d["type"] == "exchange"]
+    lines = [json.loads(line) for line in out.splitlines()]
+    SOFTWARE.clear()
+    SOFTWARE.update((c["client_id"], c["software"]) for c in lines[-1]["clients"] if c["software"])
+    return [d for d in lines if d["type"] == "exchange"]
 
 
 def _walk(v):
@@ -192,6 +198,8 @@ CASES = [
     ('issue contains "pairing"', lambda d, x: any("pairing" in i["code"] for i in d["issues"])),
     ("unanswered", lambda d, x: _unanswered(d)),
     ("group", lambda d, x: bool(_groups(d))),
+    ('software contains "python"', lambda d, x: "python" in SOFTWARE.get(d["client_id"], "")),
+    ("software", lambda d, x: d["client_id"] in SOFTWARE),
     ('group matches "-consumer$|txn"', lambda d, x: any(re.search("-consumer$|txn", g) for g in _groups(d))),
     (
         "produce.acks == -1",
