@@ -474,11 +474,9 @@ class _Compiler:
             raise FilterError(
                 f"{op} applies to text and bytes; {n.field.path} is {_a(r.type)}", n.field.pos, n.end
             )
-        elem = self.element_pred(r, op, n)
+        negate = op == "!=" and not n.every  # not (a == b); inside all(): every value differs
+        elem = self.element_pred(r, "==" if negate else op, n)
         get = r.get
-        negate = op == "!=" and not n.every
-        if negate:
-            elem = self.element_pred(r, "==", n)
         if r.many:
             if n.every:
 
