@@ -699,9 +699,10 @@ class AnalyzerApp(App[int]):
         if not text:
             t.append("display filter, e.g. api == Produce and latency > 5ms (kafka-analyzer filters)", "dim")
         elif err is not None and not self.terms:
-            line = err.caret(text).rsplit("\n", 1)[1]
-            t.append(line + "\n", style="bold red")
-            t.append(f"invalid filter at {err.position + 1}: {err.message}", style="red")
+            expr, _, caret = err.caret(text).rpartition("\n")
+            t.append(expr + "\n")
+            t.append(caret, style="bold red")
+            t.append(f"  invalid filter at {err.position + 1}: {err.message}", style="red")
             t.append(f"  (still showing {len(self.shown)})", style="dim")
         elif self.terms:
             t.append(f"text search: {len(self.shown)} rows contain the words", style="yellow")

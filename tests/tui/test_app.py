@@ -430,7 +430,7 @@ def test_filter_bar_display_filters():
             assert keys(shown2) == keys(want)
             text = str(hint.content)
             assert "unknown API 'Prodce'" in text and "did you mean Produce" in text
-            assert "       ^^^^^^" in text and "invalid filter at 8" in text
+            assert "api == Prodce or latency > 5ms\n       ^^^^^^  invalid filter at 8" in text
             assert hint.has_class("error")
 
             # decoded fields and record bodies, through the re-decoded trees
