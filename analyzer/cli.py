@@ -21,7 +21,7 @@ from analyzer.capture.files import check_readable
 from analyzer.dissect import schema
 from analyzer.dissect.message import Options
 from analyzer.events import CaptureIssue, CaptureStats, ConnectionEnd, ConnIssue
-from analyzer.model import Exchange, Severity
+from analyzer.model import Exchange
 from analyzer.pipeline import Analysis, Exit
 from analyzer.session.report import (
     TABLES,
@@ -50,17 +50,21 @@ def options(args, records: bool = False) -> Options:
 
 
 @contextlib.contextmanager
-def analysis(args, source=None, **kw) -> Iterator[Analysis]:
+def analysis(args, source=None, flt=None, **kw) -> Iterator[Analysis]:
     """The one driver for a command's capture (a path, ``-``, or a capture set), with a progress
     bar on a terminal for big files; the first Ctrl-C ends the packets early and the command
-    still prints what it has."""
+    still prints what it has. ``flt``: a compiled display filter the command applies (record
+    bodies are decoded when it reads them; it learns the run's knowledge)."""
+    records = kw.pop("records", False) or (flt is not None and flt.needs_records)
     a = Analysis(
         source if source is not None else args.capture,
-        options(args, kw.pop("records", False)),
+        options(args, records),
         ports=args.port or (),
         tls_keylog=getattr(args, "tls_keylog", None),
         **kw,
     )
+    if flt is not None:
+        flt.knowledge = a.knowledge
     bar = _Progress(a) if source is None and _want_progress(a) else None
     if bar is not None:
         a.progress = bar.update
@@ -143,21 +147,44 @@ def _fmt_ts(ts: float, origin: float | None, absolute: bool) -> str:
 # -- read ------------------------------------------------------------------------------------------
 
 
-def _api_filter(values: list[str] | None) -> set[int] | None:
-    if not values:
+class BadFilter(Exception):
+    """A display filter that does not compile (already reported on stderr)."""
+
+
+def display_filter(args, expr: str | None = None):
+    """The compiled ``-Y`` expression joined with the old ``read`` flags (one code path), or
+    None; a :class:`~analyzer.filter.FilterError` is printed with a caret, then :class:`BadFilter`
+    (``main`` returns EXIT_USAGE) is raised."""
+    from analyzer.filter import FilterError, compile_filter, shorthand
+
+    if expr is None:
+        own = getattr(args, "display_filter", None)
+        if own is not None and own.strip():
+            try:  # errors point into what was typed, not into the joined expression
+                compile_filter(own)
+            except FilterError as exc:
+                print(filter_error_text(exc, own), file=sys.stderr)
+                raise BadFilter from None
+        expr = shorthand(
+            own,
+            api=getattr(args, "api", None),
+            topic=getattr(args, "topic", None),
+            client=getattr(args, "client", None),
+            errors=getattr(args, "errors", False),
+            slower_than=getattr(args, "slower_than", None),
+        )
+    if expr is None:
         return None
-    names = {(schema.api_name(k) or "").lower(): k for k in range(200) if schema.api_name(k)}
-    out = set()
-    for v in values:
-        for part in v.split(","):
-            part = part.strip()
-            if part.lstrip("-").isdigit():
-                out.add(int(part))
-            elif part.lower() in names:
-                out.add(names[part.lower()])
-            else:
-                raise SystemExit(f"kafka-analyzer: unknown API {part!r} (see `kafka-analyzer protocol`)")
-    return out
+    try:
+        return compile_filter(expr)
+    except FilterError as exc:
+        print(filter_error_text(exc, expr), file=sys.stderr)
+        raise BadFilter from None
+
+
+def filter_error_text(exc, expr: str) -> str:
+    text, _, caret = exc.caret(expr).rpartition("\n")
+    return f"kafka-analyzer: bad display filter: {exc.message}\n  {text}\n  {caret}"
 
 
 def exchange_line(ex: Exchange, origin: float | None, absolute: bool = False) -> str:
@@ -188,10 +215,10 @@ def tls_line(conn, origin: float | None, absolute: bool = False) -> str:
 
 
 def cmd_read(args) -> int:
-    apis = _api_filter(args.api)
+    flt = display_filter(args)
     out = sys.stdout
     origin = None
-    with analysis(args) as a:
+    with analysis(args, flt=flt) as a:
         for ev in a.events():
             if type(ev) is not Exchange:
                 if args.verbose and type(ev) is ConnIssue:
@@ -203,38 +230,22 @@ def cmd_read(args) -> int:
                 continue
             if origin is None:
                 origin = a.first_ts
-            if not _keep(ev, args, apis):
+            if flt is not None and not flt(ev):
                 continue
             out.write(exchange_line(ev, origin, args.absolute) + "\n")
     return finish(a)
-
-
-def _keep(ex: Exchange, args, apis) -> bool:
-    if apis is not None and ex.api_key not in apis:
-        return False
-    if args.topic and not any(t in ex.topics for t in args.topic):
-        return False
-    if args.client and ex.client_id not in args.client:
-        return False
-    if args.errors:
-        has_err = ex.response is not None and ex.response.errors
-        bad = any(i.severity >= Severity.WARNING for i in ex.all_issues())
-        if not (has_err or bad):
-            return False
-    if args.slower_than is not None:
-        lat = ex.latency
-        if lat is None or lat * 1000.0 < args.slower_than:
-            return False
-    return True
 
 
 # -- stats -----------------------------------------------------------------------------------------
 
 
 def cmd_stats(args) -> int:
-    with analysis(args) as a:
+    flt = display_filter(args)
+    with analysis(args, flt=flt) as a:
         stats = Stats(a.knowledge.topic_ids)
         for ev in a.events():
+            if flt is not None and type(ev) is Exchange and not flt(ev):
+                continue
             stats.add(ev)
     tables = stats_tables(stats, a)
     if args.format == "json":
@@ -293,13 +304,16 @@ def render_tables(tables: dict, out) -> None:
 def cmd_export(args) -> int:
     from analyzer.export.writer import Writer
 
+    flt = display_filter(args)
     out = open(args.output, "wb") if args.output and args.output != "-" else sys.stdout.buffer  # noqa: SIM115
     try:
-        with analysis(args) as a:
+        with analysis(args, flt=flt) as a:
             stats = Stats(a.knowledge.topic_ids)
             w = Writer(out, args.format, spans=not args.no_spans, records=args.records)
             w.begin(a.source.name)
             for ev in a.events():
+                if flt is not None and type(ev) is Exchange and not flt(ev):
+                    continue
                 stats.add(ev)
                 w.event(ev)
             w.end(stats_tables(stats, a))
@@ -325,7 +339,7 @@ def cmd_live(args) -> int:
     source = _live_source(args)
     if source is None:
         return EXIT_USAGE
-    apis = _api_filter(args.api)
+    flt = display_filter(args)
     writer = None
     if args.mode == "export":
         from analyzer.export.writer import Writer
@@ -333,19 +347,20 @@ def cmd_live(args) -> int:
         writer = Writer(sys.stdout.buffer, "ndjson", spans=not args.no_spans, records=args.records)
         writer.begin(f"live:{args.interface}")
     origin = None
-    with analysis(args, source=source, idle_timeout=300.0) as a:
+    with analysis(args, source=source, idle_timeout=300.0, flt=flt) as a:
         stats = Stats(a.knowledge.topic_ids)
         for ev in a.events():
             t = type(ev)
             if t is CaptureStats:
                 _say_drops(ev)
                 continue
+            if t is Exchange and flt is not None and not flt(ev):
+                continue
             stats.add(ev)
             if args.mode == "read" and t is Exchange:
                 if origin is None:
                     origin = a.first_ts
-                if _keep(ev, args, apis):
-                    print(exchange_line(ev, origin, args.absolute), flush=True)
+                print(exchange_line(ev, origin, args.absolute), flush=True)
             if writer is not None:
                 writer.event(ev)
                 sys.stdout.buffer.flush()
@@ -435,10 +450,15 @@ def _live_fanout(args, n: int) -> int:
             announce=False,
         )
 
-    def make_analysis(src) -> Analysis:
-        return Analysis(src, options(args), ports=args.port or (), idle_timeout=300.0)
+    flt = display_filter(args)
 
-    apis = _api_filter(args.api)
+    def make_analysis(src) -> Analysis:
+        records = flt is not None and flt.needs_records
+        a = Analysis(src, options(args, records), ports=args.port or (), idle_timeout=300.0)
+        if flt is not None:
+            flt.knowledge = a.knowledge  # in the worker process: its own knowledge
+        return a
+
     origin = time.time()
     writer = None
     if args.mode == "export":
@@ -465,14 +485,16 @@ def _live_fanout(args, n: int) -> int:
     else:
 
         def formatter(ev):
-            if args.mode == "read" and type(ev) is Exchange and _keep(ev, args, apis):
+            if args.mode == "read" and type(ev) is Exchange:
                 return exchange_line(ev, origin, args.absolute)
             return None
 
         def output(line) -> None:
             print(line, flush=True)
 
-    fan = Fanout(f"live:{args.interface}", rings, make_source, make_analysis, formatter, output, _say_drops)
+    fan = Fanout(
+        f"live:{args.interface}", rings, make_source, make_analysis, formatter, output, _say_drops, keep=flt
+    )
     with _graceful_interrupt(fan):  # type: ignore[arg-type]
         stats, a = fan.run()
     tables = stats_tables(stats, a)
@@ -529,6 +551,8 @@ def cmd_check(args) -> int:
     except ValueError as exc:
         print(f"kafka-analyzer: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    select = display_filter(args)
+    asserts = tuple(display_filter(args, a) for a in args.assert_ or ())
     checker = Checker(
         allow=tuple(args.allow or ()),
         max_kafka_errors=args.max_kafka_errors,
@@ -536,9 +560,14 @@ def cmd_check(args) -> int:
         max_unanswered=args.max_unanswered,
         latency=rules,
         expect_apis=tuple(x for v in args.expect_api or () for x in v.split(",")),
+        select=select,
+        asserts=asserts,
     )
     t0 = time.monotonic()
-    with analysis(args) as a:
+    records = any(f.needs_records for f in asserts) or (select is not None and select.needs_records)
+    with analysis(args, flt=select, records=records) as a:
+        for f in asserts:
+            f.knowledge = a.knowledge
         for ev in a.events():
             checker.add(ev)
     results = checker.results()
@@ -601,6 +630,48 @@ def cmd_protocol(args) -> int:
     return EXIT_OK
 
 
+# -- filters -------------------------------------------------------------------------------------------
+
+
+def cmd_filters(args) -> int:
+    from analyzer.filter import fields
+
+    key = None
+    if args.api is not None:
+        key = int(args.api) if args.api.lstrip("-").isdigit() else fields.api_key_of(args.api)
+        if key is None or key not in fields.api_prefixes().values():
+            print(
+                f"kafka-analyzer: unknown API {args.api!r} (see `kafka-analyzer protocol`)", file=sys.stderr
+            )
+            return EXIT_USAGE
+    rows = fields.describe(key)
+    if args.format == "json":
+        import orjson
+
+        sys.stdout.buffer.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2) + b"\n")
+        return EXIT_OK
+    out = sys.stdout
+    if key is None:
+        out.write(fields.SYNTAX_HELP + "\n\nExchange and records fields:\n")
+        width = max(len(r["name"]) for r in rows)
+        for r in rows:
+            many = " [several values]" if r["many"] else ""
+            out.write(f"  {r['name']:<{width}}  {r['type']:<8}  {r['help']}{many}\n")
+            out.write(f"  {'':<{width}}  {'':<8}  e.g. {r['example']}\n")
+        out.write(
+            "\nDecoded fields: API.path in the protocol guide's snake_case names (produce.acks,\n"
+            "metadata.topics.name, fetch.request.isolation_level), or a path without the API\n"
+            "for any API (throttle_time_ms); `kafka-analyzer filters API` lists one API's fields.\n"
+        )
+        return EXIT_OK
+    width = max(len(r["name"]) for r in rows)
+    for r in rows:
+        where = "/".join(r["in"])
+        many = ", any element" if r["many"] else ""
+        out.write(f"{r['name']:<{width}}  {r['type']:<14} ({where}{many})  e.g. {r['example']}\n")
+    return EXIT_OK
+
+
 # -- argument parsing ------------------------------------------------------------------------------
 
 
@@ -641,14 +712,37 @@ def _common(p: argparse.ArgumentParser, capture: bool = True) -> None:
     )
 
 
-def _filters(p: argparse.ArgumentParser) -> None:
+def _display_filter_arg(p: argparse.ArgumentParser, what: str = "only the exchanges matching EXPR") -> None:
     p.add_argument(
-        "--api", action="append", metavar="API", help="only these APIs (names or keys, repeatable)"
+        "-Y",
+        "--display-filter",
+        metavar="EXPR",
+        help=f"{what}, e.g. 'api == Produce and latency > 5ms' (see `kafka-analyzer filters`)",
     )
-    p.add_argument("--topic", action="append", metavar="TOPIC", help="only exchanges naming this topic")
-    p.add_argument("--client", action="append", metavar="CLIENT_ID", help="only this client id")
-    p.add_argument("--errors", action="store_true", help="only exchanges with error codes or problems")
-    p.add_argument("--slower-than", type=float, metavar="MS", help="only exchanges slower than MS ms")
+
+
+def _filters(p: argparse.ArgumentParser) -> None:
+    _display_filter_arg(p)
+    p.add_argument(
+        "--api",
+        action="append",
+        metavar="API",
+        help="only these APIs (names or keys, repeatable): api in {...}",
+    )
+    p.add_argument(
+        "--topic", action="append", metavar="TOPIC", help="only exchanges naming this topic: topic in {...}"
+    )
+    p.add_argument(
+        "--client", action="append", metavar="CLIENT_ID", help="only this client id: client_id in {...}"
+    )
+    p.add_argument(
+        "--errors",
+        action="store_true",
+        help="only exchanges with error codes or problems: (error or severity >= warning)",
+    )
+    p.add_argument(
+        "--slower-than", type=float, metavar="MS", help="only exchanges slower than MS ms: latency >= MS"
+    )
     p.add_argument("--absolute", action="store_true", help="absolute UTC times instead of seconds from start")
     p.add_argument("-v", "--verbose", action="store_true", help="also print connection-level issues")
 
@@ -665,11 +759,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("stats", help="tables per API, topic, client, connection, and anomalies")
     _common(p)
+    _display_filter_arg(p, "tables over the exchanges matching EXPR only")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(func=cmd_stats)
 
     p = sub.add_parser("export", help="every exchange as JSON or NDJSON")
     _common(p)
+    _display_filter_arg(p, "export only the exchanges matching EXPR")
     p.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     p.add_argument("--format", choices=("json", "ndjson"), default="ndjson")
     p.add_argument("--records", action="store_true", help="decode record bodies (keys, values, headers)")
@@ -736,12 +832,26 @@ def build_parser() -> argparse.ArgumentParser:
         help="latency bound, p99 by default: Produce=50, Fetch=p95:600, Metadata=max:10",
     )
     p.add_argument("--expect-api", action="append", metavar="API", help="these APIs must occur")
+    _display_filter_arg(p, "the rules look at the exchanges matching EXPR only")
+    p.add_argument(
+        "--assert",
+        dest="assert_",
+        action="append",
+        metavar="EXPR",
+        help="every (selected) exchange must satisfy this display filter (repeatable), "
+        "e.g. 'not error' or 'api != Produce or produce.acks == -1'",
+    )
     p.add_argument("--junit", metavar="FILE.xml", help="write a JUnit XML report")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("tui", help="browse a capture: exchanges, field tree, hex view")
     _common(p)
     p.set_defaults(func=cmd_tui)
+
+    p = sub.add_parser("filters", help="the display-filter fields (-Y), their types and examples")
+    p.add_argument("api", nargs="?", metavar="API", help="list the decoded fields of this API (name or key)")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(func=cmd_filters)
 
     p = sub.add_parser("protocol", help="the API keys and versions this analyzer decodes")
     p.add_argument("--format", choices=("text", "json"), default="text")
@@ -792,6 +902,8 @@ def main(argv: list[str] | None = None) -> int:
             args.capture = caps[0]
     try:
         return args.func(args)
+    except BadFilter:
+        return EXIT_USAGE
     except BrokenPipeError:
         # stdout closed early (| head): not an error
         with contextlib.suppress(OSError):

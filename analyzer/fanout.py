@@ -42,7 +42,7 @@ from multiprocessing.connection import wait
 
 from analyzer.events import CaptureIssue, CaptureStats
 from analyzer.issues import CAPTURE_NO_TCP, CAPTURE_PACKETS_DROPPED, CAPTURE_WORKER_FAILED
-from analyzer.model import Issue
+from analyzer.model import Exchange, Issue
 from analyzer.pipeline import Analysis
 from analyzer.session.knowledge import Knowledge
 from analyzer.session.stats import Stats
@@ -136,6 +136,7 @@ def _worker(
     make_analysis: Callable[[object], Analysis],
     formatter: Callable[[object], object],
     others: list,
+    keep: Callable[[object], bool] | None = None,
 ) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent says when to stop
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -188,6 +189,8 @@ def _worker(
             ty = type(ev)
             if ty is CaptureIssue or ty is CaptureStats:  # the parent merges these
                 continue
+            if keep is not None and ty is Exchange and not keep(ev):
+                continue  # not selected by the display filter: neither shown nor counted
             stats.add(ev)
             out = formatter(ev)
             if out is not None:
@@ -250,6 +253,7 @@ class Fanout:
         formatter: Callable[[object], object],
         output: Callable[[object], None],
         on_drops: Callable[[CaptureStats], None] | None = None,
+        keep: Callable[[object], bool] | None = None,
     ):
         self.name = name
         self.rings = rings
@@ -258,6 +262,7 @@ class Fanout:
         self.formatter = formatter
         self.output = output
         self.on_drops = on_drops
+        self.keep = keep  # the display filter: exchanges it rejects are neither shown nor counted
         self._stop = False
 
     def stop(self) -> None:
@@ -282,6 +287,7 @@ class Fanout:
                     self.make_analysis,
                     self.formatter,
                     [r for r in self.rings if r is not ring],
+                    self.keep,
                 ),
                 daemon=True,
                 name=f"kafka-analyzer-worker-{i}",

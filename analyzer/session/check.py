@@ -9,7 +9,11 @@ A :class:`Checker` is fed every pipeline event and evaluates rules at the end:
 * ``unanswered``: at most ``max_unanswered`` requests stayed without a response;
 * ``latency``: for each ``API=MS`` (or ``API=pNN:MS``) rule, that percentile of the API's
   latency is at most MS milliseconds;
-* ``expect_apis``: every named API occurs at least once.
+* ``expect_apis``: every named API occurs at least once;
+* ``asserts``: display filters (:mod:`analyzer.filter`) every selected exchange must satisfy.
+
+``select`` (a compiled display filter) chooses the exchanges the rules look at; connection and
+capture issues are always checked.
 
 Each rule yields a :class:`CheckResult` with the offending exchanges as examples; :func:`junit_xml`
 renders them as a JUnit report (one test case per rule).
@@ -103,7 +107,13 @@ class Checker:
         max_unanswered: int | None = None,
         latency: tuple[LatencyRule, ...] = (),
         expect_apis: tuple[str, ...] = (),
+        select=None,
+        asserts: tuple = (),
     ):
+        self.select = select
+        self.asserts = tuple(asserts)
+        self.failed_asserts: list[list[str]] = [[] for _ in self.asserts]
+        self.selected = 0
         self.allow = frozenset(allow)
         self.max_kafka_errors = max_kafka_errors
         self.forbid = frozenset(e.upper() for e in forbid_errors)
@@ -131,6 +141,12 @@ class Checker:
 
     def _exchange(self, ex: Exchange) -> None:
         self.exchanges += 1
+        if self.select is not None and not self.select(ex):
+            return
+        self.selected += 1
+        for i, a in enumerate(self.asserts):
+            if not a(ex):
+                self.failed_asserts[i].append(_where(ex))
         name = schema.api_name(ex.api_key) if ex.api_key is not None else None
         if name:
             self.seen_apis.add(name)
@@ -187,6 +203,16 @@ class Checker:
                     f"{rule.api} {label} latency {got:.3f} ms "
                     f"({'<=' if ok else '>'} {rule.limit_ms:g} ms) over {len(vals)} exchanges",
                     slow if not ok else [],
+                )
+            )
+        for a, failed in zip(self.asserts, self.failed_asserts, strict=True):
+            ok = not failed
+            out.append(
+                CheckResult(
+                    f"assert: {a.text}",
+                    ok,
+                    f"{len(failed)} of {self.selected} exchanges do not satisfy {a.text}",
+                    failed[:MAX_EXAMPLES],
                 )
             )
         for api in self.expect:

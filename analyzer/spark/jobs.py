@@ -211,6 +211,12 @@ def build_parser() -> argparse.ArgumentParser:
         "open the paths themselves (shared local file systems)",
     )
     p.add_argument("--partitions", type=int, metavar="N", help="number of analysis tasks")
+    p.add_argument(
+        "-Y",
+        "--display-filter",
+        metavar="EXPR",
+        help="only the exchanges matching this display filter (see `kafka-analyzer filters`)",
+    )
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting")
     p.add_argument("--log-level", default="WARN", help="Spark log level (default WARN)")
     return p
@@ -277,6 +283,8 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> in
 def run(args: argparse.Namespace, spark: SparkSession) -> int:
     from pyspark.errors import AnalysisException
 
+    from analyzer.filter import FilterError
+
     try:
         a = analyze(
             spark,
@@ -287,6 +295,7 @@ def run(args: argparse.Namespace, spark: SparkSession) -> int:
             partitions=args.partitions,
             recursive=args.recursive,
             tls_keylog=args.tls_keylog,
+            where=args.display_filter,
         )
         caps = a.captures.cache()
         n_caps = caps.count()
@@ -295,6 +304,9 @@ def run(args: argparse.Namespace, spark: SparkSession) -> int:
         return 2
     except OSError as exc:  # the key log
         print(f"kafka-analyzer: --tls-keylog: {exc}", file=sys.stderr)
+    except FilterError as exc:
+        text, _, caret = exc.caret(args.display_filter).rpartition("\n")
+        print(f"kafka-analyzer: bad display filter: {exc.message}\n  {text}\n  {caret}", file=sys.stderr)
         return 2
     try:
         for name, df in run_jobs(a, args.top).items():

@@ -351,9 +351,12 @@ def analyze_one(
     with_json: bool = False,
     ports: Iterable[int] = (),
     tls_keylog: str | None = None,
+    where: str | None = None,
 ) -> Iterator[tuple]:
     """Event rows (:data:`EVENT`) of one capture: ``source`` is a path or a binary file object;
-    ``tls_keylog`` the text of an NSS key log to decrypt TLS with.
+    ``tls_keylog`` the text of an NSS key log to decrypt TLS with; ``where``: a display filter
+    (:mod:`analyzer.filter`): only matching exchanges (and their records) become rows, the
+    capture row still counts every exchange.
 
     Never raises for a bad file: damage is an issue row; so is a failure of the analysis itself
     (``spark.analysis_failed``, with everything before it kept), so one file cannot fail a job.
@@ -370,8 +373,16 @@ def analyze_one(
     if tls_keylog is not None:
         keylog = KeyLog()
         keylog.add_text(tls_keylog, "the key log")
+    flt = None
+    if where:
+        from analyzer.filter import compile_filter
+
+        flt = compile_filter(where)  # validated on the driver already
     cap = CaptureFile(source)
-    a = Analysis(cap, Options(records_bodies=records), ports=ports, tls_keylog=keylog)
+    records_bodies = records or (flt is not None and flt.needs_records)
+    a = Analysis(cap, Options(records_bodies=records_bodies), ports=ports, tls_keylog=keylog)
+    if flt is not None:
+        flt.knowledge = a.knowledge
     topic_ids = a.knowledge.topic_ids
     issues = 0
     damaged = False
@@ -379,6 +390,8 @@ def analyze_one(
         for ev in a.events():
             t = type(ev)
             if t is Exchange:
+                if flt is not None and not flt(ev):
+                    continue
                 yield _event("exchange", _exchange_row(capture, ev, topic_ids, with_json, records))
                 if records:
                     for r in _record_rows(capture, ev, topic_ids):
@@ -442,9 +455,16 @@ def _unreadable(uri: str, size, message: str) -> Iterator[tuple]:
 
 
 def _analyze_partition(
-    rows: Iterable, read: str, records: bool, with_json: bool, ports, tls_keylog: str | None = None
+    rows: Iterable,
+    read: str,
+    records: bool,
+    with_json: bool,
+    ports,
+    tls_keylog: str | None = None,
+    where: str | None = None,
 ) -> Iterator[tuple]:
     opts = {"records": records, "with_json": with_json, "ports": ports, "tls_keylog": tls_keylog}
+    opts["where"] = where
     for row in rows:
         uri, length = row[0], row[1]
         if read == "content":
@@ -494,6 +514,7 @@ def analyze(
     glob_filter: str | None = None,
     persist: bool = True,
     tls_keylog: str | os.PathLike | None = None,
+    where: str | None = None,
 ) -> Analysis:
     """Analyse every capture file that ``paths`` name (paths, globs, directories, URIs).
 
@@ -507,7 +528,14 @@ def analyze(
     ``pathGlobFilter``. ``persist``: keep the events (memory and disk) so that the tables do not
     analyse the files again. ``tls_keylog``: an NSS key log file (read here, on the driver,
     and shipped to the executors) to decrypt TLS connections with.
+    ``where``: a display filter (``kafka-analyzer filters``), compiled
+    here on the driver (a :class:`~analyzer.filter.FilterError` is raised at once for a bad one)
+    and applied on the executors: ``exchanges`` and ``records`` hold the matching exchanges only.
     """
+    if where is not None:
+        from analyzer.filter import compile_filter
+
+        compile_filter(where)
     if read not in ("content", "local"):
         raise ValueError(f"read must be 'content' or 'local', not {read!r}")
     paths = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
@@ -540,6 +568,7 @@ def analyze(
         with_json=json,
         ports=tuple(ports),
         tls_keylog=keylog_text,
+        where=where,
     )
     events = spark.createDataFrame(rdd.mapPartitions(fn), EVENT, verifySchema=False)
     if persist:

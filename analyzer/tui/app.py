@@ -4,8 +4,9 @@ The capture is analysed by the one driver, :class:`~analyzer.pipeline.Analysis`,
 rows reach the UI in batches (at most one batch in flight, so a huge capture never floods the
 message queue) and the UI stays responsive while the file is read.
 
-Keys: ``/`` filter, ``tab``/``shift+tab`` switch panes, ``r`` request/response in the hex view,
-``e`` next exchange with errors, ``s`` stats screen, ``q`` quit.
+Keys: ``/`` filter (a display filter, ``kafka-analyzer filters``; plain words that are not a
+valid filter search the row text, and the bar says so), ``tab``/``shift+tab`` switch panes,
+``r`` request/response in the hex view, ``e`` next exchange with errors, ``s`` stats screen, ``q`` quit.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from textual.worker import get_current_worker
 
 from analyzer.capture.files import check_readable
 from analyzer.dissect.message import Options, decode_request, decode_response
+from analyzer.filter import Filter, FilterError, compile_filter, plain_words
 from analyzer.model import Exchange, Field, Issue, Severity
 from analyzer.pipeline import UNUSABLE, Analysis, Exit
 from analyzer.session.report import api_text, endpoints, exchange_flags, latency_text, sizes_text, topics_text
@@ -115,9 +117,11 @@ def parse_filter(text: str) -> list[str]:
 
 
 def row_matches(row: ExRow, terms: list[str]) -> bool:
-    """Every term must match: ``errors`` keeps exchanges with error codes or problems;
+    """Text search (when the filter bar holds plain words that are not a display filter).
+    Every term must match: ``errors`` keeps exchanges with error codes or problems;
     ``api:X``, ``topic:X``, ``client:X`` look for substring X in that column only; any other
-    term is a substring of the API name (``produce``, ``fetch v12``), a topic or the client id."""
+    term is a substring of the API name (``produce``, ``fetch v12``), a topic, the client id or
+    any other cell of the row (addresses, flags)."""
     for t in terms:
         if t in ERROR_WORDS:
             if not row.has_errors:
@@ -132,7 +136,12 @@ def row_matches(row: ExRow, terms: list[str]) -> bool:
             else:
                 ok = value in row.client
         else:
-            ok = t in row.api or t in row.client or any(t in topic for topic in row.topics)
+            ok = (
+                t in row.api
+                or t in row.client
+                or any(t in topic for topic in row.topics)
+                or any(t in c.lower() for c in row.cells[2:])
+            )
         if not ok:
             return False
     return True
@@ -229,7 +238,11 @@ class AnalyzerApp(App[int]):
         self.stats = Stats(self.analysis.knowledge.topic_ids)
         self.rows: list[ExRow] = []
         self.shown: list[int] = []  # indexes into rows, in table order
-        self.terms: list[str] = []
+        self.terms: list[str] = []  # text search terms (plain words that are not a filter)
+        self.filter: Filter | None = None  # the compiled display filter
+        self.filter_text = ""  # what the shown rows were filtered with
+        self.filter_error: FilterError | None = None  # the bar's text does not compile
+        self._hint_text = ""  # the text the hint under the filter bar is about
         self.current: ExRow | None = None
         self.view: Exchange | None = None  # the current exchange with its field trees
         self.slim_exchanges = True
@@ -253,10 +266,11 @@ class AnalyzerApp(App[int]):
         yield Header()
         yield Static(id="message")
         yield Input(
-            placeholder="filter: words in API, topic or client id (api:, topic:, client: to choose), errors; "
-            "enter applies, esc closes",
+            placeholder='display filter: api == Produce and latency > 5ms, error, topic == "orders", '
+            "produce.acks == 1 (plain words search the row text); enter applies, esc closes",
             id="filter",
         )
+        yield Static(id="filter-hint")
         yield ExchangeList(COLUMNS, MAX_WIDTHS, id="exchanges")
         with Horizontal(id="detail"):
             yield DetailTree(id="tree")
@@ -357,10 +371,11 @@ class AnalyzerApp(App[int]):
         table = self.query_one(ExchangeList)
         self.rows.extend(batch.rows)
         self.error_rows += sum(1 for r in batch.rows if r.has_errors)
-        terms = self.terms
-        new = [r.index for r in batch.rows if not terms or row_matches(r, terms)]
+        new = [r.index for r in batch.rows if self._matches(r)]
         self.shown.extend(new)
         table.rows_added(new)
+        if self._hint_text:
+            self._update_hint(self._hint_text)
         self.packets = batch.packets
         self.connections = batch.connections
         self.fraction = batch.fraction
@@ -428,8 +443,10 @@ class AnalyzerApp(App[int]):
         t.append(f"  {self.packets} packets  {len(self.rows)} exchanges")
         if self.error_rows:
             t.append(f"  {self.error_rows} with errors", style="red")
-        if self.terms:
-            t.append(f"  showing {len(self.shown)} (filter: {' '.join(self.terms)})", style="cyan")
+        if self.filter is not None:
+            t.append(f"  showing {len(self.shown)} (filter: {self.filter.text})", style="cyan")
+        elif self.terms:
+            t.append(f"  showing {len(self.shown)} (text search: {' '.join(self.terms)})", style="cyan")
         if self.capture_issues or self.load_error:
             t.append("  capture problems: see top", style="bold red")
         self.query_one("#status", Static).update(t)
@@ -541,6 +558,7 @@ class AnalyzerApp(App[int]):
     def action_filter(self) -> None:
         inp = self.query_one("#filter", Input)
         inp.add_class("shown")
+        self.query_one("#filter-hint", Static).add_class("shown")
         inp.focus()
 
     def action_close_filter(self) -> None:
@@ -549,14 +567,18 @@ class AnalyzerApp(App[int]):
             return
         self._apply_filter(inp.value)
         if not inp.value.strip():
-            inp.remove_class("shown")
+            self._hide_filter()
         self.query_one(ExchangeList).focus()
+
+    def _hide_filter(self) -> None:
+        self.query_one("#filter", Input).remove_class("shown")
+        self.query_one("#filter-hint", Static).remove_class("shown")
 
     @on(Input.Submitted, "#filter")
     def _filter_submitted(self, event: Input.Submitted) -> None:
         self._apply_filter(event.value)
         if not event.value.strip():
-            event.input.remove_class("shown")
+            self._hide_filter()
         self.query_one(ExchangeList).focus()
 
     @on(Input.Changed, "#filter")
@@ -572,20 +594,41 @@ class AnalyzerApp(App[int]):
         with inp.prevent(Input.Changed):
             inp.value = text
         inp.set_class(bool(text.strip()), "shown")
+        self.query_one("#filter-hint", Static).set_class(bool(text.strip()), "shown")
         self._apply_filter(text)
 
     def _apply_filter(self, text: str) -> None:
         if self._filter_timer is not None:
             self._filter_timer.stop()
             self._filter_timer = None
-        terms = parse_filter(text)
-        if terms == self.terms:
+        text = text.strip()
+        flt: Filter | None = None
+        terms: list[str] = []
+        error: FilterError | None = None
+        if text:
+            try:
+                flt = compile_filter(text)
+            except FilterError as exc:
+                error = exc
+                if plain_words(text):
+                    terms = parse_filter(text)
+        if error is not None and not terms:
+            # not a valid filter and not plain words: say where, keep the rows as they are
+            self.filter_error = error
+            self._update_hint(text)
             return
+        self.filter_error = error
+        if text == self.filter_text and (flt is None) == (self.filter is None):
+            self._update_hint(text)
+            return
+        self.filter_text = text
         self.terms = terms
+        if flt is not None:
+            flt.knowledge = self.analysis.knowledge
+        self.filter = flt
         table = self.query_one(ExchangeList)
-        self.shown = (
-            [r.index for r in self.rows if row_matches(r, terms)] if terms else list(range(len(self.rows)))
-        )
+        self.shown = [r.index for r in self.rows if self._matches(r)] if text else list(range(len(self.rows)))
+        self._update_hint(text)
         table.set_rows(self.rows, self.shown)
         keep = self.current
         if keep is not None and keep.index in self.shown:
@@ -596,6 +639,39 @@ class AnalyzerApp(App[int]):
         else:
             self._show(None)
         self._update_status()
+
+    def _matches(self, row: ExRow) -> bool:
+        """Whether the current display filter (or text search) keeps ``row``."""
+        flt = self.filter
+        if flt is not None:
+            ex = row.ex
+            if row.slim and flt.needs_trees:
+                ex = self._views.get(row.index) or redecode(ex, self.opts)
+            return flt(ex)
+        return not self.terms or row_matches(row, self.terms)
+
+    def _update_hint(self, text: str) -> None:
+        """The line under the filter bar: the error and where it is, the text-search note, or
+        the live match count."""
+        hint = self.query_one("#filter-hint", Static)
+        self._hint_text = text
+        err = self.filter_error
+        t = Text()
+        if not text:
+            t.append("display filter, e.g. api == Produce and latency > 5ms (kafka-analyzer filters)", "dim")
+        elif err is not None and not self.terms:
+            expr, _, caret = err.caret(text).rpartition("\n")
+            t.append(expr + "\n")
+            t.append(caret, style="bold red")
+            t.append(f"  invalid filter at {err.position + 1}: {err.message}", style="red")
+            t.append(f"  (still showing {len(self.shown)})", style="dim")
+        elif self.terms:
+            t.append(f"text search: {len(self.shown)} rows contain the words", style="yellow")
+            t.append(f"  (not a filter: {err.message})" if err is not None else "", style="dim")
+        else:
+            t.append(f"filter: {len(self.shown)} of {len(self.rows)} exchanges match", style="green")
+        hint.update(t)
+        hint.set_class(err is not None and not self.terms, "error")
 
     def action_toggle_hex(self) -> None:
         if self.current is None:

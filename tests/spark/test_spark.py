@@ -453,3 +453,40 @@ def test_cli_reports_missing_files_and_damage(spark, extra, tmp_path, capsys):
         == spark.read.parquet(str(out / "apis")).agg({"count": "sum"}).first()[0]
     )
     assert not spark.sparkContext._jsc.sc().isStopped()  # a session passed in is left running
+
+
+def test_where_filters_on_the_executors(spark):
+    """``analyze(where=EXPR)``: compiled on the driver (a bad filter fails at once), applied on
+    the executors: the exchanges and records of the matching exchanges only, the same ones as
+    the compiled filter keeps in-process."""
+    from analyzer.dissect.message import Options
+    from analyzer.filter import FilterError, compile_filter
+    from analyzer.spark.source import analyze
+
+    with pytest.raises(FilterError) as info:
+        analyze(spark, [str(CAPTURES / TRUNCATED)], where="api == Prodce")
+    assert info.value.position == 7 and "Produce" in info.value.message
+
+    files = [str(CAPTURES / TRUNCATED), str(CAPTURES / "librdkafka-produce-consume-zstd.pcap")]
+    where = 'api in {Produce, Fetch} and records.key contains "-1" and latency > 0.02ms'
+    want: Counter = Counter()
+    for f in files:
+        flt = compile_filter(where)
+        a = Analysis(f, Options(records_bodies=True))
+        flt.knowledge = a.knowledge
+        for ev in a.events():
+            if type(ev) is Exchange and flt(ev):
+                want[(Path(f).name, ev.api_key, ev.conn.id, ev.correlation_id)] += 1
+    assert want and {k[1] for k in want} == {0, 1}
+    a = analyze(spark, files, where=where, records=True)
+    try:
+        rows = a.exchanges.select("capture", "api_key", "connection", "correlation_id").collect()
+        got = Counter((Path(_local(r.capture)).name, r.api_key, r.connection, r.correlation_id) for r in rows)
+        assert got == want
+        recs = a.records.select("capture", "key").collect()
+        assert recs and {Path(_local(r.capture)).name for r in recs} == {k[0] for k in want}
+        # the capture rows still count every exchange of the file
+        total = sum(r.exchanges for r in a.captures.collect())
+        assert total > sum(want.values())
+    finally:
+        a.unpersist()

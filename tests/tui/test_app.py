@@ -429,3 +429,67 @@ def test_record_labels_show_the_record_shape(name):
     assert seen & {1, 2}
     if name == "librdkafka-txn.pcap":
         assert {"COMMIT", "ABORT"} <= seen
+
+
+def test_filter_bar_display_filters():
+    expected = pipeline_exchanges(GZIP)
+
+    def keys(exs):
+        return [(e.conn.id, e.correlation_id) for e in exs]
+
+    async def go():
+        async with started(GZIP) as (app, pilot):
+            table = app.query_one("#exchanges")
+            hint = app.query_one("#filter-hint")
+
+            async def apply(text: str) -> list:
+                app.set_filter(text)
+                await pilot.pause()
+                return [app.rows[i].ex for i in app.shown]
+
+            assert all(r.slim for r in app.rows)  # decoded fields need the trees again
+            shown = await apply("api == Produce and latency > 0.05ms")
+            want = [e for e in expected if e.api_key == 0 and e.latency is not None and e.latency > 0.00005]
+            assert keys(shown) == keys(want) and 0 < len(want) < len(expected)
+            assert table.row_count == len(want)
+            assert f"filter: {len(want)} of {len(expected)} exchanges match" in str(hint.content)
+            assert "(filter: api == Produce" in widget_text(app, "#status")
+
+            # an invalid expression says what and where, and leaves the rows alone
+            shown2 = await apply("api == Prodce or latency > 5ms")
+            assert keys(shown2) == keys(want)
+            text = str(hint.content)
+            assert "unknown API 'Prodce'" in text and "did you mean Produce" in text
+            assert "api == Prodce or latency > 5ms\n       ^^^^^^  invalid filter at 8" in text
+            assert hint.has_class("error")
+
+            # decoded fields and record bodies, through the re-decoded trees
+            shown = await apply("produce.acks == -1")
+            assert keys(shown) == keys(e for e in expected if e.api_key == 0)
+            shown = await apply('records.key contains "-12-big"')
+            assert shown and {e.api_key for e in shown} <= {0, 1}
+            assert len(shown) < sum(1 for e in expected if e.api_key in (0, 1))
+            shown = await apply("error == UNSUPPORTED_VERSION")
+            assert keys(shown) == keys(e for e in expected if 35 in (e.response.errors if e.response else []))
+
+            # plain words that are not a filter: a text search, and the bar says so
+            shown = await apply("consumer")
+            assert keys(shown) == keys(e for e in expected if "consumer" in (e.client_id or ""))
+            assert "text search" in str(hint.content) and "unknown field 'consumer'" in str(hint.content)
+            assert "(text search: consumer)" in widget_text(app, "#status")
+            assert not hint.has_class("error")
+
+            # typed with the keys: the filter applies and the count is live
+            await pilot.press("escape", "slash")
+            inp = app.query_one("#filter")
+            inp.value = ""
+            await pilot.press(*"api == Fetch", "enter")
+            await pilot.pause()
+            want = [e for e in expected if e.api_key == 1]
+            assert keys(app.rows[i].ex for i in app.shown) == keys(want)
+            assert f"filter: {len(want)} of" in str(hint.content)
+
+            shown = await apply("")
+            assert table.row_count == len(expected) and not hint.has_class("shown")
+
+    asyncio.run(go())

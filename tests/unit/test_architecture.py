@@ -32,6 +32,7 @@ CORE = [
     "analyzer.pipeline",
     "analyzer.fanout",
     "analyzer.export.writer",
+    "analyzer.filter",
 ]
 FORBIDDEN = ("scapy", "textual", "rich", "pyspark", "analyzer.cli", "analyzer.tui")
 
