@@ -12,15 +12,17 @@ import datetime as _dt
 import os
 import signal
 import sys
+import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
 from analyzer import __version__
 from analyzer.capture.files import check_readable
 from analyzer.dissect import schema
 from analyzer.dissect.message import Options
-from analyzer.model import Exchange, Severity
-from analyzer.pipeline import Pipeline, StreamEvent
+from analyzer.events import ConnIssue
+from analyzer.model import Exchange
+from analyzer.pipeline import Analysis, Exit
 from analyzer.session.report import (
     TABLES,
     api_text,
@@ -34,92 +36,80 @@ from analyzer.session.report import (
 )
 from analyzer.session.stats import Stats
 
-EXIT_OK, EXIT_DAMAGED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_DAMAGED, EXIT_USAGE = Exit.OK, Exit.DAMAGED, Exit.USAGE
 
 
 # -- shared plumbing -----------------------------------------------------------------------------
 
 
-class Run:
-    """One analysis: the pipeline, its events and what the front end needs afterwards."""
+def options(args, records: bool = False) -> Options:
+    return Options(
+        records_bodies=records or getattr(args, "records", False),
+        show_secrets=getattr(args, "show_secrets", False),
+    )
 
-    def __init__(self, args, flt=None) -> None:
-        self.args = args
-        self.filter = flt
-        self.opts = Options(
-            records_bodies=getattr(args, "records", False) or (flt is not None and flt.needs_records),
-            show_secrets=getattr(args, "show_secrets", False),
-        )
-        self.pipeline = Pipeline(self.opts, ports=args.port or ())
-        if flt is not None:
-            flt.knowledge = self.pipeline.knowledge
-        self.capture_issues: list = []
-        self.exchanges = 0
-        self.cap = None
-        self.interrupted = False
 
-    def events_from_file(self, path: str) -> Iterator:
-        from analyzer.capture.files import CaptureFile
-
-        self.cap = cap = CaptureFile(path)
-        p = self.pipeline
-        feed = p.feed
-        progress = _Progress(path, cap) if _want_progress(path) else None
+@contextlib.contextmanager
+def analysis(args, source=None, flt=None, **kw) -> Iterator[Analysis]:
+    """The one driver for a command's capture (a path, ``-``, or a capture set), with a progress
+    bar on a terminal for big files; the first Ctrl-C ends the packets early and the command
+    still prints what it has. ``flt``: a compiled display filter the command applies (record
+    bodies are decoded when it reads them; it learns the run's knowledge)."""
+    records = kw.pop("records", False) or (flt is not None and flt.needs_records)
+    a = Analysis(
+        source if source is not None else args.capture,
+        options(args, records),
+        ports=args.port or (),
+        **kw,
+    )
+    if flt is not None:
+        flt.knowledge = a.knowledge
+    bar = _Progress(a) if source is None and _want_progress(a) else None
+    if bar is not None:
+        a.progress = bar.update
+    with _graceful_interrupt(a):
         try:
-            for i, (index, ts, linktype, data) in enumerate(cap):
-                evs = feed(index, ts, linktype, data)
-                if evs:
-                    yield from evs
-                if progress is not None and not i & 0x3FF:
-                    progress.update()
-        except KeyboardInterrupt:
-            self.interrupted = True
+            yield a
         finally:
-            if progress is not None:
-                progress.close()
-        yield from p.finish()
-        self.capture_issues.extend(cap.issues)
-
-    def exit_code(self) -> int:
-        if any(i.code == "capture.unknown_format" for i in self.capture_issues):
-            return EXIT_USAGE
-        if any(i.severity == Severity.ERROR for i in self.capture_issues):
-            return EXIT_DAMAGED
-        if self.exchanges == 0 and not self.interrupted:
-            return EXIT_DAMAGED
-        return EXIT_OK
-
-    def report_capture_issues(self) -> None:
-        for i in self.capture_issues:
-            print(f"kafka-analyzer: {i.severity}: {i.message}", file=sys.stderr)
-        if self.exchanges == 0 and not any(i.code == "capture.unknown_format" for i in self.capture_issues):
-            p = self.pipeline
-            hint = (
-                " (no TCP traffic at all)"
-                if p.reasm.connections == 0
-                else f" in {p.reasm.connections} TCP connections"
-            )
-            print(
-                f"kafka-analyzer: no Kafka traffic found{hint}; Kafka is detected by content on any "
-                "port, --port PORT names broker ports explicitly",
-                file=sys.stderr,
-            )
+            if bar is not None:
+                bar.close()
 
 
-def _want_progress(path: str) -> bool:
-    if path == "-" or not sys.stderr.isatty():
-        return False
+@contextlib.contextmanager
+def _graceful_interrupt(a: Analysis) -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_sigint(*_) -> None:
+        a.stop()
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C is forceful
+
+    old_int = signal.signal(signal.SIGINT, on_sigint)
+    old_term = signal.signal(signal.SIGTERM, lambda *_: a.stop())
     try:
-        return os.path.getsize(path) > 50 << 20
-    except OSError:
-        return False
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old_int)
+        signal.signal(signal.SIGTERM, old_term)
+
+
+def finish(a: Analysis) -> int:
+    """Say what the user must know about the input on stderr; the exit code."""
+    for line in a.problems():
+        print(f"kafka-analyzer: {line}", file=sys.stderr)
+    return int(a.exit_code())
+
+
+def _want_progress(a: Analysis) -> bool:
+    size = getattr(a.source, "size", None)
+    return bool(size and size > 50 << 20 and sys.stderr.isatty())
 
 
 class _Progress:
-    def __init__(self, path: str, cap) -> None:
+    def __init__(self, a: Analysis) -> None:
         from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
 
-        self.cap = cap
         self.p = Progress(
             "[progress.description]{task.description}",
             BarColumn(),
@@ -128,11 +118,11 @@ class _Progress:
             transient=True,
             console=_stderr_console(),
         )
-        self.task = self.p.add_task(os.path.basename(path), total=os.path.getsize(path))
+        self.task = self.p.add_task(os.path.basename(a.source.name), total=getattr(a.source, "size", None))
         self.p.start()
 
-    def update(self) -> None:
-        self.p.update(self.task, completed=self.cap.bytes_read)
+    def update(self, a: Analysis) -> None:
+        self.p.update(self.task, completed=getattr(a.source, "position", 0))
 
     def close(self) -> None:
         self.p.stop()
@@ -207,22 +197,20 @@ def exchange_line(ex: Exchange, origin: float | None, absolute: bool = False) ->
 
 def cmd_read(args) -> int:
     flt = display_filter(args)
-    run = Run(args, flt)
     out = sys.stdout
     origin = None
-    for ev in run.events_from_file(args.capture):
-        if type(ev) is not Exchange:
-            if args.verbose and type(ev) is StreamEvent:
-                print(f"# {ev.issue.severity}: {ev.issue.code}: {ev.issue.message}", file=out)
-            continue
-        run.exchanges += 1
-        if origin is None:
-            origin = run.pipeline.first_ts
-        if flt is not None and not flt(ev):
-            continue
-        out.write(exchange_line(ev, origin, args.absolute) + "\n")
-    run.report_capture_issues()
-    return run.exit_code()
+    with analysis(args, flt=flt) as a:
+        for ev in a.events():
+            if type(ev) is not Exchange:
+                if args.verbose and type(ev) is ConnIssue:
+                    print(f"# {ev.issue.severity}: {ev.issue.code}: {ev.issue.message}", file=out)
+                continue
+            if origin is None:
+                origin = a.first_ts
+            if flt is not None and not flt(ev):
+                continue
+            out.write(exchange_line(ev, origin, args.absolute) + "\n")
+    return finish(a)
 
 
 # -- stats -----------------------------------------------------------------------------------------
@@ -230,26 +218,20 @@ def cmd_read(args) -> int:
 
 def cmd_stats(args) -> int:
     flt = display_filter(args)
-    run = Run(args, flt)
-    stats = Stats(run.pipeline.knowledge.topic_ids)
-    for ev in run.events_from_file(args.capture):
-        if type(ev) is Exchange:
-            run.exchanges += 1
-            if flt is not None and not flt(ev):
+    with analysis(args, flt=flt) as a:
+        stats = Stats(a.knowledge.topic_ids)
+        for ev in a.events():
+            if flt is not None and type(ev) is Exchange and not flt(ev):
                 continue
-        stats.add(ev)
-    for i in run.capture_issues:
-        stats.anomalies[i.code] += 1
-        stats.anomaly_examples.setdefault(i.code, i.message)
-    tables = stats_tables(stats, run.pipeline)
+            stats.add(ev)
+    tables = stats_tables(stats, a)
     if args.format == "json":
         import orjson
 
         sys.stdout.buffer.write(orjson.dumps(tables, option=orjson.OPT_INDENT_2) + b"\n")
     else:
         render_tables(tables, sys.stdout)
-    run.report_capture_issues()
-    return run.exit_code()
+    return finish(a)
 
 
 def render_tables(tables: dict, out) -> None:
@@ -298,21 +280,18 @@ def cmd_export(args) -> int:
     from analyzer.export.writer import Writer
 
     flt = display_filter(args)
-    run = Run(args, flt)
     out = open(args.output, "wb") if args.output and args.output != "-" else sys.stdout.buffer  # noqa: SIM115
-    stats = Stats(run.pipeline.knowledge.topic_ids)
-    w = Writer(out, args.format, spans=not args.no_spans)
     try:
-        w.begin(args.capture)
-        for ev in run.events_from_file(args.capture):
-            if type(ev) is Exchange:
-                run.exchanges += 1
-                if flt is not None and not flt(ev):
+        with analysis(args, flt=flt) as a:
+            stats = Stats(a.knowledge.topic_ids)
+            w = Writer(out, args.format, spans=not args.no_spans)
+            w.begin(a.source.name)
+            for ev in a.events():
+                if flt is not None and type(ev) is Exchange and not flt(ev):
                     continue
-            stats.add(ev)
-            w.event(ev)
-        tables = stats_tables(stats, run.pipeline)
-        w.end(tables, [i.to_dict() for i in run.capture_issues])
+                stats.add(ev)
+                w.event(ev)
+            w.end(stats_tables(stats, a))
     except BrokenPipeError:
         return EXIT_OK
     finally:
@@ -320,8 +299,7 @@ def cmd_export(args) -> int:
             out.close()
         else:
             out.flush()
-    run.report_capture_issues()
-    return run.exit_code()
+    return finish(a)
 
 
 # -- live ------------------------------------------------------------------------------------------
@@ -335,9 +313,9 @@ def cmd_live(args) -> int:
         print(f"kafka-analyzer: {problem}", file=sys.stderr)
         return EXIT_USAGE
     flt = display_filter(args)
-    run = Run(args, flt)
-    run.pipeline.reasm.idle_timeout = 300.0
-    stats = Stats(run.pipeline.knowledge.topic_ids)
+    sniffer = live.LiveCapture(
+        args.interface, bpf=args.filter, write=args.write, count=args.count, duration=args.duration
+    )
     writer = None
     if args.mode == "export":
         from analyzer.export.writer import Writer
@@ -345,59 +323,33 @@ def cmd_live(args) -> int:
         writer = Writer(sys.stdout.buffer, "ndjson", spans=not args.no_spans)
         writer.begin(f"live:{args.interface}")
     origin = None
-    sniffer = live.LiveCapture(
-        args.interface, bpf=args.filter, write=args.write, count=args.count, duration=args.duration
-    )
-
-    def handle(evs: Iterable) -> None:
-        nonlocal origin
-        for ev in evs:
+    with analysis(args, source=sniffer, idle_timeout=300.0, flt=flt) as a:
+        stats = Stats(a.knowledge.topic_ids)
+        for ev in a.events():
             if type(ev) is Exchange:
-                run.exchanges += 1
                 if flt is not None and not flt(ev):
                     continue
                 if args.mode == "read":
                     if origin is None:
-                        origin = run.pipeline.first_ts
+                        origin = a.first_ts
                     print(exchange_line(ev, origin, args.absolute), flush=True)
             stats.add(ev)
             if writer is not None:
                 writer.event(ev)
                 sys.stdout.buffer.flush()
-
-    old = signal.getsignal(signal.SIGTERM)
-    signal.signal(signal.SIGTERM, lambda *_: sniffer.stop())
-    last_expire = time.monotonic()
-    try:
-        for index, ts, linktype, data in sniffer:
-            handle(run.pipeline.feed(index, ts, linktype, data))
-            now = time.monotonic()
-            if now - last_expire > 10:
-                handle(run.pipeline.expire(ts))
-                last_expire = now
-    except KeyboardInterrupt:
-        run.interrupted = True
-    finally:
-        sniffer.close()
-        signal.signal(signal.SIGTERM, old)
-    handle(run.pipeline.finish())
-    if sniffer.error:
-        print(f"kafka-analyzer: {sniffer.error}", file=sys.stderr)
-    tables = stats_tables(stats, run.pipeline)
+    tables = stats_tables(stats, a)
     if writer is not None:
-        writer.end(tables, [])
-    elif args.mode == "stats" or run.interrupted or args.mode == "read":
+        writer.end(tables)
+    elif args.mode == "stats" or a.interrupted or args.mode == "read":
         render_tables(tables, sys.stdout if args.mode == "stats" else sys.stderr)
-    if sniffer.error:
-        return EXIT_USAGE
-    return EXIT_OK
+    return finish(a)
 
 
 # -- check -----------------------------------------------------------------------------------------
 
 
 def cmd_check(args) -> int:
-    from analyzer.session.check import Checker, LatencyRule, junit_xml
+    from analyzer.session.check import Checker, CheckResult, LatencyRule, junit_xml
 
     try:
         rules = tuple(LatencyRule.parse(t) for t in args.latency or ())
@@ -416,23 +368,13 @@ def cmd_check(args) -> int:
         select=select,
         asserts=asserts,
     )
-    run = Run(args, select)
-    if any(a.needs_records for a in asserts):
-        run.opts.records_bodies = True
-    for a in asserts:
-        a.knowledge = run.pipeline.knowledge
     t0 = time.monotonic()
-    for ev in run.events_from_file(args.capture):
-        if type(ev) is Exchange:
-            run.exchanges += 1
-        checker.add(ev)
-    checker.add_capture_issues(run.capture_issues)
+    with analysis(args) as a:
+        for ev in a.events():
+            checker.add(ev)
     results = checker.results()
-    if run.exchanges == 0:
-        results = [*results]
-        from analyzer.session.check import CheckResult
-
-        results.append(CheckResult("kafka_traffic", False, "no Kafka exchange in the capture"))
+    if a.exchanges == 0:
+        results = [*results, CheckResult("kafka_traffic", False, "no Kafka exchange in the capture")]
     for r in results:
         print(f"{'PASS' if r.passed else 'FAIL'}  {r.name}: {r.summary}")
         for e in r.examples:
@@ -441,8 +383,8 @@ def cmd_check(args) -> int:
     print(f"{len(results) - failed} passed, {failed} failed")
     if args.junit:
         with open(args.junit, "w", encoding="utf-8") as f:
-            f.write(junit_xml(results, os.path.basename(args.capture), time.monotonic() - t0))
-    if any(i.code == "capture.unknown_format" for i in run.capture_issues):
+            f.write(junit_xml(results, os.path.basename(a.source.name), time.monotonic() - t0))
+    if a.unusable():
         return EXIT_USAGE
     return EXIT_DAMAGED if failed else EXIT_OK
 
@@ -501,8 +443,15 @@ def _common(p: argparse.ArgumentParser, capture: bool = True) -> None:
             type=int,
             default=1,
             metavar="N",
-            help="with several capture files: analyse N files at a time in parallel processes",
+            help="with several capture files that are not one recording: analyse N at a time in "
+            "parallel processes",
         )
+        p.add_argument(
+            "--separate",
+            action="store_true",
+            help="analyse each capture file on its own, even when they are pieces of one recording",
+        )
+        p.add_argument("--one-recording", action="store_true", help=argparse.SUPPRESS)
     p.add_argument(
         "--port",
         type=int,
@@ -631,6 +580,10 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _usage(message: str) -> None:
+    print(f"kafka-analyzer: {message}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
@@ -642,8 +595,27 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"kafka-analyzer: {problem}", file=sys.stderr)
                 return EXIT_USAGE
         if len(caps) > 1:
-            return _many(args, argv, caps)
-        args.capture = caps[0]
+            if "-" in caps:
+                _usage("stdin (-) cannot be combined with other capture files")
+                return EXIT_USAGE
+            if args.separate:
+                chains = [[c] for c in caps]
+            elif args.one_recording:
+                chains = [caps]
+            else:
+                from analyzer.capture.sets import plan
+
+                chains = plan(caps)
+            if len(chains) > 1:
+                return _many(args, argv, caps, chains)
+            if args.command == "tui":
+                print("kafka-analyzer: the TUI opens one capture file at a time", file=sys.stderr)
+                return EXIT_USAGE
+            from analyzer.capture.sets import CaptureSet
+
+            args.capture = CaptureSet(chains[0])
+        else:
+            args.capture = caps[0]
     try:
         return args.func(args)
     except BadFilter:
@@ -655,36 +627,36 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
 
 
-def _many(args, argv: list[str], caps: list[str]) -> int:
-    """Several capture files: each is analysed by its own process (``-j`` at a time); outputs
-    are printed in the order of the files, each under a ``==> FILE <==`` line for read/stats."""
+def _many(args, argv: list[str], caps: list[str], chains: list[list[str]]) -> int:
+    """Capture files that are not one recording: each chain (one file, or the rotated pieces of
+    one recording) is analysed by its own process (``-j`` at a time); outputs are printed in
+    the order of the chains, each under a ``==> FILES <==`` line for read/stats/check."""
     import subprocess
     from concurrent.futures import ThreadPoolExecutor
 
-    if "-" in caps:
-        print("kafka-analyzer: stdin (-) cannot be combined with other capture files", file=sys.stderr)
-        return EXIT_USAGE
     if args.command == "tui":
         print("kafka-analyzer: the TUI opens one capture at a time", file=sys.stderr)
         return EXIT_USAGE
     if args.command == "export" and (args.format == "json" or args.output):
         print("kafka-analyzer: several captures export as NDJSON to stdout only", file=sys.stderr)
         return EXIT_USAGE
-    rest = [a for a in argv if a not in caps]
+    rest = [a for a in argv if a not in caps and a not in ("--separate", "--one-recording")]
     jobs = [j for j in range(len(rest)) if rest[j] in ("-j", "--jobs")]
     for j in reversed(jobs):
         del rest[j : j + 2]
     rest = [a for a in rest if not a.startswith("--jobs=")]
 
-    def one(cap: str):
-        cmd = [sys.executable, "-m", "analyzer", rest[0], cap, *rest[1:]]
+    def one(chain: list[str]):
+        cmd = [sys.executable, "-m", "analyzer", rest[0], *chain, *rest[1:]]
+        if len(chain) > 1:
+            cmd.append("--one-recording")
         return subprocess.run(cmd, capture_output=True)
 
     rc = EXIT_OK
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        for cap, r in zip(caps, pool.map(one, caps), strict=True):
+        for chain, r in zip(chains, pool.map(one, chains), strict=True):
             if args.command != "export":
-                sys.stdout.write(f"==> {cap} <==\n")
+                sys.stdout.write(f"==> {' + '.join(chain)} <==\n")
                 sys.stdout.flush()
             sys.stdout.buffer.write(r.stdout)
             sys.stdout.buffer.flush()

@@ -1,10 +1,9 @@
-"""Types passed between the stages.
+"""The decoded data: issues, fields, frames, messages, exchanges and what is known of a connection.
 
-Packet -> Segment -> StreamData | Gap -> Frame -> Message -> Exchange.
-
-Hot-path types (Packet, Segment, StreamData, Gap) are NamedTuples: a tuple is the cheapest
-object Python can build, and the field names keep the code readable. Decoded output (Field,
-Issue, Message, Exchange) are slotted dataclasses.
+Packet -> Segment -> StreamData | Gap -> Frame -> Message -> Exchange. The events that carry
+these between the stages (packets, segments, stream data, gaps, connection events) are in
+:mod:`analyzer.events`. Decoded output (Field, Issue, Frame, Message, Exchange) are slotted
+dataclasses; the hot-path events are NamedTuples.
 """
 
 from __future__ import annotations
@@ -102,41 +101,12 @@ class Field:
                 stack.extend(reversed(f.children))
 
 
-class Packet(NamedTuple):
-    index: int  # 1-based, as tshark numbers frames
-    ts: float  # seconds since the epoch
-    linktype: int
-    data: memoryview | bytes
-
-
 class Endpoint(NamedTuple):
     ip: str
     port: int
 
     def __str__(self) -> str:
         return f"[{self.ip}]:{self.port}" if ":" in self.ip else f"{self.ip}:{self.port}"
-
-
-class StreamData(NamedTuple):
-    """Contiguous bytes of one direction of a connection, at stream ``offset``."""
-
-    conn: int  # connection id
-    direction: int  # 0: from the connection's first sender (SYN side if seen), 1: the other
-    offset: int
-    data: memoryview | bytes
-    ts: float
-    packet_index: int
-
-
-class Gap(NamedTuple):
-    """Bytes of one direction that were never captured (never zero-filled)."""
-
-    conn: int
-    direction: int
-    offset: int
-    length: int
-    ts: float
-    packet_index: int
 
 
 @dataclass(slots=True)

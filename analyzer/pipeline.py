@@ -1,41 +1,50 @@
 """The only place that chains the stages: packets -> segments -> streams -> frames -> exchanges.
 
-:class:`Pipeline` is sans-IO too (``feed(packet)`` / ``finish()`` return events), so files, live
-capture, Spark executors and tests all use it the same way; :func:`analyze_file` drives it over a
-capture file. Events, in capture order:
+:class:`Pipeline` is sans-IO (``feed(packet)`` / ``finish()`` / ``expire(now)`` return events).
+:class:`Analysis` is the one driver every front end uses (read, stats, export, live, check, the
+TUI and Spark): it runs a pipeline over a source (a capture file, stdin, a file object, a live
+capture), with progress callbacks and cancellation, exposes what the front ends show (packets,
+connections, capture issues, knowledge) and owns the one outcome policy (:class:`Exit`).
+
+Events (:data:`analyzer.events.Event`), in capture order:
 
 * :class:`~analyzer.model.Exchange`: a request and its response (either may be missing);
-* :class:`StreamEvent`: a connection-level issue (gap, resynchronisation, not Kafka, ...);
-* :class:`ConnectionEnd`: a connection finished (with its :class:`~analyzer.model.ConnInfo`).
+* :class:`~analyzer.events.ConnIssue`: a connection-level issue (gap, resynchronisation, ...);
+* :class:`~analyzer.events.ConnectionEnd`: a connection finished (with its ConnInfo);
+* :class:`~analyzer.events.CaptureIssue`: damage of the source itself, at the end.
 """
 
 from __future__ import annotations
 
+import os
+import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
-from typing import NamedTuple
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, nullcontext
+from enum import IntEnum
+from typing import Any, BinaryIO, Protocol
 
 from analyzer.dissect.framing import KafkaConnection
 from analyzer.dissect.message import DEFAULT_OPTIONS, Options
-from analyzer.model import ConnInfo, Endpoint, Gap, Issue, error
+from analyzer.events import (
+    CaptureIssue,
+    ConnClose,
+    ConnectionEnd,
+    ConnIssue,
+    ConnOpen,
+    Event,
+    Gap,
+    StreamData,
+    StreamEvent,
+)
+from analyzer.model import ConnInfo, Endpoint, Exchange, Issue, Severity, error
 from analyzer.reassembly.packet import decode_tcp
-from analyzer.reassembly.tcp import ConnClose, ConnOpen, Reassembler
+from analyzer.reassembly.tcp import Reassembler
 from analyzer.session.knowledge import Knowledge
 from analyzer.session.pairing import ConnectionPairer
 
 # Ports brokers usually listen on: only a tie-breaker when content cannot tell who is the client
 KAFKA_PORTS = frozenset((9092, 9093, 9094, 9095, 9096, 19092, 29092, 39092))
-
-
-class StreamEvent(NamedTuple):
-    conn: ConnInfo
-    direction: int
-    issue: Issue
-    ts: float
-
-
-class ConnectionEnd(NamedTuple):
-    conn: ConnInfo
 
 
 class _Conn:
@@ -61,11 +70,16 @@ class Pipeline:
         self.conns: dict[int, _Conn] = {}
         self.knowledge = Knowledge()
         self.packets = 0
-        self.skipped = Counter()  # why packets were not TCP segments we could use
+        self.skipped: Counter[str] = Counter()  # why packets were not TCP segments we could use
         self.last_ts = 0.0
         self.first_ts: float | None = None
 
-    def feed(self, index: int, ts: float, linktype: int, data) -> list:
+    @property
+    def connections(self) -> int:
+        """TCP connections seen so far."""
+        return self.reasm.connections
+
+    def feed(self, index: int, ts: float, linktype: int, data) -> list[Event]:
         self.packets += 1
         if self.first_ts is None:
             self.first_ts = ts
@@ -77,48 +91,49 @@ class Pipeline:
         events = self.reasm.feed(ts, index, seg)
         return self._events(events) if events else []
 
-    def finish(self) -> list:
+    def finish(self) -> list[Event]:
+        """Close every connection still open: the last exchanges and connection ends."""
         return self._events(self.reasm.flush())
 
-    def expire(self, now: float) -> list:
+    def expire(self, now: float) -> list[Event]:
+        """Close connections idle longer than ``idle_timeout`` (long live runs)."""
         return self._events(self.reasm.expire(now))
 
-    def _events(self, events: list) -> list:
-        out: list = []
+    def _events(self, events: list[StreamEvent]) -> list[Event]:
+        out: list[Event] = []
         conns = self.conns
         for ev in events:
-            t = type(ev)
-            if t is ConnOpen:
+            if type(ev) is StreamData or type(ev) is Gap:  # the common case first
+                c = conns[ev.conn]
+                info = c.info
+                info.ts_last = ev.ts
+                if type(ev) is StreamData:
+                    info.bytes[ev.direction] += len(ev.data)
+                else:
+                    info.gaps[ev.direction] += 1
+                frames, issues = c.framer.feed(ev)
+                for issue in issues:
+                    out.append(ConnIssue(info, ev.direction, issue, ev.ts))
+                if frames:
+                    if info.client_direction is None:
+                        info.client_direction = c.framer.client
+                    for f in frames:
+                        info.frames[f.direction] += 1
+                        out.extend(c.pairer.feed(f))
+            elif type(ev) is ConnOpen:
                 self._open(ev)
-                continue
-            if t is ConnClose:
-                c = conns.pop(ev.conn, None)
-                if c is None:
+            elif type(ev) is ConnClose:
+                closing = conns.pop(ev.conn, None)
+                if closing is None:
                     continue
-                c.info.closed = ev.reason
-                c.info.ts_last = ev.ts
-                for issue in c.framer.flush():
-                    out.append(StreamEvent(c.info, -1, issue, ev.ts))
-                out.extend(c.pairer.flush())
-                c.info.not_kafka = c.framer.not_kafka
-                out.append(ConnectionEnd(c.info))
-                continue
-            c = conns[ev.conn]
-            info = c.info
-            info.ts_last = ev.ts
-            if t is Gap:
-                info.gaps[ev.direction] += 1
-            else:
-                info.bytes[ev.direction] += len(ev.data)
-            frames, issues = c.framer.feed(ev)
-            for issue in issues:
-                out.append(StreamEvent(info, ev.direction, issue, ev.ts))
-            if frames:
-                if info.client_direction is None:
-                    info.client_direction = c.framer.client
-                for f in frames:
-                    info.frames[f.direction] += 1
-                    out.extend(c.pairer.feed(f))
+                info = closing.info
+                info.closed = ev.reason
+                info.ts_last = ev.ts
+                for issue in closing.framer.flush():
+                    out.append(ConnIssue(info, -1, issue, ev.ts))
+                out.extend(closing.pairer.flush())
+                info.not_kafka = closing.framer.not_kafka
+                out.append(ConnectionEnd(info))
         return out
 
     def _open(self, ev: ConnOpen) -> None:
@@ -133,22 +148,228 @@ class Pipeline:
         self.conns[ev.conn] = _Conn(info, framer, ConnectionPairer(info, self.opts, self.knowledge))
 
 
-def analyze_file(cap, p: Pipeline | None = None) -> Iterator:
-    """Events of a whole capture file (a :class:`~analyzer.capture.files.CaptureFile`).
+# -- the driver ------------------------------------------------------------------------------------
 
-    Damage in the file ends the packets early; the events of everything before it still come,
-    then a :class:`StreamEvent` with the capture issue (direction -1, no connection). Pass your
-    own :class:`Pipeline` to choose options and to read its counters afterwards.
+
+class Exit(IntEnum):
+    """The exit codes of every command (``check`` adds its own on top)."""
+
+    OK = 0  # success
+    DAMAGED = 1  # the input was truncated or corrupt (partial results), or held no Kafka traffic
+    USAGE = 2  # usage error, missing or unreadable file, not a capture, a capture source that failed
+
+
+# Capture issue codes that mean the input could not be used at all (exit 2), not damage (exit 1)
+UNUSABLE = frozenset(("capture.unknown_format", "capture.unreadable", "capture.source_failed"))
+
+
+class Source(Protocol):
+    """Anything that yields packets: :class:`~analyzer.capture.files.CaptureFile`, a live capture.
+
+    ``issues`` collects the damage found while reading; ``bytes_read`` and ``size`` (None when
+    unknown) give progress. Live sources also have ``stop()`` and ``close()``.
     """
-    if p is None:
-        p = Pipeline()
-    feed = p.feed
-    for index, ts, linktype, data in cap:
-        evs = feed(index, ts, linktype, data)
-        if evs:
-            yield from evs
-    yield from p.finish()
-    for issue in cap.issues:
-        yield StreamEvent(None, -1, issue, p.last_ts)  # type: ignore[arg-type]
-    if p.packets and not p.reasm.connections:
-        yield StreamEvent(None, -1, error("capture.no_tcp", "no TCP traffic in the capture"), p.last_ts)
+
+    name: str
+    issues: list[Issue]
+    bytes_read: int
+    live: bool  # a live capture: seeing no Kafka is not damage
+
+    def __iter__(self) -> Iterator[tuple[int, float, int, Any]]: ...
+
+
+class Analysis:
+    """Runs the pipeline over one source: the only loop over packets in the project.
+
+    >>> a = Analysis("captures/x.pcap")
+    >>> for ev in a.events(): ...          # Exchange | ConnIssue | ConnectionEnd | CaptureIssue
+    >>> a.exit_code(), a.problems()
+
+    ``source`` is a path (``-`` for stdin), a binary file object or a :class:`Source`.
+    ``progress(analysis)`` is called every ~1000 packets; ``cancel()`` returning True (or
+    :meth:`stop`, from any thread or a signal handler) ends the packets early, as Ctrl-C does:
+    the events of what was read still come, then the connections are flushed.
+    ``idle_timeout`` (seconds) expires idle connections, checked every ``expire_every`` seconds
+    of wall time: for long live runs, so memory stays bounded. ``lock``, if given, is held while
+    the pipeline runs (a UI thread reading :attr:`knowledge` or the counters takes it too).
+    """
+
+    def __init__(
+        self,
+        source: str | os.PathLike | BinaryIO | Source,
+        opts: Options = DEFAULT_OPTIONS,
+        ports: Iterable[int] = (),
+        *,
+        progress: Callable[[Analysis], None] | None = None,
+        cancel: Callable[[], bool] | None = None,
+        idle_timeout: float | None = None,
+        expire_every: float = 10.0,
+        lock: AbstractContextManager | None = None,
+    ) -> None:
+        if isinstance(source, str | os.PathLike) or hasattr(source, "read"):
+            from analyzer.capture.files import CaptureFile
+
+            self.source: Source = CaptureFile(source)  # type: ignore[arg-type]
+        else:
+            self.source = source  # type: ignore[assignment]
+        self.pipeline = Pipeline(opts, ports=ports, idle_timeout=idle_timeout)
+        self.progress = progress
+        self.cancel = cancel
+        self.expire_every = expire_every if idle_timeout is not None else None
+        self.lock: AbstractContextManager = lock if lock is not None else nullcontext()
+        self.exchanges = 0  # exchanges emitted
+        self.interrupted = False  # Ctrl-C, stop() or cancel() ended the packets early
+        self.finished = False
+        self.capture_issues: list[Issue] = []  # the source's damage and the driver's own findings
+        self._stop = False
+
+    # -- what front ends show ---------------------------------------------------------------------
+    @property
+    def opts(self) -> Options:
+        return self.pipeline.opts
+
+    @property
+    def knowledge(self):
+        """Per-capture knowledge: topic ids, brokers, client software, groups."""
+        return self.pipeline.knowledge
+
+    @property
+    def packets(self) -> int:
+        return self.pipeline.packets
+
+    @property
+    def connections(self) -> int:
+        return self.pipeline.connections
+
+    @property
+    def first_ts(self) -> float | None:
+        return self.pipeline.first_ts
+
+    @property
+    def last_ts(self) -> float:
+        return self.pipeline.last_ts
+
+    @property
+    def skipped(self) -> Counter[str]:
+        return self.pipeline.skipped
+
+    @property
+    def fraction(self) -> float | None:
+        """How much of the source was read (0..1), None when its size is unknown."""
+        size = getattr(self.source, "size", None)
+        if not size:
+            return None
+        return min(1.0, getattr(self.source, "position", 0) / size)
+
+    # -- running ------------------------------------------------------------------------------------
+    def stop(self) -> None:
+        """End the packets early (safe from another thread or a signal handler)."""
+        self._stop = True
+        stop = getattr(self.source, "stop", None)
+        if stop is not None:
+            stop()
+
+    def events(self) -> Iterator[Event]:
+        """Every event, in capture order; capture issues come last."""
+        for batch in self.batches():
+            yield from batch
+
+    def batches(self, seconds: float | None = None) -> Iterator[list[Event]]:
+        """The events in lists: with ``seconds``, one list at least that often (possibly empty,
+        so a UI can show progress); without, one per packet that produced events."""
+        p = self.pipeline
+        feed = p.feed
+        progress, cancel = self.progress, self.cancel
+        lock = self.lock
+        expire_every = self.expire_every
+        next_expire = time.monotonic() + expire_every if expire_every is not None else None
+        it = iter(self.source)
+        n = 0
+        try:
+            while True:
+                out: list[Event] = []
+                deadline = time.monotonic() + seconds if seconds is not None else None
+                with lock:
+                    for index, ts, linktype, data in it:
+                        evs = feed(index, ts, linktype, data)
+                        n += 1
+                        if evs:
+                            out.extend(evs)
+                        if not n & 0x3F:
+                            if self._stop or (cancel is not None and cancel()):
+                                self.interrupted = True
+                                break
+                            now = time.monotonic()
+                            if next_expire is not None and now >= next_expire:
+                                out.extend(p.expire(ts))
+                                next_expire = now + expire_every  # type: ignore[operator]
+                            if progress is not None and not n & 0x3FF:
+                                progress(self)
+                            if deadline is not None and now >= deadline:
+                                break
+                        if evs and deadline is None:
+                            break
+                    else:
+                        self.finished = True
+                if out or deadline is not None:
+                    self._count(out)
+                    yield out
+                if self.finished or self.interrupted:
+                    break
+        except KeyboardInterrupt:
+            self.interrupted = True
+        finally:
+            close = getattr(self.source, "close", None) or getattr(it, "close", None)
+            if close is not None:
+                close()
+        with lock:
+            out = p.finish()
+        self._count(out)
+        yield out
+        yield self._capture_events()
+
+    def _count(self, events: list[Event]) -> None:
+        for ev in events:
+            if type(ev) is Exchange:
+                self.exchanges += 1
+
+    def _capture_events(self) -> list[Event]:
+        issues = list(getattr(self.source, "issues", ()))
+        p = self.pipeline
+        if p.packets and not p.connections:
+            issues.append(error("capture.no_tcp", "no TCP traffic in the capture"))
+        self.capture_issues = issues
+        if self.progress is not None:
+            self.progress(self)
+        return [CaptureIssue(i, p.last_ts if p.packets else None) for i in issues]
+
+    # -- the outcome ---------------------------------------------------------------------------------
+    def unusable(self) -> bool:
+        """The input could not be used at all (not a capture, unreadable, the source failed)."""
+        return any(i.code in UNUSABLE for i in self.capture_issues)
+
+    def exit_code(self) -> Exit:
+        """The one policy: 2 unusable input (or a live capture that could not start); 1 damaged
+        input, or a capture file with no Kafka exchange (unless interrupted early); else 0."""
+        if self.unusable():
+            return Exit.USAGE
+        if any(i.severity == Severity.ERROR for i in self.capture_issues):
+            return Exit.DAMAGED
+        if self.exchanges == 0 and not self.interrupted and not getattr(self.source, "live", False):
+            return Exit.DAMAGED
+        return Exit.OK
+
+    def problems(self) -> list[str]:
+        """One line per thing the user must know about the input (printed on stderr by the CLI,
+        shown in the TUI): capture damage, and why no Kafka was found."""
+        out = [f"{i.severity}: {i.message}" for i in self.capture_issues]
+        if self.exchanges == 0 and not self.unusable() and not self.interrupted:
+            p = self.pipeline
+            hint = (
+                " (no TCP traffic at all)" if p.connections == 0 else f" in {p.connections} TCP connections"
+            )
+            out.append(
+                f"no Kafka traffic found{hint}; Kafka is detected by content on any port, "
+                "--port PORT names broker ports explicitly"
+            )
+        return out

@@ -26,9 +26,10 @@ import time
 from analyzer.capture.files import CaptureFile
 from analyzer.dissect.framing import KafkaConnection
 from analyzer.dissect.message import Options, decode_request, decode_response
+from analyzer.events import ConnClose, ConnOpen
 from analyzer.pipeline import KAFKA_PORTS
 from analyzer.reassembly.packet import decode_tcp
-from analyzer.reassembly.tcp import ConnClose, ConnOpen, Reassembler
+from analyzer.reassembly.tcp import Reassembler
 
 _req_head = struct.Struct(">hhi").unpack_from  # api key, api version, correlation id
 

@@ -17,10 +17,10 @@ import time
 
 from analyzer.capture.files import CaptureFile
 from analyzer.dissect.framing import KafkaConnection
-from analyzer.model import Gap
+from analyzer.events import ConnClose, ConnOpen, Gap
 from analyzer.pipeline import KAFKA_PORTS
 from analyzer.reassembly.packet import decode_tcp
-from analyzer.reassembly.tcp import ConnClose, ConnOpen, Reassembler
+from analyzer.reassembly.tcp import Reassembler
 
 
 def count_frames(path: str, ports: frozenset[int] = frozenset()) -> dict:

@@ -9,9 +9,9 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
 from analyzer.capture.files import CaptureFile
-from analyzer.model import Gap, StreamData
+from analyzer.events import ConnClose, ConnOpen, Gap, StreamData
 from analyzer.reassembly.packet import decode_tcp
-from analyzer.reassembly.tcp import ConnClose, ConnOpen, Reassembler
+from analyzer.reassembly.tcp import Reassembler
 
 
 def uvarint(n: int) -> bytes:
@@ -158,7 +158,7 @@ def reassemble(packets, linktype=None, **kw):
 def frames_of(path) -> list[tuple]:
     """(conn, kind, offset, payload) of every frame of a capture, via the real pipeline."""
     from analyzer.dissect.framing import KafkaConnection
-    from analyzer.reassembly.tcp import ConnOpen
+    from analyzer.events import ConnOpen
 
     r = Reassembler()
     framers = {}

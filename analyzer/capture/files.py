@@ -255,7 +255,25 @@ class CaptureFile:
         self.issues: list[Issue] = []
         self.format: str | None = None
         self.compression: str | None = None
-        self.bytes_read = 0
+        self.bytes_read = 0  # capture bytes parsed (after decompression)
+        self.size: int | None = None  # the file's size on disk, when it is a regular file
+        self._f: BinaryIO | None = None
+        if isinstance(source, str | os.PathLike) and source != "-":
+            try:
+                self.size = os.path.getsize(source)
+            except OSError:
+                self.size = None
+
+    @property
+    def position(self) -> int:
+        """How far into the file (compressed bytes for a compressed file) reading has come."""
+        f = self._f
+        if f is None or self.size is None:
+            return self.bytes_read
+        try:
+            return f.tell()
+        except (OSError, ValueError):
+            return self.bytes_read
 
     def _open(self) -> BinaryIO:
         if self.source == "-":
@@ -265,7 +283,7 @@ class CaptureFile:
         return open(self.source, "rb")  # noqa: SIM115 - closed in __iter__
 
     def __iter__(self) -> Iterator[tuple]:
-        f = self._open()
+        self._f = f = self._open()
         try:
             yield from self._packets(f)
         finally:

@@ -15,6 +15,8 @@ import threading
 import time
 from collections.abc import Iterator
 
+from analyzer.model import Issue, error
+
 
 def check_privileges(interface: str) -> str | None:
     """A clear sentence when live capture cannot work here, else None."""
@@ -60,11 +62,22 @@ class LiveCapture:
         self.write = write
         self.count = count
         self.duration = duration
-        self.error: str | None = None
+        self.name = f"live:{interface}"
+        self.live = True
+        self.issues: list[Issue] = []  # the capture's failure, as a capture.source_failed issue
+        self.bytes_read = 0
         self._q: queue.Queue = queue.Queue(maxsize=100_000)
         self._stop = threading.Event()
         self._writer = None
         self._sniffer = None
+
+    @property
+    def error(self) -> str | None:
+        return self.issues[0].message if self.issues else None
+
+    def _fail(self, message: str) -> None:
+        if not self.issues:
+            self.issues.append(error("capture.source_failed", message))
 
     def stop(self) -> None:
         self._stop.set()
@@ -94,9 +107,9 @@ class LiveCapture:
         try:
             self._sniffer.start()
         except PermissionError:
-            self.error = f"no permission to capture on {self.interface}: run as root or grant CAP_NET_RAW"
+            self._fail(f"no permission to capture on {self.interface}: run as root or grant CAP_NET_RAW")
         except Exception as exc:  # noqa: BLE001 - scapy raises Scapy_Exception for a bad BPF filter
-            self.error = f"capture on {self.interface} failed: {exc}"
+            self._fail(f"capture on {self.interface} failed: {exc}")
 
     def _running(self) -> bool:
         sn = self._sniffer
@@ -121,11 +134,12 @@ class LiveCapture:
                 if not self._running():
                     exc = getattr(self._sniffer, "exception", None)
                     if exc is not None and not self.error:
-                        self.error = f"capture on {self.interface} failed: {exc}"
+                        self._fail(f"capture on {self.interface} failed: {exc}")
                     return
                 continue
             ts, data, linktype = item
             index += 1
+            self.bytes_read += len(data)
             if self._writer is not None:
                 self._write(ts, data, linktype)
             yield (index, ts, linktype, data)

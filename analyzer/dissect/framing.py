@@ -25,7 +25,8 @@ import struct
 from collections import deque
 
 from analyzer.dissect import schema
-from analyzer.model import Frame, Gap, Issue, note, warning
+from analyzer.events import Gap
+from analyzer.model import Frame, Issue, note, warning
 
 _i32 = struct.Struct(">i").unpack_from
 _req_head = struct.Struct(">hhih").unpack_from  # api_key, api_version, correlation_id, client id length

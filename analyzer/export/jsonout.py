@@ -16,6 +16,7 @@ from typing import Any
 
 from analyzer.dissect import schema
 from analyzer.dissect.records import RecordsField, record_timestamp_text
+from analyzer.events import CaptureIssue, ConnIssue
 from analyzer.model import ConnInfo, Exchange, Field, Message
 
 _INT_TYPES = frozenset(("int8", "int16", "uint16", "int32", "uint32", "int64"))
@@ -260,18 +261,17 @@ def connection_json(info: ConnInfo) -> dict:
     }
 
 
-def stream_event_json(ev) -> dict:
-    """A StreamEvent: a gap line for lost bytes, an issue line for everything else."""
+def stream_event_json(ev: ConnIssue | CaptureIssue) -> dict:
+    """A connection or capture issue: a gap line for lost bytes, an issue line for the rest."""
     issue = ev.issue
-    conn = ev.conn
+    conn = ev.conn if type(ev) is ConnIssue else None
     direction = None
-    if conn is not None and ev.direction >= 0 and conn.client_direction is not None:
-        direction = "client" if ev.direction == conn.client_direction else "broker"
-    d = {
+    if conn is not None and ev.direction >= 0 and conn.client_direction is not None:  # type: ignore[union-attr]
+        direction = "client" if ev.direction == conn.client_direction else "broker"  # type: ignore[union-attr]
+    return {
         "type": "gap" if issue.code == "stream.gap" else "issue",
         "ts": ev.ts,
         "connection": conn.id if conn is not None else None,
         "direction": direction,
         **issue.to_dict(),
     }
-    return d

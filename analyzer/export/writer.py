@@ -13,9 +13,9 @@ from typing import BinaryIO
 import orjson
 
 from analyzer import __version__
+from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue
 from analyzer.export.jsonout import connection_json, exchange_json, stream_event_json
 from analyzer.model import Exchange
-from analyzer.pipeline import ConnectionEnd, StreamEvent
 
 _OPTS = orjson.OPT_NON_STR_KEYS
 
@@ -30,6 +30,7 @@ class Writer:
         # json: buffered sections other than exchanges (small: one entry per connection/issue)
         self.sections: dict[str, list[bytes]] = {"connections": [], "gaps": [], "issues": []}
         self.first_exchange = True
+        self.capture_issues: list[dict] = []  # written in the summary
 
     def begin(self, capture: str) -> None:
         head = {"type": "capture", "file": capture, "analyzer": f"kafka-analyzer {__version__}"}
@@ -44,12 +45,15 @@ class Writer:
         if t is Exchange:
             obj = exchange_json(ev, self.spans)
             section = None
-        elif t is StreamEvent:
+        elif t is ConnIssue:
             obj = stream_event_json(ev)
             section = "gaps" if obj["type"] == "gap" else "issues"
         elif t is ConnectionEnd:
             obj = connection_json(ev.conn)
             section = "connections"
+        elif t is CaptureIssue:
+            self.capture_issues.append(ev.issue.to_dict())
+            return
         else:
             return
         data = orjson.dumps(obj, option=_OPTS)
@@ -61,8 +65,8 @@ class Writer:
         else:
             self.sections[section].append(data)
 
-    def end(self, summary: dict, capture_issues: list[dict]) -> None:
-        summary = {**summary, "capture_issues": capture_issues}
+    def end(self, summary: dict) -> None:
+        summary = {**summary, "capture_issues": self.capture_issues}
         if self.fmt == "ndjson":
             self.out.write(
                 orjson.dumps({"type": "summary", **summary}, option=_OPTS | orjson.OPT_APPEND_NEWLINE)

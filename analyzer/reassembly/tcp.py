@@ -18,9 +18,7 @@ Memory is bounded by open connections times ``max_buffer``.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
-from analyzer.model import Gap, StreamData
+from analyzer.events import ConnClose, ConnOpen, Gap, StreamData
 from analyzer.reassembly.packet import ACK, FIN, RST, SYN, ip_text
 
 M32 = 0xFFFFFFFF
@@ -29,23 +27,6 @@ M32 = 0xFFFFFFFF
 def _rel(a: int, b: int) -> int:
     """a - b in 32-bit sequence space, as a signed number."""
     return ((a - b + 0x80000000) & M32) - 0x80000000
-
-
-class ConnOpen(NamedTuple):
-    conn: int
-    src: str  # the direction-0 sender (SYN sender if the handshake was captured)
-    sport: int
-    dst: str
-    dport: int
-    ts: float
-    syn: bool
-    packet_index: int
-
-
-class ConnClose(NamedTuple):
-    conn: int
-    ts: float
-    reason: str  # "fin", "rst", "reused", "end of capture", "idle"
 
 
 class _Dir:

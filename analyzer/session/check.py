@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from xml.sax.saxutils import escape, quoteattr
 
 from analyzer.dissect import schema
+from analyzer.events import CaptureIssue, ConnIssue, Event
 from analyzer.model import ConnInfo, Exchange, Severity
 from analyzer.session.stats import error_names, percentile
 
@@ -126,20 +127,16 @@ class Checker:
         self.seen_apis: set[str] = set()
         self.exchanges = 0
 
-    def add(self, ev) -> None:
-        if isinstance(ev, Exchange):
-            self._exchange(ev)
+    def add(self, ev: Event) -> None:
+        t = type(ev)
+        if t is Exchange:
+            self._exchange(ev)  # type: ignore[arg-type]
             return
-        issue = getattr(ev, "issue", None)
-        if issue is not None and issue.severity == Severity.ERROR and issue.code not in self.allow:
-            conn = getattr(ev, "conn", None)
-            where = f"connection {conn.id}" if conn is not None else "capture"
-            self.problems.append(f"{issue.code}: {issue.message} ({where})")
-
-    def add_capture_issues(self, issues) -> None:
-        for i in issues:
-            if i.severity == Severity.ERROR and i.code not in self.allow:
-                self.problems.append(f"{i.code}: {i.message} (capture)")
+        if t is ConnIssue or t is CaptureIssue:
+            issue = ev.issue  # type: ignore[union-attr]
+            if issue.severity == Severity.ERROR and issue.code not in self.allow:
+                where = f"connection {ev.conn.id}" if t is ConnIssue else "capture"  # type: ignore[union-attr]
+                self.problems.append(f"{issue.code}: {issue.message} ({where})")
 
     def _exchange(self, ex: Exchange) -> None:
         self.exchanges += 1

@@ -61,17 +61,18 @@ def topics_text(topics: dict[str, list[int]], limit: int = 3) -> str:
     return " ".join(parts)
 
 
-def stats_tables(stats: Stats, pipeline) -> dict:
-    """Every summary table of an analysis, as plain rows (the pipeline supplies the counters)."""
-    k = pipeline.knowledge
+def stats_tables(stats: Stats, analysis) -> dict:
+    """Every summary table of an analysis, as plain rows (the
+    :class:`~analyzer.pipeline.Analysis`, or a bare Pipeline, supplies the counters)."""
+    k = analysis.knowledge
     return {
         "capture": {
-            "packets": pipeline.packets,
-            "tcp_connections": pipeline.reasm.connections,
+            "packets": analysis.packets,
+            "tcp_connections": analysis.connections,
             "exchanges": stats.exchanges,
-            "first_ts": pipeline.first_ts,
-            "last_ts": pipeline.last_ts,
-            "skipped_packets": dict(pipeline.skipped),
+            "first_ts": analysis.first_ts,
+            "last_ts": analysis.last_ts,
+            "skipped_packets": {str(r): n for r, n in analysis.skipped.items()},
         },
         "apis": stats.api_rows(),
         "topics": stats.topic_rows(),

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from analyzer.dissect import schema
 from analyzer.dissect.errors import ERRORS
+from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue, Event
 from analyzer.model import ConnInfo, Exchange, Field, Message, Severity
 from analyzer.session.records import partition_records, topic_elements
 
@@ -91,17 +92,15 @@ class Stats:
         self.first_ts: float | None = None
         self.last_ts: float | None = None
 
-    def add(self, ev) -> None:
-        if isinstance(ev, Exchange):
-            self._exchange(ev)
-            return
-        issue = getattr(ev, "issue", None)
-        if issue is not None:
-            self._anomaly(issue.code, issue.message)
-            return
-        info = getattr(ev, "conn", None)
-        if isinstance(info, ConnInfo):
-            self.connections[info.id] = info
+    def add(self, ev: Event) -> None:
+        t = type(ev)
+        if t is Exchange:
+            self._exchange(ev)  # type: ignore[arg-type]
+        elif t is ConnIssue or t is CaptureIssue:
+            self._anomaly(ev.issue.code, ev.issue.message)  # type: ignore[union-attr]
+        elif t is ConnectionEnd:
+            info = ev.conn  # type: ignore[union-attr]
+            self.connections[info.id] = info  # type: ignore[union-attr]
 
     def _anomaly(self, code: str, example: str) -> None:
         self.anomalies[code] += 1

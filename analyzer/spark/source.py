@@ -289,7 +289,10 @@ def _issue_row(capture: str, ev) -> tuple:
     from analyzer.export.jsonout import endpoint_pair, stream_event_json
 
     d = stream_event_json(ev)
-    ends = endpoint_pair(ev.conn) if ev.conn is not None else {"client": None, "broker": None}
+    from analyzer.events import ConnIssue
+
+    conn = ev.conn if type(ev) is ConnIssue else None
+    ends = endpoint_pair(conn) if conn is not None else {"client": None, "broker": None}
     i = ev.issue
     return (
         capture,
@@ -348,27 +351,26 @@ def analyze_one(
     """
     from analyzer.capture.files import CaptureFile
     from analyzer.dissect.message import Options
+    from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue
     from analyzer.model import Exchange, Severity
-    from analyzer.pipeline import ConnectionEnd, Pipeline, StreamEvent, analyze_file
+    from analyzer.pipeline import Analysis
 
-    p = Pipeline(Options(records_bodies=records), ports=ports)
-    topic_ids = p.knowledge.topic_ids
-    exchanges = issues = 0
+    cap = CaptureFile(source)
+    a = Analysis(cap, Options(records_bodies=records), ports=ports)
+    topic_ids = a.knowledge.topic_ids
+    issues = 0
     damaged = False
-    cap = None
     try:
-        cap = CaptureFile(source)
-        for ev in analyze_file(cap, p):
+        for ev in a.events():
             t = type(ev)
             if t is Exchange:
-                exchanges += 1
                 yield _event("exchange", _exchange_row(capture, ev, topic_ids, with_json))
                 if records:
                     for r in _record_rows(capture, ev, topic_ids):
                         yield _event("record", r)
-            elif t is StreamEvent:
+            elif t is ConnIssue or t is CaptureIssue:
                 issues += 1
-                if ev.conn is None and ev.issue.severity == Severity.ERROR:
+                if t is CaptureIssue and ev.issue.severity == Severity.ERROR:
                     damaged = True
                 yield _event("issue", _issue_row(capture, ev))
             elif t is ConnectionEnd:
@@ -381,7 +383,7 @@ def analyze_one(
             "issue",
             (
                 capture,
-                p.last_ts,
+                a.last_ts,
                 None,
                 None,
                 None,
@@ -389,7 +391,7 @@ def analyze_one(
                 "issue",
                 "error",
                 "spark.analysis_failed",
-                f"analysis stopped after {p.packets} packets: {exc!r} ({tb})",
+                f"analysis stopped after {a.packets} packets: {exc!r} ({tb})",
                 None,
                 None,
             ),
@@ -398,15 +400,15 @@ def analyze_one(
         "capture",
         (
             capture,
-            cap.format if cap is not None else None,
-            cap.compression if cap is not None else None,
+            cap.format,
+            cap.compression,
             size,
-            p.packets,
-            p.reasm.connections,
-            exchanges,
+            a.packets,
+            a.connections,
+            a.exchanges,
             issues,
-            p.first_ts,
-            p.last_ts if p.packets else None,
+            a.first_ts,
+            a.last_ts if a.packets else None,
             damaged,
         ),
     )

@@ -1,6 +1,6 @@
 """A Textual TUI to browse a capture: exchange list, decoded field tree, hex view, stats.
 
-The capture is analysed by the ordinary :class:`~analyzer.pipeline.Pipeline` in a worker thread;
+The capture is analysed by the one driver, :class:`~analyzer.pipeline.Analysis`, in a worker thread;
 rows reach the UI in batches (at most one batch in flight, so a huge capture never floods the
 message queue) and the UI stays responsive while the file is read.
 
@@ -30,7 +30,7 @@ from analyzer.capture.files import check_readable
 from analyzer.dissect.message import Options, decode_request, decode_response
 from analyzer.filter import Filter, FilterError, compile_filter, plain_words
 from analyzer.model import Exchange, Field, Issue, Severity
-from analyzer.pipeline import Pipeline
+from analyzer.pipeline import UNUSABLE, Analysis, Exit
 from analyzer.session.report import api_text, endpoints, exchange_flags, latency_text, sizes_text, topics_text
 from analyzer.session.stats import Stats
 from analyzer.tui.widgets import (
@@ -42,8 +42,6 @@ from analyzer.tui.widgets import (
     hex_target,
     message_roots,
 )
-
-EXIT_OK, EXIT_DAMAGED, EXIT_USAGE = 0, 1, 2
 
 # "!": the flags, error names and notable issues
 COLUMNS = (
@@ -191,7 +189,6 @@ class AnalysisBatch(Message):
         packets: int,
         fraction: float | None,
         done: bool = False,
-        capture_issues: list[Issue] | None = None,
         error: str | None = None,
         connections: int = 0,
     ) -> None:
@@ -200,7 +197,6 @@ class AnalysisBatch(Message):
         self.packets = packets
         self.fraction = fraction
         self.done = done
-        self.capture_issues = capture_issues or []
         self.error = error
         self.connections = connections
 
@@ -231,8 +227,9 @@ class AnalyzerApp(App[int]):
         super().__init__()
         self.path = path
         self.opts = opts if opts is not None else Options(records_bodies=True)
-        self.pipeline = Pipeline(self.opts, ports=ports)
-        self.stats = Stats(self.pipeline.knowledge.topic_ids)
+        self._lock = threading.Lock()  # the analysis and stats, shared with the worker
+        self.analysis = Analysis(path, self.opts, ports=ports, lock=self._lock)
+        self.stats = Stats(self.analysis.knowledge.topic_ids)
         self.rows: list[ExRow] = []
         self.shown: list[int] = []  # indexes into rows, in table order
         self.terms: list[str] = []  # text search terms (plain words that are not a filter)
@@ -251,9 +248,7 @@ class AnalyzerApp(App[int]):
         self.connections = 0
         self.fraction: float | None = 0.0
         self.done = False
-        self.capture_issues: list[Issue] = []
         self.load_error: str | None = None
-        self._lock = threading.Lock()  # the pipeline and stats, shared with the worker
         self._ack = threading.Event()  # the UI has taken the last batch
         self._ack.set()
         self._stop = threading.Event()
@@ -315,86 +310,48 @@ class AnalyzerApp(App[int]):
         if problem:
             post(AnalysisBatch([], 0, None, done=True, error=problem))
             return
-        from analyzer.capture.files import CaptureFile
-
-        p = self.pipeline
-        cap = CaptureFile(self.path)
-        try:
-            size = os.path.getsize(self.path)
-        except OSError:
-            size = 0
-        it = iter(cap)
+        a = self.analysis
+        a.cancel = cancelled
         rows: list[ExRow] = []
         count = 0
         origin: float | None = None
-        finished = False
         last_post = time.monotonic()
         try:
-            while not finished:
+            for events in a.batches(self.SLICE_SECONDS):
                 if cancelled():
                     return
-                deadline = time.monotonic() + self.SLICE_SECONDS
-                events: list = []
                 with self._lock:
-                    n = 0
-                    while True:
-                        pkt = next(it, None)
-                        if pkt is None:
-                            events.extend(p.finish())
-                            finished = True
-                            break
-                        evs = p.feed(*pkt)
-                        if evs:
-                            events.extend(evs)
-                        n += 1
-                        if not n & 63 and time.monotonic() > deadline:
-                            break
                     add = self.stats.add
                     for ev in events:
                         add(ev)
-                    if finished:
-                        for i in cap.issues:
-                            self.stats.anomalies[i.code] += 1
-                            self.stats.anomaly_examples.setdefault(i.code, i.message)
                 for ev in events:
                     if type(ev) is Exchange:
                         if origin is None:
-                            origin = p.first_ts
+                            origin = a.first_ts
                         row = make_row(count, ev, origin)
                         if self.slim_exchanges:
                             row.slim = slim(ev)
                         rows.append(row)
                         count += 1
                 now = time.monotonic()
-                if finished or now - last_post >= self.BATCH_SECONDS:
-                    fraction = min(1.0, cap.bytes_read / size) if size else None
-                    batch = AnalysisBatch(
-                        rows,
-                        p.packets,
-                        1.0 if finished else fraction,
-                        done=finished,
-                        capture_issues=list(cap.issues) if finished else None,
-                        connections=p.reasm.connections,
-                    )
-                    if not post(batch):
+                if now - last_post >= self.BATCH_SECONDS and not a.finished:
+                    if not post(AnalysisBatch(rows, a.packets, a.fraction, connections=a.connections)):
                         return
                     rows = []
                     last_post = now
+            if not cancelled():
+                post(AnalysisBatch(rows, a.packets, 1.0, done=True, connections=a.connections))
         except Exception as e:  # a bug must not take the UI down: say what happened
             post(
                 AnalysisBatch(
                     rows,
-                    p.packets,
+                    a.packets,
                     None,
                     done=True,
-                    capture_issues=list(cap.issues),
-                    error=f"analysis failed after {p.packets} packets: {type(e).__name__}: {e}",
+                    error=f"analysis failed after {a.packets} packets: {type(e).__name__}: {e}",
+                    connections=a.connections,
                 )
             )
-        finally:
-            close = getattr(it, "close", None)
-            if close is not None:
-                close()
 
     # batches (UI thread) ------------------------------------------------------------------------------
     @on(AnalysisBatch)
@@ -420,7 +377,6 @@ class AnalyzerApp(App[int]):
             self.load_error = batch.error
         if batch.done:
             self.done = True
-            self.capture_issues = batch.capture_issues
             self._show_problems()
         if self.current is None and new:
             table.move_cursor(self.shown.index(new[0]))
@@ -432,14 +388,13 @@ class AnalyzerApp(App[int]):
         if self.load_error:
             lines.append(Text(f"Cannot analyse the capture: {self.load_error}", style="bold"))
         for i in self.capture_issues:
-            if i.code == "capture.unknown_format":
+            if i.code in UNUSABLE:
                 lines.append(Text(f"Not a capture file: {i.message}", style="bold"))
             elif i.severity >= Severity.ERROR:
                 lines.append(Text(f"Capture damaged: {i.message} (showing what was read before the damage)"))
             else:
                 lines.append(Text(f"Capture {i.severity}: {i.message}"))
-        unknown = any(i.code == "capture.unknown_format" for i in self.capture_issues)
-        if not self.rows and not self.load_error and not unknown:
+        if not self.rows and not self.load_error and not self.analysis.unusable():
             where = (
                 "no TCP traffic at all"
                 if self.connections == 0
@@ -455,18 +410,18 @@ class AnalyzerApp(App[int]):
             msg.remove_class("shown")
 
     @property
+    def capture_issues(self) -> list[Issue]:
+        return self.analysis.capture_issues if self.done else []
+
+    @property
     def exit_code(self) -> int:
-        """What ``run_tui`` returns: like the CLI, 2 for an unreadable file or not a capture, 1 for
-        a damaged capture or one without Kafka exchanges, else 0."""
-        if self.load_error and not self.rows and not self.packets:
-            return EXIT_USAGE
-        if any(i.code == "capture.unknown_format" for i in self.capture_issues):
-            return EXIT_USAGE
-        if self.load_error or any(i.severity >= Severity.ERROR for i in self.capture_issues):
-            return EXIT_DAMAGED
-        if self.done and not self.rows:
-            return EXIT_DAMAGED
-        return EXIT_OK
+        """What ``run_tui`` returns: the analysis' exit code (see :class:`~analyzer.pipeline.Exit`);
+        an unreadable file is 2, a failure of the analysis itself 1; 0 when quit before the end."""
+        if self.load_error:
+            return Exit.USAGE if not self.rows and not self.packets else Exit.DAMAGED
+        if not self.done:
+            return Exit.OK
+        return int(self.analysis.exit_code())
 
     def _update_status(self) -> None:
         if self.done:
@@ -740,7 +695,7 @@ class AnalyzerApp(App[int]):
         from analyzer.session.report import stats_tables
 
         with self._lock:
-            return stats_tables(self.stats, self.pipeline)
+            return stats_tables(self.stats, self.analysis)
 
     def action_stats(self) -> None:
         note = "" if self.done else "analysis still running: partial numbers"

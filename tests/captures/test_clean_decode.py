@@ -4,18 +4,18 @@ except bytes that really are malformed, which conftest.known_malformed names."""
 import pytest
 from conftest import known_malformed, project_captures, public_captures
 
-from analyzer.capture.files import CaptureFile
 from analyzer.dissect.message import Options
+from analyzer.events import CaptureIssue, ConnIssue
 from analyzer.model import Exchange, Severity
-from analyzer.pipeline import Pipeline, StreamEvent, analyze_file
+from analyzer.pipeline import Analysis
 
 
 @pytest.mark.parametrize("path", public_captures() + project_captures(), ids=lambda p: p.name)
 def test_no_error_issues(path):
     frames = 0
     bad = []
-    for ev in analyze_file(CaptureFile(path), Pipeline(Options(records_bodies=True))):
-        if isinstance(ev, StreamEvent):
+    for ev in Analysis(path, Options(records_bodies=True)).events():
+        if type(ev) in (ConnIssue, CaptureIssue):
             assert ev.issue.severity < Severity.ERROR, ev.issue
         if not isinstance(ev, Exchange):
             continue

@@ -6,10 +6,9 @@ import random
 import pytest
 from conftest import CAPTURES
 
-from analyzer.capture.files import CaptureFile
 from analyzer.dissect.message import Options, decode_request
 from analyzer.model import Exchange, Frame
-from analyzer.pipeline import Pipeline, analyze_file
+from analyzer.pipeline import Analysis
 
 OPTS = Options(records_bodies=True)
 FILES = [
@@ -36,7 +35,7 @@ def produce_frames(name):
     path = CAPTURES / name
     if not path.exists():
         pytest.skip(f"{name} absent")
-    for ev in analyze_file(CaptureFile(path), Pipeline(OPTS)):
+    for ev in Analysis(path, OPTS).events():
         if isinstance(ev, Exchange) and ev.api_key == 0 and ev.request is not None:
             yield ev.request
 

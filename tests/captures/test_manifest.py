@@ -7,10 +7,10 @@ from collections import Counter
 import pytest
 from conftest import CAPTURES, known_malformed
 
-from analyzer.capture.files import CaptureFile
 from analyzer.dissect.message import Options
+from analyzer.events import CaptureIssue, ConnIssue
 from analyzer.model import Exchange, Severity
-from analyzer.pipeline import Pipeline, StreamEvent, analyze_file
+from analyzer.pipeline import Analysis
 from analyzer.session.records import iter_records
 
 MANIFEST = (
@@ -28,22 +28,22 @@ def text(b):
 
 
 def analyse(path):
-    p = Pipeline(Options(records_bodies=True))
+    a = Analysis(path, Options(records_bodies=True))
     produced, fetched, errors, crc = Counter(), Counter(), [], []
-    for ev in analyze_file(CaptureFile(path), p):
-        if isinstance(ev, StreamEvent):
+    for ev in a.events():
+        if type(ev) in (ConnIssue, CaptureIssue):
             if ev.issue.severity == Severity.ERROR:
                 errors.append(ev.issue)
             continue
         if not isinstance(ev, Exchange):
             continue
         if ev.api_key == PRODUCE and ev.request is not None:
-            for r in iter_records(ev.request.body, p.knowledge.topic_ids):
+            for r in iter_records(ev.request.body, a.knowledge.topic_ids):
                 produced[
                     rec_key(r.topic, text(r.key), text(r.value), [(k, text(v)) for k, v in r.headers])
                 ] += 1
         if ev.api_key == FETCH and ev.response is not None:
-            for r in iter_records(ev.response.body, p.knowledge.topic_ids):
+            for r in iter_records(ev.response.body, a.knowledge.topic_ids):
                 if not r.control:
                     fetched[
                         rec_key(r.topic, text(r.key), text(r.value), [(k, text(v)) for k, v in r.headers])

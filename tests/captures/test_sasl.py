@@ -14,10 +14,10 @@ from collections import Counter, defaultdict
 import pytest
 from conftest import CAPTURES, ROOT, known_malformed
 
-from analyzer.capture.files import CaptureFile
 from analyzer.dissect.message import Options
+from analyzer.events import CaptureIssue, ConnIssue
 from analyzer.model import Exchange, Severity
-from analyzer.pipeline import Pipeline, StreamEvent, analyze_file
+from analyzer.pipeline import Analysis
 from analyzer.session.records import iter_records
 
 MANIFEST = (
@@ -33,15 +33,15 @@ def by_connection(entry) -> tuple[dict[int, list[Exchange]], list, dict]:
     stream-level issues, and the topic ids learned (Fetch v13+ names topics by id)."""
     conns: dict[int, list[Exchange]] = defaultdict(list)
     stream_issues = []
-    pipeline = Pipeline(Options(records_bodies=True))
-    for ev in analyze_file(CaptureFile(CAPTURES / entry["file"]), pipeline):
-        if isinstance(ev, StreamEvent):
+    a = Analysis(CAPTURES / entry["file"], Options(records_bodies=True))
+    for ev in a.events():
+        if type(ev) in (ConnIssue, CaptureIssue):
             stream_issues.append(ev.issue)
         elif isinstance(ev, Exchange):
             conns[ev.conn.id].append(ev)
     for exs in conns.values():
         exs.sort(key=lambda e: e.request.frame.offset if e.request else float("inf"))
-    return conns, stream_issues, pipeline.knowledge.topic_ids
+    return conns, stream_issues, a.knowledge.topic_ids
 
 
 def split_auth(exs: list[Exchange]) -> tuple[list[Exchange], list[Exchange]]:

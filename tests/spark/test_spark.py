@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from conftest import CAPTURES, PUBLIC, ROOT, project_captures, public_captures
 
-from analyzer.capture.files import CaptureFile
+from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue
 from analyzer.model import Exchange
-from analyzer.pipeline import ConnectionEnd, Pipeline, StreamEvent, analyze_file
+from analyzer.pipeline import Analysis
 from analyzer.session.stats import Stats, error_names
 
 pyspark = pytest.importorskip("pyspark")
@@ -95,16 +95,18 @@ class Expected:
         self.connections = 0
         self.stats = Stats()
         for f in files:
-            p = Pipeline()
-            self.stats.topic_ids = p.knowledge.topic_ids
+            a = Analysis(f)
+            self.stats.topic_ids = a.knowledge.topic_ids
             rows = self.rows[str(f)] = Counter()
             issues = self.issues[str(f)] = []
-            for ev in analyze_file(CaptureFile(f), p):
+            for ev in a.events():
                 self.stats.add(ev)
                 if isinstance(ev, Exchange):
                     rows[_row(ev)] += 1
-                elif isinstance(ev, StreamEvent):
-                    issues.append((ev.conn.id if ev.conn else None, ev.issue.code, str(ev.issue.severity)))
+                elif type(ev) is ConnIssue:
+                    issues.append((ev.conn.id, ev.issue.code, str(ev.issue.severity)))
+                elif type(ev) is CaptureIssue:
+                    issues.append((None, ev.issue.code, str(ev.issue.severity)))
                 elif isinstance(ev, ConnectionEnd):
                     self.connections += 1
 
@@ -387,9 +389,9 @@ def test_cli_on_a_standalone_cluster(tmp_path):
         assert any(work.glob("app-*/*/stderr"))
         stats = Stats()
         for f in project_captures():
-            p = Pipeline()
-            stats.topic_ids = p.knowledge.topic_ids
-            for ev in analyze_file(CaptureFile(f), p):
+            a = Analysis(f)
+            stats.topic_ids = a.knowledge.topic_ids
+            for ev in a.events():
                 stats.add(ev)
         apis = [
             json.loads(x)

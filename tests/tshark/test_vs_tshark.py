@@ -8,10 +8,10 @@ from collections import Counter
 import pytest
 from conftest import project_captures, public_captures
 
-from analyzer.capture.files import CaptureFile
 from analyzer.dissect import schema
+from analyzer.events import ConnectionEnd
 from analyzer.model import Exchange
-from analyzer.pipeline import ConnectionEnd, Pipeline, analyze_file
+from analyzer.pipeline import Analysis
 
 pytestmark = [pytest.mark.tshark, pytest.mark.skipif(shutil.which("tshark") is None, reason="no tshark")]
 
@@ -22,7 +22,7 @@ def ours(path):
     """Our connections, exchanges and the broker ports we found (what tshark is told to decode)."""
     conns = []
     exchanges = []
-    for ev in analyze_file(CaptureFile(path), Pipeline()):
+    for ev in Analysis(path).events():
         if isinstance(ev, ConnectionEnd):
             conns.append(ev.conn)
         elif isinstance(ev, Exchange):

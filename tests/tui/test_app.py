@@ -9,10 +9,9 @@ from pathlib import Path
 import pytest
 from rich.style import Style
 
-from analyzer.capture.files import CaptureFile
 from analyzer.dissect.message import Options
 from analyzer.model import Exchange, Severity
-from analyzer.pipeline import Pipeline, analyze_file
+from analyzer.pipeline import Analysis
 from analyzer.session.report import api_text
 from analyzer.session.stats import error_names
 from analyzer.tui.app import AnalyzerApp, redecode, slim
@@ -34,8 +33,8 @@ def need(path: Path) -> Path:
 
 
 def pipeline_exchanges(path: Path) -> list[Exchange]:
-    p = Pipeline(Options(records_bodies=True))
-    return [ev for ev in analyze_file(CaptureFile(str(path)), p) if type(ev) is Exchange]
+    a = Analysis(path, Options(records_bodies=True))
+    return [ev for ev in a.events() if type(ev) is Exchange]
 
 
 async def wait_done(app: AnalyzerApp, pilot, timeout: float = 10.0) -> None:

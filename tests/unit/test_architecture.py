@@ -1,8 +1,10 @@
-"""The core (model, capture files, reassembly, dissect, session, pipeline) never imports the
-front ends' libraries: checked in a fresh interpreter."""
+"""The shape of the code: the core (model, events, capture files, reassembly, dissect, session,
+pipeline) never imports the front ends' libraries (checked in a fresh interpreter and by the
+import-linter contracts in pyproject.toml), and ruff finds nothing."""
 
 import subprocess
 import sys
+from pathlib import Path
 
 from conftest import ROOT
 
@@ -31,12 +33,36 @@ def test_core_imports_no_front_end_library():
     code = (
         "import sys\n"
         + "".join(f"import {m}\n" for m in CORE)
-        + "from analyzer.capture.files import CaptureFile\n"
-        + "from analyzer.pipeline import analyze_file\n"
-        + f"list(analyze_file(CaptureFile({str(ROOT / 'captures' / 'aiokafka-gzip.pcap')!r})))\n"
+        + "from analyzer.pipeline import Analysis\n"
+        + f"list(Analysis({str(ROOT / 'captures' / 'aiokafka-gzip.pcap')!r}).events())\n"
         + f"bad = sorted(m for m in sys.modules if m.split('.')[0] in {FORBIDDEN!r} or m in {FORBIDDEN!r})\n"
         + "print(','.join(bad))\n"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == ""
+
+
+def _tool(name: str) -> str:
+    return str(Path(sys.executable).with_name(name))
+
+
+def test_import_contracts():
+    """import-linter: the stages are layered and the core imports no front end (pyproject.toml)."""
+    r = subprocess.run([_tool("lint-imports")], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+
+
+def test_ruff():
+    r = subprocess.run(
+        [_tool("ruff"), "check", "--no-cache", "."], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
+    assert r.returncode == 0, r.stdout[-4000:]
+    r = subprocess.run(
+        [_tool("ruff"), "format", "--check", "--no-cache", "."],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stdout[-4000:]

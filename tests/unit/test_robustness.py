@@ -8,18 +8,17 @@ import sys
 import pytest
 from conftest import CAPTURES, ROOT
 
-from analyzer.capture.files import CaptureFile
 from analyzer.dissect.message import Options
 from analyzer.export.jsonout import exchange_json
 from analyzer.model import Exchange
-from analyzer.pipeline import Pipeline, analyze_file
+from analyzer.pipeline import Analysis
 
 SOURCES = ["librdkafka-produce-consume-gzip.pcap", "kafka-python-0.9-snappy.pcap", "librdkafka-txn.pcap"]
 
 
 def run(path):
     out = []
-    for ev in analyze_file(CaptureFile(path), Pipeline(Options(records_bodies=True))):
+    for ev in Analysis(path, Options(records_bodies=True)).events():
         if isinstance(ev, Exchange):
             out.append(exchange_json(ev))  # the export must cope with whatever was decoded
     return out

@@ -6,7 +6,7 @@ from packets import Conversation, api_versions_request, api_versions_response, m
 from scapy.layers.inet import TCP
 
 from analyzer.dissect.framing import KafkaConnection
-from analyzer.model import Gap, StreamData
+from analyzer.events import Gap, StreamData
 
 REQS = [api_versions_request(i, pad=i * 300) for i in range(1, 8)]
 RESPS = [api_versions_response(i, n_apis=10 * i) for i in range(1, 8)]
@@ -141,9 +141,9 @@ def test_conversation_capture_end_to_end(tmp_path):
     """A capture with one lost segment: every frame before and after the gap, gap reported."""
     from packets import write_pcap
 
-    from analyzer.capture.files import CaptureFile
+    from analyzer.events import ConnIssue
     from analyzer.model import Exchange
-    from analyzer.pipeline import Pipeline, StreamEvent, analyze_file
+    from analyzer.pipeline import Analysis
 
     c = Conversation().handshake()
     seg_lists = []
@@ -155,11 +155,11 @@ def test_conversation_capture_end_to_end(tmp_path):
     pkts = [p for p in c.pkts if p is not lost]
     path = tmp_path / "lost.pcap"
     write_pcap(path, [(1000.0 + i * 0.001, bytes(p)) for i, p in enumerate(pkts)])
-    events = list(analyze_file(CaptureFile(path), Pipeline()))
+    events = list(Analysis(path).events())
     exchanges = [e for e in events if isinstance(e, Exchange)]
     paired = sorted(e.correlation_id for e in exchanges if e.request and e.response)
     assert paired == [1, 2, 3, 5, 6, 7]
     orphan = [e for e in exchanges if e.request is None]
     assert [e.correlation_id for e in orphan] == [4]
-    gaps = [e for e in events if isinstance(e, StreamEvent) and e.issue.code == "stream.gap"]
+    gaps = [e for e in events if type(e) is ConnIssue and e.issue.code == "stream.gap"]
     assert len(gaps) == 1 and f"{len(bytes(lost[TCP].payload))} bytes" in gaps[0].issue.message

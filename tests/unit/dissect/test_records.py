@@ -839,9 +839,8 @@ def test_export_json_of_rows_for_odd_batches():
 def test_export_json_of_rows_for_every_project_capture_batch():
     from conftest import project_captures
 
-    from analyzer.capture.files import CaptureFile
     from analyzer.dissect.message import Options
-    from analyzer.pipeline import Pipeline
+    from analyzer.pipeline import Analysis
 
     seen = []
     real = records_mod.decode_records
@@ -857,10 +856,8 @@ def test_export_json_of_rows_for_every_project_capture_batch():
         seen.clear()
         records_mod.decode_records = spy
         try:
-            p = Pipeline(Options(records_bodies=True))
-            for pkt in CaptureFile(path):
-                p.feed(*pkt)
-            p.finish()
+            for _ in Analysis(path, Options(records_bodies=True)).events():
+                pass
         finally:
             records_mod.decode_records = real
         total += sum(_json_views_agree(d) for d in seen)

@@ -6,17 +6,15 @@ import xml.etree.ElementTree as ET
 from conftest import CAPTURES
 
 from analyzer import cli
-from analyzer.capture.files import CaptureFile
 from analyzer.dissect.message import Options
 from analyzer.model import Exchange
-from analyzer.pipeline import Pipeline, analyze_file
+from analyzer.pipeline import Analysis
 
 GZIP = CAPTURES / "librdkafka-produce-consume-gzip.pcap"
 
 
 def _exchanges(path):
-    p = Pipeline(Options(records_bodies=True))
-    return [ev for ev in analyze_file(CaptureFile(str(path)), p) if type(ev) is Exchange]
+    return [ev for ev in Analysis(path, Options(records_bodies=True)).events() if type(ev) is Exchange]
 
 
 def _check(capsys, *argv):

@@ -4,9 +4,8 @@ import struct
 
 from packets import Conversation, api_versions_request, api_versions_response, metadata_request, write_pcap
 
-from analyzer.capture.files import CaptureFile
 from analyzer.model import Exchange
-from analyzer.pipeline import Pipeline, analyze_file
+from analyzer.pipeline import Analysis
 
 
 def frame(payload: bytes) -> bytes:
@@ -20,7 +19,7 @@ def s16(s: str) -> bytes:
 def exchanges(tmp_path, conv) -> list[Exchange]:
     p = tmp_path / "c.pcap"
     write_pcap(p, [(100.0 + i * 0.001, bytes(x)) for i, x in enumerate(conv.pkts)])
-    return [e for e in analyze_file(CaptureFile(p), Pipeline()) if isinstance(e, Exchange)]
+    return [e for e in Analysis(p).events() if isinstance(e, Exchange)]
 
 
 def test_pipelined_requests_pair_in_order_with_latency(tmp_path):

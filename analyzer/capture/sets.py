@@ -1,0 +1,156 @@
+"""Capture sets: several files analysed as the one recording they were cut from.
+
+People capture with rotation (``tcpdump -C 1000 -W 50``, ``-G 3600``, ``editcap -c``): every
+connection crossing a file edge is cut in two when the pieces are analysed one by one (a request
+in one file, its response in the next; a frame split across the edge). :func:`plan` orders the
+files by time and groups them into *chains*: files whose time ranges follow each other without
+overlap are pieces of one recording; files that overlap in time (two hosts capturing at once)
+go to different chains. :class:`CaptureSet` is the :class:`~analyzer.pipeline.Source` of one
+chain: its packets, file after file, numbered on from one file to the next, through one pipeline,
+so every flow is stitched across the edges exactly as if the files had been concatenated.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from typing import NamedTuple
+
+from analyzer.capture.files import CaptureFile
+from analyzer.model import Issue
+from analyzer.reassembly.packet import decode_tcp
+
+# Files whose ranges overlap by less than this are still one recording: rotated pieces can share
+# a timestamp at the edge, and clocks of one host do not step back further.
+OVERLAP_TOLERANCE = 0.001
+
+
+# Pieces of one recording follow each other closely: a file starting within this many seconds
+# of the previous one's end continues it even when no connection crosses the edge.
+MAX_EDGE_GAP = 1.0
+
+
+class Span(NamedTuple):
+    """What :func:`plan` learns of one file by reading it once."""
+
+    path: str
+    first_ts: float | None  # None: no packet (empty, damaged or not a capture)
+    last_ts: float | None
+    packets: int
+    flows: frozenset  # the TCP connections (address pairs, either direction) in the file
+
+
+def span(path: str) -> Span:
+    """The time range and TCP flows of one capture file (a read of the packet headers)."""
+    first = last = None
+    n = 0
+    flows = set()
+    cap = CaptureFile(path)
+    for _, ts, linktype, data in cap:
+        if first is None:
+            first = ts
+        last = ts
+        n += 1
+        seg = decode_tcp(linktype, data)
+        if type(seg) is tuple:
+            a, b = (seg[0], seg[1]), (seg[2], seg[3])
+            flows.add((a, b) if a <= b else (b, a))
+    return Span(os.fspath(path), first, last, n, frozenset(flows))
+
+
+def _continues(prev: Span, nxt: Span) -> bool:
+    """Can ``nxt`` be the piece recorded right after ``prev``?"""
+    assert prev.last_ts is not None and nxt.first_ts is not None
+    if nxt.first_ts < prev.last_ts - OVERLAP_TOLERANCE:
+        return False  # overlapping time: another capture
+    return nxt.first_ts - prev.last_ts <= MAX_EDGE_GAP or not prev.flows.isdisjoint(nxt.flows)
+
+
+def plan(paths: Sequence[str]) -> list[list[str]]:
+    """Group capture files into chains, each the pieces of one recording in time order.
+
+    Files are taken by their first packet's time; each joins the chain it continues: no overlap
+    in time, and either a connection that crosses the edge or a start within
+    :data:`MAX_EDGE_GAP` of the chain's end (the closest such chain), else it starts a chain of
+    its own. Files without packets stay on their own (their damage is reported when they are
+    analysed). The chains are returned in the order of their first file.
+    """
+    spans = [span(p) for p in paths]
+    timed = sorted((s for s in spans if s.first_ts is not None), key=lambda s: (s.first_ts, s.path))
+    chains: list[list[Span]] = []
+    for s in timed:
+        best = None
+        for chain in chains:
+            if _continues(chain[-1], s) and (best is None or chain[-1].last_ts > best[-1].last_ts):  # type: ignore[operator]
+                best = chain
+        if best is None:
+            chains.append([s])
+        else:
+            best.append(s)
+    out = [[s.path for s in chain] for chain in chains]
+    out.extend([s.path] for s in spans if s.first_ts is None)
+    return out
+
+
+class CaptureSet:
+    """The packets of several capture files, one after the other, as one source.
+
+    Packet numbers go on from file to file (``files`` maps them back: the number of the first
+    packet of each file). Damage in one file is reported with the file's name and does not stop
+    the next file: everything readable is analysed.
+    """
+
+    live = False
+
+    def __init__(self, paths: Sequence[str | os.PathLike]) -> None:
+        self.paths = [os.fspath(p) for p in paths]
+        more = len(self.paths) - 1
+        self.name = self.paths[0] if not more else f"{self.paths[0]} (+{more} more)"
+        self.issues: list[Issue] = []
+        self.files: list[tuple[str, int]] = []  # (path, number of its first packet)
+        self.bytes_read = 0
+        self.size: int | None = 0
+        for p in self.paths:
+            try:
+                self.size += os.path.getsize(p)  # type: ignore[operator]
+            except OSError:
+                self.size = None
+                break
+        self._done = 0  # bytes of the files already read (on disk)
+        self._current: CaptureFile | None = None
+        self.format: str | None = None
+        self.compression: str | None = None
+
+    @property
+    def position(self) -> int:
+        cur = self._current
+        return self._done + (cur.position if cur is not None else 0)
+
+    def __iter__(self) -> Iterator[tuple]:
+        number = 0
+        for path in self.paths:
+            cap = self._current = CaptureFile(path)
+            self.files.append((path, number + 1))
+            base = number
+            for index, ts, linktype, data in cap:
+                number = base + index
+                yield (number, ts, linktype, data)
+            self.bytes_read += cap.bytes_read
+            if self.format is None:
+                self.format, self.compression = cap.format, cap.compression
+            name = os.path.basename(path)
+            self.issues.extend(
+                replace(i, message=f"{name}: {i.message}", where=i.where or name) for i in cap.issues
+            )
+            self._done += cap.size or 0
+            self._current = None
+
+    def file_of(self, number: int) -> tuple[str, int]:
+        """The file a packet number comes from, and its number inside that file."""
+        found = self.files[0] if self.files else (self.paths[0], 1)
+        for path, first in self.files:
+            if first > number:
+                break
+            found = (path, first)
+        return found[0], number - found[1] + 1

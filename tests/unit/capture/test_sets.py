@@ -1,0 +1,107 @@
+"""Capture sets: rotated pieces of one recording give exactly the analysis of the whole file."""
+
+import io
+import json
+import struct
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import pytest
+from conftest import project_captures
+
+from analyzer import cli
+from analyzer.capture.sets import CaptureSet, plan
+
+
+def cut(path: Path, every: int, out_dir: Path) -> list[Path]:
+    """Cut a classic pcap into pieces of ``every`` packets, copying the records' bytes as they are
+    (what ``editcap -c`` does)."""
+    raw = path.read_bytes()
+    head = raw[:24]
+    order = "<" if raw[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+    records = []
+    pos = 24
+    while pos + 16 <= len(raw):
+        incl = struct.unpack_from(order + "I", raw, pos + 8)[0]
+        records.append(raw[pos : pos + 16 + incl])
+        pos += 16 + incl
+    pieces = []
+    for i in range(0, len(records), every):
+        p = out_dir / f"{path.stem}_{i // every:05d}.pcap"
+        p.write_bytes(head + b"".join(records[i : i + every]))
+        pieces.append(p)
+    return pieces
+
+
+def export(*args: str) -> tuple[int, list[dict]]:
+    buf = io.BytesIO()
+    out = io.TextIOWrapper(buf, encoding="utf-8")
+    with redirect_stdout(out):
+        rc = cli.main(["export", *args])
+        out.flush()
+    lines = [json.loads(x) for x in buf.getvalue().splitlines()]
+    return rc, lines
+
+
+def comparable(lines: list[dict]) -> list[dict]:
+    """Everything but the file name on the first line."""
+    return [{k: v for k, v in x.items() if k != "file"} if x["type"] == "capture" else x for x in lines]
+
+
+CAPS = [p for p in project_captures() if p.suffix == ".pcap"]
+
+
+@pytest.mark.parametrize("every", [3, 17])
+@pytest.mark.parametrize("path", CAPS, ids=lambda p: p.name)
+def test_pieces_give_the_whole(path, every, tmp_path):
+    pieces = cut(path, every, tmp_path)
+    assert len(pieces) > 1
+    assert plan([str(p) for p in reversed(pieces)]) == [[str(p) for p in pieces]]
+    rc_whole, whole = export(str(path))
+    rc_set, stitched = export(*(str(p) for p in pieces))
+    assert rc_set == rc_whole
+    assert comparable(stitched) == comparable(whole)
+
+
+def test_separate_files_break_flows_and_say_so(tmp_path):
+    path = next(p for p in CAPS if p.name == "librdkafka-produce-consume-gzip.pcap")
+    pieces = [str(p) for p in cut(path, 40, tmp_path)]
+    _, whole = export(str(path))
+    _, separate = export("--separate", *pieces)
+    paired = [x for x in whole if x["type"] == "exchange"]
+    broken = [x for x in separate if x["type"] == "exchange"]
+    assert len(broken) > len(paired)  # requests and responses on both sides of an edge
+
+
+def test_overlapping_files_are_not_one_recording(tmp_path):
+    a = next(p for p in CAPS if p.name == "librdkafka-produce-consume-gzip.pcap")
+    b = next(p for p in CAPS if p.name == "librdkafka-produce-consume-none.pcap")
+    pa = cut(a, 10_000, tmp_path)[0]
+    # the same recording twice covers the same time: two chains, analysed side by side
+    copy = tmp_path / "copy.pcap"
+    copy.write_bytes(pa.read_bytes())
+    chains = plan([str(pa), str(copy), str(b)])
+    assert not any(str(pa) in c and str(copy) in c for c in chains)
+    assert sorted(p for c in chains for p in c) == sorted([str(pa), str(copy), str(b)])
+
+
+def test_packet_numbers_go_on_and_map_back(tmp_path):
+    path = CAPS[0]
+    pieces = cut(path, 5, tmp_path)
+    s = CaptureSet(pieces)
+    numbers = [n for n, *_ in s]
+    assert numbers == list(range(1, len(numbers) + 1))
+    assert s.file_of(1) == (str(pieces[0]), 1)
+    assert s.file_of(7) == (str(pieces[1]), 2)
+
+
+def test_damage_in_one_piece_is_named_and_the_rest_analysed(tmp_path):
+    path = next(p for p in CAPS if p.name == "librdkafka-produce-consume-gzip.pcap")
+    pieces = cut(path, 50, tmp_path)
+    pieces[1].write_bytes(pieces[1].read_bytes()[:-7])  # cut inside its last record
+    rc, lines = export(*(str(p) for p in pieces))
+    assert rc == 1
+    summary = lines[-1]
+    issues = summary["capture_issues"]
+    assert any(pieces[1].name in i["message"] and i["code"] == "capture.truncated" for i in issues)
+    assert sum(1 for x in lines if x["type"] == "exchange") > 40
