@@ -20,8 +20,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from analyzer.dissect import schema
-from analyzer.model import Exchange
 from analyzer.filter import field_values
+from analyzer.model import Exchange
 from analyzer.session.stats import error_names, percentile
 
 VERSION = 1
@@ -187,6 +187,18 @@ def load(path: str) -> dict:
 # -- comparing ------------------------------------------------------------------------------------------
 
 
+DIMENSIONS = {
+    "baseline.clients": "The same clients (client id and software) as in the baseline.",
+    "baseline.api-versions": "No API or API version the baseline's client did not use.",
+    "baseline.request-shape": "Produce acks, codecs, idempotence and transactions, and the Fetch "
+    "isolation level, as in the baseline.",
+    "baseline.handshake": "Connections start with the same requests as in the baseline.",
+    "baseline.errors": "No error code the baseline did not have.",
+    "baseline.latency": "Latency (p50, p99 per API) within 2x and +50 ms of the baseline.",
+    "baseline.requests": "Requests per API within +-50% of the baseline.",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class Difference:
     rule: str  # baseline.<dimension>
@@ -204,7 +216,9 @@ def compare(base: dict, cur: dict, tol: Tolerances = Tolerances()) -> list[Diffe
             out.append(Difference("baseline.clients", "error", key, "a client the baseline does not have"))
             continue
         if c is None:
-            out.append(Difference("baseline.clients", "note", key, "a client of the baseline is not in the capture"))
+            out.append(
+                Difference("baseline.clients", "note", key, "a client of the baseline is not in the capture")
+            )
             continue
         out += _apis(key, b, c)
         out += _shape(key, b, c)
@@ -220,13 +234,21 @@ def _apis(key: str, b: dict, c: dict) -> list[Difference]:
     for api, vers in sorted(c["apis"].items()):
         old = set(b["apis"].get(api, ()))
         if not old:
-            out.append(Difference("baseline.api-versions", "error", key, f"new API {api} v{','.join(map(str, vers))}"))
+            out.append(
+                Difference(
+                    "baseline.api-versions", "error", key, f"new API {api} v{','.join(map(str, vers))}"
+                )
+            )
             continue
         new = sorted(set(vers) - old)
         if new:
             out.append(
-                Difference("baseline.api-versions", "error", key, f"{api} v{','.join(map(str, new))} "
-                           f"(baseline: v{','.join(map(str, sorted(old)))})")
+                Difference(
+                    "baseline.api-versions",
+                    "error",
+                    key,
+                    f"{api} v{','.join(map(str, new))} (baseline: v{','.join(map(str, sorted(old)))})",
+                )
             )
     for api in sorted(set(b["apis"]) - set(c["apis"])):
         out.append(Difference("baseline.api-versions", "note", key, f"{api} is no longer used"))
@@ -244,14 +266,32 @@ def _shape(key: str, b: dict, c: dict) -> list[Difference]:
             lost = sorted(set(map(str, old)) - set(map(str, new)))
             gained = sorted(set(map(str, new)) - set(map(str, old)))
             if lost:
-                out.append(Difference("baseline.request-shape", "error", key,
-                                      f"produce codec {', '.join(lost)} no longer used (now {', '.join(map(str, new))})"))
+                out.append(
+                    Difference(
+                        "baseline.request-shape",
+                        "error",
+                        key,
+                        f"produce codec {', '.join(lost)} no longer used (now {', '.join(map(str, new))})",
+                    )
+                )
             elif gained:
-                out.append(Difference("baseline.request-shape", "error", key,
-                                      f"produce codec {', '.join(gained)} is new (baseline {', '.join(map(str, old))})"))
+                out.append(
+                    Difference(
+                        "baseline.request-shape",
+                        "error",
+                        key,
+                        f"produce codec {', '.join(gained)} is new (baseline {', '.join(map(str, old))})",
+                    )
+                )
         elif sorted(map(str, old)) != sorted(map(str, new)):
-            out.append(Difference("baseline.request-shape", "error", key,
-                                  f"{dim}: {', '.join(map(str, new))} (baseline: {', '.join(map(str, old))})"))
+            out.append(
+                Difference(
+                    "baseline.request-shape",
+                    "error",
+                    key,
+                    f"{dim}: {', '.join(map(str, new))} (baseline: {', '.join(map(str, old))})",
+                )
+            )
     return out
 
 
@@ -282,11 +322,23 @@ def _latency(key: str, b: dict, c: dict, tol: Tolerances) -> list[Difference]:
         for q in ("p50", "p99"):
             x, y = old[q], now[q]
             if y > x * tol.latency_factor and y > x + tol.latency_margin_ms:
-                out.append(Difference("baseline.latency", "error", key,
-                                      f"{api} {q} latency {y:.3f} ms (baseline {x:.3f} ms)"))
+                out.append(
+                    Difference(
+                        "baseline.latency",
+                        "error",
+                        key,
+                        f"{api} {q} latency {y:.3f} ms (baseline {x:.3f} ms)",
+                    )
+                )
             elif x > y * tol.latency_factor and x > y + tol.latency_margin_ms:
-                out.append(Difference("baseline.latency", "note", key,
-                                      f"{api} {q} latency improved to {y:.3f} ms (baseline {x:.3f} ms)"))
+                out.append(
+                    Difference(
+                        "baseline.latency",
+                        "note",
+                        key,
+                        f"{api} {q} latency improved to {y:.3f} ms (baseline {x:.3f} ms)",
+                    )
+                )
     return out
 
 
@@ -295,6 +347,12 @@ def _counts(key: str, b: dict, c: dict, tol: Tolerances) -> list[Difference]:
     for api in sorted(set(b["requests"]) & set(c["requests"])):
         x, y = b["requests"][api], c["requests"][api]
         if abs(y - x) > tol.count_tolerance * x:
-            out.append(Difference("baseline.requests", "error", key,
-                                  f"{api}: {y} requests (baseline {x}, beyond +-{tol.count_tolerance:.0%})"))
+            out.append(
+                Difference(
+                    "baseline.requests",
+                    "error",
+                    key,
+                    f"{api}: {y} requests (baseline {x}, beyond +-{tol.count_tolerance:.0%})",
+                )
+            )
     return out

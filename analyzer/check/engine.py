@@ -179,7 +179,9 @@ class Engine:
             for k in keys or ["(none)"]:
                 self.samples[r.id][k].extend(values)
 
-    def _issue(self, issue: Issue, loc: dict | None, ex: Exchange | None = None, n: int | None = None) -> None:
+    def _issue(
+        self, issue: Issue, loc: dict | None, ex: Exchange | None = None, n: int | None = None
+    ) -> None:
         if issue.code in self.config.allow:
             return
         for r in self._issue_rules:
@@ -282,14 +284,21 @@ class Engine:
         res.value = worst
         unit = agg.unit
         if not bad:
-            res.summary = f"{agg.text} = {_num(worst)}{unit}" + (f" (worst of {len(groups)} {r.per})" if r.per else "")
+            res.summary = f"{agg.text} = {_num(worst)}{unit}" + (
+                f" (worst of {len(groups)} {r.per})" if r.per else ""
+            )
             return res
         waived = self._waiver(r.id, None)
         for g, v in bad:
             who = f" for {r.per} {g}" if r.per else ""
             res.findings.append(
-                Finding(r.id, str(r.severity), f"{agg.text}{who} = {_num(v)}{unit}: {r.message}", "(capture set)",
-                        waived=waived)
+                Finding(
+                    r.id,
+                    str(r.severity),
+                    f"{agg.text}{who} = {_num(v)}{unit}: {r.message}",
+                    "(capture set)",
+                    waived=waived,
+                )
             )
         res.count = len(bad)
         res.status = "waived" if waived else _status(r.severity, fail_on)

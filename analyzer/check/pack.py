@@ -165,11 +165,12 @@ def builtin_rules() -> list[Rule]:
             Severity.WARNING,
             "a record batch Kafka's own validation would reject",
             b,
-            issues=lambda i: i.code.startswith("records.")
-            and i.severity == Severity.WARNING
-            and i.code != "records.crc_mismatch",
-            help="Record batches pass the checks Kafka brokers apply (warnings of the records "
-            "decoder).",
+            issues=lambda i: (
+                i.code.startswith("records.")
+                and i.severity == Severity.WARNING
+                and i.code != "records.crc_mismatch"
+            ),
+            help="Record batches pass the checks Kafka brokers apply (warnings of the records decoder).",
         ),
         assert_rule(
             "kafka.sasl-plain-cleartext",

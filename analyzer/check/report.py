@@ -123,7 +123,13 @@ def github(results: list[Result], captures: list[CaptureInfo]) -> str:
 
 
 def _gh(s: str) -> str:
-    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A").replace(",", "%2C").replace("::", "%3A%3A")
+    return (
+        s.replace("%", "%25")
+        .replace("\r", "%0D")
+        .replace("\n", "%0A")
+        .replace(",", "%2C")
+        .replace("::", "%3A%3A")
+    )
 
 
 def junit(results: list[Result], captures: list[CaptureInfo], suite: str, seconds: float) -> str:
@@ -140,15 +146,15 @@ def junit(results: list[Result], captures: list[CaptureInfo], suite: str, second
                 f"{escape(body)}</failure>\n    </testcase>"
             )
         elif r.status in ("inconclusive", "waived"):
-            cases.append(f"{head}>\n      <skipped message={quoteattr(r.status + ': ' + r.summary)}/>\n    </testcase>")
+            cases.append(
+                f"{head}>\n      <skipped message={quoteattr(r.status + ': ' + r.summary)}/>\n    </testcase>"
+            )
         elif r.status in ("warned", "noted") and r.findings:
             body = "\n".join(f"{f.location()}: {f.message}" for f in r.findings)
             cases.append(f"{head}>\n      <system-out>{escape(body)}</system-out>\n    </testcase>")
         else:
             cases.append(f"{head}/>")
-    props = "".join(
-        f'\n      <property name="capture" value={quoteattr(c.name)}/>' for c in captures
-    )
+    props = "".join(f'\n      <property name="capture" value={quoteattr(c.name)}/>' for c in captures)
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n'
         f'<testsuites name="kafka-analyzer check" tests="{len(results)}" failures="{fails}" '

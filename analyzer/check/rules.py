@@ -113,7 +113,9 @@ def parse_bound(value: Any, agg: Aggregate, where: str) -> float:
             return float(m.group(1)) * _UNIT_MS[m.group(2)]
         if m:
             raise ConfigError(where, f"bound {value!r} is a duration, but {agg.text} is not")
-    raise ConfigError(where, f"bound {value!r}: expected a number" + (" or a duration" if agg.unit == "ms" else ""))
+    raise ConfigError(
+        where, f"bound {value!r}: expected a number" + (" or a duration" if agg.unit == "ms" else "")
+    )
 
 
 def compile_expr(text: Any, where: str, key: str) -> Filter:
@@ -215,7 +217,9 @@ def build_rule(d: dict, where: str) -> Rule:
         raise ConfigError(where, f"id {rid!r}: a rule needs an id of letters, digits, '.', '_' or '-'")
     where = f"{where} (id {rid})"
     if rid.startswith("kafka."):
-        raise ConfigError(where, "ids starting with 'kafka.' are the built-in pack's; tune those under [pack]")
+        raise ConfigError(
+            where, "ids starting with 'kafka.' are the built-in pack's; tune those under [pack]"
+        )
     sev = severity_of(d.get("severity", "error"), where)
     texts: dict[str, str] = {}
     sel = None
@@ -224,7 +228,9 @@ def build_rule(d: dict, where: str) -> Rule:
         texts["where"] = d["where"]
     has_assert, has_agg = "assert" in d, "aggregate" in d
     if has_assert == has_agg:
-        raise ConfigError(where, "a rule has either assert (a filter) or aggregate (count, rate, p99(latency)...)")
+        raise ConfigError(
+            where, "a rule has either assert (a filter) or aggregate (count, rate, p99(latency)...)"
+        )
     message = d.get("message")
     if message is not None and not isinstance(message, str):
         raise ConfigError(where, "message must be a string")
@@ -265,8 +271,12 @@ def _bounds(rule: Rule, d: dict, where: str) -> None:
         rule.per = d["per"]
     if not rule.message:
         bound = " and ".join(
-            x for x in (f"<= {rule.max:g}{agg.unit}" if rule.max is not None else "",
-                        f">= {rule.min:g}{agg.unit}" if rule.min is not None else "") if x
+            x
+            for x in (
+                f"<= {rule.max:g}{agg.unit}" if rule.max is not None else "",
+                f">= {rule.min:g}{agg.unit}" if rule.min is not None else "",
+            )
+            if x
         )
         rule.message = f"{agg.text} must be {bound}"
 
@@ -324,7 +334,9 @@ def from_dict(data: dict, path: str, builtin_ids: set[str]) -> Config:
             import difflib
 
             close = difflib.get_close_matches(rid, sorted(builtin_ids), n=1)
-            raise ConfigError(w, "no built-in rule has this id" + (f"; did you mean {close[0]}?" if close else ""))
+            raise ConfigError(
+                w, "no built-in rule has this id" + (f"; did you mean {close[0]}?" if close else "")
+            )
         if not (v is False or v is True or isinstance(v, dict)):
             raise ConfigError(w, "expected false (off), true (on) or a table of settings")
     cfg.pack = dict(pack)

@@ -8,7 +8,17 @@ from __future__ import annotations
 from analyzer.filter.compiler import Filter, Values, compile_filter, field_values, validate
 from analyzer.filter.syntax import FilterError, quote
 
-__all__ = ["Filter", "FilterError", "Values", "compile_filter", "field_values", "plain_words", "quote", "shorthand", "validate"]
+__all__ = [
+    "Filter",
+    "FilterError",
+    "Values",
+    "compile_filter",
+    "field_values",
+    "plain_words",
+    "quote",
+    "shorthand",
+    "validate",
+]
 
 
 def _split(values) -> list[str]:

@@ -695,7 +695,9 @@ class Values:
 
     __slots__ = ("name", "type", "get", "many", "needs_records", "needs_trees")
 
-    def __init__(self, name: str, type_: str, get: Callable, many: bool, needs_records: bool, needs_trees: bool):
+    def __init__(
+        self, name: str, type_: str, get: Callable, many: bool, needs_records: bool, needs_trees: bool
+    ):
         self.name, self.type, self.get, self.many = name, type_, get, many
         self.needs_records, self.needs_trees = needs_records, needs_trees
 
