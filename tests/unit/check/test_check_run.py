@@ -5,7 +5,6 @@ import io
 import json
 import struct
 from contextlib import redirect_stderr, redirect_stdout
-from pathlib import Path
 
 import pytest
 from capture_patch import delay_responses, patch_field
@@ -189,7 +188,8 @@ min_samples = 1000
 def test_inconclusive_alone_exits_3(tmp_path):
     rules = tmp_path / "r.toml"
     rules.write_text(
-        '[[rule]]\nid = "n"\nwhere = "api == Produce"\naggregate = "max(latency)"\nmax = 1000\nmin_samples = 999\n'
+        '[[rule]]\nid = "n"\nwhere = "api == Produce"\naggregate = "max(latency)"\n'
+        "max = 1000\nmin_samples = 999\n"
     )
     rc, _, _ = check(ZSTD, "--rules", rules)
     assert rc == 3
