@@ -158,7 +158,7 @@ def junit(results: list[Result], captures: list[CaptureInfo], suite: str, second
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n'
         f'<testsuites name="kafka-analyzer check" tests="{len(results)}" failures="{fails}" '
-        f'errors="0" skipped="{skipped}" time="{seconds:.3f}">\n'
+        f'errors="0" time="{seconds:.3f}">\n'
         f'  <testsuite name={quoteattr(suite)} tests="{len(results)}" failures="{fails}" errors="0" '
         f'skipped="{skipped}" time="{seconds:.3f}">\n'
         f"    <properties>{props}\n    </properties>\n"
