@@ -169,7 +169,7 @@ def junit(results: list[Result], captures: list[CaptureInfo], suite: str, second
 
 def sarif(results: list[Result], captures: list[CaptureInfo], exit_code: int) -> str:
     """SARIF 2.1.0: the rules as the tool's rules, every finding a result on the capture file."""
-    artifacts = []
+    artifacts: list[dict] = []
     index: dict[str, int] = {}
     for c in captures:
         for name in c.name.split(" + "):

@@ -136,12 +136,9 @@ def analyse_chain(args, chain: list[str], want_profile: bool) -> dict:
     engine = Engine(cfg, sel, today=_today(args))
     prof = baseline.Profiler() if want_profile else None
     records = any(r.needs_records for r in cfg.rules) or (sel is not None and sel.needs_records)
-    if len(chain) == 1:
-        source = chain[0]
-    else:
-        from analyzer.capture.sets import CaptureSet
+    from analyzer.capture.sets import CaptureSet
 
-        source = CaptureSet(chain)
+    source: str | CaptureSet = chain[0] if len(chain) == 1 else CaptureSet(chain)
     a = Analysis(
         source,
         Options(records_bodies=records, show_secrets=getattr(args, "show_secrets", False)),
