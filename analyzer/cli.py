@@ -544,49 +544,9 @@ def _live_source(args):
 
 
 def cmd_check(args) -> int:
-    from analyzer.session.check import Checker, CheckResult, LatencyRule, junit_xml
+    from analyzer.check.run import run
 
-    try:
-        rules = tuple(LatencyRule.parse(t) for t in args.latency or ())
-    except ValueError as exc:
-        print(f"kafka-analyzer: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    select = display_filter(args)
-    asserts = tuple(display_filter(args, a) for a in args.assert_ or ())
-    checker = Checker(
-        allow=tuple(args.allow or ()),
-        max_kafka_errors=args.max_kafka_errors,
-        forbid_errors=tuple(x for v in args.forbid_error or () for x in v.split(",")),
-        max_unanswered=args.max_unanswered,
-        latency=rules,
-        expect_apis=tuple(x for v in args.expect_api or () for x in v.split(",")),
-        select=select,
-        asserts=asserts,
-    )
-    t0 = time.monotonic()
-    records = any(f.needs_records for f in asserts) or (select is not None and select.needs_records)
-    with analysis(args, flt=select, records=records) as a:
-        for f in asserts:
-            f.knowledge = a.knowledge
-        for ev in a.events():
-            checker.add(ev)
-    results = checker.results()
-    if a.exchanges == 0:
-        tls = a.pipeline.tls_connections - a.pipeline.tls_decrypted
-        why = f" ({tls} TLS connections not decrypted: --tls-keylog FILE)" if tls else ""
-        results = [*results, CheckResult("kafka_traffic", False, f"no Kafka exchange in the capture{why}")]
-    for r in results:
-        print(f"{'PASS' if r.passed else 'FAIL'}  {r.name}: {r.summary}")
-        for e in r.examples:
-            print(f"      {e}")
-    failed = sum(1 for r in results if not r.passed)
-    print(f"{len(results) - failed} passed, {failed} failed")
-    if args.junit:
-        with open(args.junit, "w", encoding="utf-8") as f:
-            f.write(junit_xml(results, os.path.basename(a.source.name), time.monotonic() - t0))
-    if a.unusable():
-        return EXIT_USAGE
-    return EXIT_DAMAGED if failed else EXIT_OK
+    return run(args, getattr(args, "chains", None) or [[args.capture]])
 
 
 # -- tui -------------------------------------------------------------------------------------------
@@ -809,8 +769,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-spans", action="store_true", help="(export) leave out byte spans")
     p.set_defaults(func=cmd_live)
 
-    p = sub.add_parser("check", help="CI regression checks: exit 1 when a rule fails; JUnit report")
+    p = sub.add_parser(
+        "check",
+        help="CI rules over recorded traffic: built-in pack, rules file, baseline; text, JSON, "
+        "GitHub, JUnit, SARIF; exit 0 pass, 1 findings, 2 configuration error, 3 inconclusive",
+    )
     _common(p)
+    p.add_argument("--rules", metavar="FILE.toml", help="rules, pack settings and waivers (see README)")
+    p.add_argument("--baseline", metavar="FILE.json", help="compare each client with this baseline")
+    p.add_argument(
+        "--update-baseline", action="store_true", help="write the captures' profile to --baseline FILE"
+    )
+    p.add_argument("--sarif", metavar="FILE.sarif", help="write a SARIF 2.1.0 report")
+    p.add_argument(
+        "--format",
+        choices=("text", "json", "github"),
+        default="text",
+        help="github: workflow annotations (::error/::warning) before the text",
+    )
+    p.add_argument(
+        "--fail-on",
+        choices=("error", "warning"),
+        help="the least severity that fails the run (default error, or the rules file's)",
+    )
+    p.add_argument("-v", "--verbose", action="store_true", help="list every finding")
+    p.add_argument("--today", help=argparse.SUPPRESS)  # waiver expiry, for tests
     p.add_argument(
         "--allow",
         action="append",
@@ -859,6 +842,22 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _chains(args, caps: list[str]) -> list[list[str]] | None:
+    """The capture files grouped into chains (the pieces of each recording)."""
+    if len(caps) == 1:
+        return [caps]
+    if "-" in caps:
+        _usage("stdin (-) cannot be combined with other capture files")
+        return None
+    if args.separate:
+        return [[c] for c in caps]
+    if args.one_recording:
+        return [caps]
+    from analyzer.capture.sets import plan
+
+    return plan(caps)
+
+
 def _usage(message: str) -> None:
     print(f"kafka-analyzer: {message}", file=sys.stderr)
 
@@ -878,18 +877,12 @@ def main(argv: list[str] | None = None) -> int:
             if problem:
                 print(f"kafka-analyzer: {problem}", file=sys.stderr)
                 return EXIT_USAGE
-        if len(caps) > 1:
-            if "-" in caps:
-                _usage("stdin (-) cannot be combined with other capture files")
-                return EXIT_USAGE
-            if args.separate:
-                chains = [[c] for c in caps]
-            elif args.one_recording:
-                chains = [caps]
-            else:
-                from analyzer.capture.sets import plan
-
-                chains = plan(caps)
+        chains = _chains(args, caps)
+        if chains is None:
+            return EXIT_USAGE
+        if args.command == "check":  # every chain in one run: one capture set, one report
+            args.chains = chains
+        elif len(caps) > 1:
             if len(chains) > 1:
                 return _many(args, argv, caps, chains)
             if args.command == "tui":

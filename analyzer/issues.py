@@ -513,6 +513,14 @@ RECORDS_BAD_CONTROL_RECORD = _declare(
     "A control record (transaction marker...) has a key or value too short for its type.",
 )
 
+QUIRK_MOCK_ZERO_CRC = _declare(
+    "quirk.mock_zero_crc",
+    WARNING,
+    "records",
+    "A control batch (a transaction marker) with CRC 0: the librdkafka mock cluster writes its "
+    "markers without computing the CRC. Any other CRC mismatch is records.crc_mismatch.",
+)
+
 # -- request/response pairing -------------------------------------------------------------------
 
 PAIRING_NO_RESPONSE = _declare(

@@ -206,9 +206,10 @@ def collect(schemas: Path) -> dict:
     # by apiKey rather than file name because an API may be renamed (ListClientMetricsResources ->
     # ListConfigResources, api key 74)
     by_key: dict[tuple, list[dict]] = {}
-    for _, folder in snapshots:
+    for snap, folder in snapshots:
         for path in sorted(folder.glob("*.json")):
             schema = load_schema(path)
+            schema["_snapshot"] = snap
             key = (schema["type"], schema.get("apiKey", schema["name"]))
             by_key.setdefault(key, []).append(schema)
 
@@ -232,12 +233,17 @@ def collect(schemas: Path) -> dict:
         else:
             raise ValueError(f"{newest['name']}: unknown schema type {kind!r}")
 
+    current: dict[int, tuple[int, int]] = {}  # request versions of the newest release
     messages: dict[tuple[int, str], tuple] = {}
     for key in sorted(by_api):
         versions = by_api[key]
         messages[key] = build_segments(versions)
         if key[1] == "request":
             newest = versions[0]
+            if newest["_snapshot"] == snapshots[0][0]:
+                valid = parse_versions(newest.get("validVersions"))
+                if valid is not None:
+                    current[key[0]] = valid
             api_names[key[0]] = newest["name"].removesuffix("Request")
             for schema in versions:
                 if "listeners" in schema:
@@ -245,6 +251,7 @@ def collect(schemas: Path) -> dict:
                     break
     return {
         "snapshots": [name for name, _ in snapshots],
+        "current": current,
         "api_names": api_names,
         "listeners": listeners,
         "messages": messages,
@@ -432,6 +439,13 @@ def render(model: dict) -> str:
     write_flat_dict(out, "API_NAMES", model["api_names"])
     out += ["", "# apiKey -> listeners of the newest snapshot that lists them"]
     write_flat_dict(out, "API_LISTENERS", model["listeners"])
+    out += [
+        "",
+        "# the newest release of the schemas, and the request versions it still accepts (apiKey ->",
+        "# (lo, hi)); versions below lo, and APIs missing here, were removed (KIP-896 in Kafka 4.0)",
+        f"CURRENT_RELEASE = {literal(model['snapshots'][0])}",
+    ]
+    write_flat_dict(out, "CURRENT_VERSIONS", model["current"])
     out += [
         "",
         '# MESSAGES[(api_key, "request" | "response")] = segments, newest snapshot first:',

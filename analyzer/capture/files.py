@@ -370,6 +370,8 @@ class CaptureFile:
     >>> cap.issues   # damage found, as Issue objects
     """
 
+    live = False  # a recording: seeing no Kafka in it is worth saying
+
     def __init__(self, source: str | os.PathLike | BinaryIO):
         self.source = source
         self.name = "-" if source == "-" else getattr(source, "name", None) or os.fspath(source)

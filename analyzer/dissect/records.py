@@ -87,6 +87,7 @@ from typing import Any, NamedTuple
 from analyzer.dissect.codecs import DEFAULT_LIMITS, Limits, codec_name, decompress_capped
 from analyzer.dissect.crc import crc32c
 from analyzer.issues import (
+    QUIRK_MOCK_ZERO_CRC,
     RECORDS_BAD_CONTROL_RECORD,
     RECORDS_BAD_HEADER_KEY,
     RECORDS_BAD_LENGTH,
@@ -731,7 +732,17 @@ def _decode_batch(ctx: _Ctx, buf: bytes, mv: memoryview, pos: int, end: int, sco
         where = f"batch at decompressed offset {pos} (base offset {bo}) in {scope.where}"
     computed = crc32c(mv[pos + 21 : end])
     crc_ok = computed == crc
-    if not crc_ok and scope.trusted:
+    if not crc_ok and scope.trusted and crc == 0 and attrs & 0x20:
+        # librdkafka's mock cluster writes its transaction markers without computing the CRC
+        ctx.issues.append(
+            QUIRK_MOCK_ZERO_CRC(
+                f"control batch with CRC 0 (computed 0x{computed:08x}): the librdkafka mock cluster "
+                "writes transaction markers without a CRC (rdkafka_mock.c)",
+                ioff,
+                where,
+            )
+        )
+    elif not crc_ok and scope.trusted:
         ctx.issues.append(
             RECORDS_CRC_MISMATCH(
                 f"batch CRC-32C mismatch: stored 0x{crc:08x}, computed 0x{computed:08x}",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from analyzer.dissect.protocol_table import API_NAMES, DATA, HEADERS, MESSAGES
+from analyzer.dissect.protocol_table import API_NAMES, CURRENT_VERSIONS, DATA, HEADERS, MESSAGES
 
 Range = tuple[int, int] | None
 
@@ -60,3 +60,12 @@ def version_range(api_key: int) -> tuple[int, int] | None:
 def api_name(api_key: int) -> str | None:
     """API name without the Request/Response suffix ("Produce", "Fetch"...); None if unknown."""
     return API_NAMES.get(api_key)
+
+
+def removed(api_key: int, version: int) -> bool:
+    """Was this request version (or the whole API) removed by the newest release the table knows
+    (``CURRENT_RELEASE``; Kafka 4.0 removed the oldest versions of many APIs, KIP-896)?"""
+    if version_range(api_key) is None:
+        return False  # an API the schemas do not know: nothing to say
+    rng = CURRENT_VERSIONS.get(api_key)
+    return rng is None or not rng[0] <= version <= rng[1]

@@ -5,10 +5,20 @@ over exchanges, compiled once into closures. See :mod:`analyzer.filter.syntax` f
 
 from __future__ import annotations
 
-from analyzer.filter.compiler import Filter, compile_filter, validate
+from analyzer.filter.compiler import Filter, Values, compile_filter, field_values, validate
 from analyzer.filter.syntax import FilterError, quote
 
-__all__ = ["Filter", "FilterError", "compile_filter", "plain_words", "quote", "shorthand", "validate"]
+__all__ = [
+    "Filter",
+    "FilterError",
+    "Values",
+    "compile_filter",
+    "field_values",
+    "plain_words",
+    "quote",
+    "shorthand",
+    "validate",
+]
 
 
 def _split(values) -> list[str]:

@@ -804,3 +804,36 @@ def _addr_matcher(a: Address) -> Callable[[Endpoint], bool]:
         )
 
     return match
+
+
+class Values:
+    """The values one field name gives for an exchange (a list, empty when absent): for
+    aggregates over exchanges (``check``'s ``p99(latency)``, ``sum(records.count)``)."""
+
+    __slots__ = ("name", "type", "get", "many", "needs_records", "needs_trees")
+
+    def __init__(
+        self, name: str, type_: str, get: Callable, many: bool, needs_records: bool, needs_trees: bool
+    ):
+        self.name, self.type, self.get, self.many = name, type_, get, many
+        self.needs_records, self.needs_trees = needs_records, needs_trees
+
+    def __call__(self, ex: Exchange) -> list:
+        v = self.get(ex)
+        if self.many:
+            return list(v)
+        return [] if v is None else [v]
+
+
+def field_values(name: str) -> Values:
+    """The getter of one field (any name a filter accepts); raises :class:`FilterError` for an
+    unknown name, with suggestions."""
+    from analyzer.filter.syntax import Exists as _Exists
+
+    tree = parse(name)
+    if not isinstance(tree, _Exists):
+        raise FilterError(f"expected a field name, found {name!r}", 0, len(name))
+    c = _Compiler()
+    c.flt = Filter(name, lambda ex: False, False, False, [])
+    r = c.resolve(tree.field)
+    return Values(r.name, r.type, r.get, r.many, c.needs_records, c.needs_trees)

@@ -1,0 +1,1 @@
+"""``kafka-analyzer check``: rules over recorded traffic for CI (see :mod:`analyzer.check.run`)."""

@@ -1,0 +1,358 @@
+"""Baselines: what each client did in a known-good recording, to compare a new one against.
+
+A profile is kept per client (client id and client software from ApiVersions): the API versions
+it used; the shape of its requests (Produce acks, codecs, idempotence, transactions; Fetch
+isolation level); the handshake each connection starts with; errors by API; latency percentiles
+by API; request counts by API. Addresses, ports, ids, offsets, timestamps and payloads are left
+out, so a re-recording of the same client gives the same file. The file is sorted, indented JSON
+meant to be committed and diffed.
+
+:func:`compare` turns the differences into findings: a new API or version, a codec no longer
+used, a change of acks, idempotence, transactions or isolation, a new error code, latency beyond
+both ``latency_factor`` x and ``latency_margin_ms`` over the baseline, request counts beyond
++-``count_tolerance`` fail; improvements and unchanged clients are notes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+
+from analyzer.dissect import schema
+from analyzer.filter import field_values
+from analyzer.model import Exchange
+from analyzer.session.stats import error_names, percentile
+
+VERSION = 1
+HANDSHAKE_LEN = 4  # the first requests of a connection
+_CODECS = field_values("records.codec")
+_PRODUCER_IDS = field_values("records.producer_id")
+
+
+@dataclass(frozen=True, slots=True)
+class Tolerances:
+    latency_factor: float = 2.0
+    latency_margin_ms: float = 50.0
+    count_tolerance: float = 0.5
+
+
+class Profiler:
+    """Fed every exchange of the capture set; :meth:`profile` gives the baseline document."""
+
+    def __init__(self) -> None:
+        self.clients: dict[str, dict] = {}
+        self.conn_first: dict[tuple[str, int], tuple[str, list[str]]] = {}
+        self._knowledge = None
+        self._capture = ""
+
+    def begin(self, name: str, knowledge) -> None:
+        self._capture = name
+        self._knowledge = knowledge
+
+    def _client(self, ex: Exchange) -> str:
+        cid = ex.client_id if ex.client_id is not None else "(no client id)"
+        k = self._knowledge
+        sw = k.clients.get(ex.client_id) if k is not None and ex.client_id is not None else None
+        software = " ".join(x for x in sw if x) if sw else ""
+        return f"{cid} | {software}" if software else cid
+
+    def add(self, ex: Exchange) -> None:
+        if ex.api_key is None or ex.request is None:
+            return
+        key = self._client(ex)
+        c = self.clients.get(key)
+        if c is None:
+            c = self.clients[key] = {
+                "apis": defaultdict(set),
+                "shape": defaultdict(set),
+                "handshakes": defaultdict(int),
+                "errors": defaultdict(lambda: defaultdict(int)),
+                "latency": defaultdict(list),
+                "requests": defaultdict(int),
+            }
+        api = schema.api_name(ex.api_key) or f"Api{ex.api_key}"
+        c["apis"][api].add(ex.api_version)
+        c["requests"][api] += 1
+        if ex.latency is not None:
+            c["latency"][api].append(ex.latency * 1000.0)
+        for n in error_names(ex.response):
+            c["errors"][api][n] += 1
+        self._shape(c["shape"], api, ex)
+        _, first = self.conn_first.setdefault((self._capture, ex.conn.id), (key, []))
+        if len(first) < HANDSHAKE_LEN:
+            first.append(api)
+
+    def _count_handshakes(self) -> None:
+        """Move the first requests of every connection seen so far into the clients' counts."""
+        for client, first in self.conn_first.values():
+            self.clients[client]["handshakes"][" > ".join(first)] += 1
+        self.conn_first.clear()
+
+    @staticmethod
+    def _shape(shape: dict, api: str, ex: Exchange) -> None:
+        body = ex.request.body if ex.request is not None else None
+        if body is None:
+            return
+        if api == "Produce":
+            shape["produce.acks"].add(body.get("acks"))
+            shape["produce.transactional"].add(body.get("transactional_id") is not None)
+        elif api == "Fetch" and body.child("isolation_level") is not None:
+            shape["fetch.isolation_level"].add(body.get("isolation_level"))
+        if api == "Produce":
+            shape["produce.codec"].update(_CODECS(ex))
+            shape["produce.idempotent"].update(pid >= 0 for pid in _PRODUCER_IDS(ex))
+
+    def profile(self) -> dict:
+        self._count_handshakes()
+        out = {}
+        for key, c in sorted(self.clients.items()):
+            lat = {}
+            for api, vals in sorted(c["latency"].items()):
+                s = sorted(vals)
+                lat[api] = {
+                    "p50": round(percentile(s, 50) or 0.0, 3),
+                    "p99": round(percentile(s, 99) or 0.0, 3),
+                    "count": len(s),
+                }
+            out[key] = {
+                "apis": {a: sorted(v for v in vs if v is not None) for a, vs in sorted(c["apis"].items())},
+                "request_shape": {
+                    k: sorted(vs, key=lambda x: (x is None, str(x))) for k, vs in sorted(c["shape"].items())
+                },
+                "handshakes": sorted(c["handshakes"]),
+                "errors": {a: dict(sorted(e.items())) for a, e in sorted(c["errors"].items())},
+                "latency_ms": lat,
+                "requests": dict(sorted(c["requests"].items())),
+            }
+        return {"kafka-analyzer-baseline": VERSION, "clients": out}
+
+    # parallel captures: the raw material is plain data
+    def state(self) -> dict:
+        self._count_handshakes()
+        return {
+            "clients": {
+                k: {
+                    "apis": {a: sorted(v, key=str) for a, v in c["apis"].items()},
+                    "shape": {a: list(v) for a, v in c["shape"].items()},
+                    "handshakes": dict(c["handshakes"]),
+                    "errors": {a: dict(e) for a, e in c["errors"].items()},
+                    "latency": dict(c["latency"]),
+                    "requests": dict(c["requests"]),
+                }
+                for k, c in self.clients.items()
+            }
+        }
+
+    def merge(self, state: dict) -> None:
+        for k, s in state["clients"].items():
+            c = self.clients.setdefault(
+                k,
+                {
+                    "apis": defaultdict(set),
+                    "shape": defaultdict(set),
+                    "handshakes": defaultdict(int),
+                    "errors": defaultdict(lambda: defaultdict(int)),
+                    "latency": defaultdict(list),
+                    "requests": defaultdict(int),
+                },
+            )
+            for a, v in s["apis"].items():
+                c["apis"][a].update(v)
+            for a, v in s["shape"].items():
+                c["shape"][a].update(v)
+            for h, n in s["handshakes"].items():
+                c["handshakes"][h] += n
+            for a, e in s["errors"].items():
+                for n, cnt in e.items():
+                    c["errors"][a][n] += cnt
+            for a, v in s["latency"].items():
+                c["latency"][a].extend(v)
+            for a, n in s["requests"].items():
+                c["requests"][a] += n
+
+
+def dumps(profile: dict) -> str:
+    return json.dumps(profile, indent=2, sort_keys=True) + "\n"
+
+
+def load(path: str) -> dict:
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    if not isinstance(data, dict) or data.get("kafka-analyzer-baseline") != VERSION or "clients" not in data:
+        raise ValueError(f"{path}: not a kafka-analyzer baseline (version {VERSION})")
+    return data
+
+
+# -- comparing ------------------------------------------------------------------------------------------
+
+
+DIMENSIONS = {
+    "baseline.clients": "The same clients (client id and software) as in the baseline.",
+    "baseline.api-versions": "No API or API version the baseline's client did not use.",
+    "baseline.request-shape": "Produce acks, codecs, idempotence and transactions, and the Fetch "
+    "isolation level, as in the baseline.",
+    "baseline.handshake": "Connections start with the same requests as in the baseline.",
+    "baseline.errors": "No error code the baseline did not have.",
+    "baseline.latency": "Latency (p50, p99 per API) within 2x and +50 ms of the baseline.",
+    "baseline.requests": "Requests per API within +-50% of the baseline.",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Difference:
+    rule: str  # baseline.<dimension>
+    severity: str  # "error" (a regression) or "note" (an improvement, a fact)
+    client: str
+    message: str
+
+
+def compare(base: dict, cur: dict, tol: Tolerances = Tolerances()) -> list[Difference]:
+    out: list[Difference] = []
+    b_clients, c_clients = base["clients"], cur["clients"]
+    for key in sorted(set(b_clients) | set(c_clients)):
+        b, c = b_clients.get(key), c_clients.get(key)
+        if b is None:
+            out.append(Difference("baseline.clients", "error", key, "a client the baseline does not have"))
+            continue
+        if c is None:
+            out.append(
+                Difference("baseline.clients", "note", key, "a client of the baseline is not in the capture")
+            )
+            continue
+        out += _apis(key, b, c)
+        out += _shape(key, b, c)
+        out += _handshakes(key, b, c)
+        out += _errors(key, b, c)
+        out += _latency(key, b, c, tol)
+        out += _counts(key, b, c, tol)
+    return out
+
+
+def _apis(key: str, b: dict, c: dict) -> list[Difference]:
+    out = []
+    for api, vers in sorted(c["apis"].items()):
+        old = set(b["apis"].get(api, ()))
+        if not old:
+            out.append(
+                Difference(
+                    "baseline.api-versions", "error", key, f"new API {api} v{','.join(map(str, vers))}"
+                )
+            )
+            continue
+        new = sorted(set(vers) - old)
+        if new:
+            out.append(
+                Difference(
+                    "baseline.api-versions",
+                    "error",
+                    key,
+                    f"{api} v{','.join(map(str, new))} (baseline: v{','.join(map(str, sorted(old)))})",
+                )
+            )
+    for api in sorted(set(b["apis"]) - set(c["apis"])):
+        out.append(Difference("baseline.api-versions", "note", key, f"{api} is no longer used"))
+    return out
+
+
+def _shape(key: str, b: dict, c: dict) -> list[Difference]:
+    out = []
+    bs, cs = b["request_shape"], c["request_shape"]
+    for dim in sorted(set(bs) | set(cs)):
+        old, new = bs.get(dim, []), cs.get(dim, [])
+        if not new or not old:
+            continue  # the request kind is not in one of them: counted by api-versions/requests
+        if dim == "produce.codec":
+            lost = sorted(set(map(str, old)) - set(map(str, new)))
+            gained = sorted(set(map(str, new)) - set(map(str, old)))
+            if lost:
+                out.append(
+                    Difference(
+                        "baseline.request-shape",
+                        "error",
+                        key,
+                        f"produce codec {', '.join(lost)} no longer used (now {', '.join(map(str, new))})",
+                    )
+                )
+            elif gained:
+                out.append(
+                    Difference(
+                        "baseline.request-shape",
+                        "error",
+                        key,
+                        f"produce codec {', '.join(gained)} is new (baseline {', '.join(map(str, old))})",
+                    )
+                )
+        elif sorted(map(str, old)) != sorted(map(str, new)):
+            out.append(
+                Difference(
+                    "baseline.request-shape",
+                    "error",
+                    key,
+                    f"{dim}: {', '.join(map(str, new))} (baseline: {', '.join(map(str, old))})",
+                )
+            )
+    return out
+
+
+def _handshakes(key: str, b: dict, c: dict) -> list[Difference]:
+    new = sorted(set(c["handshakes"]) - set(b["handshakes"]))
+    return [Difference("baseline.handshake", "error", key, f"connections start with {h}") for h in new]
+
+
+def _errors(key: str, b: dict, c: dict) -> list[Difference]:
+    out = []
+    for api, errs in sorted(c["errors"].items()):
+        old = b["errors"].get(api, {})
+        for name, n in sorted(errs.items()):
+            if name not in old:
+                out.append(Difference("baseline.errors", "error", key, f"{api} answered {name} ({n}x), new"))
+    for api, errs in sorted(b["errors"].items()):
+        for name in sorted(set(errs) - set(c["errors"].get(api, {}))):
+            out.append(Difference("baseline.errors", "note", key, f"{api} no longer answered {name}"))
+    return out
+
+
+def _latency(key: str, b: dict, c: dict, tol: Tolerances) -> list[Difference]:
+    out = []
+    for api, now in sorted(c["latency_ms"].items()):
+        old = b["latency_ms"].get(api)
+        if old is None:
+            continue
+        for q in ("p50", "p99"):
+            x, y = old[q], now[q]
+            if y > x * tol.latency_factor and y > x + tol.latency_margin_ms:
+                out.append(
+                    Difference(
+                        "baseline.latency",
+                        "error",
+                        key,
+                        f"{api} {q} latency {y:.3f} ms (baseline {x:.3f} ms)",
+                    )
+                )
+            elif x > y * tol.latency_factor and x > y + tol.latency_margin_ms:
+                out.append(
+                    Difference(
+                        "baseline.latency",
+                        "note",
+                        key,
+                        f"{api} {q} latency improved to {y:.3f} ms (baseline {x:.3f} ms)",
+                    )
+                )
+    return out
+
+
+def _counts(key: str, b: dict, c: dict, tol: Tolerances) -> list[Difference]:
+    out = []
+    for api in sorted(set(b["requests"]) & set(c["requests"])):
+        x, y = b["requests"][api], c["requests"][api]
+        if abs(y - x) > tol.count_tolerance * x:
+            out.append(
+                Difference(
+                    "baseline.requests",
+                    "error",
+                    key,
+                    f"{api}: {y} requests (baseline {x}, beyond +-{tol.count_tolerance:.0%})",
+                )
+            )
+    return out

@@ -1,0 +1,201 @@
+"""The built-in rule pack: on by default, each rule switched off or tuned under ``[pack]``.
+
+Errors fail a run by default; warnings fail it with ``--fail-on warning`` (or ``[check]
+fail_on``). The ids are stable: CI configurations, waivers and SARIF results refer to them.
+"""
+
+from __future__ import annotations
+
+from analyzer.check.rules import Rule, assert_check, compile_expr, parse_aggregate
+from analyzer.dissect import schema
+from analyzer.dissect.errors import ERRORS, is_retriable
+from analyzer.dissect.protocol_table import CURRENT_RELEASE
+from analyzer.issues import PAIRING_ACKS0, RECORDS_CRC_MISMATCH
+from analyzer.model import Exchange, Severity
+
+# Errors that are steps of a normal protocol exchange, not failures: a client asks, the broker
+# says "not like this", the client goes on as the protocol intends.
+EXPECTED_ERRORS = {
+    "ApiVersions": frozenset(("UNSUPPORTED_VERSION",)),  # the client retries with v0
+    "JoinGroup": frozenset(("MEMBER_ID_REQUIRED",)),  # KIP-394: rejoin with the given id
+}
+
+
+def _removed_versions(ex: Exchange) -> str | None:
+    key, ver = ex.api_key, ex.api_version
+    if ex.request is None or key is None or ver is None or not schema.removed(key, ver):
+        return None
+    name = schema.api_name(key) or f"Api{key}"
+    rng = schema.CURRENT_VERSIONS.get(key)
+    now = f"v{rng[0]}-v{rng[1]}" if rng else "none"
+    return f"{name} v{ver} was removed in Kafka {CURRENT_RELEASE} (KIP-896; accepted: {now})"
+
+
+def _error_responses(ex: Exchange) -> str | None:
+    resp = ex.response
+    if resp is None or not resp.errors:
+        return None
+    expected = EXPECTED_ERRORS.get(schema.api_name(ex.api_key) or "", frozenset())  # type: ignore[arg-type]
+    bad = []
+    for code in resp.errors:
+        name = ERRORS.get(code, (f"UNKNOWN_ERROR_CODE({code})",))[0]
+        if name in expected or is_retriable(code):
+            continue
+        bad.append(name)
+    if not bad:
+        return None
+    names = sorted(set(bad))
+    return f"non-retriable error{'s' if len(names) > 1 else ''} {', '.join(names)}"
+
+
+def _unanswered(ex: Exchange) -> str | None:
+    req = ex.request
+    if req is None or ex.response is not None or req.api_key is None:
+        return None
+    if any(i.code == PAIRING_ACKS0.code for i in ex.issues):
+        return None  # acks=0: no answer is the protocol
+    if ex.conn.closed in ("end of capture", "idle"):
+        return None  # still in flight when the capture stopped (long-poll Fetch, a slow request)
+    if ex.conn.closed_by == "client":
+        return None  # the client hung up with it in flight (a consumer closing its long-poll Fetch)
+    who = f" by the {ex.conn.closed_by}" if ex.conn.closed_by else ""
+    return f"no response before the connection was closed{who} ({ex.conn.closed or 'closed'})"
+
+
+def builtin_rules() -> list[Rule]:
+    """A fresh list of the built-in rules (callers tune their copies)."""
+    b = "built-in"
+
+    def assert_rule(rid, sev, where, check, message, help_):
+        flt = compile_expr(check, rid, "assert")
+        r = Rule(rid, sev, message, b, where=compile_expr(where, rid, "where"), help=help_)
+        r.check = assert_check(flt, message)
+        r.texts = {"where": where, "assert": check}
+        return r
+
+    rate = parse_aggregate("rate", "kafka.metadata-rate")
+    return [
+        Rule(
+            "kafka.protocol-errors",
+            Severity.ERROR,
+            "bytes that break the protocol or a damaged capture",
+            b,
+            issues=lambda i: i.severity >= Severity.ERROR and i.code != RECORDS_CRC_MISMATCH.code,
+            help="No issue of error severity: decode faults, malformed records, framing and capture "
+            "damage (allow codes with [check] allow or --allow).",
+        ),
+        Rule(
+            "kafka.crc",
+            Severity.ERROR,
+            "a record batch or message whose CRC does not match its bytes",
+            b,
+            issues=lambda i: i.code == RECORDS_CRC_MISMATCH.code,
+            help="Every record batch (CRC-32C) and legacy message (CRC-32) checksum holds.",
+        ),
+        Rule(
+            "kafka.unanswered",
+            Severity.ERROR,
+            "a request without a response",
+            b,
+            check=_unanswered,
+            help="Every request is answered; acks=0 Produce requests, requests still in flight "
+            "when the capture ended and requests the client abandoned by closing its connection "
+            "are excepted.",
+        ),
+        Rule(
+            "kafka.error-responses",
+            Severity.ERROR,
+            "a response with a non-retriable error code",
+            b,
+            check=_error_responses,
+            help="No response carries a non-retriable Kafka error code (protocol steps such as "
+            "ApiVersions' UNSUPPORTED_VERSION and JoinGroup's MEMBER_ID_REQUIRED excepted).",
+        ),
+        Rule(
+            "kafka.removed-api-versions",
+            Severity.WARNING,
+            f"an API version Kafka {CURRENT_RELEASE} no longer accepts",
+            b,
+            check=_removed_versions,
+            help="Requests use API versions the newest Kafka release still accepts (KIP-896 removed "
+            "the oldest versions in Kafka 4.0).",
+        ),
+        assert_rule(
+            "kafka.acks-all",
+            Severity.WARNING,
+            "api == Produce",
+            "produce.acks == -1",
+            "a Produce request without acks=all",
+            "Producers wait for every in-sync replica (acks=all, -1).",
+        ),
+        assert_rule(
+            "kafka.compression",
+            Severity.WARNING,
+            "api == Produce and records",
+            'all(records.codec != "none")',
+            "a Produce request with uncompressed batches",
+            "Producers compress their batches (gzip, snappy, lz4 or zstd).",
+        ),
+        assert_rule(
+            "kafka.idempotence",
+            Severity.WARNING,
+            "api == Produce and records.magic == 2",
+            "all(records.producer_id >= 0)",
+            "a Produce request from a producer that is not idempotent",
+            "v2 record batches carry a producer id (enable.idempotence).",
+        ),
+        assert_rule(
+            "kafka.throttling",
+            Severity.WARNING,
+            "throttle_time_ms",
+            "not throttle_time_ms > 0",
+            "a response throttled by the broker's quotas",
+            "No response is throttled (throttle_time_ms > 0).",
+        ),
+        Rule(
+            "kafka.metadata-rate",
+            Severity.WARNING,
+            "Metadata requests per second of one client id",
+            b,
+            where=compile_expr("api == Metadata", "kafka.metadata-rate", "where"),
+            aggregate=rate,
+            max=2.0,
+            per="client_id",
+            texts={"where": "api == Metadata", "aggregate": "rate"},
+            help="Each client id sends at most 2 Metadata requests per second (over at least a "
+            "minute: shorter captures count as a minute).",
+        ),
+        Rule(
+            "kafka.peer-quirks",
+            Severity.WARNING,
+            "a known deviation of a named client or broker from the protocol",
+            b,
+            issues=lambda i: i.code.startswith("quirk."),
+            help="No named peer quirk (a client's or broker's known deviation from the protocol, "
+            "decoded as the peer meant it: e.g. the librdkafka mock cluster's ApiVersions fallback "
+            "and CRC-less transaction markers).",
+        ),
+        Rule(
+            "kafka.invalid-batches",
+            Severity.WARNING,
+            "a record batch Kafka's own validation would reject",
+            b,
+            issues=lambda i: (
+                i.code.startswith("records.")
+                and i.severity == Severity.WARNING
+                and i.code != RECORDS_CRC_MISMATCH.code
+            ),
+            help="Record batches pass the checks Kafka brokers apply (warnings of the records decoder).",
+        ),
+        assert_rule(
+            "kafka.sasl-plain-cleartext",
+            Severity.WARNING,
+            "api == SaslHandshake",
+            'not sasl_handshake.mechanism == "PLAIN"',
+            "SASL PLAIN in clear text: the password crosses the network readable",
+            "SASL PLAIN is used only over TLS.",
+        ),
+    ]
+
+
+BUILTIN_IDS = frozenset(r.id for r in builtin_rules())

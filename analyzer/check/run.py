@@ -1,0 +1,269 @@
+"""``kafka-analyzer check``: the rules (built-in pack, rules file, flags), the capture set, the
+baseline, the outputs and the exit code.
+
+Exit codes: 0 every rule holds; 1 a rule failed or the baseline regressed; 2 a usage or
+configuration error; 3 inconclusive (a capture without Kafka traffic or unreadable, an aggregate
+with fewer samples than its ``min_samples``) when nothing failed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+from analyzer.check import baseline, report
+from analyzer.check.engine import Engine, Finding, Result
+from analyzer.check.pack import BUILTIN_IDS, builtin_rules
+from analyzer.check.rules import Config, ConfigError, build_rule, load, tune
+from analyzer.dissect.message import Options
+from analyzer.filter import FilterError, compile_filter, quote
+from analyzer.model import Exchange
+from analyzer.pipeline import Analysis
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
+
+
+def config(args) -> Config:
+    """The rules of this run: the built-in pack (tuned by the file's [pack]), the file's rules,
+    then the flags' rules. Raises :class:`ConfigError`."""
+    cfg = load(args.rules, set(BUILTIN_IDS)) if args.rules else Config()
+    pack = []
+    for r in builtin_rules():
+        setting = cfg.pack.get(r.id, True)
+        if setting is False:
+            continue
+        if isinstance(setting, dict):
+            tune(r, setting, f"{args.rules}: [pack] {r.id}")
+        pack.append(r)
+    rules = pack + cfg.rules + flag_rules(args)
+    ids: set[str] = set()
+    for r in rules:
+        if r.id in ids:
+            raise ConfigError(r.source, f"id {r.id!r} is used twice")
+        ids.add(r.id)
+    cfg.rules = rules
+    if args.fail_on:
+        cfg.fail_on = {"error": cfg.fail_on.ERROR, "warning": cfg.fail_on.WARNING}[args.fail_on]
+    if args.allow:
+        cfg.allow = cfg.allow | {x.strip() for v in args.allow for x in v.split(",") if x.strip()}
+    return cfg
+
+
+def _names(values) -> list[str]:
+    return [x.strip() for v in values or () for x in v.split(",") if x.strip()]
+
+
+def flag_rules(args) -> list:
+    """The command line's rules, each a shorthand for a rule table (one code path)."""
+    out = []
+    for n, text in enumerate(args.latency or (), 1):
+        api, _, rest = text.partition("=")
+        q, _, ms = rest.rpartition(":")
+        q = (q or "p99").lower()
+        fn = "max" if q == "max" else q
+        if not api or not ms:
+            raise ConfigError(
+                f"--latency {text}", "expected API=MS or API=pNN:MS (Produce=50, Fetch=p95:600)"
+            )
+        try:
+            float(ms)
+        except ValueError:
+            raise ConfigError(f"--latency {text}", f"{ms!r} is not a number of milliseconds") from None
+        where = f"api == {api.strip()}"
+        out.append(
+            build_rule(
+                {"id": f"latency-{n}", "where": where, "aggregate": f"{fn}(latency)", "max": float(ms)},
+                f"--latency {text}",
+            )
+        )
+    names = _names(args.forbid_error)
+    if names:
+        out.append(
+            build_rule(
+                {"id": "forbidden-errors", "assert": "not error in {" + ", ".join(names) + "}"},
+                "--forbid-error",
+            )
+        )
+    if args.max_kafka_errors is not None:
+        out.append(
+            build_rule(
+                {"id": "kafka-errors", "where": "error", "aggregate": "count", "max": args.max_kafka_errors},
+                "--max-kafka-errors",
+            )
+        )
+    if args.max_unanswered is not None:
+        out.append(
+            build_rule(
+                {"id": "unanswered", "where": "unanswered", "aggregate": "count", "max": args.max_unanswered},
+                "--max-unanswered",
+            )
+        )
+    for api in _names(args.expect_api):
+        out.append(
+            build_rule(
+                {
+                    "id": f"expect-{api}",
+                    "where": f"api == {quote(api) if not api.isdigit() else api}",
+                    "aggregate": "count",
+                    "min": 1,
+                    "message": f"{api} must occur",
+                },
+                f"--expect-api {api}",
+            )
+        )
+    for n, text in enumerate(args.assert_ or (), 1):
+        out.append(build_rule({"id": f"assert-{n}", "assert": text}, f"--assert {text}"))
+    return out
+
+
+def select(args):
+    text = getattr(args, "display_filter", None)
+    if not text:
+        return None
+    try:
+        return compile_filter(text)
+    except FilterError as exc:
+        raise ConfigError("-Y", f"{exc.message}\n    {exc.caret(text)}") from None
+
+
+def analyse_chain(args, chain: list[str], want_profile: bool) -> dict:
+    """Run the rules over one chain of capture files; plain data back (for worker processes)."""
+    cfg = config(args)
+    sel = select(args)
+    engine = Engine(cfg, sel, today=_today(args))
+    prof = baseline.Profiler() if want_profile else None
+    records = any(r.needs_records for r in cfg.rules) or (sel is not None and sel.needs_records)
+    from analyzer.capture.sets import CaptureSet
+
+    source: str | CaptureSet = chain[0] if len(chain) == 1 else CaptureSet(chain)
+    a = Analysis(
+        source,
+        Options(records_bodies=records, show_secrets=getattr(args, "show_secrets", False)),
+        ports=args.port or (),
+    )
+    name = " + ".join(chain)
+    engine.begin(name, a.knowledge)
+    if prof is not None:
+        prof.begin(name, a.knowledge)
+    for ev in a.events():
+        engine.add(ev)
+        if prof is not None and type(ev) is Exchange and (sel is None or sel(ev)):
+            prof.add(ev)
+    engine.end(a)
+    return {"engine": engine.state(), "profile": prof.state() if prof is not None else None}
+
+
+def _today(args) -> dt.date:
+    return dt.date.fromisoformat(args.today) if getattr(args, "today", None) else dt.date.today()
+
+
+def run(args, chains: list[list[str]]) -> int:
+    t0 = time.monotonic()
+    try:
+        cfg = config(args)
+        select(args)
+        base = baseline.load(args.baseline) if args.baseline and not args.update_baseline else None
+    except ConfigError as exc:
+        print(f"kafka-analyzer: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except (OSError, ValueError) as exc:
+        print(f"kafka-analyzer: baseline: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.update_baseline and not args.baseline:
+        print("kafka-analyzer: --update-baseline needs --baseline FILE", file=sys.stderr)
+        return EXIT_USAGE
+    want_profile = bool(args.baseline)
+    engine = Engine(cfg, None, today=_today(args))
+    prof = baseline.Profiler()
+    jobs = max(1, getattr(args, "jobs", 1) or 1)
+    if jobs > 1 and len(chains) > 1:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(chains))) as pool:
+            states = list(pool.map(analyse_chain, [args] * len(chains), chains, [want_profile] * len(chains)))
+    else:
+        states = [analyse_chain(args, chain, want_profile) for chain in chains]
+    for st in states:
+        engine.merge(st["engine"])
+        if st["profile"] is not None:
+            prof.merge(st["profile"])
+    results = engine.results()
+    if want_profile:
+        current = prof.profile()
+        if args.update_baseline:
+            report.write_atomically(args.baseline, baseline.dumps(current))
+            print(
+                f"kafka-analyzer: baseline written to {args.baseline} ({len(current['clients'])} clients)",
+                file=sys.stderr,
+            )
+        elif base is not None:
+            results += baseline_results(base, current)
+    inconclusive = engine.inconclusive()
+    rc = exit_code(results, inconclusive)
+    seconds = time.monotonic() - t0
+    suite = " + ".join(c.name for c in engine.captures)
+    if args.format == "json":
+        sys.stdout.write(report.as_json(results, engine.captures, rc))
+    elif args.format == "github":
+        sys.stdout.write(report.github(results, engine.captures))
+        sys.stdout.write(report.text(results, engine.captures, args.verbose))
+    else:
+        sys.stdout.write(report.text(results, engine.captures, args.verbose))
+    if args.junit:
+        report.write_atomically(args.junit, report.junit(results, engine.captures, suite, seconds))
+    if args.sarif:
+        report.write_atomically(args.sarif, report.sarif(results, engine.captures, rc))
+    for c in engine.captures:
+        if c.exit_code == EXIT_USAGE:
+            print(f"kafka-analyzer: {c.name}: {c.inconclusive}", file=sys.stderr)
+    return rc
+
+
+def baseline_results(base: dict, current: dict) -> list[Result]:
+    diffs = baseline.compare(base, current)
+    by_rule: dict[str, list[baseline.Difference]] = {}
+    for d in diffs:
+        by_rule.setdefault(d.rule, []).append(d)
+    out = []
+    for rid in baseline.DIMENSIONS:
+        ds = by_rule.get(rid, [])
+        bad = [d for d in ds if d.severity == "error"]
+        findings = [Finding(rid, d.severity, f"{d.client}: {d.message}", "(baseline)") for d in (bad or ds)]
+        if bad:
+            status = "failed"
+            summary = f"{len(bad)} regression{'s' if len(bad) != 1 else ''}: " + "; ".join(
+                f"{d.client}: {d.message}" for d in bad[:3]
+            )
+        elif ds:
+            status, summary = "noted", "; ".join(f"{d.client}: {d.message}" for d in ds[:3])
+        else:
+            status, summary = "passed", "as in the baseline"
+        out.append(
+            Result(
+                rid,
+                "error",
+                status,
+                summary,
+                findings,
+                len(bad or ds),
+                source="baseline",
+                help=baseline.DIMENSIONS[rid],
+            )
+        )
+    return out
+
+
+def exit_code(results: list[Result], inconclusive) -> int:
+    if any(r.status == "failed" for r in results):
+        return EXIT_FINDINGS
+    if inconclusive or any(r.status == "inconclusive" for r in results):
+        return EXIT_INCONCLUSIVE
+    return EXIT_OK
+
+
+def check_paths(paths: list[str]) -> str | None:
+    for p in paths:
+        if p != "-" and not os.path.exists(p):
+            return f"no such file: {p}"
+    return None
