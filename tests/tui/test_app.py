@@ -14,8 +14,10 @@ from analyzer.model import Exchange, Severity
 from analyzer.pipeline import Analysis
 from analyzer.session.report import api_text
 from analyzer.session.stats import error_names
-from analyzer.tui.app import AnalyzerApp, redecode, slim
-from analyzer.tui.widgets import DetailTree, HexView, StatsScreen
+from analyzer.tui.app import AnalyzerApp
+from analyzer.tui.screens.stats import StatsScreen
+from analyzer.tui.widgets.detail_tree import DetailTree
+from analyzer.tui.widgets.hex_view import HexView
 
 ROOT = Path(__file__).resolve().parents[2]
 PUBLIC = ROOT.parent / "shared" / "captures" / "public"
@@ -93,21 +95,6 @@ def all_captures() -> list[Path]:
 # -- tests ----------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", all_captures(), ids=lambda p: p.name)
-def test_redecode_gives_the_pipeline_trees(path):
-    """The list keeps exchanges without their trees and decodes them again when shown."""
-    opts = Options(records_bodies=True)
-    for ex in pipeline_exchanges(path):
-        want = [(tree_of(m.header), tree_of(m.body)) if m else None for m in (ex.request, ex.response)]
-        slimmed = slim(ex)
-        if slimmed:
-            assert all(m is None or m.api_key is None or m.body is None for m in (ex.request, ex.response))
-        view = redecode(ex, opts)
-        got = [(tree_of(m.header), tree_of(m.body)) if m else None for m in (view.request, view.response)]
-        assert got == want
-        assert view.all_issues() == ex.all_issues()
-
-
 @pytest.mark.parametrize("path", [SW8, NDPI], ids=lambda p: p.name)
 def test_rows_match_pipeline(path):
     need(path)
@@ -118,8 +105,12 @@ def test_rows_match_pipeline(path):
             table = app.query_one("#exchanges")
             assert len(app.rows) == len(expected) > 0
             assert table.row_count == len(expected)
-            assert [r.ex.correlation_id for r in app.rows] == [e.correlation_id for e in expected]
-            assert [r.ex.api_key for r in app.rows] == [e.api_key for e in expected]
+            # rows in arrival order; the list in request-time order
+            assert [r.corr for r in app.rows] == [e.correlation_id for e in expected]
+            assert [r.api_key for r in app.rows] == [e.api_key for e in expected]
+            assert sorted(app.shown) == list(range(len(expected)))
+            times = [expected[i].ts for i in app.shown]
+            assert times == sorted(times)
             assert f"{len(expected)} exchanges" in widget_text(app, "#status")
             assert app.exit_code == 0
             assert not app.query_one("#message").has_class("shown")
@@ -132,13 +123,13 @@ def test_produce_tree_and_hex_highlight():
 
     async def go():
         async with started(SW8) as (app, pilot):
-            produce = [r.index for r in app.rows if r.ex.api_key == 0]
+            produce = [r.index for r in app.rows if r.api_key == 0]
             assert produce
             assert app.select_exchange(produce[0])
             await pilot.pause()
             tree = app.query_one(DetailTree)
             hv = app.query_one(HexView)
-            ex = app.current.ex
+            ex = app.view
             assert ex.api_key == 0 and ex.api_version == 7
             # the topic name is visible without any expansion
             assert any("quickstart-events" in label for label in tree.all_labels())
@@ -248,18 +239,23 @@ def test_filter():
                 else:
                     app.set_filter(text)
                 await pilot.pause()
-                return [app.rows[i].ex for i in app.shown]
+                return [expected[i] for i in app.shown]
+
+            def in_time_order(exchanges: list) -> list:
+                return sorted(exchanges, key=lambda e: e.ts)
 
             # a bare word matches the API name, the topics or the client id
             shown = await apply("produce", typed=True)
             assert inp.value == "produce"
-            want = [e for e in expected if e.api_key == 0 or "produce" in (e.client_id or "")]
+            want = in_time_order([e for e in expected if e.api_key == 0 or "produce" in (e.client_id or "")])
             assert table.row_count == len(shown) == len(want) > 0
             assert [e.correlation_id for e in shown] == [e.correlation_id for e in want]
 
             # api: looks at the API column only (Produce and InitProducerId here)
             shown = await apply("api:produce")
-            want = [e for e in expected if "produce" in api_text(e.api_key, e.api_version).lower()]
+            want = in_time_order(
+                [e for e in expected if "produce" in api_text(e.api_key, e.api_version).lower()]
+            )
             assert {e.api_key for e in want} == {0, 22}
             assert table.row_count == len(shown) == len(want)
             assert [e.correlation_id for e in shown] == [e.correlation_id for e in want]
@@ -287,6 +283,7 @@ def test_filter():
             shown = await apply("")
             assert table.row_count == len(expected)
             assert app.focused is table
+            assert "match" not in widget_text(app, "#status")
 
     asyncio.run(go())
 
