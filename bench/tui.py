@@ -54,10 +54,10 @@ def child(capture: str, width: int, height: int) -> None:
         app = AnalyzerApp(capture)
         async with app.run_test(size=(width, height)) as pilot:
             while app.first_row_at is None and not app.done and app.is_running:
-                await pilot.pause(0.005)
+                await asyncio.sleep(0.005)  # (pilot.pause forces a repaint)
             first = (app.first_row_at or time.monotonic()) - app.started_at
             while not app.done and app.is_running:
-                await pilot.pause(0.02)
+                await asyncio.sleep(0.05)
             indexed = time.monotonic() - app.started_at
             await pilot.pause()
             biggest = max(app.rows, key=lambda r: max(r.req_bytes, 0) + max(r.resp_bytes, 0))

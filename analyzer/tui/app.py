@@ -632,7 +632,9 @@ class AnalyzerApp(App[int]):
             with self._lock:
                 screen = ConnectionsScreen(self.index.connection_rows(self.analysis.knowledge), note)
         elif what == "stats":
-            screen = StatsScreen(self.stats_snapshot(), note)
+            with self._lock:
+                lat = {name: list(a.latencies) for (_, name), a in self.stats.apis.items() if a.latencies}
+            screen = StatsScreen(self.stats_snapshot(), note, lat)
         elif what == "issues":
             with self._lock:
                 groups = self.index.issue_rows()

@@ -395,3 +395,276 @@ def test_save_screenshot(tmp_path):
     assert out.is_file()
     text = out.read_text()
     assert text.lstrip().startswith("<svg") and "Produce" in text
+
+
+# -- views, keys, layout ----------------------------------------------------------------------------------
+
+TXN = ROOT / "captures" / "librdkafka-txn.pcap"
+
+
+async def command(pilot, text: str) -> None:
+    await pilot.press("colon")
+    await pilot.pause()
+    await pilot.press(*text, "enter")
+    await pilot.pause()
+
+
+def test_sort_keys_and_monotonic_time_order():
+    from analyzer.tui.model import COLUMNS
+
+    expected = pipeline_exchanges(TXN)
+
+    async def go():
+        async with started(TXN) as (app, pilot):
+            table = app.query_one("#exchanges")
+            times = [expected[i].ts for i in app.shown]
+            assert times == sorted(times)
+            # completion order differs from request-time order in this capture
+            assert app.shown != list(range(len(expected)))
+            assert "time▲" in table.header_text()
+            seen = set()
+            for _ in range(len(table.visible_columns())):
+                await pilot.press("o")
+                await pilot.pause()
+                col = app.order.sort
+                seen.add(col)
+                key = COLUMNS[col].key
+                keys = [key(app.rows[i]) for i in app.shown]
+                assert keys == sorted(keys), COLUMNS[col].name
+                assert f"{COLUMNS[col].name}▲" in table.header_text()
+                await pilot.press("O")
+                await pilot.pause()
+                keys = [key(app.rows[i]) for i in app.shown]
+                assert keys == sorted(keys, reverse=True)
+                assert f"{COLUMNS[col].name}▼" in table.header_text()
+            assert seen == set(table.visible_columns())
+            assert app.order.sort == COLUMNS.index(COLUMNS[1])  # back to time
+
+    asyncio.run(go())
+
+
+def test_vim_keys_move_the_cursor():
+    async def go():
+        async with started(TXN, size=(120, 35)) as (app, pilot):
+            table = app.query_one("#exchanges")
+            table.focus()
+            await pilot.press("g")
+            assert table.cursor_row == 0
+            await pilot.press("j", "j", "j")
+            await pilot.pause()
+            assert table.cursor_row == 3 and app.current.index == app.shown[3]
+            await pilot.press("k")
+            assert table.cursor_row == 2
+            await pilot.press("G")
+            await pilot.pause()
+            assert table.cursor_row == len(app.shown) - 1
+            assert app.current.index == app.shown[-1]
+            await pilot.press("ctrl+u")
+            half = max(1, table._page // 2)
+            assert table.cursor_row == len(app.shown) - 1 - half
+            await pilot.press("ctrl+d")
+            assert table.cursor_row == len(app.shown) - 1
+            await pilot.press("g", "enter")
+            await pilot.pause()
+            assert app.focused is app.query_one(DetailTree)
+
+    asyncio.run(go())
+
+
+def test_command_line_views_and_back():
+    from analyzer.tui.screens.connections import ConnectionsScreen
+    from analyzer.tui.screens.groups import GroupsScreen
+    from analyzer.tui.screens.help import HelpScreen
+    from analyzer.tui.screens.io import IOScreen
+    from analyzer.tui.screens.issues import IssuesScreen
+
+    expected = pipeline_exchanges(TXN)
+
+    async def go():
+        async with started(TXN, size=(160, 50)) as (app, pilot):
+            await command(pilot, "conn")
+            screen = app.screen
+            assert isinstance(screen, ConnectionsScreen)
+            text = screen.text()
+            assert "gen-librdkafka-txn" in text and "rdkafka-2.16.0" in text
+            conns = {e.conn.id for e in expected}
+            assert len(screen.rows) == len(conns)
+            first = screen.rows[0]
+            assert first["exchanges"] == sum(1 for e in expected if e.conn.id == first["id"])
+            # enter: that connection's exchanges
+            await pilot.press("enter")
+            await pilot.pause()
+            assert not isinstance(app.screen, ConnectionsScreen)
+            assert app.conn_scope == first["id"]
+            assert sorted(app.shown) == [i for i, e in enumerate(expected) if e.conn.id == first["id"]]
+            assert f"connection {first['id']}" in app.query_one("#exchanges").border_title
+            await pilot.press("escape")
+            await pilot.pause()
+            assert app.conn_scope is None and len(app.shown) == len(expected)
+
+            await command(pilot, "groups")
+            assert isinstance(app.screen, GroupsScreen)
+            brokers = app.screen.text("brokers")
+            assert "127.0.0.1:43545" in brokers and "127.0.0.1:45069" in brokers
+            # no consumer group in this capture: the view says so
+            assert "no consumer groups seen" in "\n".join(
+                str(w.content) for w in app.screen.query(".view-empty")
+            )
+            await command(pilot, "stats")  # one view replaces another
+            assert isinstance(app.screen, StatsScreen)
+            assert len(app.screen_stack) == 2
+            assert "p50" in str(app.screen.query_one("#stats-latency").content)
+            await command(pilot, "io")
+            assert isinstance(app.screen, IOScreen)
+            spark = app.screen.query_one("#io-requests")
+            assert sum(spark.data) * app.screen.series["step"] == pytest.approx(len(expected))
+            await pilot.press("question_mark")
+            await pilot.pause()
+            assert isinstance(app.screen, HelpScreen)
+            assert "ctrl+d" in str(app.screen.query_one("#help-keys").content.columns[0]._cells)
+            await command(pilot, "issu")  # a unique prefix
+            assert isinstance(app.screen, IssuesScreen)
+            await command(pilot, "nonsense")
+            assert isinstance(app.screen, IssuesScreen)
+            await command(pilot, "ex")
+            assert app.screen is app.screen_stack[0]
+            await pilot.press("escape")
+            assert app.is_running
+
+    asyncio.run(go())
+
+
+def test_issues_view_jumps_to_each_exchange():
+    from textual.widgets import Tree
+
+    from analyzer.tui.screens.issues import IssuesScreen
+
+    expected = pipeline_exchanges(TXN)
+
+    async def go():
+        async with started(TXN, size=(160, 50)) as (app, pilot):
+            app.set_filter("produce")  # the jump clears a filter that hides the exchange
+            await pilot.pause()
+            await command(pilot, "issues")
+            screen = app.screen
+            assert isinstance(screen, IssuesScreen)
+            codes = [g.code for g in screen.groups]
+            kafka = next(g for g in screen.groups if g.code.startswith("kafka."))
+            name = kafka.code[6:]
+            assert kafka.rows == [i for i, e in enumerate(expected) if name in error_names(e.response)]
+            assert len(codes) == len(set(codes))
+            tree = screen.query_one(Tree)
+            node = next(n for n in tree.root.children if kafka.code in str(n.label))
+            node.expand()
+            await pilot.pause()
+            target = node.children[-1].data
+            tree.move_cursor(node.children[-1])
+            await pilot.press("enter")
+            await pilot.pause()
+            assert not isinstance(app.screen, IssuesScreen)
+            assert app.current.index == target
+            assert name in app.current.flags[0]
+            assert app.shown[app.query_one("#exchanges").cursor_row] == target
+
+    asyncio.run(go())
+
+
+def test_records_table_and_export(tmp_path, monkeypatch):
+    import orjson
+
+    from analyzer.export.jsonout import exchange_json
+    from analyzer.session.records import iter_records
+    from analyzer.tui.screens.records import RecordsScreen, bytes_text
+
+    monkeypatch.chdir(tmp_path)
+    a = Analysis(GZIP, Options(records_bodies=True))
+    expected = [ev for ev in a.events() if type(ev) is Exchange]
+    ids = a.knowledge.topic_ids
+    fetch = next(
+        i
+        for i, e in enumerate(expected)
+        if e.api_key == 1 and e.response is not None and any(iter_records(e.response.body))
+    )
+    want = list(iter_records(expected[fetch].response.body, ids))
+    assert want[0].topic == "rdk-gzip"  # Fetch v13+ names topics by id: the table shows names
+
+    async def go():
+        async with started(GZIP) as (app, pilot):
+            assert app.select_exchange(fetch)
+            await pilot.pause()
+            await pilot.press("v")
+            await pilot.pause()
+            screen = app.screen
+            assert isinstance(screen, RecordsScreen)
+            rows = [r for r in screen.rows if r["msg"] == "response"]
+            assert [(r["topic"], r["partition"], r["offset"]) for r in rows] == [
+                (w.topic, w.partition, w.offset) for w in want
+            ]
+            assert [r["value"] for r in rows] == [bytes_text(w.value) for w in want]
+            assert [r["key"] for r in rows] == [bytes_text(w.key) for w in want]
+            assert all(r["timestamp"].endswith("Z") for r in rows)
+            assert "value" in screen.text()
+            await pilot.press("escape")
+            await pilot.pause()
+
+            await pilot.press("x")
+            await pilot.pause()
+            path = tmp_path / f"kafka-exchange-{fetch + 1}.json"
+            assert app.exported == str(path)
+            got = orjson.loads(path.read_bytes())
+            assert got == orjson.loads(orjson.dumps(exchange_json(expected[fetch])))
+
+    asyncio.run(go())
+
+
+def test_narrow_terminal_80x24():
+    async def go():
+        async with started(TXN, size=(80, 24)) as (app, pilot):
+            table = app.query_one("#exchanges")
+            head = table.header_text()
+            for name in ("time", "API", "corr", "latency", "!"):
+                assert name in head, name
+            assert "client -> broker" not in head
+            assert table.size.height - 1 >= 7  # the header and at least seven exchanges
+            assert not app.query_one("#hex").display  # hex starts hidden when narrow
+            row = table.row_text(0)
+            assert "ms" in row and len(row) <= 200
+            await pilot.press("w")
+            assert app.query_one("#hex").display
+            await pilot.press("z")  # list only
+            await pilot.pause()
+            assert not app.query_one("#detail").display
+            assert table.size.height > 15
+            await pilot.press("z")  # detail only
+            await pilot.pause()
+            assert not table.display and app.query_one("#detail").display
+            await pilot.press("z")
+            await pilot.pause()
+            assert table.display and app.query_one("#detail").display
+            await pilot.press("t")
+            assert app.theme == "textual-light"
+            await pilot.press("t")
+            assert app.theme == "textual-dark"
+
+    asyncio.run(go())
+
+
+def test_stdin_source_decodes_from_the_spool():
+    expected = pipeline_exchanges(GZIP)
+
+    async def go():
+        with open(GZIP, "rb") as f:
+            app = AnalyzerApp(f, name="-")
+            async with app.run_test(size=SIZE) as pilot:
+                await wait_done(app, pilot)
+                assert len(app.rows) == len(expected)
+                last = [i for i in app.shown if expected[i].api_key == 1 and expected[i].response][-1]
+                assert app.select_exchange(last)
+                await pilot.pause()
+                want = expected[last]
+                assert bytes(app.view.request.frame.payload) == bytes(want.request.frame.payload)
+                assert tree_of(app.view.response.body) == tree_of(want.response.body)
+                assert app.exit_code == 0
+                assert "-  done" in widget_text(app, "#status")
+
+    asyncio.run(go())

@@ -10,6 +10,8 @@ from textual.widgets import DataTable, Footer, Static
 
 from analyzer.session.report import TABLES
 from analyzer.session.report import cell as table_cell
+from analyzer.session.stats import percentile
+from analyzer.tui.model import latency_histogram
 from analyzer.tui.screens.base import View
 
 
@@ -31,6 +33,32 @@ def stats_head(tables: dict, note: str = "") -> Text:
     return head
 
 
+BAR = 30
+
+
+def latency_text(latencies: dict[str, list[float]]) -> Text:
+    """Per API: p50/p90/p99/max, then a histogram of its latencies, one bar per bin."""
+    t = Text()
+    for name, values in sorted(latencies.items()):
+        vals = sorted(values)
+        if not vals:
+            continue
+        ps = "  ".join(
+            f"{label} {percentile(vals, q) * 1000:.3f}ms"  # type: ignore[operator]
+            for label, q in (("p50", 50), ("p90", 90), ("p99", 99))
+        )
+        t.append(f"{name}", style="bold cyan")
+        t.append(f"  n={len(vals)}  {ps}  max {vals[-1] * 1000:.3f}ms\n")
+        hist = latency_histogram(vals, 8)
+        peak = max((n for _, _, n in hist), default=1) or 1
+        for lo, hi, n in hist:
+            bar = "█" * max(1 if n else 0, round(n / peak * BAR))
+            t.append(f"  {lo:10.3f} - {hi:10.3f} ms  ", style="dim")
+            t.append(bar.ljust(BAR), style="green")
+            t.append(f" {n}\n")
+    return t
+
+
 class StatsScreen(View):
     """The ``stats`` tables of the capture: APIs with latency percentiles, topics, clients,
     connections, brokers, groups, anomalies. Long tables are cut at ``MAX_ROWS`` rows."""
@@ -39,10 +67,11 @@ class StatsScreen(View):
     MAX_ROWS = 2000
     BINDINGS = [Binding("s", "app.back", "Back", show=False)]
 
-    def __init__(self, tables: dict, note: str = "") -> None:
+    def __init__(self, tables: dict, note: str = "", latencies: dict[str, list[float]] | None = None) -> None:
         super().__init__()
         self.tables = tables
         self.note = note
+        self.latencies = latencies or {}
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="stats-scroll"):
@@ -74,6 +103,11 @@ class StatsScreen(View):
                     for r in rows[: self.MAX_ROWS]
                 )
                 yield table
+                if key == "apis" and self.latencies:
+                    yield Static(
+                        Text("Latency per API (log-spaced bins)", style="bold"), classes="stats-title"
+                    )
+                    yield Static(latency_text(self.latencies), id="stats-latency")
         yield Footer()
 
     def on_mount(self) -> None:

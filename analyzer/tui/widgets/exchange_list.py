@@ -55,7 +55,7 @@ class ExchangeList(ScrollView, can_focus=True):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.widths = [len(c.name) for c in COLUMNS]
+        self.widths = [len(c.name) + 1 for c in COLUMNS]  # room for the sort arrow
         self.source: list[Row] = []
         self.shown: list[int] = []
         self.cursor_row = -1
