@@ -9,6 +9,7 @@ its records, when it is shown. Rows reach the UI in batches (at most one in flig
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import threading
@@ -75,10 +76,11 @@ class AnalyzerApp(App[int]):
         Binding("escape", "back", "Back", show=False),
     ]
 
-    BATCH_SECONDS = 0.1  # how often the worker posts rows while reading
+    BATCH_SECONDS = 0.25  # how often the worker posts rows while reading
     FIRST_BATCH_SECONDS = 0.02  # ... and the first rows, sooner
     SLICE_SECONDS = 0.05  # how long the worker holds the lock at a time
     VIEW_CACHE = 8  # decoded exchanges kept
+    FREEZE_ROWS = 4000  # gc.freeze() every so many rows indexed
 
     def __init__(
         self,
@@ -184,6 +186,7 @@ class AnalyzerApp(App[int]):
         rows: list[Row] = []
         last_post = time.monotonic()
         wait = self.FIRST_BATCH_SECONDS
+        frozen = 0
         try:
             for events in a.batches(self.SLICE_SECONDS):
                 if cancelled():
@@ -195,6 +198,12 @@ class AnalyzerApp(App[int]):
                     if index.origin is None:
                         index.origin = a.first_ts
                     rows.extend(index.add(events))
+                if len(index.rows) - frozen >= self.FREEZE_ROWS:
+                    # The rows live as long as the app: keep them out of the cyclic GC's full
+                    # collections, whose cost would otherwise grow with every row indexed
+                    # (the decoder's garbage triggers many; 1.5x the indexing time at 40k rows).
+                    gc.freeze()
+                    frozen = len(index.rows)
                 now = time.monotonic()
                 if rows and now - last_post >= wait and not a.finished:
                     if not post(AnalysisBatch(rows, a.packets, a.fraction, connections=a.connections)):
@@ -204,6 +213,7 @@ class AnalyzerApp(App[int]):
                     wait = self.BATCH_SECONDS
             if not cancelled():
                 post(AnalysisBatch(rows, a.packets, 1.0, done=True, connections=a.connections))
+            gc.unfreeze()  # indexing is over: cycles frozen on the way may be collected again
         except Exception as e:  # a bug must not take the UI down: say what happened
             post(
                 AnalysisBatch(
