@@ -213,7 +213,6 @@ class AnalyzerApp(App[int]):
                     wait = self.BATCH_SECONDS
             if not cancelled():
                 post(AnalysisBatch(rows, a.packets, 1.0, done=True, connections=a.connections))
-            gc.unfreeze()  # indexing is over: cycles frozen on the way may be collected again
         except Exception as e:  # a bug must not take the UI down: say what happened
             post(
                 AnalysisBatch(
@@ -225,6 +224,8 @@ class AnalyzerApp(App[int]):
                     connections=a.connections,
                 )
             )
+        finally:
+            gc.unfreeze()  # indexing is over: cycles frozen on the way may be collected again
 
     # batches (UI thread) ------------------------------------------------------------------------------
     @on(AnalysisBatch)

@@ -151,7 +151,10 @@ class Row:
         self.corr = ex.correlation_id
         cid = ex.client_id
         self.client_id = _intern(cid) if cid is not None else None
-        self.topics: dict[str, list[int]] = ex.topics
+        # (topic, partitions) pairs: a tuple of interned names costs a fraction of a dict
+        self.topics: tuple[tuple[str, tuple[int, ...]], ...] = (
+            tuple((_intern(t), tuple(ps)) for t, ps in ex.topics.items()) if ex.topics else EMPTY
+        )
         self.req_bytes = req.frame.length + 4 if req is not None else -1
         self.resp_bytes = resp.frame.length + 4 if resp is not None else -1
         self.latency = ex.latency
@@ -181,6 +184,14 @@ class Row:
         if c.client_direction is None:
             return f"{c.a} ?? {c.b}"
         return f"{c.client} -> {c.broker}"
+
+    def topic_dict(self) -> dict[str, list[int]]:
+        """The exchange's topics as the session layer names them: topic -> partitions."""
+        return {t: list(ps) for t, ps in self.topics}
+
+    @property
+    def topics_text(self) -> str:
+        return topics_text(self.topic_dict()) if self.topics else ""
 
     @property
     def sizes(self) -> str:
@@ -243,7 +254,7 @@ COLUMNS: tuple[Column, ...] = (
     Column(
         "corr", 10, 0, lambda r, o: str(r.corr) if r.corr is not None else "-", lambda r: _none_last(r.corr)
     ),
-    Column("topics", 60, 3, lambda r, o: topics_text(r.topics), lambda r: topics_text(r.topics)),
+    Column("topics", 60, 3, lambda r, o: r.topics_text, lambda r: r.topics_text),
     Column("req/resp B", 17, 1, lambda r, o: r.sizes, lambda r: max(r.req_bytes, 0) + max(r.resp_bytes, 0)),
     Column("latency", 12, 0, lambda r, o: r.latency_text, lambda r: _none_last(r.latency)),
     Column(
@@ -285,11 +296,11 @@ def matches(row: Row, text: str) -> bool:
             if col == "api":
                 ok = value in row.api.lower()
             elif col == "topic":
-                ok = any(value in topic.lower() for topic in row.topics)
+                ok = any(value in topic.lower() for topic, _ in row.topics)
             else:
                 ok = value in client
         else:
-            ok = t in row.api.lower() or t in client or any(t in topic.lower() for topic in row.topics)
+            ok = t in row.api.lower() or t in client or any(t in topic.lower() for topic, _ in row.topics)
         if not ok:
             return False
     return True
@@ -415,7 +426,7 @@ class Index:
             else:
                 key, version = row.resp_key
                 resp = decode_response(frame, key, version, opts)
-        return Exchange(conn, req, resp, list(row.issues), row.topics)
+        return Exchange(conn, req, resp, list(row.issues), row.topic_dict())
 
     def connection_rows(self, knowledge=None) -> list[dict]:
         """One dict per connection (the connections view), in the order they were first seen."""

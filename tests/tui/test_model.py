@@ -72,7 +72,7 @@ def test_exchanges_decode_again_from_the_spool(path):
             assert (row.api_key, row.api_version, row.corr) == (ex.api_key, ex.api_version, ex.correlation_id)
             assert row.ts == ex.ts and row.latency == ex.latency and row.conn.id == ex.conn.id
             assert row.sizes == sizes_text(ex)
-            assert topics_text(row.topics) == topics_text(ex.topics)
+            assert row.topics_text == topics_text(ex.topics) and row.topic_dict() == ex.topics
             view = index.exchange(row)
             for got, exp in ((view.request, ex.request), (view.response, ex.response)):
                 assert (got is None) == (exp is None)
