@@ -9,7 +9,6 @@ its records, when it is shown. Rows reach the UI in batches (at most one in flig
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 import threading
@@ -26,14 +25,14 @@ from textual.timer import Timer
 from textual.widgets import Footer, Header, Input, Static, Tree
 from textual.worker import get_current_worker
 
-from analyzer.capture.files import check_readable
 from analyzer.dissect.message import Options
 from analyzer.model import Exchange, Field, Issue, Severity
 from analyzer.pipeline import UNUSABLE, Analysis, Exit
 from analyzer.session.report import api_text, stats_tables
 from analyzer.session.stats import Stats
+from analyzer.tui.indexer import Indexer, Progress
 from analyzer.tui.messages import AnalysisBatch, RowChosen, RowHighlighted, ShowExchanges
-from analyzer.tui.model import COLUMNS, Index, Row, SortedRows, keep
+from analyzer.tui.model import COLUMNS, Index, ListView, Row, SortedRows
 from analyzer.tui.screens.base import View
 from analyzer.tui.screens.command import CommandScreen, parse_command
 from analyzer.tui.screens.connections import ConnectionsScreen
@@ -99,11 +98,7 @@ class AnalyzerApp(App[int]):
         self.analysis = Analysis(source, scan, ports=ports, lock=self._lock)
         self.stats = Stats(self.analysis.knowledge.topic_ids)
         self.index = Index(Options(True, self.opts.show_secrets, self.opts.limits))
-        self.rows: list[Row] = []  # the rows the UI has taken, in arrival order
-        self.order = SortedRows()
-        self.shown: list[int] = []  # row indexes in list order
-        self.filter_text = ""
-        self.conn_scope: int | None = None
+        self.list = ListView()  # the rows taken, filtered, scoped and sorted
         self.current: Row | None = None
         self.view: Exchange | None = None  # the current exchange with its field trees
         self._views: dict[int, Exchange] = {}
@@ -123,6 +118,29 @@ class AnalyzerApp(App[int]):
         self._stop = threading.Event()
         self._filter_timer: Timer | None = None
         self.sub_title = os.path.basename(str(self.path))
+
+    # the list's state ----------------------------------------------------------------------------
+    @property
+    def rows(self) -> list[Row]:
+        """Every row taken from the indexer, in arrival order (``rows[i].index == i``)."""
+        return self.list.rows
+
+    @property
+    def shown(self) -> list[int]:
+        """The row indexes the list shows, in its order."""
+        return self.list.shown
+
+    @property
+    def order(self) -> SortedRows:
+        return self.list.order
+
+    @property
+    def filter_text(self) -> str:
+        return self.list.text
+
+    @property
+    def conn_scope(self) -> int | None:
+        return self.list.conn
 
     # layout -------------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -176,56 +194,20 @@ class AnalyzerApp(App[int]):
             self.post_message(batch)
             return True
 
-        if isinstance(self.source, str) and self.source != "-":
-            problem = check_readable(self.source)
-            if problem:
-                post(AnalysisBatch([], 0, None, done=True, error=problem))
-                return
-        a, index = self.analysis, self.index
-        a.cancel = cancelled
-        rows: list[Row] = []
-        last_post = time.monotonic()
-        wait = self.FIRST_BATCH_SECONDS
-        frozen = 0
-        try:
-            for events in a.batches(self.SLICE_SECONDS):
-                if cancelled():
-                    return
-                with self._lock:
-                    add = self.stats.add
-                    for ev in events:
-                        add(ev)
-                    if index.origin is None:
-                        index.origin = a.first_ts
-                    rows.extend(index.add(events))
-                if len(index.rows) - frozen >= self.FREEZE_ROWS:
-                    # The rows live as long as the app: keep them out of the cyclic GC's full
-                    # collections, whose cost would otherwise grow with every row indexed
-                    # (the decoder's garbage triggers many; 1.5x the indexing time at 40k rows).
-                    gc.freeze()
-                    frozen = len(index.rows)
-                now = time.monotonic()
-                if rows and now - last_post >= wait and not a.finished:
-                    if not post(AnalysisBatch(rows, a.packets, a.fraction, connections=a.connections)):
-                        return
-                    rows = []
-                    last_post = now
-                    wait = self.BATCH_SECONDS
-            if not cancelled():
-                post(AnalysisBatch(rows, a.packets, 1.0, done=True, connections=a.connections))
-        except Exception as e:  # a bug must not take the UI down: say what happened
-            post(
-                AnalysisBatch(
-                    rows,
-                    a.packets,
-                    None,
-                    done=True,
-                    error=f"analysis failed after {a.packets} packets: {type(e).__name__}: {e}",
-                    connections=a.connections,
-                )
-            )
-        finally:
-            gc.unfreeze()  # indexing is over: cycles frozen on the way may be collected again
+        def post_progress(p: Progress) -> bool:
+            return post(AnalysisBatch(p))
+
+        indexer = Indexer(
+            self.analysis,
+            self.index,
+            self.stats,
+            self._lock,
+            first_batch=self.FIRST_BATCH_SECONDS,
+            batch=self.BATCH_SECONDS,
+            slice_seconds=self.SLICE_SECONDS,
+            freeze_rows=self.FREEZE_ROWS,
+        )
+        indexer.run(post_progress, cancelled, self.source if isinstance(self.source, str) else None)
 
     # batches (UI thread) ------------------------------------------------------------------------------
     @on(AnalysisBatch)
@@ -238,19 +220,14 @@ class AnalyzerApp(App[int]):
     def _take_batch(self, batch: AnalysisBatch) -> None:
         table = self.query_one(ExchangeList)
         table.origin = self.index.origin
-        self.rows.extend(batch.rows)
+        added = self.list.add(batch.rows)
         self.error_rows += sum(1 for r in batch.rows if r.has_errors)
         if batch.rows and self.first_row_at is None:
             self.first_row_at = time.monotonic()
-        new = [r for r in batch.rows if keep(r, self.filter_text, self.conn_scope)]
-        if new:
-            before = len(self.shown)
-            if self.order.add(new) and not self.order.reverse:
-                self.shown.extend(self.order.indexes[before:])
-                table.rows_added(self.order.indexes[before:])
-            else:
-                self.shown = self.order.shown()
-                table.set_rows(self.rows, self.shown, self.current.index if self.current else None)
+        if added is None:
+            table.set_rows(self.rows, self.shown, self.current.index if self.current else None)
+        elif added:
+            table.rows_added(added)
         self.packets = batch.packets
         self.connections = batch.connections
         self.fraction = batch.fraction
@@ -437,9 +414,7 @@ class AnalyzerApp(App[int]):
     def _refresh_list(self) -> None:
         """Rebuild the list from the filter, the connection scope and the sort order; the cursor
         stays on the current exchange when it is still shown, else goes to the first."""
-        text, conn = self.filter_text, self.conn_scope
-        self.order.reset(r for r in self.rows if keep(r, text, conn))
-        self.shown = self.order.shown()
+        self.list.rebuild()
         table = self.query_one(ExchangeList)
         cur = self.current
         table.set_rows(self.rows, self.shown, cur.index if cur is not None else None)
@@ -467,17 +442,17 @@ class AnalyzerApp(App[int]):
         text = " ".join(text.split())
         if text == self.filter_text:
             return
-        self.filter_text = text
+        self.list.text = text
         self._refresh_list()
 
     def set_scope(self, conn: int | None) -> None:
         """Show only the exchanges of connection ``conn`` (None: all)."""
         if conn != self.conn_scope:
-            self.conn_scope = conn
+            self.list.conn = conn
             self._refresh_list()
 
     def set_sort(self, column: int, reverse: bool = False) -> None:
-        self.order = SortedRows(column, reverse)
+        self.list.sort_by(column, reverse)
         self._refresh_list()
 
     # actions ------------------------------------------------------------------------------------------------

@@ -4,28 +4,20 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from analyzer.tui.model import Row
+from analyzer.tui.indexer import Progress
 
 
 class AnalysisBatch(Message):
-    """New rows and progress from the indexing thread."""
+    """New rows and progress from the indexing thread (see :class:`~analyzer.tui.indexer.Progress`)."""
 
-    def __init__(
-        self,
-        rows: list[Row],
-        packets: int,
-        fraction: float | None,
-        done: bool = False,
-        error: str | None = None,
-        connections: int = 0,
-    ) -> None:
+    def __init__(self, p: Progress) -> None:
         super().__init__()
-        self.rows = rows
-        self.packets = packets
-        self.fraction = fraction
-        self.done = done
-        self.error = error
-        self.connections = connections
+        self.rows = p.rows
+        self.packets = p.packets
+        self.fraction = p.fraction
+        self.done = p.done
+        self.error = p.error
+        self.connections = p.connections
 
 
 class RowHighlighted(Message):

@@ -509,6 +509,42 @@ class SortedRows:
         return self.indexes[::-1] if self.reverse else list(self.indexes)
 
 
+class ListView:
+    """What the exchange list shows: the rows taken so far (arrival order), those the filter
+    ``text`` and the connection scope ``conn`` keep, sorted (``shown``: row indexes)."""
+
+    def __init__(self) -> None:
+        self.rows: list[Row] = []
+        self.order = SortedRows()
+        self.shown: list[int] = []
+        self.text = ""
+        self.conn: int | None = None
+
+    def add(self, rows: list[Row]) -> list[int] | None:
+        """Take new rows: the indexes appended at the end of ``shown``, or None when ``shown``
+        was rebuilt (a new row sorts before rows already shown)."""
+        self.rows.extend(rows)
+        new = [r for r in rows if keep(r, self.text, self.conn)]
+        if not new:
+            return []
+        before = len(self.order.indexes)
+        if self.order.add(new) and not self.order.reverse:
+            added = self.order.indexes[before:]
+            self.shown.extend(added)
+            return added
+        self.shown = self.order.shown()
+        return None
+
+    def rebuild(self) -> None:
+        """``shown`` again, after the filter, the scope or the sort order changed."""
+        self.order.reset(r for r in self.rows if keep(r, self.text, self.conn))
+        self.shown = self.order.shown()
+
+    def sort_by(self, column: int, reverse: bool = False) -> None:
+        self.order = SortedRows(column, reverse)
+        self.rebuild()
+
+
 # -- pictures ----------------------------------------------------------------------------------------
 
 

@@ -252,3 +252,54 @@ def test_io_series_and_latency_histogram():
     assert h[-1][1] == pytest.approx(max(lats) * 1000)
     assert io_series([])["requests"] == [] and latency_histogram([]) == []
     index.close()
+
+
+def test_indexer_posts_every_row_once_then_done(tmp_path):
+    import threading
+
+    from analyzer.tui.indexer import Indexer
+
+    want = full(TXN)
+    a = Analysis(TXN, Options())
+    index = Index(Options(True))
+    stats = Stats(a.knowledge.topic_ids)
+    posted = []
+    Indexer(a, index, stats, threading.Lock(), first_batch=0.0, batch=0.0).run(
+        lambda p: posted.append(p) or True, lambda: False, str(TXN)
+    )
+    assert posted[-1].done and posted[-1].error is None and posted[-1].fraction == 1.0
+    assert not any(p.done for p in posted[:-1])
+    rows = [r for p in posted for r in p.rows]
+    assert rows == index.rows and [r.index for r in rows] == list(range(len(want)))
+    assert stats.exchanges == len(want) and index.origin == a.first_ts
+    index.close()
+
+    # an unreadable path: one batch, done, saying why
+    out = []
+    b = Analysis(tmp_path / "nope.pcap", Options())
+    Indexer(b, Index(Options()), Stats(), threading.Lock()).run(
+        lambda p: out.append(p) or True, lambda: False, str(tmp_path / "nope.pcap")
+    )
+    assert len(out) == 1 and out[0].done and "no such file" in out[0].error
+
+
+def test_list_view_takes_batches_filters_scopes_and_sorts():
+    from analyzer.tui.model import ListView
+
+    index, _ = indexed(TXN)
+    rows = index.rows
+    lv = ListView()
+    lv.text = "fetch"
+    for k in range(0, len(rows), 5):
+        added = lv.add(rows[k : k + 5])
+        assert added is None or all(i in lv.shown for i in added)
+    fetch = [r for r in rows if matches(r, "fetch")]
+    assert sorted(lv.shown) == sorted(r.index for r in fetch) != []
+    assert [rows[i].ts for i in lv.shown] == sorted(r.ts for r in fetch)
+    lv.text, lv.conn = "", rows[0].conn.id
+    lv.rebuild()
+    assert sorted(lv.shown) == [r.index for r in rows if r.conn.id == rows[0].conn.id]
+    lv.conn = None
+    lv.sort_by(0, reverse=True)
+    assert lv.shown == list(range(len(rows)))[::-1]
+    index.close()
