@@ -466,7 +466,13 @@ def test_vim_keys_move_the_cursor():
             assert table.cursor_row == len(app.shown) - 1
             await pilot.press("g", "enter")
             await pilot.pause()
-            assert app.focused is app.query_one(DetailTree)
+            tree = app.query_one(DetailTree)
+            assert app.focused is tree
+            line = tree.cursor_line
+            await pilot.press("j", "j")
+            assert tree.cursor_line == line + 2
+            await pilot.press("k")
+            assert tree.cursor_line == line + 1
 
     asyncio.run(go())
 

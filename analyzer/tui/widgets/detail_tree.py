@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual import on
+from textual.binding import Binding
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
@@ -27,6 +28,12 @@ class DetailTree(Tree[NodeData]):
     so a Fetch response with thousands of records costs nothing until it is opened.
     """
 
+    BINDINGS = [
+        Binding("j", "cursor_down", "Down", show=False),
+        Binding("k", "cursor_up", "Up", show=False),
+        Binding("g", "scroll_home", "Top", show=False),
+        Binding("G", "scroll_end", "Bottom", show=False),
+    ]
     AUTO_EXPAND_DEPTH = 6
     EAGER_LINES = 120  # auto-expand levels while the visible tree stays below this many lines
 
