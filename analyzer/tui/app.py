@@ -68,6 +68,7 @@ class AnalyzerApp(App[int]):
         Binding("r", "toggle_hex", "Req/Resp"),
         Binding("v", "records", "Records"),
         Binding("x", "export", "Export"),
+        Binding("y", "copy", "Copy JSON", show=False),
         Binding("z", "layout", "Layout"),
         Binding("w", "hex_pane", "Hex", show=False),
         Binding("s", "stats", "Stats", show=False),
@@ -457,7 +458,18 @@ class AnalyzerApp(App[int]):
 
     # actions ------------------------------------------------------------------------------------------------
     MAIN_ONLY = frozenset(
-        ("filter", "toggle_hex", "next_error", "sort", "reverse", "records", "export", "layout", "hex_pane")
+        (
+            "filter",
+            "toggle_hex",
+            "next_error",
+            "sort",
+            "reverse",
+            "records",
+            "export",
+            "copy",
+            "layout",
+            "hex_pane",
+        )
     )
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -575,6 +587,21 @@ class AnalyzerApp(App[int]):
         self.notify(f"exchange #{self.current.index + 1} written to {path}", timeout=6)
 
     exported: str | None = None
+
+    def action_copy(self) -> None:
+        """Copy the current exchange as JSON to the terminal's clipboard (OSC 52)."""
+        if self.view is None or self.current is None:
+            self.notify("no exchange selected", timeout=2)
+            return
+        from analyzer.export.jsonout import exchange_json
+
+        text = orjson.dumps(exchange_json(self.view), option=orjson.OPT_INDENT_2).decode()
+        self.copy_to_clipboard(text)
+        self.notify(
+            f"exchange #{self.current.index + 1} copied as JSON ({len(text)} characters) to the "
+            "clipboard (terminals that allow OSC 52); x writes it to a file",
+            timeout=6,
+        )
 
     def action_records(self) -> None:
         if self.view is None or self.current is None:

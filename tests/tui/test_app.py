@@ -619,6 +619,9 @@ def test_records_table_and_export(tmp_path, monkeypatch):
             assert app.exported == str(path)
             got = orjson.loads(path.read_bytes())
             assert got == orjson.loads(orjson.dumps(exchange_json(expected[fetch])))
+            await pilot.press("y")
+            await pilot.pause()
+            assert orjson.loads(app.clipboard) == got
 
     asyncio.run(go())
 

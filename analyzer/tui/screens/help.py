@@ -33,6 +33,7 @@ KEYS = [
     ("r", "request / response bytes in the hex view"),
     ("v", "the records of the exchange (offset, timestamp, key, value, headers)"),
     ("x", "export the exchange as JSON to a file in the current directory"),
+    ("y", "copy the exchange as JSON to the clipboard (OSC 52)"),
     ("s", "statistics"),
 ]
 
