@@ -26,8 +26,8 @@ from textual.widgets import Footer, Header, Input, Static, Tree
 from textual.worker import get_current_worker
 
 from analyzer.dissect.message import Options
-from analyzer.model import Exchange, Field, Issue, Severity
-from analyzer.pipeline import UNUSABLE, Analysis, Exit
+from analyzer.model import Exchange, Field, Issue
+from analyzer.pipeline import Analysis, Exit
 from analyzer.session.report import api_text, stats_tables
 from analyzer.session.stats import Stats
 from analyzer.tui.indexer import Indexer, Progress
@@ -46,6 +46,7 @@ from analyzer.tui.widgets.detail_tree import DetailTree
 from analyzer.tui.widgets.exchange_list import ExchangeList
 from analyzer.tui.widgets.hex_view import HexView
 from analyzer.tui.widgets.labels import NodeData, hex_target, message_roots
+from analyzer.tui.widgets.status import problem_lines, status_text
 
 LAYOUTS = ("both", "list", "detail")
 NARROW = 100  # below this width the hex pane starts hidden
@@ -243,23 +244,14 @@ class AnalyzerApp(App[int]):
         self._update_status()
 
     def _show_problems(self) -> None:
-        lines: list[Text] = []
-        if self.load_error:
-            lines.append(Text(f"Cannot analyse the capture: {self.load_error}", style="bold"))
-        for i in self.capture_issues:
-            if i.code in UNUSABLE:
-                lines.append(Text(f"Not a capture file: {i.message}", style="bold"))
-            elif i.severity >= Severity.ERROR:
-                lines.append(Text(f"Capture damaged: {i.message} (showing what was read before the damage)"))
-            else:
-                lines.append(Text(f"Capture {i.severity}: {i.message}"))
-        if not self.rows and not self.load_error and not self.analysis.unusable():
-            where = (
-                "no TCP traffic at all"
-                if self.connections == 0
-                else f"{self.connections} TCP connections, none carrying Kafka"
-            )
-            lines.append(Text(f"No Kafka traffic found in {self.packets} packets ({where})."))
+        lines = problem_lines(
+            self.load_error,
+            self.capture_issues,
+            len(self.rows),
+            self.analysis.unusable(),
+            self.packets,
+            self.connections,
+        )
         msg = self.query_one("#message", Static)
         if lines:
             msg.update(Text("\n").join(lines))
@@ -292,25 +284,18 @@ class AnalyzerApp(App[int]):
         table.sort = (col, rev)
 
     def _update_status(self) -> None:
-        if self.done:
-            state = Text("done", style="green")
-        elif self.fraction is not None:
-            state = Text(f"analysing… {self.fraction * 100:.0f}%", style="yellow")
-        else:
-            state = Text("analysing…", style="yellow")
-        t = Text()
-        t.append(os.path.basename(str(self.path)), style="bold")
-        t.append("  ")
-        t.append_text(state)
-        t.append(f"  {self.packets} packets  {len(self.rows)} exchanges")
-        if self.error_rows:
-            t.append(f"  {self.error_rows} with errors", style="red")
-        if self.filter_text or self.conn_scope is not None:
-            what = " ".join(self.filter_text.split())
-            scope = f" conn {self.conn_scope}" if self.conn_scope is not None else ""
-            t.append(f"  {len(self.shown)} match (filter: {what}{scope})", style="cyan")
-        if self.capture_issues or self.load_error:
-            t.append("  capture problems: see top", style="bold red")
+        t = status_text(
+            str(self.path),
+            self.done,
+            self.fraction,
+            self.packets,
+            len(self.rows),
+            self.error_rows,
+            self.filter_text,
+            self.conn_scope,
+            len(self.shown),
+            bool(self.capture_issues or self.load_error),
+        )
         self.query_one("#status", Static).update(t)
 
     # selection --------------------------------------------------------------------------------------------
