@@ -555,9 +555,6 @@ def cmd_check(args) -> int:
 def cmd_tui(args) -> int:
     from analyzer.tui.app import run_tui
 
-    if args.capture == "-":
-        print("kafka-analyzer: the TUI needs a capture file, not stdin", file=sys.stderr)
-        return EXIT_USAGE
     return run_tui(
         args.capture,
         Options(records_bodies=True, show_secrets=args.show_secrets),

@@ -1,277 +1,162 @@
-"""A Textual TUI to browse a capture: exchange list, decoded field tree, hex view, stats.
+"""A Textual TUI to browse a capture: exchange list, decoded field tree, hex view, and views of
+the connections, statistics, issues and groups (``:`` command line, ``?`` help).
 
-The capture is analysed by the one driver, :class:`~analyzer.pipeline.Analysis`, in a worker thread;
-rows reach the UI in batches (at most one batch in flight, so a huge capture never floods the
-message queue) and the UI stays responsive while the file is read.
-
-Keys: ``/`` filter (a display filter, ``kafka-analyzer filters``; plain words that are not a
-valid filter search the row text, and the bar says so), ``tab``/``shift+tab`` switch panes,
-``r`` request/response in the hex view, ``e`` next exchange with errors, ``s`` stats screen, ``q`` quit.
+The capture is read once by the one driver, :class:`~analyzer.pipeline.Analysis`, in a worker
+thread, without record bodies; the index (:mod:`analyzer.tui.model`) keeps a small row per
+exchange and spools the frame payloads to a temporary file; an exchange is decoded again, with
+its records, when it is shown. Rows reach the UI in batches (at most one in flight).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from typing import BinaryIO
 
+import orjson
 from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Footer, Header, Input, Static, Tree
 from textual.worker import get_current_worker
 
-from analyzer.capture.files import check_readable
-from analyzer.dissect.message import Options, decode_request, decode_response
-from analyzer.filter import Filter, FilterError, compile_filter, plain_words
-from analyzer.model import Exchange, Field, Issue, Severity
-from analyzer.pipeline import UNUSABLE, Analysis, Exit
-from analyzer.session.report import api_text, endpoints, exchange_flags, latency_text, sizes_text, topics_text
+from analyzer.dissect.message import Options
+from analyzer.filter import FilterError, compile_filter, plain_words
+from analyzer.model import Exchange, Field, Issue
+from analyzer.pipeline import Analysis, Exit
+from analyzer.session.report import api_text, stats_tables
 from analyzer.session.stats import Stats
-from analyzer.tui.widgets import (
-    DetailTree,
-    ExchangeList,
-    HexView,
-    NodeData,
-    StatsScreen,
-    hex_target,
-    message_roots,
-)
+from analyzer.tui.indexer import Indexer, Progress
+from analyzer.tui.messages import AnalysisBatch, RowChosen, RowHighlighted, ShowExchanges
+from analyzer.tui.model import COLUMNS, Index, ListView, Row, SortedRows
+from analyzer.tui.screens.base import View
+from analyzer.tui.screens.command import CommandScreen, parse_command
+from analyzer.tui.screens.connections import ConnectionsScreen
+from analyzer.tui.screens.groups import GroupsScreen
+from analyzer.tui.screens.help import HelpScreen
+from analyzer.tui.screens.io import IOScreen
+from analyzer.tui.screens.issues import IssuesScreen
+from analyzer.tui.screens.records import RecordsScreen, record_rows
+from analyzer.tui.screens.stats import StatsScreen
+from analyzer.tui.widgets.detail_tree import DetailTree
+from analyzer.tui.widgets.exchange_list import ExchangeList
+from analyzer.tui.widgets.hex_view import HexView
+from analyzer.tui.widgets.labels import NodeData, hex_target, message_roots
+from analyzer.tui.widgets.status import problem_lines, status_text
 
-# "!": the flags, error names and notable issues
-COLUMNS = (
-    "#",
-    "time",
-    "client -> broker",
-    "client id",
-    "API",
-    "corr",
-    "topics",
-    "req/resp B",
-    "latency",
-    "!",
-)
-MAX_WIDTHS = (7, 16, 47, 30, 26, 10, 60, 17, 12, 80)
-
-
-# -- rows and filtering -------------------------------------------------------------------------------
-
-
-@dataclass(slots=True, eq=False)
-class ExRow:
-    """One exchange with its table cells and what the filter searches."""
-
-    index: int
-    ex: Exchange
-    cells: tuple[str, ...]
-    severity: Severity | None  # of the flags: colours the last column
-    api: str  # lower case "produce v7"
-    topics: tuple[str, ...]
-    client: str
-    has_errors: bool
-    flags: list[str] = field(default_factory=list)
-    slim: bool = False  # the decoded trees were dropped: re-decode from the frames to show them
-
-
-def make_row(index: int, ex: Exchange, origin: float | None) -> ExRow:
-    a, b, known = endpoints(ex)
-    api = api_text(ex.api_key, ex.api_version)
-    cid = ex.client_id
-    flags, worst = exchange_flags(ex)
-    cells = (
-        str(index + 1),
-        f"{ex.ts - origin:.6f}" if origin is not None else "-",
-        f"{a} -> {b}" if known else f"{a} ?? {b}",
-        cid if cid is not None else "-",
-        api,
-        str(ex.correlation_id) if ex.correlation_id is not None else "-",
-        topics_text(ex.topics),
-        sizes_text(ex),
-        latency_text(ex),
-        "; ".join(flags),
-    )
-    has_errors = worst is not None
-    return ExRow(
-        index,
-        ex,
-        cells,
-        worst,
-        api.lower(),
-        tuple(t.lower() for t in ex.topics),
-        (cid or "").lower(),
-        has_errors,
-        flags,
-    )
-
-
-ERROR_WORDS = ("errors", "error", "err")
-
-
-def parse_filter(text: str) -> list[str]:
-    return [t for t in text.lower().split() if t]
-
-
-def row_matches(row: ExRow, terms: list[str]) -> bool:
-    """Text search (when the filter bar holds plain words that are not a display filter).
-    Every term must match: ``errors`` keeps exchanges with error codes or problems;
-    ``api:X``, ``topic:X``, ``client:X`` look for substring X in that column only; any other
-    term is a substring of the API name (``produce``, ``fetch v12``), a topic, the client id or
-    any other cell of the row (addresses, flags)."""
-    for t in terms:
-        if t in ERROR_WORDS:
-            if not row.has_errors:
-                return False
-            continue
-        col, sep, value = t.partition(":")
-        if sep and col in ("api", "topic", "client"):
-            if col == "api":
-                ok = value in row.api
-            elif col == "topic":
-                ok = any(value in topic for topic in row.topics)
-            else:
-                ok = value in row.client
-        else:
-            ok = (
-                t in row.api
-                or t in row.client
-                or any(t in topic for topic in row.topics)
-                or any(t in c.lower() for c in row.cells[2:])
-            )
-        if not ok:
-            return False
-    return True
-
-
-# -- keeping memory low: trees are dropped after the row is made, and re-decoded when shown ----------
-
-
-def slim(ex: Exchange) -> bool:
-    """Drop the decoded header and body of the exchange's Kafka messages (kept: frames, issues,
-    error codes, topics). A capture of a million exchanges keeps a few hundred bytes per
-    exchange instead of its whole field trees. SASL tokens (no api key) are kept as decoded."""
-    dropped = False
-    for m in (ex.request, ex.response):
-        if m is not None and m.api_key is not None and (m.header is not None or m.body is not None):
-            m.header = m.body = None
-            dropped = True
-    return dropped
-
-
-def redecode(ex: Exchange, opts: Options) -> Exchange:
-    """The exchange with the field trees of :func:`slim`-med messages decoded again from their
-    frames, as the pairing layer decoded them (responses with their request's key and version).
-    Issues, error codes and everything else come from the original exchange."""
-    req, resp = ex.request, ex.response
-    if req is not None and req.api_key is not None and req.header is None and req.body is None:
-        d = decode_request(req.frame, opts)
-        req = replace(req, header=d.header, body=d.body)
-    if resp is not None and resp.api_key is not None and resp.header is None and resp.body is None:
-        key, ver = (ex.request.api_key, ex.request.api_version) if ex.request is not None else (None, None)
-        d = decode_response(resp.frame, key, ver, opts)
-        resp = replace(resp, header=d.header, body=d.body)
-    return Exchange(ex.conn, req, resp, ex.issues, ex.topics)
-
-
-# -- messages from the worker ------------------------------------------------------------------------
-
-
-class AnalysisBatch(Message):
-    """New rows and progress from the analysis thread."""
-
-    def __init__(
-        self,
-        rows: list[ExRow],
-        packets: int,
-        fraction: float | None,
-        done: bool = False,
-        error: str | None = None,
-        connections: int = 0,
-    ) -> None:
-        super().__init__()
-        self.rows = rows
-        self.packets = packets
-        self.fraction = fraction
-        self.done = done
-        self.error = error
-        self.connections = connections
-
-
-# -- the app ---------------------------------------------------------------------------------------------
+LAYOUTS = ("both", "list", "detail")
+NARROW = 100  # below this width the hex pane starts hidden
 
 
 class AnalyzerApp(App[int]):
-    """Browse the Kafka exchanges of one capture file."""
+    """Browse the Kafka exchanges of one capture (a path, or a binary file object such as stdin)."""
 
     CSS_PATH = "app.tcss"
     TITLE = "kafka-analyzer"
 
     BINDINGS = [
         Binding("q", "quit", "Quit"),
+        Binding("colon", "command", ":cmd"),
+        Binding("question_mark", "help", "Help"),
         Binding("slash", "filter", "Filter"),
-        Binding("r", "toggle_hex", "Req/Resp hex"),
         Binding("e", "next_error", "Next error"),
-        Binding("s", "stats", "Stats"),
-        Binding("escape", "close_filter", "Close filter", show=False),
+        Binding("o", "sort", "Sort"),
+        Binding("O", "reverse", "Reverse", show=False),
+        Binding("r", "toggle_hex", "Req/Resp"),
+        Binding("v", "records", "Records"),
+        Binding("x", "export", "Export"),
+        Binding("y", "copy", "Copy JSON", show=False),
+        Binding("z", "layout", "Layout"),
+        Binding("w", "hex_pane", "Hex", show=False),
+        Binding("s", "stats", "Stats", show=False),
+        Binding("t", "theme", "Theme", show=False),
+        Binding("escape", "back", "Back", show=False),
     ]
 
-    BATCH_SECONDS = 0.1  # how often the worker posts rows while reading
-    VIEW_CACHE = 8  # re-decoded exchanges kept
-    SLICE_SECONDS = 0.05  # how long the worker holds the stats lock at a time
+    BATCH_SECONDS = 0.25  # how often the worker posts rows while reading
+    FIRST_BATCH_SECONDS = 0.02  # ... and the first rows, sooner
+    SLICE_SECONDS = 0.05  # how long the worker holds the lock at a time
+    VIEW_CACHE = 8  # decoded exchanges kept
+    FREEZE_ROWS = 4000  # gc.freeze() every so many rows indexed
 
     def __init__(
         self,
-        path: str,
+        source: str | BinaryIO,
         opts: Options | None = None,
         ports: tuple[int, ...] = (),
+        name: str | None = None,
         tls_keylog: str | None = None,
     ) -> None:
         super().__init__()
-        self.path = path
+        self.source = source
+        self.path = name or (source if isinstance(source, str) else getattr(source, "name", "-"))
         self.opts = opts if opts is not None else Options(records_bodies=True)
-        self._lock = threading.Lock()  # the analysis and stats, shared with the worker
-        self.analysis = Analysis(path, self.opts, ports=ports, lock=self._lock, tls_keylog=tls_keylog)
+        self._lock = threading.Lock()  # the analysis, stats and index, shared with the worker
+        # indexing decodes without record bodies; the view decodes them (self.opts)
+        scan = Options(records_bodies=False, show_secrets=self.opts.show_secrets, limits=self.opts.limits)
+        self.analysis = Analysis(source, scan, ports=ports, lock=self._lock, tls_keylog=tls_keylog)
         self.stats = Stats(self.analysis.knowledge.topic_ids)
-        self.rows: list[ExRow] = []
-        self.shown: list[int] = []  # indexes into rows, in table order
-        self.terms: list[str] = []  # text search terms (plain words that are not a filter)
-        self.filter: Filter | None = None  # the compiled display filter
-        self.filter_text = ""  # what the shown rows were filtered with
-        self.filter_error: FilterError | None = None  # the bar's text does not compile
-        self._hint_text = ""  # the text the hint under the filter bar is about
-        self.current: ExRow | None = None
+        self.index = Index(Options(True, self.opts.show_secrets, self.opts.limits))
+        self.list = ListView()  # the rows taken, filtered, scoped and sorted
+        self.filter_error = None  # the filter text does not compile (shown, the list unchanged)
+        self.current: Row | None = None
         self.view: Exchange | None = None  # the current exchange with its field trees
-        self.slim_exchanges = True
         self._views: dict[int, Exchange] = {}
         self.hex_kind = "request"
         self.selected: NodeData | None = None
-        self.packets = 0
+        self.layout_mode = "both"
         self.error_rows = 0  # exchanges with error codes or problems
+        self.packets = 0
         self.connections = 0
         self.fraction: float | None = 0.0
         self.done = False
         self.load_error: str | None = None
+        self.first_row_at: float | None = None  # monotonic time the first rows were shown
+        self.started_at = time.monotonic()
         self._ack = threading.Event()  # the UI has taken the last batch
         self._ack.set()
         self._stop = threading.Event()
         self._filter_timer: Timer | None = None
-        self.sub_title = os.path.basename(path)
+        self.sub_title = os.path.basename(str(self.path))
+
+    # the list's state ----------------------------------------------------------------------------
+    @property
+    def rows(self) -> list[Row]:
+        """Every row taken from the indexer, in arrival order (``rows[i].index == i``)."""
+        return self.list.rows
+
+    @property
+    def shown(self) -> list[int]:
+        """The row indexes the list shows, in its order."""
+        return self.list.shown
+
+    @property
+    def order(self) -> SortedRows:
+        return self.list.order
+
+    @property
+    def filter_text(self) -> str:
+        return self.list.text
+
+    @property
+    def conn_scope(self) -> int | None:
+        return self.list.conn
 
     # layout -------------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static(id="message")
         yield Input(
-            placeholder='display filter: api == Produce and latency > 5ms, error, topic == "orders", '
-            "produce.acks == 1 (plain words search the row text); enter applies, esc closes",
+            placeholder="filter: words in API, topic or client id (api:, topic:, client:), errors; "
+            "enter applies, esc closes",
             id="filter",
         )
-        yield Static(id="filter-hint")
-        yield ExchangeList(COLUMNS, MAX_WIDTHS, id="exchanges")
+        yield ExchangeList(id="exchanges")
         with Horizontal(id="detail"):
             yield DetailTree(id="tree")
             yield HexView(id="hex")
@@ -281,11 +166,13 @@ class AnalyzerApp(App[int]):
     def on_mount(self) -> None:
         table = self.query_one(ExchangeList)
         table.set_rows(self.rows, self.shown)
-        table.border_title = "Exchanges"
+        self._title_list()
         tree = self.query_one(DetailTree)
         tree.border_title = "Decoded"
         tree.show_exchange(None)
         self.query_one(HexView).set_data(b"", "frame payload")
+        if self.size.width < NARROW:
+            self.query_one("#hex").display = False
         table.focus()
         self._update_status()
         self._analyze()
@@ -312,52 +199,20 @@ class AnalyzerApp(App[int]):
             self.post_message(batch)
             return True
 
-        problem = check_readable(self.path)
-        if problem:
-            post(AnalysisBatch([], 0, None, done=True, error=problem))
-            return
-        a = self.analysis
-        a.cancel = cancelled
-        rows: list[ExRow] = []
-        count = 0
-        origin: float | None = None
-        last_post = time.monotonic()
-        try:
-            for events in a.batches(self.SLICE_SECONDS):
-                if cancelled():
-                    return
-                with self._lock:
-                    add = self.stats.add
-                    for ev in events:
-                        add(ev)
-                for ev in events:
-                    if type(ev) is Exchange:
-                        if origin is None:
-                            origin = a.first_ts
-                        row = make_row(count, ev, origin)
-                        if self.slim_exchanges:
-                            row.slim = slim(ev)
-                        rows.append(row)
-                        count += 1
-                now = time.monotonic()
-                if now - last_post >= self.BATCH_SECONDS and not a.finished:
-                    if not post(AnalysisBatch(rows, a.packets, a.fraction, connections=a.connections)):
-                        return
-                    rows = []
-                    last_post = now
-            if not cancelled():
-                post(AnalysisBatch(rows, a.packets, 1.0, done=True, connections=a.connections))
-        except Exception as e:  # a bug must not take the UI down: say what happened
-            post(
-                AnalysisBatch(
-                    rows,
-                    a.packets,
-                    None,
-                    done=True,
-                    error=f"analysis failed after {a.packets} packets: {type(e).__name__}: {e}",
-                    connections=a.connections,
-                )
-            )
+        def post_progress(p: Progress) -> bool:
+            return post(AnalysisBatch(p))
+
+        indexer = Indexer(
+            self.analysis,
+            self.index,
+            self.stats,
+            self._lock,
+            first_batch=self.FIRST_BATCH_SECONDS,
+            batch=self.BATCH_SECONDS,
+            slice_seconds=self.SLICE_SECONDS,
+            freeze_rows=self.FREEZE_ROWS,
+        )
+        indexer.run(post_progress, cancelled, self.source if isinstance(self.source, str) else None)
 
     # batches (UI thread) ------------------------------------------------------------------------------
     @on(AnalysisBatch)
@@ -369,13 +224,15 @@ class AnalyzerApp(App[int]):
 
     def _take_batch(self, batch: AnalysisBatch) -> None:
         table = self.query_one(ExchangeList)
-        self.rows.extend(batch.rows)
+        table.origin = self.index.origin
+        added = self.list.add(batch.rows)
         self.error_rows += sum(1 for r in batch.rows if r.has_errors)
-        new = [r.index for r in batch.rows if self._matches(r)]
-        self.shown.extend(new)
-        table.rows_added(new)
-        if self._hint_text:
-            self._update_hint(self._hint_text)
+        if batch.rows and self.first_row_at is None:
+            self.first_row_at = time.monotonic()
+        if added is None:
+            table.set_rows(self.rows, self.shown, self.current.index if self.current else None)
+        elif added:
+            table.rows_added(added)
         self.packets = batch.packets
         self.connections = batch.connections
         self.fraction = batch.fraction
@@ -384,29 +241,20 @@ class AnalyzerApp(App[int]):
         if batch.done:
             self.done = True
             self._show_problems()
-        if self.current is None and new:
-            table.move_cursor(self.shown.index(new[0]))
-            self._show(self.rows[new[0]])
+        if self.current is None and self.shown:
+            table.move_cursor(0)
+            self._show(self.rows[self.shown[0]])
         self._update_status()
 
     def _show_problems(self) -> None:
-        lines: list[Text] = []
-        if self.load_error:
-            lines.append(Text(f"Cannot analyse the capture: {self.load_error}", style="bold"))
-        for i in self.capture_issues:
-            if i.code in UNUSABLE:
-                lines.append(Text(f"Not a capture file: {i.message}", style="bold"))
-            elif i.severity >= Severity.ERROR:
-                lines.append(Text(f"Capture damaged: {i.message} (showing what was read before the damage)"))
-            else:
-                lines.append(Text(f"Capture {i.severity}: {i.message}"))
-        if not self.rows and not self.load_error and not self.analysis.unusable():
-            where = (
-                "no TCP traffic at all"
-                if self.connections == 0
-                else f"{self.connections} TCP connections, none carrying Kafka"
-            )
-            lines.append(Text(f"No Kafka traffic found in {self.packets} packets ({where})."))
+        lines = problem_lines(
+            self.load_error,
+            self.capture_issues,
+            len(self.rows),
+            self.analysis.unusable(),
+            self.packets,
+            self.connections,
+        )
         msg = self.query_one("#message", Static)
         if lines:
             msg.update(Text("\n").join(lines))
@@ -429,36 +277,44 @@ class AnalyzerApp(App[int]):
             return Exit.OK
         return int(self.analysis.exit_code())
 
+    def _title_list(self) -> None:
+        table = self.query_one(ExchangeList)
+        col, rev = self.order.sort, self.order.reverse
+        title = f"Exchanges  sort: {COLUMNS[col].name} {'desc' if rev else 'asc'}"
+        if self.conn_scope is not None:
+            title += f"  connection {self.conn_scope} (esc: all)"
+        table.border_title = title
+        table.sort = (col, rev)
+
     def _update_status(self) -> None:
-        if self.done:
-            state = Text("done", style="green")
-        elif self.fraction is not None:
-            state = Text(f"analysing… {self.fraction * 100:.0f}%", style="yellow")
-        else:
-            state = Text("analysing…", style="yellow")
-        t = Text()
-        t.append(os.path.basename(self.path), style="bold")
-        t.append("  ")
-        t.append_text(state)
-        t.append(f"  {self.packets} packets  {len(self.rows)} exchanges")
-        if self.error_rows:
-            t.append(f"  {self.error_rows} with errors", style="red")
-        if self.filter is not None:
-            t.append(f"  showing {len(self.shown)} (filter: {self.filter.text})", style="cyan")
-        elif self.terms:
-            t.append(f"  showing {len(self.shown)} (text search: {' '.join(self.terms)})", style="cyan")
-        if self.capture_issues or self.load_error:
-            t.append("  capture problems: see top", style="bold red")
+        t = status_text(
+            str(self.path),
+            self.done,
+            self.fraction,
+            self.packets,
+            len(self.rows),
+            self.error_rows,
+            self.filter_text,
+            self.conn_scope,
+            len(self.shown),
+            bool(self.capture_issues or self.load_error),
+        )
         self.query_one("#status", Static).update(t)
 
     # selection --------------------------------------------------------------------------------------------
-    @on(ExchangeList.RowHighlighted)
-    def _row_highlighted(self, event: ExchangeList.RowHighlighted) -> None:
+    @on(RowHighlighted)
+    def _row_highlighted(self, event: RowHighlighted) -> None:
         row = self.rows[event.index]
         if row is not self.current:
             self._show(row)
 
-    def _show(self, row: ExRow | None) -> None:
+    @on(RowChosen)
+    def _row_chosen(self, event: RowChosen) -> None:
+        if self.layout_mode == "list":
+            self._set_layout("both")
+        self.query_one(DetailTree).focus()
+
+    def _show(self, row: Row | None) -> None:
         self.current = row
         self.selected = None
         self.view = None
@@ -468,26 +324,21 @@ class AnalyzerApp(App[int]):
             self._update_hex()
             return
         ex = self.view = self.full_exchange(row)
+        c = ex.conn
+        known = c.client_direction is not None
         title = (
             f"#{row.index + 1}  {api_text(ex.api_key, ex.api_version)}  corr={ex.correlation_id}  "
-            f"{ex.conn.client if ex.conn.client_direction is not None else ex.conn.a} -> "
-            f"{ex.conn.broker if ex.conn.client_direction is not None else ex.conn.b}"
+            f"{c.client if known else c.a} -> {c.broker if known else c.b}"
         )
         tree.show_exchange(ex, title)
         self.hex_kind = "request" if ex.request is not None else "response"
         self._update_hex()
 
-    def full_exchange(self, row: ExRow) -> Exchange:
-        """The exchange of ``row`` with its field trees (re-decoded if they were dropped)."""
-        if not row.slim:
-            return row.ex
+    def full_exchange(self, row: Row) -> Exchange:
+        """The exchange of ``row`` with its field trees, decoded from the spool (a few cached)."""
         view = self._views.pop(row.index, None)
         if view is None:
-            try:
-                view = redecode(row.ex, self.opts)
-            except Exception as e:  # never expected: decoders report problems as issues
-                self.notify(f"cannot decode exchange #{row.index + 1} again: {e}", severity="error")
-                view = row.ex
+            view = self.index.exchange(row)
         self._views[row.index] = view
         while len(self._views) > self.VIEW_CACHE:
             del self._views[next(iter(self._views))]
@@ -505,11 +356,10 @@ class AnalyzerApp(App[int]):
 
     def _update_hex(self) -> None:
         hv = self.query_one(HexView)
-        row = self.current
-        if row is None:
+        if self.view is None:
             hv.set_data(b"", "no exchange selected")
             return
-        target = hex_target(self.view or row.ex, self.hex_kind, self.selected)
+        target = hex_target(self.view, self.hex_kind, self.selected)
         if target is None:
             hv.set_data(b"", f"{self.hex_kind}: not captured")
             return
@@ -518,7 +368,7 @@ class AnalyzerApp(App[int]):
         hv.set_highlight(target.start, target.end)
 
     def select_exchange(self, index: int) -> bool:
-        """Move the list cursor to exchange ``index`` (0-based) if the filter shows it."""
+        """Move the list cursor to exchange ``index`` (0-based) if the list shows it."""
         try:
             pos = self.shown.index(index)
         except ValueError:
@@ -540,45 +390,131 @@ class AnalyzerApp(App[int]):
 
     def find_field(self, kind: str, pred) -> Field | None:
         """The first field of the current exchange's ``kind`` message for which ``pred`` is true."""
-        if self.current is None or self.view is None:
+        if self.view is None:
             return None
-        ex = self.view
-        m = ex.request if kind == "request" else ex.response
+        m = self.view.request if kind == "request" else self.view.response
         for root in message_roots(m):
             for f in root.walk():
                 if pred(f):
                     return f
         return None
 
+    # the list: filter, scope, sort ------------------------------------------------------------------
+    def _refresh_list(self) -> None:
+        """Rebuild the list from the filter, the connection scope and the sort order; the cursor
+        stays on the current exchange when it is still shown, else goes to the first."""
+        self.list.rebuild()
+        table = self.query_one(ExchangeList)
+        cur = self.current
+        table.set_rows(self.rows, self.shown, cur.index if cur is not None else None)
+        if table.cursor_row < 0:
+            if self.shown:
+                table.move_cursor(0)
+                self._show(self.rows[self.shown[0]])
+            else:
+                self._show(None)
+        self._title_list()
+        self._update_status()
+
+    def set_filter(self, text: str) -> None:
+        """Filter the list as if ``text`` had been typed in the filter input."""
+        inp = self.query_one("#filter", Input)
+        with inp.prevent(Input.Changed):
+            inp.value = text
+        inp.set_class(bool(text.strip()), "shown")
+        self._apply_filter(text)
+
+    def _apply_filter(self, text: str) -> None:
+        """A display filter (``kafka-analyzer filters``) when ``text`` compiles; plain words
+        that do not are a text search over the rows (and the message says so); anything else is
+        an error shown with its position, and the list stays as it was."""
+        if self._filter_timer is not None:
+            self._filter_timer.stop()
+            self._filter_timer = None
+        text = " ".join(text.split())
+        if text == self.filter_text:
+            return
+        predicate = None
+        if text:
+            try:
+                flt = compile_filter(text)
+            except FilterError as exc:
+                if not plain_words(text):
+                    self.filter_error = exc
+                    self.notify(
+                        f"bad display filter: {exc.message}\n{exc.caret(text)}", severity="error", timeout=6
+                    )
+                    return
+                self.notify(f"text search: {text!r} is not a display filter ({exc.message})", timeout=4)
+            else:
+                flt.knowledge = self.analysis.knowledge
+                index = self.index
+
+                def predicate(row, flt=flt, index=index) -> bool:
+                    return flt(index.exchange(row))
+
+        self.filter_error = None
+        self.list.text = text
+        self.list.predicate = predicate
+        self._refresh_list()
+
+    def set_scope(self, conn: int | None) -> None:
+        """Show only the exchanges of connection ``conn`` (None: all)."""
+        if conn != self.conn_scope:
+            self.list.conn = conn
+            self._refresh_list()
+
+    def set_sort(self, column: int, reverse: bool = False) -> None:
+        self.list.sort_by(column, reverse)
+        self._refresh_list()
+
     # actions ------------------------------------------------------------------------------------------------
+    MAIN_ONLY = frozenset(
+        (
+            "filter",
+            "toggle_hex",
+            "next_error",
+            "sort",
+            "reverse",
+            "records",
+            "export",
+            "copy",
+            "layout",
+            "hex_pane",
+        )
+    )
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        main_only = ("filter", "toggle_hex", "next_error", "stats")
-        return not (isinstance(self.screen, StatsScreen) and action in main_only)
+        return not (action in self.MAIN_ONLY and isinstance(self.screen, View | CommandScreen))
+
+    def action_back(self) -> None:
+        """Esc: close the view on top; on the list, close the filter, then the connection scope."""
+        if isinstance(self.screen, View):
+            self.pop_screen()
+            return
+        inp = self.query_one("#filter", Input)
+        if inp.has_class("shown") and (self.focused is inp or not inp.value.strip()):
+            self._apply_filter(inp.value)
+            if not inp.value.strip():
+                inp.remove_class("shown")
+            self.query_one(ExchangeList).focus()
+        elif self.conn_scope is not None:
+            self.set_scope(None)
+        elif self.focused is not self.query_one(ExchangeList):
+            self.query_one(ExchangeList).focus()
 
     def action_filter(self) -> None:
+        if self.layout_mode == "detail":
+            self._set_layout("both")
         inp = self.query_one("#filter", Input)
         inp.add_class("shown")
-        self.query_one("#filter-hint", Static).add_class("shown")
         inp.focus()
-
-    def action_close_filter(self) -> None:
-        inp = self.query_one("#filter", Input)
-        if not inp.has_class("shown"):
-            return
-        self._apply_filter(inp.value)
-        if not inp.value.strip():
-            self._hide_filter()
-        self.query_one(ExchangeList).focus()
-
-    def _hide_filter(self) -> None:
-        self.query_one("#filter", Input).remove_class("shown")
-        self.query_one("#filter-hint", Static).remove_class("shown")
 
     @on(Input.Submitted, "#filter")
     def _filter_submitted(self, event: Input.Submitted) -> None:
         self._apply_filter(event.value)
         if not event.value.strip():
-            self._hide_filter()
+            event.input.remove_class("shown")
         self.query_one(ExchangeList).focus()
 
     @on(Input.Changed, "#filter")
@@ -588,95 +524,20 @@ class AnalyzerApp(App[int]):
         value = event.value
         self._filter_timer = self.set_timer(0.3, lambda: self._apply_filter(value))
 
-    def set_filter(self, text: str) -> None:
-        """Filter the list as if ``text`` had been typed in the filter input."""
-        inp = self.query_one("#filter", Input)
-        with inp.prevent(Input.Changed):
-            inp.value = text
-        inp.set_class(bool(text.strip()), "shown")
-        self.query_one("#filter-hint", Static).set_class(bool(text.strip()), "shown")
-        self._apply_filter(text)
+    def action_sort(self) -> None:
+        """The next column shown, ascending (time order again after the last column)."""
+        cols = self.query_one(ExchangeList).visible_columns()
+        later = [c for c in cols if c > self.order.sort]
+        self.set_sort(later[0] if later else cols[0])
+        self.notify(f"sorted by {COLUMNS[self.order.sort].name}", timeout=1.5)
 
-    def _apply_filter(self, text: str) -> None:
-        if self._filter_timer is not None:
-            self._filter_timer.stop()
-            self._filter_timer = None
-        text = text.strip()
-        flt: Filter | None = None
-        terms: list[str] = []
-        error: FilterError | None = None
-        if text:
-            try:
-                flt = compile_filter(text)
-            except FilterError as exc:
-                error = exc
-                if plain_words(text):
-                    terms = parse_filter(text)
-        if error is not None and not terms:
-            # not a valid filter and not plain words: say where, keep the rows as they are
-            self.filter_error = error
-            self._update_hint(text)
-            return
-        self.filter_error = error
-        if text == self.filter_text and (flt is None) == (self.filter is None):
-            self._update_hint(text)
-            return
-        self.filter_text = text
-        self.terms = terms
-        if flt is not None:
-            flt.knowledge = self.analysis.knowledge
-        self.filter = flt
-        table = self.query_one(ExchangeList)
-        self.shown = [r.index for r in self.rows if self._matches(r)] if text else list(range(len(self.rows)))
-        self._update_hint(text)
-        table.set_rows(self.rows, self.shown)
-        keep = self.current
-        if keep is not None and keep.index in self.shown:
-            table.move_cursor(self.shown.index(keep.index))
-        elif self.shown:
-            table.move_cursor(0)
-            self._show(self.rows[self.shown[0]])
-        else:
-            self._show(None)
-        self._update_status()
-
-    def _matches(self, row: ExRow) -> bool:
-        """Whether the current display filter (or text search) keeps ``row``."""
-        flt = self.filter
-        if flt is not None:
-            ex = row.ex
-            if row.slim and flt.needs_trees:
-                ex = self._views.get(row.index) or redecode(ex, self.opts)
-            return flt(ex)
-        return not self.terms or row_matches(row, self.terms)
-
-    def _update_hint(self, text: str) -> None:
-        """The line under the filter bar: the error and where it is, the text-search note, or
-        the live match count."""
-        hint = self.query_one("#filter-hint", Static)
-        self._hint_text = text
-        err = self.filter_error
-        t = Text()
-        if not text:
-            t.append("display filter, e.g. api == Produce and latency > 5ms (kafka-analyzer filters)", "dim")
-        elif err is not None and not self.terms:
-            expr, _, caret = err.caret(text).rpartition("\n")
-            t.append(expr + "\n")
-            t.append(caret, style="bold red")
-            t.append(f"  invalid filter at {err.position + 1}: {err.message}", style="red")
-            t.append(f"  (still showing {len(self.shown)})", style="dim")
-        elif self.terms:
-            t.append(f"text search: {len(self.shown)} rows contain the words", style="yellow")
-            t.append(f"  (not a filter: {err.message})" if err is not None else "", style="dim")
-        else:
-            t.append(f"filter: {len(self.shown)} of {len(self.rows)} exchanges match", style="green")
-        hint.update(t)
-        hint.set_class(err is not None and not self.terms, "error")
+    def action_reverse(self) -> None:
+        self.set_sort(self.order.sort, not self.order.reverse)
 
     def action_toggle_hex(self) -> None:
-        if self.current is None:
+        if self.view is None:
             return
-        ex = self.current.ex
+        ex = self.view
         other = "response" if self.hex_kind == "request" else "request"
         if (ex.response if other == "response" else ex.request) is None:
             self.notify(f"no {other} in this exchange", timeout=2)
@@ -698,22 +559,164 @@ class AnalyzerApp(App[int]):
                 return
         self.notify("no exchange with errors", timeout=2)
 
-    def stats_snapshot(self) -> dict:
-        from analyzer.session.report import stats_tables
+    def _set_layout(self, mode: str) -> None:
+        self.layout_mode = mode
+        self.query_one(ExchangeList).display = mode != "detail"
+        self.query_one("#detail").display = mode != "list"
+        self.screen.set_class(mode == "list", "-list-only")
+        self.screen.set_class(mode == "detail", "-detail-only")
+        if mode == "detail":
+            self.query_one(DetailTree).focus()
+        elif mode == "list":
+            self.query_one(ExchangeList).focus()
 
+    def action_layout(self) -> None:
+        """List and detail, list only, detail only."""
+        self._set_layout(LAYOUTS[(LAYOUTS.index(self.layout_mode) + 1) % len(LAYOUTS)])
+
+    def action_hex_pane(self) -> None:
+        hv = self.query_one("#hex")
+        hv.display = not hv.display
+
+    def action_theme(self) -> None:
+        self.theme = "textual-light" if self.theme != "textual-light" else "textual-dark"
+
+    def action_export(self) -> None:
+        """Write the current exchange (decoded, with record bodies) as JSON into the cwd."""
+        if self.view is None or self.current is None:
+            self.notify("no exchange selected", timeout=2)
+            return
+        from analyzer.export.jsonout import exchange_json
+
+        path = os.path.abspath(f"kafka-exchange-{self.current.index + 1}.json")
+        try:
+            with open(path, "wb") as f:
+                f.write(orjson.dumps(exchange_json(self.view), option=orjson.OPT_INDENT_2))
+        except OSError as e:
+            self.notify(f"cannot write {path}: {e.strerror}", severity="error")
+            return
+        self.exported = path
+        self.notify(f"exchange #{self.current.index + 1} written to {path}", timeout=6)
+
+    exported: str | None = None
+
+    def action_copy(self) -> None:
+        """Copy the current exchange as JSON to the terminal's clipboard (OSC 52)."""
+        if self.view is None or self.current is None:
+            self.notify("no exchange selected", timeout=2)
+            return
+        from analyzer.export.jsonout import exchange_json
+
+        text = orjson.dumps(exchange_json(self.view), option=orjson.OPT_INDENT_2).decode()
+        self.copy_to_clipboard(text)
+        self.notify(
+            f"exchange #{self.current.index + 1} copied as JSON ({len(text)} characters) to the "
+            "clipboard (terminals that allow OSC 52); x writes it to a file",
+            timeout=6,
+        )
+
+    def action_records(self) -> None:
+        if self.view is None or self.current is None:
+            self.notify("no exchange selected", timeout=2)
+            return
+        rows = record_rows(self.view, self.analysis.knowledge.topic_ids)
+        if not rows:
+            self.notify("this exchange carries no records", timeout=2)
+            return
+        title = f"#{self.current.index + 1} {self.current.api} corr={self.current.corr}"
+        self.push_screen(RecordsScreen(title, rows))
+
+    # views -----------------------------------------------------------------------------------------------
+    def action_command(self) -> None:
+        if isinstance(self.screen, CommandScreen):
+            return
+        self.push_screen(CommandScreen(), self._run_command)
+
+    def _run_command(self, text: str | None) -> None:
+        if text is None or not text.strip():
+            return
+        what = parse_command(text)
+        if what is None:
+            self.notify(f"unknown command: {text.strip()} (try :help)", severity="warning", timeout=3)
+            return
+        self.open_view(what)
+
+    def open_view(self, what: str) -> None:
+        """Show view ``what`` (``conn``, ``ex``, ``stats``, ``issues``, ``groups``, ``io``,
+        ``help``, ``quit``) in place of the view on top."""
+        if what == "quit":
+            self.exit()
+            return
+        while isinstance(self.screen, View):
+            self.pop_screen()
+        if what == "ex":
+            return
+        note = "" if self.done else "analysis still running: partial numbers"
+        screen: View
+        if what == "conn":
+            with self._lock:
+                screen = ConnectionsScreen(self.index.connection_rows(self.analysis.knowledge), note)
+        elif what == "stats":
+            with self._lock:
+                lat = {name: list(a.latencies) for (_, name), a in self.stats.apis.items() if a.latencies}
+            screen = StatsScreen(self.stats_snapshot(), note, lat)
+        elif what == "issues":
+            with self._lock:
+                groups = self.index.issue_rows()
+            screen = IssuesScreen(groups, self.rows, self.index.origin)
+        elif what == "groups":
+            screen = GroupsScreen(self.stats_snapshot())
+        elif what == "io":
+            screen = IOScreen(self.rows, self.index.origin)
+        else:
+            screen = HelpScreen()
+        self.push_screen(screen)
+
+    @on(ShowExchanges)
+    def _show_exchanges(self, event: ShowExchanges) -> None:
+        self.open_view("ex")
+        if event.conn is not None:
+            self.set_scope(event.conn)
+        if event.index is not None:
+            if event.index not in self.shown:
+                self.set_filter("")
+                self.set_scope(None)
+            self.select_exchange(event.index)
+        self.query_one(ExchangeList).focus()
+
+    def action_help(self) -> None:
+        self.open_view("help")
+
+    def action_stats(self) -> None:
+        self.open_view("stats")
+
+    def stats_snapshot(self) -> dict:
         with self._lock:
             return stats_tables(self.stats, self.analysis)
 
-    def action_stats(self) -> None:
-        note = "" if self.done else "analysis still running: partial numbers"
-        self.push_screen(StatsScreen(self.stats_snapshot(), note))
-
 
 def run_tui(
-    path: str, opts: Options | None = None, ports: tuple[int, ...] = (), tls_keylog: str | None = None
+    source: str, opts: Options | None = None, ports: tuple[int, ...] = (), tls_keylog: str | None = None
 ) -> int:
-    """Run the TUI on a capture file; returns an exit code (0 ok, 1 damaged or no Kafka, 2 unusable)."""
-    app = AnalyzerApp(path, opts, tuple(ports), tls_keylog=tls_keylog)
-    app.run()
+    """Run the TUI on a capture file, or ``-``: stdin, read once (the keyboard is then read from
+    the terminal); returns an exit code (0 ok, 1 damaged or no Kafka, 2 unusable)."""
+    src: str | BinaryIO = source
+    if source == "-":
+        if sys.stdin.isatty():
+            print("kafka-analyzer: tui -: stdin is a terminal, not a capture", file=sys.stderr)
+            return Exit.USAGE
+        src = os.fdopen(os.dup(0), "rb")
+        try:
+            tty = os.open("/dev/tty", os.O_RDONLY)
+        except OSError:
+            print("kafka-analyzer: tui -: no terminal to read keys from", file=sys.stderr)
+            return Exit.USAGE
+        os.dup2(tty, 0)
+        os.close(tty)
+    app = AnalyzerApp(src, opts, tuple(ports), name="-" if source == "-" else None, tls_keylog=tls_keylog)
+    try:
+        app.run()
+    finally:
+        app.index.close()
     rc = app.return_code or 0
     return rc if rc else app.exit_code

@@ -1,0 +1,47 @@
+"""The Textual messages of the TUI, in one place."""
+
+from __future__ import annotations
+
+from textual.message import Message
+
+from analyzer.tui.indexer import Progress
+
+
+class AnalysisBatch(Message):
+    """New rows and progress from the indexing thread (see :class:`~analyzer.tui.indexer.Progress`)."""
+
+    def __init__(self, p: Progress) -> None:
+        super().__init__()
+        self.rows = p.rows
+        self.packets = p.packets
+        self.fraction = p.fraction
+        self.done = p.done
+        self.error = p.error
+        self.connections = p.connections
+
+
+class RowHighlighted(Message):
+    """The exchange list's cursor moved to ``cursor_row``, showing row ``index``."""
+
+    def __init__(self, cursor_row: int, index: int) -> None:
+        super().__init__()
+        self.cursor_row = cursor_row
+        self.index = index
+
+
+class RowChosen(Message):
+    """Enter on the exchange list: open row ``index`` in the detail pane."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__()
+        self.index = index
+
+
+class ShowExchanges(Message):
+    """A view asks for the exchange list: of connection ``conn`` (None: all), with the cursor
+    on exchange ``index`` when given."""
+
+    def __init__(self, conn: int | None = None, index: int | None = None) -> None:
+        super().__init__()
+        self.conn = conn
+        self.index = index

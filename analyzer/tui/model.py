@@ -1,0 +1,605 @@
+"""The TUI's data: a compact index of the exchanges, the spool of their frame payloads, the filter
+and the sort orders, the connection and issue summaries. No Textual here (unit-tested alone).
+
+Indexing keeps per exchange only what the list, the filter and the sort need (:class:`Row`:
+times, endpoints, API, version, correlation id, topics, sizes, latency, flags) and where its
+frames' payloads are in a temporary file (:class:`Spool`): the capture's bytes are not kept in
+memory, so memory grows with exchanges, not bytes. The decoded trees (with record bodies) are
+made again from the spooled payloads when an exchange is shown (:meth:`Index.exchange`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from array import array
+from bisect import bisect_right
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+
+from analyzer.dissect.message import Options, decode_request, decode_response
+from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue, Event
+from analyzer.model import ConnInfo, Exchange, Frame, Issue, Message, Severity
+from analyzer.session.report import api_text, exchange_flags, topics_text
+from analyzer.session.stats import error_names
+
+_intern = sys.intern
+
+
+# -- the spool -------------------------------------------------------------------------------------
+
+
+class Spool:
+    """An append-only temporary file of frame payloads (and their packet numbers).
+
+    The indexing thread appends (:meth:`put`) and calls :meth:`flush` before it hands rows to
+    the UI; the UI thread reads what was flushed (:meth:`get`, ``os.pread``: no shared file
+    position). The file is deleted when closed (and by the OS if the process dies).
+    """
+
+    def __init__(self, directory: str | None = None) -> None:
+        self._f = tempfile.TemporaryFile(prefix="kafka-analyzer-tui-", dir=directory)  # noqa: SIM115
+        self._fd = self._f.fileno()
+        self.size = 0
+
+    def put(self, data: bytes | memoryview) -> int:
+        off = self.size
+        self._f.write(data)
+        self.size += len(data)
+        return off
+
+    def flush(self) -> None:
+        self._f.flush()
+
+    def get(self, offset: int, length: int) -> bytes:
+        return os.pread(self._fd, length, offset)
+
+    def close(self) -> None:
+        self._f.close()
+
+
+# -- rows --------------------------------------------------------------------------------------------
+
+
+class FrameRef:
+    """Where one frame is: its spooled payload and packet numbers, and its metadata.
+
+    ``keep`` holds a message that is not re-decoded (a raw SASL token, decoded with its
+    connection's mechanism at capture time; these are small)."""
+
+    __slots__ = (
+        "direction",
+        "stream_offset",
+        "length",
+        "nbytes",
+        "ts_first",
+        "ts_last",
+        "spool",
+        "packets",
+        "keep",
+    )
+
+    def __init__(self, frame: Frame, spool: Spool, keep: Message | None) -> None:
+        self.direction = frame.direction
+        self.stream_offset = frame.offset
+        self.length = frame.length
+        self.ts_first = frame.ts_first
+        self.ts_last = frame.ts_last
+        self.nbytes = len(frame.payload)  # the size field's value for whole frames
+        self.spool = spool.put(frame.payload)
+        pk = frame.packet_indexes
+        self.packets = len(pk)
+        spool.put(array("q", pk).tobytes())
+        self.keep = keep
+
+    def frame(self, conn: int, kind: str, spool: Spool) -> Frame:
+        n = self.nbytes
+        raw = spool.get(self.spool, n + 8 * self.packets)
+        pk = array("q")
+        pk.frombytes(raw[n:])
+        return Frame(
+            conn,
+            self.direction,
+            self.stream_offset,
+            self.length,
+            raw[:n],
+            self.ts_first,
+            self.ts_last,
+            tuple(pk),
+            kind,
+        )
+
+
+EMPTY: tuple = ()
+
+
+class Row:
+    """One exchange in the index: what the list shows, filters and sorts on."""
+
+    __slots__ = (
+        "index",
+        "conn",
+        "ts",
+        "api_key",
+        "api_version",
+        "corr",
+        "client_id",
+        "topics",
+        "req_bytes",
+        "resp_bytes",
+        "latency",
+        "flags",
+        "severity",
+        "has_errors",
+        "codes",
+        "issues",
+        "req",
+        "resp",
+        "resp_key",
+    )
+
+    def __init__(self, index: int, ex: Exchange, spool: Spool) -> None:
+        req, resp = ex.request, ex.response
+        self.index = index
+        self.conn: ConnInfo = ex.conn
+        self.ts = ex.ts
+        self.api_key = ex.api_key
+        self.api_version = ex.api_version
+        self.corr = ex.correlation_id
+        cid = ex.client_id
+        self.client_id = _intern(cid) if cid is not None else None
+        # (topic, partitions) pairs: a tuple of interned names costs a fraction of a dict
+        self.topics: tuple[tuple[str, tuple[int, ...]], ...] = (
+            tuple((_intern(t), tuple(ps)) for t, ps in ex.topics.items()) if ex.topics else EMPTY
+        )
+        self.req_bytes = req.frame.length + 4 if req is not None else -1
+        self.resp_bytes = resp.frame.length + 4 if resp is not None else -1
+        self.latency = ex.latency
+        flags, worst = exchange_flags(ex)
+        self.flags = tuple(_intern(f) for f in flags)
+        self.severity = worst
+        self.has_errors = worst is not None
+        # every issue code and Kafka error name (the issues view groups by these)
+        codes = [i.code for i in ex.all_issues()]
+        codes.extend(f"kafka.{n}" for n in error_names(resp))
+        self.codes = tuple(_intern(c) for c in dict.fromkeys(codes)) if codes else EMPTY
+        self.issues = ex.issues if ex.issues else EMPTY  # exchange-level (pairing) issues
+        token = req is not None and req.api_key is None  # a raw SASL token and its answer
+        self.req = FrameRef(req.frame, spool, req if token else None) if req is not None else None
+        self.resp = FrameRef(resp.frame, spool, resp if token else None) if resp is not None else None
+        # the api key and version the response was decoded with (its request's)
+        self.resp_key = (req.api_key, req.api_version) if req is not None else (None, None)
+
+    # what the list shows -------------------------------------------------------------------------
+    @property
+    def api(self) -> str:
+        return api_text(self.api_key, self.api_version)
+
+    @property
+    def endpoints(self) -> str:
+        c = self.conn
+        if c.client_direction is None:
+            return f"{c.a} ?? {c.b}"
+        return f"{c.client} -> {c.broker}"
+
+    def topic_dict(self) -> dict[str, list[int]]:
+        """The exchange's topics as the session layer names them: topic -> partitions."""
+        return {t: list(ps) for t, ps in self.topics}
+
+    @property
+    def topics_text(self) -> str:
+        return topics_text(self.topic_dict()) if self.topics else ""
+
+    @property
+    def sizes(self) -> str:
+        req = self.req_bytes if self.req_bytes >= 0 else "-"
+        resp = self.resp_bytes if self.resp_bytes >= 0 else "-"
+        return f"{req}/{resp}"
+
+    @property
+    def latency_text(self) -> str:
+        return f"{self.latency * 1000:.3f}ms" if self.latency is not None else "-"
+
+    def cells(self, origin: float | None) -> tuple[str, ...]:
+        return tuple(c.text(self, origin) for c in COLUMNS)
+
+
+# -- columns -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """A list column: its title, how wide it may grow, whether it stays at narrow widths
+    (``priority`` 0 columns are always shown, then 1, 2... while they fit), its text and its
+    sort key."""
+
+    name: str
+    max_width: int
+    priority: int
+    text: Callable[[Row, float | None], str]
+    key: Callable[[Row], object]
+
+
+def _none_last(v):
+    return (v is None, v if v is not None else 0)
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("#", 7, 2, lambda r, o: str(r.index + 1), lambda r: r.index),
+    Column(
+        "time",
+        14,
+        0,
+        lambda r, o: f"{r.ts - o:.6f}" if o is not None else "-",
+        lambda r: (r.ts, r.index),
+    ),
+    Column("client -> broker", 47, 3, lambda r, o: r.endpoints, lambda r: (r.endpoints, r.ts)),
+    Column(
+        "client id",
+        30,
+        4,
+        lambda r, o: r.client_id if r.client_id is not None else "-",
+        lambda r: r.client_id or "",
+    ),
+    Column(
+        "API",
+        24,
+        0,
+        lambda r, o: r.api,
+        lambda r: (r.api_key if r.api_key is not None else -1, r.api_version or 0),
+    ),
+    Column(
+        "corr", 10, 0, lambda r, o: str(r.corr) if r.corr is not None else "-", lambda r: _none_last(r.corr)
+    ),
+    Column("topics", 60, 3, lambda r, o: r.topics_text, lambda r: r.topics_text),
+    Column("req/resp B", 17, 1, lambda r, o: r.sizes, lambda r: max(r.req_bytes, 0) + max(r.resp_bytes, 0)),
+    Column("latency", 12, 0, lambda r, o: r.latency_text, lambda r: _none_last(r.latency)),
+    Column(
+        "!",
+        80,
+        0,
+        lambda r, o: "; ".join(r.flags),
+        lambda r: (-(r.severity if r.severity is not None else -1), r.flags),
+    ),
+)
+COLUMN_NAMES = tuple(c.name for c in COLUMNS)
+TIME_COLUMN = 1
+
+
+# -- the filter ----------------------------------------------------------------------------------------
+
+ERROR_WORDS = ("errors", "error", "err")
+
+
+@lru_cache(maxsize=64)
+def parse_filter(text: str) -> tuple[str, ...]:
+    return tuple(t for t in text.lower().split() if t)
+
+
+def matches(row: Row, text: str) -> bool:
+    """Whether the filter ``text`` keeps ``row``. Every term must match: ``errors`` keeps
+    exchanges with error codes or problems; ``api:X``, ``topic:X``, ``client:X`` look for
+    substring X in that column only; any other term is a substring of the API name
+    (``produce``, ``fetch v12``), a topic or the client id. (The one place the filter language
+    lives: swap in a compiled display filter here.)"""
+    for t in parse_filter(text):
+        if t in ERROR_WORDS:
+            if not row.has_errors:
+                return False
+            continue
+        col, sep, value = t.partition(":")
+        client = (row.client_id or "").lower()
+        if sep and col in ("api", "topic", "client"):
+            if col == "api":
+                ok = value in row.api.lower()
+            elif col == "topic":
+                ok = any(value in topic.lower() for topic, _ in row.topics)
+            else:
+                ok = value in client
+        else:
+            ok = t in row.api.lower() or t in client or any(t in topic.lower() for topic, _ in row.topics)
+        if not ok:
+            return False
+    return True
+
+
+def keep(
+    row: Row, text: str, conn: int | None = None, predicate: Callable[[Row], bool] | None = None
+) -> bool:
+    """Whether a view scoped to connection ``conn`` and filtered by ``predicate`` (a compiled
+    display filter over the row's exchange) or else by the text search ``text`` shows ``row``."""
+    if conn is not None and row.conn.id != conn:
+        return False
+    if predicate is not None:
+        return predicate(row)
+    return not text or matches(row, text)
+
+
+# -- the index -------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class ConnSummary:
+    """One connection as the connections view shows it."""
+
+    info: ConnInfo
+    exchanges: int = 0
+    errors: int = 0
+    client_ids: Counter = field(default_factory=Counter)
+    issues: int = 0  # connection-level issues (gaps, resynchronisations...)
+
+
+@dataclass(slots=True)
+class IssueGroup:
+    """Every exchange (and connection-level event) with one issue code or Kafka error name."""
+
+    code: str
+    severity: Severity | None
+    example: str
+    rows: list[int] = field(default_factory=list)  # row indexes
+    events: int = 0  # connection- and capture-level occurrences (no exchange to jump to)
+
+
+class Index:
+    """The exchanges of one analysis, in arrival order (``rows[i].index == i``).
+
+    :meth:`add` takes the driver's events (on the indexing thread) and returns the new rows;
+    :meth:`exchange` rebuilds an exchange with its field trees from the spool."""
+
+    def __init__(self, opts: Options, spool: Spool | None = None) -> None:
+        self.opts = opts  # how exchanges are decoded when shown (record bodies on)
+        self.spool = spool if spool is not None else Spool()
+        self.rows: list[Row] = []
+        self.conns: dict[int, ConnSummary] = {}
+        self.issue_groups: dict[str, IssueGroup] = {}
+        self.error_rows = 0
+        self.origin: float | None = None  # the time column counts from here
+
+    def close(self) -> None:
+        self.spool.close()
+
+    def add(self, events: Iterable[Event]) -> list[Row]:
+        out: list[Row] = []
+        rows = self.rows
+        for ev in events:
+            t = type(ev)
+            if t is Exchange:
+                row = Row(len(rows), ev, self.spool)  # type: ignore[arg-type]
+                rows.append(row)
+                out.append(row)
+                self._count(row, ev)  # type: ignore[arg-type]
+            elif t is ConnIssue:
+                info = ev.conn  # type: ignore[union-attr]
+                self._conn(info).issues += 1
+                self._event_issue(ev.issue)  # type: ignore[union-attr]
+            elif t is CaptureIssue:
+                self._event_issue(ev.issue)  # type: ignore[union-attr]
+            elif t is ConnectionEnd:
+                self._conn(ev.conn)  # type: ignore[union-attr]
+        if out:
+            self.spool.flush()
+        return out
+
+    def _conn(self, info: ConnInfo) -> ConnSummary:
+        s = self.conns.get(info.id)
+        if s is None:
+            s = self.conns[info.id] = ConnSummary(info)
+        return s
+
+    def _count(self, row: Row, ex: Exchange) -> None:
+        s = self._conn(row.conn)
+        s.exchanges += 1
+        if row.has_errors:
+            s.errors += 1
+            self.error_rows += 1
+        if row.client_id is not None:
+            s.client_ids[row.client_id] += 1
+        if row.codes:
+            issues = {i.code: i for i in ex.all_issues()}
+            for code in row.codes:
+                g = self.issue_groups.get(code)
+                if g is None:
+                    i = issues.get(code)
+                    sev = i.severity if i is not None else Severity.ERROR
+                    example = i.message if i is not None else f"{row.api} response with error {code[6:]}"
+                    g = self.issue_groups[code] = IssueGroup(code, sev, example)
+                g.rows.append(row.index)
+
+    def _event_issue(self, issue: Issue) -> None:
+        g = self.issue_groups.get(issue.code)
+        if g is None:
+            g = self.issue_groups[issue.code] = IssueGroup(issue.code, issue.severity, issue.message)
+        g.events += 1
+
+    def exchange(self, row: Row) -> Exchange:
+        """The exchange of ``row`` with its field trees, decoded again from the spooled payloads
+        (with ``opts``: record bodies included) as the pairing layer decoded them: responses with
+        their request's api key and version. Raw SASL tokens are kept as decoded at capture
+        time (with their connection's mechanism)."""
+        conn, spool, opts = row.conn, self.spool, self.opts
+        req = resp = None
+        if row.req is not None:
+            frame = row.req.frame(conn.id, "request", spool)
+            keep = row.req.keep
+            req = replace(keep, frame=frame) if keep is not None else decode_request(frame, opts)
+        if row.resp is not None:
+            frame = row.resp.frame(conn.id, "response", spool)
+            keep = row.resp.keep
+            if keep is not None:
+                resp = replace(keep, frame=frame)
+            else:
+                key, version = row.resp_key
+                resp = decode_response(frame, key, version, opts)
+        return Exchange(conn, req, resp, list(row.issues), row.topic_dict())
+
+    def connection_rows(self, knowledge=None) -> list[dict]:
+        """One dict per connection (the connections view), in the order they were first seen."""
+        out = []
+        clients = getattr(knowledge, "clients", {}) or {}
+        for s in sorted(self.conns.values(), key=lambda s: (s.info.ts_first, s.info.id)):
+            info = s.info
+            known = info.client_direction is not None
+            cid = s.client_ids.most_common(1)[0][0] if s.client_ids else None
+            sw = clients.get(cid) if cid is not None else None
+            cdir = info.client_direction if known else 0
+            out.append(
+                {
+                    "id": info.id,
+                    "client": str(info.client if known else info.a),
+                    "broker": str(info.broker if known else info.b),
+                    "client_id": cid,
+                    "software": " ".join(x for x in sw if x) if sw else None,
+                    "exchanges": s.exchanges,
+                    "bytes_to_broker": info.bytes[cdir],
+                    "bytes_to_client": info.bytes[1 - cdir],
+                    "gaps": sum(info.gaps),
+                    "errors": s.errors,
+                    "issues": s.issues,
+                    "status": info.not_kafka and "not kafka" or info.closed or "open",
+                }
+            )
+        return out
+
+    def issue_rows(self) -> list[IssueGroup]:
+        """The issue groups, worst first, then most frequent."""
+        return sorted(
+            self.issue_groups.values(),
+            key=lambda g: (
+                -(g.severity if g.severity is not None else -1),
+                -(len(g.rows) + g.events),
+                g.code,
+            ),
+        )
+
+
+class SortedRows:
+    """The rows a view shows, kept sorted by one column while rows stream in.
+
+    Keys are computed once per row (``(column key, index)``: ties keep arrival order); rows
+    that sort after every row shown are appended, the others inserted (in time order, only
+    the exchanges that completed late, such as long-polling Fetches)."""
+
+    def __init__(self, sort: int = TIME_COLUMN, reverse: bool = False) -> None:
+        self.sort = sort
+        self.reverse = reverse
+        self.keys: list = []
+        self.indexes: list[int] = []
+
+    def reset(self, rows: Iterable[Row]) -> None:
+        key = COLUMNS[self.sort].key
+        pairs = sorted(((key(r), r.index), r.index) for r in rows)
+        self.keys = [k for k, _ in pairs]
+        self.indexes = [i for _, i in pairs]
+
+    def add(self, rows: Iterable[Row]) -> bool:
+        """Add ``rows``; True when they were all appended at the end (ascending)."""
+        key = COLUMNS[self.sort].key
+        keys, idx = self.keys, self.indexes
+        appended = True
+        for r in rows:
+            k = (key(r), r.index)
+            if not keys or k >= keys[-1]:
+                keys.append(k)
+                idx.append(r.index)
+            else:
+                pos = bisect_right(keys, k)
+                keys.insert(pos, k)
+                idx.insert(pos, r.index)
+                appended = False
+        return appended
+
+    def shown(self) -> list[int]:
+        """The row indexes in display order."""
+        return self.indexes[::-1] if self.reverse else list(self.indexes)
+
+
+class ListView:
+    """What the exchange list shows: the rows taken so far (arrival order), those the filter
+    ``text`` and the connection scope ``conn`` keep, sorted (``shown``: row indexes)."""
+
+    def __init__(self) -> None:
+        self.rows: list[Row] = []
+        self.order = SortedRows()
+        self.shown: list[int] = []
+        self.text = ""
+        self.conn: int | None = None
+        self.predicate: Callable[[Row], bool] | None = None  # the display filter, when text is one
+
+    def add(self, rows: list[Row]) -> list[int] | None:
+        """Take new rows: the indexes appended at the end of ``shown``, or None when ``shown``
+        was rebuilt (a new row sorts before rows already shown)."""
+        self.rows.extend(rows)
+        new = [r for r in rows if keep(r, self.text, self.conn, self.predicate)]
+        if not new:
+            return []
+        before = len(self.order.indexes)
+        if self.order.add(new) and not self.order.reverse:
+            added = self.order.indexes[before:]
+            self.shown.extend(added)
+            return added
+        self.shown = self.order.shown()
+        return None
+
+    def rebuild(self) -> None:
+        """``shown`` again, after the filter, the scope or the sort order changed."""
+        self.order.reset(r for r in self.rows if keep(r, self.text, self.conn, self.predicate))
+        self.shown = self.order.shown()
+
+    def sort_by(self, column: int, reverse: bool = False) -> None:
+        self.order = SortedRows(column, reverse)
+        self.rebuild()
+
+
+# -- pictures ----------------------------------------------------------------------------------------
+
+
+def io_series(rows: Iterable[Row], buckets: int = 60) -> dict:
+    """Requests, bytes (both directions) and exchanges with errors per second, in ``buckets``
+    equal time slices over the span of the rows' request times."""
+    rows = list(rows)
+    if not rows:
+        return {"seconds": 0.0, "step": 0.0, "requests": [], "bytes": [], "errors": []}
+    t0 = min(r.ts for r in rows)
+    t1 = max(r.ts for r in rows)
+    span = max(t1 - t0, 1e-6)
+    n = max(1, min(buckets, len(rows)))
+    step = span / n
+    req = [0.0] * n
+    byt = [0.0] * n
+    err = [0.0] * n
+    for r in rows:
+        b = min(n - 1, int((r.ts - t0) / step))
+        req[b] += 1
+        byt[b] += max(r.req_bytes, 0) + max(r.resp_bytes, 0)
+        if r.has_errors:
+            err[b] += 1
+    scale = 1.0 / step
+    return {
+        "seconds": span,
+        "step": step,
+        "requests": [v * scale for v in req],
+        "bytes": [v * scale for v in byt],
+        "errors": [v * scale for v in err],
+    }
+
+
+def latency_histogram(latencies: list[float], bins: int = 12) -> list[tuple[float, float, int]]:
+    """(low ms, high ms, count) over log-spaced bins from the smallest to the largest latency."""
+    import math
+
+    vals = sorted(v * 1000.0 for v in latencies if v is not None and v >= 0)
+    if not vals:
+        return []
+    lo, hi = max(vals[0], 0.001), max(vals[-1], 0.001)
+    if hi <= lo * 1.0001:
+        return [(lo, hi, len(vals))]
+    edges = [lo * (hi / lo) ** (i / bins) for i in range(bins + 1)]
+    counts = [0] * bins
+    llo, lspan = math.log(lo), math.log(hi / lo)
+    for v in vals:
+        i = int((math.log(max(v, lo)) - llo) / lspan * bins)
+        counts[min(bins - 1, max(0, i))] += 1
+    return [(edges[i], edges[i + 1], counts[i]) for i in range(bins)]

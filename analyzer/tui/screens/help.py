@@ -1,0 +1,59 @@
+"""The help view: every key and command."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Footer, Static
+
+from analyzer.tui.screens.base import View
+
+KEYS = [
+    ("Anywhere", None),
+    (":", "command line: conn, ex, stats, issues, groups, io, help, quit"),
+    ("?", "this help"),
+    ("esc", "back (closes a view, the filter, the connection scope)"),
+    ("t", "light / dark theme"),
+    ("q", "quit"),
+    ("Exchange list", None),
+    ("j / k, down / up", "next / previous exchange"),
+    ("g / G, home / end", "first / last"),
+    ("ctrl+d / ctrl+u", "half a page down / up"),
+    ("ctrl+f / ctrl+b", "a page down / up"),
+    ("enter", "open the exchange's decoded tree"),
+    ("/", "filter: words in API, topic or client id; api:, topic:, client:; errors"),
+    ("e", "next exchange with errors"),
+    ("o / O", "sort by the next column / reverse the order (time order by default)"),
+    ("tab / shift+tab", "list, tree, hex"),
+    ("z", "layout: list and detail, list only, detail only"),
+    ("w", "show / hide the hex pane"),
+    ("Detail", None),
+    ("r", "request / response bytes in the hex view"),
+    ("v", "the records of the exchange (offset, timestamp, key, value, headers)"),
+    ("x", "export the exchange as JSON to a file in the current directory"),
+    ("y", "copy the exchange as JSON to the clipboard (OSC 52)"),
+    ("s", "statistics"),
+]
+
+
+def help_table() -> Table:
+    t = Table.grid(padding=(0, 2))
+    t.add_column(style="bold cyan", no_wrap=True)
+    t.add_column()
+    for key, what in KEYS:
+        if what is None:
+            t.add_row(Text(key, style="bold underline"), "")
+        else:
+            t.add_row(key, what)
+    return t
+
+
+class HelpScreen(View):
+    NAME = "help"
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Static(help_table(), id="help-keys")
+        yield Footer()

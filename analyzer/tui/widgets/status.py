@@ -1,0 +1,75 @@
+"""The texts of the status line and of the problems banner (rich Text, no Textual)."""
+
+from __future__ import annotations
+
+import os
+
+from rich.text import Text
+
+from analyzer.model import Issue, Severity
+from analyzer.pipeline import UNUSABLE
+
+
+def problem_lines(
+    load_error: str | None,
+    capture_issues: list[Issue],
+    exchanges: int,
+    unusable: bool,
+    packets: int,
+    connections: int,
+) -> list[Text]:
+    """What the user must know about the input: why it could not be read, its damage, or why
+    no Kafka was found."""
+    lines: list[Text] = []
+    if load_error:
+        lines.append(Text(f"Cannot analyse the capture: {load_error}", style="bold"))
+    for i in capture_issues:
+        if i.code in UNUSABLE:
+            lines.append(Text(f"Not a capture file: {i.message}", style="bold"))
+        elif i.severity >= Severity.ERROR:
+            lines.append(Text(f"Capture damaged: {i.message} (showing what was read before the damage)"))
+        else:
+            lines.append(Text(f"Capture {i.severity}: {i.message}"))
+    if not exchanges and not load_error and not unusable:
+        where = (
+            "no TCP traffic at all"
+            if connections == 0
+            else f"{connections} TCP connections, none carrying Kafka"
+        )
+        lines.append(Text(f"No Kafka traffic found in {packets} packets ({where})."))
+    return lines
+
+
+def status_text(
+    path: str,
+    done: bool,
+    fraction: float | None,
+    packets: int,
+    exchanges: int,
+    error_rows: int,
+    filter_text: str,
+    conn_scope: int | None,
+    shown: int,
+    problems: bool,
+) -> Text:
+    """``file  done  N packets  N exchanges  N with errors  N match (filter: ...)``."""
+    if done:
+        state = Text("done", style="green")
+    elif fraction is not None:
+        state = Text(f"analysing… {fraction * 100:.0f}%", style="yellow")
+    else:
+        state = Text("analysing…", style="yellow")
+    t = Text()
+    t.append(os.path.basename(path), style="bold")
+    t.append("  ")
+    t.append_text(state)
+    t.append(f"  {packets} packets  {exchanges} exchanges")
+    if error_rows:
+        t.append(f"  {error_rows} with errors", style="red")
+    if filter_text or conn_scope is not None:
+        what = " ".join(filter_text.split())
+        scope = f" conn {conn_scope}" if conn_scope is not None else ""
+        t.append(f"  {shown} match (filter: {what}{scope})", style="cyan")
+    if problems:
+        t.append("  capture problems: see top", style="bold red")
+    return t

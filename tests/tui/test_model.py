@@ -1,0 +1,305 @@
+"""The TUI's row model and index, without Textual: rows, spool, re-decoding, filter, sort,
+connections, issues, pictures."""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from analyzer.dissect.message import Options
+from analyzer.model import Exchange, Severity
+from analyzer.pipeline import Analysis
+from analyzer.session.report import api_text, exchange_flags, sizes_text, topics_text
+from analyzer.session.stats import Stats, error_names
+from analyzer.tui.model import (
+    COLUMNS,
+    TIME_COLUMN,
+    Index,
+    SortedRows,
+    Spool,
+    io_series,
+    keep,
+    latency_histogram,
+    matches,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+CAPTURES = ROOT / "captures"
+PUBLIC = ROOT.parent / "shared" / "captures" / "public"
+TXN = CAPTURES / "librdkafka-txn.pcap"
+GZIP = CAPTURES / "librdkafka-produce-consume-gzip.pcap"
+NDPI = PUBLIC / "ndpi_kafka.pcapng"
+
+
+def full(path: Path) -> list[Exchange]:
+    return [ev for ev in Analysis(path, Options(records_bodies=True)).events() if type(ev) is Exchange]
+
+
+def indexed(path: Path) -> tuple[Index, Analysis]:
+    """The TUI's way: one pass without record bodies, in batches."""
+    a = Analysis(path, Options(records_bodies=False))
+    index = Index(Options(records_bodies=True))
+    for events in a.batches(0.05):
+        if index.origin is None:
+            index.origin = a.first_ts
+        index.add(events)
+    return index, a
+
+
+def tree_of(f):
+    if f is None:
+        return None
+    return [(x.name, x.type, repr(x.value), x.offset, x.length, x.display) for x in f.walk()]
+
+
+def all_captures() -> list[Path]:
+    public = sorted(PUBLIC.glob("*.pcap*")) if PUBLIC.is_dir() else []
+    return sorted(CAPTURES.glob("*.pcap")) + public
+
+
+@pytest.mark.parametrize("path", all_captures(), ids=lambda p: p.name)
+def test_exchanges_decode_again_from_the_spool(path):
+    """Indexed without record bodies, each exchange decodes again from the spooled payloads to
+    exactly the pipeline's trees, payloads, packet numbers and issues (with record bodies)."""
+    want = full(path)
+    index, _ = indexed(path)
+    try:
+        assert len(index.rows) == len(want)
+        for row, ex in zip(index.rows, want, strict=True):
+            assert (row.api_key, row.api_version, row.corr) == (ex.api_key, ex.api_version, ex.correlation_id)
+            assert row.ts == ex.ts and row.latency == ex.latency and row.conn.id == ex.conn.id
+            assert row.sizes == sizes_text(ex)
+            assert row.topics_text == topics_text(ex.topics) and row.topic_dict() == ex.topics
+            view = index.exchange(row)
+            for got, exp in ((view.request, ex.request), (view.response, ex.response)):
+                assert (got is None) == (exp is None)
+                if got is None:
+                    continue
+                assert bytes(got.frame.payload) == bytes(exp.frame.payload)
+                assert got.frame.packet_indexes == exp.frame.packet_indexes
+                assert (got.frame.ts_first, got.frame.ts_last) == (exp.frame.ts_first, exp.frame.ts_last)
+                assert tree_of(got.header) == tree_of(exp.header)
+                assert tree_of(got.body) == tree_of(exp.body)
+            assert view.all_issues() == ex.all_issues()
+            assert view.topics == ex.topics
+    finally:
+        index.close()
+
+
+def test_rows_flags_and_cells():
+    want = full(NDPI) if NDPI.is_file() else full(TXN)
+    index, _ = indexed(NDPI if NDPI.is_file() else TXN)
+    for row, ex in zip(index.rows, want, strict=True):
+        flags, worst = exchange_flags(ex)
+        assert list(row.flags) == flags and row.severity == worst
+        assert row.has_errors == (worst is not None)
+        cells = row.cells(index.origin)
+        assert len(cells) == len(COLUMNS)
+        assert cells[0] == str(row.index + 1)
+        assert cells[4] == api_text(ex.api_key, ex.api_version)
+        assert cells[5] == str(ex.correlation_id)
+        assert cells[-1] == "; ".join(flags)
+        assert float(cells[TIME_COLUMN]) == pytest.approx(ex.ts - index.origin, abs=1e-6)
+        codes = {i.code for i in ex.all_issues()} | {f"kafka.{n}" for n in error_names(ex.response)}
+        assert set(row.codes) == codes
+    index.close()
+
+
+def test_the_index_keeps_no_payloads():
+    """Rows hold no bytes: the payloads are in the spool file."""
+    index, _ = indexed(GZIP)
+    try:
+        total = 0
+        for row in index.rows:
+            for ref in (row.req, row.resp):
+                if ref is None:
+                    continue
+                total += ref.nbytes
+                if ref.keep is None:
+                    assert not any(isinstance(getattr(ref, s), bytes) for s in ref.__slots__)
+        assert index.spool.size >= total > 10_000
+        assert sys.getsizeof(index.rows) < total
+    finally:
+        index.close()
+
+
+def test_spool_round_trip(tmp_path):
+    s = Spool(str(tmp_path))
+    a = s.put(b"hello")
+    b = s.put(memoryview(b"world!"))
+    s.flush()
+    assert (a, b, s.size) == (0, 5, 11)
+    assert s.get(b, 6) == b"world!" and s.get(a, 5) == b"hello"
+    s.close()
+    assert list(tmp_path.iterdir()) == []  # an anonymous temporary file
+
+
+def test_filter_matches():
+    if not NDPI.is_file():
+        pytest.skip("public captures not available")
+    want = full(NDPI)
+    index, _ = indexed(NDPI)
+    rows = index.rows
+
+    def kept(text):
+        return [r.index for r in rows if matches(r, text)]
+
+    assert kept("") == list(range(len(rows)))
+    assert kept("api:produce") == [
+        i for i, e in enumerate(want) if "produce" in api_text(e.api_key, e.api_version).lower()
+    ]
+    assert kept("errors") == [i for i, r in enumerate(rows) if r.has_errors] != []
+    assert kept("PRODUCE") == kept("produce")
+    assert all("sampleTopic" in want[i].topics for i in kept("topic:sampletopic"))
+    assert [(want[i].client_id, want[i].api_key) for i in kept("client:console-producer api:produce")] == [
+        ("console-producer", 22),
+        ("console-producer", 0),
+    ]
+    assert kept("no-such-thing") == []
+    conn = rows[0].conn.id
+    assert [r.index for r in rows if keep(r, "", conn)] == [r.index for r in rows if r.conn.id == conn]
+    index.close()
+
+
+def test_sorted_rows_time_order_is_monotonic_while_rows_stream_in():
+    index, _ = indexed(TXN)
+    rows = index.rows
+    order = SortedRows()
+    for k in range(0, len(rows), 7):  # batches in arrival (completion) order
+        order.add(rows[k : k + 7])
+    shown = order.shown()
+    assert sorted(shown) == list(range(len(rows)))
+    times = [rows[i].ts for i in shown]
+    assert times == sorted(times)
+    assert shown != list(range(len(rows)))  # completion order is not request-time order here
+
+    for col in range(len(COLUMNS)):
+        for rev in (False, True):
+            o = SortedRows(col, rev)
+            o.add(rows[::-1])  # any arrival order gives the same result
+            key = COLUMNS[col].key
+            want = sorted(rows, key=lambda r: (key(r), r.index), reverse=rev)
+            assert o.shown() == [r.index for r in want], COLUMNS[col].name
+            o2 = SortedRows(col, rev)
+            o2.reset(rows)
+            assert o2.shown() == o.shown()
+    index.close()
+
+
+def test_latency_column_sorts_missing_last():
+    index, _ = indexed(TXN)
+    o = SortedRows(COLUMNS.index(next(c for c in COLUMNS if c.name == "latency")))
+    o.reset(index.rows)
+    lat = [index.rows[i].latency for i in o.shown()]
+    known = [x for x in lat if x is not None]
+    assert known == sorted(known) and lat[: len(known)] == known
+    index.close()
+
+
+def test_connections_and_issues():
+    a = Analysis(TXN, Options())
+    stats = Stats(a.knowledge.topic_ids)
+    index = Index(Options(True))
+    for events in a.batches():
+        for ev in events:
+            stats.add(ev)
+        index.add(events)
+    conns = index.connection_rows(a.knowledge)
+    assert sum(c["exchanges"] for c in conns) == len(index.rows)
+    by_id = {c["id"]: c for c in conns}
+    for srow in stats.connection_rows():
+        c = by_id[srow["connection"]]
+        for k in ("client", "broker", "exchanges", "bytes_to_broker", "bytes_to_client"):
+            assert c[k] == srow[k], k
+    assert any(c["software"] and "rdkafka" in c["software"] for c in conns)
+    for c in conns:
+        ids = Counter(r.client_id for r in index.rows if r.conn.id == c["id"] and r.client_id is not None)
+        assert c["client_id"] == (ids.most_common(1)[0][0] if ids else None)
+
+    groups = index.issue_rows()
+    assert groups
+    sev = [g.severity for g in groups]
+    assert sev == sorted(sev, key=lambda s: -(s if s is not None else -1))
+    for g in groups:
+        assert g.rows or g.events
+        for i in g.rows:
+            assert g.code in index.rows[i].codes
+    # every exchange with an issue code is in that code's group
+    for r in index.rows:
+        for code in r.codes:
+            assert r.index in index.issue_groups[code].rows
+    assert any(g.code.startswith("kafka.") for g in groups)
+    assert all(g.severity is not None and g.severity >= Severity.NOTE for g in groups)
+    index.close()
+
+
+def test_io_series_and_latency_histogram():
+    index, _ = indexed(GZIP)
+    rows = index.rows
+    s = io_series(rows, 20)
+    assert len(s["requests"]) == 20
+    assert sum(s["requests"]) * s["step"] == pytest.approx(len(rows))
+    total = sum(max(r.req_bytes, 0) + max(r.resp_bytes, 0) for r in rows)
+    assert sum(s["bytes"]) * s["step"] == pytest.approx(total)
+    assert sum(s["errors"]) * s["step"] == pytest.approx(sum(r.has_errors for r in rows))
+    lats = [r.latency for r in rows if r.latency is not None]
+    h = latency_histogram(lats, 10)
+    assert sum(n for _, _, n in h) == len(lats)
+    assert h[0][0] == pytest.approx(max(min(lats) * 1000, 0.001))
+    assert h[-1][1] == pytest.approx(max(lats) * 1000)
+    assert io_series([])["requests"] == [] and latency_histogram([]) == []
+    index.close()
+
+
+def test_indexer_posts_every_row_once_then_done(tmp_path):
+    import threading
+
+    from analyzer.tui.indexer import Indexer
+
+    want = full(TXN)
+    a = Analysis(TXN, Options())
+    index = Index(Options(True))
+    stats = Stats(a.knowledge.topic_ids)
+    posted = []
+    Indexer(a, index, stats, threading.Lock(), first_batch=0.0, batch=0.0).run(
+        lambda p: posted.append(p) or True, lambda: False, str(TXN)
+    )
+    assert posted[-1].done and posted[-1].error is None and posted[-1].fraction == 1.0
+    assert not any(p.done for p in posted[:-1])
+    rows = [r for p in posted for r in p.rows]
+    assert rows == index.rows and [r.index for r in rows] == list(range(len(want)))
+    assert stats.exchanges == len(want) and index.origin == a.first_ts
+    index.close()
+
+    # an unreadable path: one batch, done, saying why
+    out = []
+    b = Analysis(tmp_path / "nope.pcap", Options())
+    Indexer(b, Index(Options()), Stats(), threading.Lock()).run(
+        lambda p: out.append(p) or True, lambda: False, str(tmp_path / "nope.pcap")
+    )
+    assert len(out) == 1 and out[0].done and "no such file" in out[0].error
+
+
+def test_list_view_takes_batches_filters_scopes_and_sorts():
+    from analyzer.tui.model import ListView
+
+    index, _ = indexed(TXN)
+    rows = index.rows
+    lv = ListView()
+    lv.text = "fetch"
+    for k in range(0, len(rows), 5):
+        added = lv.add(rows[k : k + 5])
+        assert added is None or all(i in lv.shown for i in added)
+    fetch = [r for r in rows if matches(r, "fetch")]
+    assert sorted(lv.shown) == sorted(r.index for r in fetch) != []
+    assert [rows[i].ts for i in lv.shown] == sorted(r.ts for r in fetch)
+    lv.text, lv.conn = "", rows[0].conn.id
+    lv.rebuild()
+    assert sorted(lv.shown) == [r.index for r in rows if r.conn.id == rows[0].conn.id]
+    lv.conn = None
+    lv.sort_by(0, reverse=True)
+    assert lv.shown == list(range(len(rows)))[::-1]
+    index.close()

@@ -1,0 +1,58 @@
+"""SVG snapshots of every view at 80x24 and 120x35 (pytest-textual-snapshot; update them with
+``pytest tests/tui/test_snapshots.py --snapshot-update`` and look at the SVGs)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from analyzer.tui.app import AnalyzerApp
+
+ROOT = Path(__file__).resolve().parents[2]
+TXN = ROOT / "captures" / "librdkafka-txn.pcap"
+GZIP = ROOT / "captures" / "librdkafka-produce-consume-gzip.pcap"
+
+SIZES = [(80, 24), (120, 35)]
+
+
+async def until_done(app: AnalyzerApp, pilot) -> None:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + 20
+    while not app.done:
+        assert loop.time() < end, "analysis did not finish"
+        await asyncio.sleep(0.02)
+    await pilot.pause()
+
+
+def view(what: str):
+    async def run_before(pilot) -> None:
+        app = pilot.app
+        await until_done(app, pilot)
+        if what == "records":
+            fetch = next(r.index for r in app.rows if r.api_key == 1 and r.resp_bytes > 200)
+            app.select_exchange(fetch)
+            await pilot.pause()
+            app.action_records()
+        elif what == "detail":
+            produce = next(r.index for r in app.rows if r.api_key == 0)
+            app.select_exchange(produce)
+            await pilot.pause()
+            await pilot.press("z")
+        elif what != "ex":
+            app.open_view(what)
+        await pilot.pause()
+        app.clear_notifications()
+        await pilot.pause()
+
+    return run_before
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize(
+    "what", ["ex", "detail", "conn", "stats", "issues", "groups", "io", "help", "records"]
+)
+def test_view_snapshot(snap_compare, what, size):
+    path = GZIP if what in ("records", "detail") else TXN
+    assert snap_compare(AnalyzerApp(str(path)), terminal_size=size, run_before=view(what))
