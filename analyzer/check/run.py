@@ -143,6 +143,7 @@ def analyse_chain(args, chain: list[str], want_profile: bool) -> dict:
         source,
         Options(records_bodies=records, show_secrets=getattr(args, "show_secrets", False)),
         ports=args.port or (),
+        tls_keylog=getattr(args, "tls_keylog", None),
     )
     name = " + ".join(chain)
     engine.begin(name, a.knowledge)

@@ -357,3 +357,12 @@ def test_several_captures_one_report(tmp_path):
     assert xml.count("<testsuite ") == 1 and xml.count("<testcase ") == len(doc["rules"])
     s = json.loads(sarif.read_text())
     assert s["version"] == "2.1.0" and len(s["runs"][0]["artifacts"]) == 2
+
+
+def test_tls_capture_with_its_key_log_is_checked():
+    """Without keys a TLS capture is inconclusive and says why; with its key log it is checked."""
+    cap = CAPTURES / "kafka-python-tls-tls13-aes128gcm.pcap"
+    rc, out, _ = check(cap)
+    assert rc == 3 and "TLS connections (no key log given: --tls-keylog FILE)" in out
+    rc, doc = check_json(cap, "--tls-keylog", cap.with_suffix(".keys"))
+    assert rc == 0 and doc["captures"][0]["exchanges"] > 0 and not doc["captures"][0]["inconclusive"]
