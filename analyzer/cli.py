@@ -155,6 +155,9 @@ def display_filter(args, expr: str | None = None):
     """The compiled ``-Y`` expression joined with the old ``read`` flags (one code path), or
     None; a :class:`~analyzer.filter.FilterError` is printed with a caret, then :class:`BadFilter`
     (``main`` returns EXIT_USAGE) is raised."""
+    wanted = ("display_filter", "api", "topic", "client", "errors", "slower_than")
+    if expr is None and not any(getattr(args, k, None) for k in wanted):
+        return None  # no filter: the filter language is not even loaded
     from analyzer.filter import FilterError, compile_filter, shorthand
 
     if expr is None:

@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from enum import IntEnum
-from typing import Any, BinaryIO, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
 from analyzer.dissect.framing import KafkaConnection
 from analyzer.dissect.message import DEFAULT_OPTIONS, Options
@@ -57,8 +57,11 @@ from analyzer.reassembly.packet import decode_tcp
 from analyzer.reassembly.tcp import Reassembler
 from analyzer.session.knowledge import Knowledge
 from analyzer.session.pairing import ConnectionPairer
+from analyzer.tls.detect import looks_like_tls
 from analyzer.tls.keylog import KeyLog
-from analyzer.tls.layer import TlsConnection, looks_like_tls
+
+if TYPE_CHECKING:
+    from analyzer.tls.layer import TlsConnection
 
 # Ports brokers usually listen on: only a tie-breaker when content cannot tell who is the client
 KAFKA_PORTS = frozenset((9092, 9093, 9094, 9095, 9096, 19092, 29092, 39092))
@@ -181,6 +184,8 @@ class Pipeline:
         return out
 
     def _start_tls(self, c: _Conn) -> None:
+        from analyzer.tls.layer import TlsConnection  # the crypto libraries load with the first TLS
+
         self.tls_connections += 1
         c.tls = TlsConnection(c.info.id, self.keylog)
 

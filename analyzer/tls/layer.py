@@ -41,15 +41,14 @@ from analyzer.issues import (
 from analyzer.model import Issue, Severity
 from analyzer.tls import keylog as kl
 from analyzer.tls.crypto import SUITES, RecordCipher, Suite, suite_name, tls12_key_block
+from analyzer.tls.detect import ALERT, APPLICATION_DATA, CCS, HANDSHAKE, HEARTBEAT, MAX_RECORD
 from analyzer.tls.hello import HelloError, parse_client_hello, parse_server_hello, version_name
 
-MAX_RECORD = (1 << 14) + 2048  # the largest fragment any TLS version allows
 MAX_HANDSHAKE = 1 << 16  # handshake messages buffered to be parsed (hellos, Finished, KeyUpdate)
 MAX_FAILS = 8  # consecutive records that fail authentication before a direction stops
 MAX_TRIALS = 256  # sequence numbers tried per candidate record after a gap
 RESYNC_LIMIT = 1 << 20  # ciphertext bytes after a gap without a record that decrypts: give up
 
-CCS, ALERT, HANDSHAKE, APPLICATION_DATA, HEARTBEAT = 20, 21, 22, 23, 24
 HS_CLIENT_HELLO, HS_SERVER_HELLO, HS_FINISHED, HS_KEY_UPDATE = 1, 2, 20, 24
 _WANTED = frozenset((HS_CLIENT_HELLO, HS_SERVER_HELLO, HS_FINISHED, HS_KEY_UPDATE))
 
@@ -80,21 +79,6 @@ ALERTS = {
     116: "certificate_required",
     120: "no_application_protocol",
 }
-
-
-def looks_like_tls(buf, p: int = 0) -> bool:
-    """Do the bytes at ``p`` start a TLS record (a handshake, or application data / alert /
-    change cipher spec with a plausible length)? A Kafka frame never does: its size prefix
-    would be above 300 MB."""
-    n = len(buf) - p
-    if n < 3 or buf[p + 1] != 3 or buf[p + 2] > 4:
-        return False
-    t = buf[p]
-    if t == HANDSHAKE:
-        return True
-    if t not in (CCS, ALERT, APPLICATION_DATA) or n < 5:
-        return False
-    return 0 < (buf[p + 3] << 8 | buf[p + 4]) <= MAX_RECORD
 
 
 class _Dir:

@@ -29,9 +29,10 @@ from rfc8448 import (
 from analyzer.events import Gap, StreamData
 from analyzer.model import Severity
 from analyzer.tls.crypto import SUITES, RecordCipher, prf12, tls12_key_block, tls13_traffic_keys
+from analyzer.tls.detect import looks_like_tls
 from analyzer.tls.hello import parse_client_hello, parse_server_hello
 from analyzer.tls.keylog import KeyLog
-from analyzer.tls.layer import TlsConnection, looks_like_tls
+from analyzer.tls.layer import TlsConnection
 
 AES128 = SUITES[0x1301]
 
