@@ -111,7 +111,7 @@ class Pipeline:
             self.first_ts = ts
         self.last_ts = ts
         seg = decode_tcp(linktype, data)
-        if type(seg) is str:
+        if isinstance(seg, str):
             self.skipped[seg] += 1
             return []
         events = self.reasm.feed(ts, index, seg)
@@ -291,7 +291,7 @@ class Analysis:
 
             self.source: Source = CaptureFile(source)  # type: ignore[arg-type]
         else:
-            self.source = source  # type: ignore[assignment]
+            self.source = source
         # TLS secrets: the key log file (OSError when unreadable), and the capture's own
         # Decryption Secrets Blocks as the reader finds them
         keylog = KeyLog.from_file(tls_keylog) if isinstance(tls_keylog, str | os.PathLike) else tls_keylog

@@ -87,6 +87,13 @@ class _Chunks:
         return len(self.buf) - self.pos
 
 
+def _fspath(source: object) -> str:
+    """``os.fspath`` of a path, typed: a stream without a name raises TypeError as fspath does."""
+    if isinstance(source, (str, os.PathLike)):
+        return os.fspath(source)
+    raise TypeError(f"expected str, bytes or os.PathLike object, not {type(source).__name__}")
+
+
 def _truncated(what: str, chunks: _Chunks, count: int) -> Issue:
     return CAPTURE_TRUNCATED(
         f"capture file is truncated: {what} cut short at byte {chunks.offset} "
@@ -374,7 +381,7 @@ class CaptureFile:
 
     def __init__(self, source: str | os.PathLike | BinaryIO):
         self.source = source
-        self.name = "-" if source == "-" else getattr(source, "name", None) or os.fspath(source)
+        self.name = "-" if source == "-" else getattr(source, "name", None) or _fspath(source)
         self.issues: list[Issue] = []
         self.format: str | None = None
         self.secrets: list[bytes] = []  # TLS key logs of pcapng Decryption Secrets Blocks

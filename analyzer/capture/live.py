@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 from analyzer.issues import CAPTURE_DROPS_UNKNOWN, CAPTURE_SOURCE_FAILED
 from analyzer.model import Issue
@@ -38,7 +39,7 @@ def check_privileges(interface: str) -> str | None:
         import socket
 
         try:
-            s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)  # type: ignore[attr-defined]
+            s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)  # type: ignore[attr-defined,unused-ignore]  # AF_PACKET: Linux only
             s.close()
         except (PermissionError, OSError):
             return (
@@ -70,8 +71,8 @@ class LiveCapture:
         self.bytes_read = 0
         self._q: queue.Queue = queue.Queue(maxsize=100_000)
         self._stop = threading.Event()
-        self._writer = None
-        self._sniffer = None
+        self._writer: PcapFileWriter | None = None
+        self._sniffer: Any = None  # scapy's AsyncSniffer (the core imports scapy lazily, untyped)
 
     @property
     def error(self) -> str | None:
@@ -147,6 +148,7 @@ class LiveCapture:
             yield (index, ts, linktype, data)
 
     def _write(self, ts: float, data: bytes, linktype: int) -> None:
+        assert self._writer is not None  # called only when a writer is open
         self._writer.write(ts, data, linktype)
 
     def close(self) -> None:

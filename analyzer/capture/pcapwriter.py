@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import struct
 import time
+from typing import BinaryIO
 
 _HEADER = struct.Struct("<IHHiIII")
 _RECORD = struct.Struct("<IIII")
@@ -34,7 +35,7 @@ class RotatingPcapWriter:
         self.linktype = linktype
         self.limit = int(rotate_mb * 1_000_000) if rotate_mb else None
         self.seconds = rotate_seconds or None
-        self.f = None
+        self.f: BinaryIO | None = None
         self.size = 0
         self.count = 0  # files opened under the current name (the -C suffix)
         self.base = path
@@ -60,7 +61,7 @@ class RotatingPcapWriter:
 
     def write_block(self, packets) -> None:
         """``packets``: ``(ts, original length, data)`` tuples."""
-        parts = []
+        parts: list[bytes] = []
         size = self.size
         limit, seconds = self.limit, self.seconds
         pack = _RECORD.pack
@@ -70,7 +71,8 @@ class RotatingPcapWriter:
                 limit is not None and size + 16 + n > limit and size > _HEADER.size
             ):
                 if parts:
-                    self.f.write(b"".join(parts))  # type: ignore[union-attr]
+                    assert self.f is not None  # parts are only gathered once a file is open
+                    self.f.write(b"".join(parts))
                     parts = []
                 if seconds is not None and (self.started is None or ts - self.started >= seconds):
                     self._rotate_time(ts)
@@ -84,7 +86,8 @@ class RotatingPcapWriter:
             parts.append(data)
             size += 16 + n
         if parts:
-            self.f.write(b"".join(parts))  # type: ignore[union-attr]
+            assert self.f is not None  # the rotation above opened one if there was none
+            self.f.write(b"".join(parts))
         self.size = size
         now = time.monotonic()
         if now - self.last_flush >= 1.0 and self.f is not None:

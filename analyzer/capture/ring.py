@@ -217,7 +217,7 @@ class Ring:
         kind = socket.SOCK_DGRAM if self.cooked else socket.SOCK_RAW
         try:
             # protocol 0: no packet is queued until bind(), after the filter is attached
-            self.sock = socket.socket(socket.AF_PACKET, kind, 0)  # type: ignore[attr-defined]
+            self.sock = socket.socket(socket.AF_PACKET, kind, 0)  # type: ignore[attr-defined,unused-ignore]  # AF_PACKET: Linux only
         except PermissionError:
             raise CaptureError(
                 f"no permission to capture on {interface}: run as root, or give the Python "
@@ -366,7 +366,7 @@ def preload() -> None:
 
 def _bind_any(sock: socket.socket) -> None:
     """bind to every interface (ifindex 0), which Python's AF_PACKET addresses cannot name."""
-    addr = struct.pack("<HHiHBB8s", socket.AF_PACKET, socket.htons(ETH_P_ALL), 0, 0, 0, 0, b"")  # type: ignore[attr-defined]
+    addr = struct.pack("<HHiHBB8s", socket.AF_PACKET, socket.htons(ETH_P_ALL), 0, 0, 0, 0, b"")  # type: ignore[attr-defined,unused-ignore]  # Linux only
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.bind(sock.fileno(), addr, len(addr)) != 0:
         err = ctypes.get_errno()

@@ -113,7 +113,7 @@ class CaptureSet:
         self.size: int | None = 0
         for p in self.paths:
             try:
-                self.size += os.path.getsize(p)  # type: ignore[operator]
+                self.size += os.path.getsize(p)
             except OSError:
                 self.size = None
                 break

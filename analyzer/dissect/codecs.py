@@ -44,7 +44,7 @@ from analyzer.model import Issue
 try:
     import cramjam as _cramjam
 except ImportError:  # pragma: no cover - the project depends on it
-    _cramjam = None
+    _cramjam = None  # type: ignore[assignment]  # a missing optional module is None
 try:
     import lz4.frame as _lz4f
 except ImportError:  # pragma: no cover
@@ -52,7 +52,7 @@ except ImportError:  # pragma: no cover
 try:
     import zstandard as _zstd
 except ImportError:  # pragma: no cover
-    _zstd = None
+    _zstd = None  # type: ignore[assignment]  # a missing optional module is None
 
 __all__ = ["CODEC_NAMES", "Limits", "DEFAULT_LIMITS", "decompress", "codec_name", "xxh32"]
 

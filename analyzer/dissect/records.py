@@ -313,7 +313,7 @@ class BatchInfo(NamedTuple):
     base_timestamp: int
     max_timestamp: int
     attributes: int
-    count: int
+    record_count: int  # (not ``count``: that would shadow tuple.count)
     where: str  # the batch, for issues
     ioff: int  # frame offset for issues
 
@@ -655,7 +655,9 @@ def _unwrap(
     summary = field.value
     magic = summary["magic"]
     attrs = summary["attributes"]
-    where = _message_where(scope, field.offset - scope.base, field.children[0].value)
+    children = field.children
+    assert children is not None  # a message Field always has its header children
+    where = _message_where(scope, field.offset - scope.base, children[0].value)
     ioff = scope.base + vdata if scope.anchor is None else scope.anchor
     summary["record_count"] = 0
     if value is None:
@@ -686,10 +688,12 @@ def _unwrap(
     ctx.budget -= len(raw)
     inner = _decode_set(ctx, raw, RecordScope(0, scope.depth + 1, ioff, where, trusted, magic))
     msgs = [f for f in inner if f.type == "message"]
-    wrapper_offset = field.children[0].value
+    wrapper_offset = children[0].value
     shift = 0
     if magic >= 1 and msgs:
-        shift = 0 if wrapper_offset == 0 else wrapper_offset - msgs[-1].children[0].value
+        last = msgs[-1].children
+        assert last is not None  # a message Field always has its header children
+        shift = 0 if wrapper_offset == 0 else wrapper_offset - last[0].value
         if shift < 0:
             shift = 0  # below its last inner offset (Kafka rejects it): the offsets as written
     log_append = magic == 1 and attrs & 0x08
@@ -697,7 +701,9 @@ def _unwrap(
     for f in inner:
         s = f.value
         if f.type == "message":
-            raw_off = f.children[0].value
+            fc = f.children
+            assert fc is not None  # a message Field always has its header children
+            raw_off = fc[0].value
             absolute = raw_off + shift
             s["base_offset"] += shift
             s["last_offset"] += shift
@@ -705,17 +711,15 @@ def _unwrap(
                 s["max_timestamp"] = summary["max_timestamp"]
                 s["timestamp_type"] = "log_append_time"
             if ctx.bodies:
-                o = f.children[0]
-                f.children.insert(1, Field("absolute_offset", "int64", absolute, o.offset, o.length))
+                o = fc[0]
+                fc.insert(1, Field("absolute_offset", "int64", absolute, o.offset, o.length))
         count += s["record_count"]
     summary["record_count"] = count
     if inner and inner[0].value["base_offset"] is not None:
         summary["base_offset"] = inner[0].value["base_offset"]
         summary["last_offset"] = inner[-1].value["last_offset"]
     if ctx.bodies:
-        field.children.append(
-            Field("decompressed", "decompressed", raw, scope.base + vdata, vend - vdata, inner)
-        )
+        children.append(Field("decompressed", "decompressed", raw, scope.base + vdata, vend - vdata, inner))
 
 
 # --- magic 2 -----------------------------------------------------------------------------------
@@ -845,7 +849,7 @@ class RecordsField(Field):
         return tuple.__new__(RecordRow, self.rows[i])
 
     @property
-    def children(self) -> list[Field]:  # type: ignore[override]
+    def children(self) -> list[Field]:
         kids = _CHILDREN.__get__(self)
         if kids is None:
             kids = [_record_field(self, row) for row in self.rows]
@@ -876,7 +880,9 @@ def record_timestamp_text(batch: BatchInfo, tsd: int) -> str | None:
     return None if bts == -1 else iso_timestamp(bts + tsd)
 
 
-def _decode_v2_records(ctx: _Ctx, buf: bytes, start: int, end: int, base: int, batch: BatchInfo) -> Field:
+def _decode_v2_records(
+    ctx: _Ctx, buf: bytes, start: int, end: int, base: int, batch: BatchInfo
+) -> RecordsField:
     bo, bts, mts, attrs, count, where, ioff = batch
     control = attrs & 0x20
     # rows are plain tuples laid out as RecordRow: building RecordRow(...) (or tuple.__new__ of
@@ -1059,6 +1065,7 @@ def _record_field(rf: RecordsField, row: RecordRow) -> Field:
     children.append(Field("attributes", "int8", a, base + body, 1))
     if tse is None:
         return field
+    assert tsd is not None  # the parser sets a part's value with its end (RecordRow)
     children.append(
         Field(
             "timestamp_delta",
@@ -1072,6 +1079,7 @@ def _record_field(rf: RecordsField, row: RecordRow) -> Field:
     )
     if ode is None:
         return field
+    assert od is not None  # the parser sets a part's value with its end (RecordRow)
     field.value = bo + od
     odisp = f"offset {bo + od}"
     ts = _record_ts(rf.batch, tsd)
@@ -1080,10 +1088,12 @@ def _record_field(rf: RecordsField, row: RecordRow) -> Field:
     children.append(Field("offset_delta", "varint", od, base + tse, ode - tse, None, odisp))
     if ke is None:
         return field
+    assert kd is not None  # the parser sets a part's value with its end (RecordRow)
     key = _bytes_view(buf, base, "key", ode, kd, ke)
     children.append(key)
     if ve is None:
         return field
+    assert vd is not None  # the parser sets a part's value with its end (RecordRow)
     value = _bytes_view(buf, base, "value", ke, vd, ve)
     children.append(value)
     if control:

@@ -17,6 +17,7 @@ from typing import Any
 
 from analyzer.dissect.errors import CODES, ERRORS
 from analyzer.dissect.protocol_table import API_NAMES
+from analyzer.dissect.records import RecordsField
 from analyzer.filter import fields as F
 from analyzer.filter.syntax import (
     Address,
@@ -183,7 +184,7 @@ def _batches(ex: Exchange) -> list[dict]:
     for m in (ex.request, ex.response):
         if m is not None and m.body is not None and m.api_key in _RECORD_APIS:
             for rf in _records_fields(m.body):
-                for b in rf.children:
+                for b in rf.children or ():  # _records_fields keeps fields with children
                     if isinstance(b.value, dict):
                         out.append(b.value)
     return out
@@ -228,13 +229,12 @@ def _v2_values(c: Field, bo, bts, what: str, out: list) -> None:
         return
     if c.name != "records":
         return
-    rows = getattr(c, "rows", None)
-    if rows is not None and not c.batch[3] & 0x20:  # a RecordsField (not control records): its rows
+    if type(c) is RecordsField and not c.batch[3] & 0x20:  # a RecordsField (not control records): its rows
         buf = c.buf
-        kids = None
+        kids: list[Field] | None = None
         header = what.startswith("headers.")
-        pick = None if header else _ROW_PICK[what]
-        for i, row in enumerate(rows):
+        pick = _ROW_PICK["key"] if header else _ROW_PICK[what]  # (not called for headers)
+        for i, row in enumerate(c.rows):
             if not row[15]:  # malformed: whatever of it parsed, as its Field
                 if kids is None:
                     kids = c.children
@@ -291,7 +291,7 @@ def _record_getter(what: str):
         for m in (ex.request, ex.response):
             if m is not None and m.body is not None and m.api_key in _RECORD_APIS:
                 for rf in _records_fields(m.body):
-                    for entry in rf.children:
+                    for entry in rf.children or ():  # _records_fields keeps fields with children
                         _entry_values(entry, what, out)
         return out
 
@@ -352,7 +352,7 @@ def _decoded_getter(by_key: dict[int, list[tuple[tuple[str, ...], bool, bool]]])
     def get(ex: Exchange) -> list:
         req = ex.request
         m = req if req is not None else ex.response
-        if m is None:
+        if m is None or m.api_key is None:  # (no key: no paths, as by_key has int keys only)
             return []
         paths = by_key.get(m.api_key)
         if not paths:
@@ -697,12 +697,12 @@ class _Compiler:
             raise FilterError(f"unknown field {ref.path!r}" + _suggest(path, F.all_names()), ref.pos, ref.end)
         by_key: dict[int, list] = {}
         types: set[str] = set()
-        for key, paths in found.items():
-            table = F.api_paths(key)
+        for api, paths in found.items():
+            table = F.api_paths(api)
             for p in paths:
                 d = table[p]
                 types |= d.types
-                by_key.setdefault(key, []).append((p, "request" in d.kinds, "response" in d.kinds))
+                by_key.setdefault(api, []).append((p, "request" in d.kinds, "response" in d.kinds))
         return self.decoded(ref, comps, types, by_key)
 
     def prefixed(self, ref: FieldRef, key: int, prefix: str, rest: tuple[str, ...]) -> _Resolved:

@@ -194,6 +194,7 @@ def tokenize(src: str) -> list[Token]:
             continue
         if c in _WORD_START:
             m = _WORD.match(src, i)
+            assert m is not None  # _WORD matches any character of _WORD_START
             j = m.end()
             word = src[i:j]
             # a word cannot end with "." or "-": "a." is a typo, give it back to the error path

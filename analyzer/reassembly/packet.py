@@ -111,7 +111,7 @@ def decode_tcp(linktype: int, data) -> tuple | str:
 
 def _decode_tcp(linktype: int, data) -> tuple | str:
     r = _ethertype_payload(linktype, data)
-    if type(r) is str:
+    if isinstance(r, str):
         return r
     et, off = r
     n = len(data)

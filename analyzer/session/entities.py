@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from functools import lru_cache
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from analyzer.dissect import schema
 from analyzer.dissect.decoder import snake
@@ -181,6 +181,7 @@ def _walk(struct: Field, p: dict[str, Node], ids: dict[str, str], array, nested,
                 yield EntityRef(role, f.value, f)
         if node.descend and f.children:
             sub = node.sub
+            assert sub is not None  # descend is only set with a sub-plan (_struct_plan)
             if node.array:
                 for e in f.children:
                     if e.children:
@@ -236,4 +237,6 @@ def topic_refs(msg: Message | None, topic_ids: dict[str, str] | None = None) -> 
 def entity_values(msg: Message | None, entity: str) -> list:
     """The values of one entity type (GROUP, BROKER, PRODUCER_ID, TRANSACTIONAL_ID) ``msg``
     names, in body order, repeats included."""
-    return [r.value for r in walk(msg, None, frozenset((entity,)))]
+    # no TOPIC wanted: the walk yields EntityRefs only
+    refs = cast("Iterator[EntityRef]", walk(msg, None, frozenset((entity,))))
+    return [r.value for r in refs]

@@ -97,6 +97,7 @@ class Knowledge:
 
     def _metadata(self, resp: Message) -> None:
         body = resp.body
+        assert body is not None  # learn() calls this for decoded responses only
         cid = body.get("cluster_id")
         if cid:
             self.cluster_id = cid

@@ -62,7 +62,7 @@ def iter_records(msg: Message | None, topic_ids: dict[str, str] | None = None) -
     """Every record of a Produce request / Fetch response decoded with record bodies."""
     for t in topic_refs(msg, topic_ids):
         for partition, rec in partition_records(t):
-            for entry in rec.children:
+            for entry in rec.children or ():  # partition_records yields records fields with children
                 s = entry.value
                 magic, codec = s["magic"], s["codec"]
                 for r in entry_records(entry):

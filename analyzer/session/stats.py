@@ -45,7 +45,7 @@ def record_totals(msg: Message | None, topic_ids: dict[str, str] | None = None) 
     for t in topic_refs(msg, topic_ids):
         acc = out.setdefault(t.topic, [0, 0])
         for _partition, f in partition_records(t):
-            for b in f.children:
+            for b in f.children or ():  # partition_records yields records fields with children
                 v = b.value
                 if isinstance(v, dict):
                     acc[0] += v.get("record_count") or 0
@@ -104,7 +104,7 @@ class Stats:
             self._anomaly(ev.issue.code, ev.issue.message)  # type: ignore[union-attr]
         elif t is ConnectionEnd:
             info = ev.conn  # type: ignore[union-attr]
-            self.connections[info.id] = info  # type: ignore[union-attr]
+            self.connections[info.id] = info
 
     def merge(self, other: Stats) -> None:
         """Add another accumulator's counts (a live capture's fanout workers, each with its own
@@ -117,19 +117,19 @@ class Stats:
             a.unanswered += o.unanswered
             a.req_bytes += o.req_bytes
             a.resp_bytes += o.resp_bytes
-        for k, o in other.topics.items():
-            t = self.topics[k]
-            t.produced_records += o.produced_records
-            t.produced_bytes += o.produced_bytes
-            t.fetched_records += o.fetched_records
-            t.fetched_bytes += o.fetched_bytes
-            t.requests += o.requests
-        for k, o in other.clients.items():
-            c = self.clients[k]
-            c.requests += o.requests
-            c.errors += o.errors
-            c.connections |= o.connections
-            c.software = c.software or o.software
+        for topic, ot in other.topics.items():
+            t = self.topics[topic]
+            t.produced_records += ot.produced_records
+            t.produced_bytes += ot.produced_bytes
+            t.fetched_records += ot.fetched_records
+            t.fetched_bytes += ot.fetched_bytes
+            t.requests += ot.requests
+        for client, oc in other.clients.items():
+            c = self.clients[client]
+            c.requests += oc.requests
+            c.errors += oc.errors
+            c.connections |= oc.connections
+            c.software = c.software or oc.software
         self.connections.update(other.connections)
         self.conn_exchanges.update(other.conn_exchanges)
         self.anomalies.update(other.anomalies)
@@ -188,15 +188,15 @@ class Stats:
         for topic in ex.topics:
             self.topics[topic].requests += 1
         if key == ApiKey.PRODUCE and ex.request is not None:
-            for topic, (n, b) in record_totals(ex.request, self.topic_ids).items():
+            for topic, (nrec, nbytes) in record_totals(ex.request, self.topic_ids).items():
                 t = self.topics[topic]
-                t.produced_records += n
-                t.produced_bytes += b
+                t.produced_records += nrec
+                t.produced_bytes += nbytes
         elif key in FETCH_APIS and ex.response is not None:
-            for topic, (n, b) in record_totals(ex.response, self.topic_ids).items():
+            for topic, (nrec, nbytes) in record_totals(ex.response, self.topic_ids).items():
                 t = self.topics[topic]
-                t.fetched_records += n
-                t.fetched_bytes += b
+                t.fetched_records += nrec
+                t.fetched_bytes += nbytes
 
     # -- tables --------------------------------------------------------------------------------
     def api_rows(self) -> list[dict]:
