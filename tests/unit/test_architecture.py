@@ -63,6 +63,30 @@ def test_import_contracts():
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
 
 
+# the core packages mypy checks (config: [tool.mypy] in pyproject.toml)
+MYPY_CORE = [
+    "analyzer/model.py",
+    "analyzer/events.py",
+    "analyzer/issues.py",
+    "analyzer/netconst.py",
+    "analyzer/pipeline.py",
+    "analyzer/capture",
+    "analyzer/reassembly",
+    "analyzer/tls",
+    "analyzer/dissect",
+    "analyzer/session",
+    "analyzer/filter",
+]
+
+
+def test_mypy():
+    """mypy finds no type error in the core (check_untyped_defs: the bodies of untyped functions too)."""
+    r = subprocess.run(
+        [_tool("mypy"), "--no-incremental", *MYPY_CORE], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+
+
 def test_ruff():
     r = subprocess.run(
         [_tool("ruff"), "check", "--no-cache", "."], capture_output=True, text=True, cwd=ROOT, timeout=300
