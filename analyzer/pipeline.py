@@ -125,7 +125,7 @@ class Pipeline:
         """Close connections idle longer than ``idle_timeout`` (long live runs)."""
         return self._events(self.reasm.expire(now))
 
-    def _events(self, events: list[StreamEvent]) -> list[Event]:
+    def _events(self, events: list[StreamEvent]) -> list[Event]:  # noqa: C901 - hot path: one dispatch loop per event
         out: list[Event] = []
         conns = self.conns
         for ev in events:

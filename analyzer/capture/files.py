@@ -201,7 +201,7 @@ def _block_name(btype: int) -> str:
     return f"{name} (type 0x{btype:x})" if name else f"block of type 0x{btype:x}"
 
 
-def iter_pcapng(
+def iter_pcapng(  # noqa: C901 - hot path: one loop over blocks, block types inline (a call per block costs)
     chunks_it: Iterator[bytes], issues: list[Issue], secrets: list[bytes] | None = None
 ) -> Iterator[tuple]:
     """Packets of a pcapng stream: several sections, interfaces with their own link types and

@@ -575,7 +575,7 @@ class _Compiler:
             lit.end,
         )
 
-    def coerce(self, r: _Resolved, lit: Literal):
+    def coerce(self, r: _Resolved, lit: Literal):  # noqa: C901 - one flat case per field type; a dispatch table would scatter it
         t = r.type
         k = lit.kind
         if t == F.API:

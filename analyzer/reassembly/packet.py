@@ -109,7 +109,7 @@ def decode_tcp(linktype: int, data) -> tuple | str:
     return _decode_tcp(linktype, data)
 
 
-def _decode_tcp(linktype: int, data) -> tuple | str:
+def _decode_tcp(linktype: int, data) -> tuple | str:  # noqa: C901 - per packet past the fast path: IPv4/6 headers inline
     r = _ethertype_payload(linktype, data)
     if isinstance(r, str):
         return r
