@@ -289,7 +289,7 @@ class Analysis:
         if isinstance(source, str | os.PathLike) or hasattr(source, "read"):
             from analyzer.capture.files import CaptureFile
 
-            self.source: Source = CaptureFile(source)  # type: ignore[arg-type]
+            self.source: Source = CaptureFile(source)  # type: ignore[arg-type]  # a path or a readable stream here: hasattr narrows no type
         else:
             self.source = source
         # TLS secrets: the key log file (OSError when unreadable), and the capture's own
@@ -398,7 +398,7 @@ class Analysis:
                                 out.append(self._capture_stats(ts))
                             if next_expire is not None and now >= next_expire:
                                 out.extend(p.expire(ts))
-                                next_expire = now + expire_every  # type: ignore[operator]
+                                next_expire = now + expire_every  # type: ignore[operator]  # expire_every is set whenever next_expire is
                             if progress is not None and not n & 0x3FF:
                                 progress(self)
                             if deadline is not None and now >= deadline:
@@ -428,8 +428,8 @@ class Analysis:
 
     def _capture_stats(self, ts: float | None) -> CaptureStats:
         src = self.source
-        self._dropped_seen = src.dropped  # type: ignore[attr-defined]
-        return CaptureStats(ts, getattr(src, "received", 0), src.dropped)  # type: ignore[attr-defined]
+        self._dropped_seen = src.dropped  # type: ignore[attr-defined]  # only called when the source counts drops
+        return CaptureStats(ts, getattr(src, "received", 0), src.dropped)  # type: ignore[attr-defined]  # only called when the source counts drops
 
     def _count(self, events: list[Event]) -> None:
         for ev in events:

@@ -410,7 +410,7 @@ class CaptureFile:
         if self.source == "-":
             return sys.stdin.buffer
         if hasattr(self.source, "read"):
-            return self.source  # type: ignore[return-value]
+            return self.source  # type: ignore[return-value]  # hasattr(read): a binary stream
         return open(self.source, "rb")  # noqa: SIM115 - closed in __iter__
 
     def __iter__(self) -> Iterator[tuple]:

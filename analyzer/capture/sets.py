@@ -82,7 +82,7 @@ def plan(paths: Sequence[str]) -> list[list[str]]:
     for s in timed:
         best = None
         for chain in chains:
-            if _continues(chain[-1], s) and (best is None or chain[-1].last_ts > best[-1].last_ts):  # type: ignore[operator]
+            if _continues(chain[-1], s) and (best is None or chain[-1].last_ts > best[-1].last_ts):  # type: ignore[operator]  # timed spans: last_ts is set with first_ts
                 best = chain
         if best is None:
             chains.append([s])

@@ -231,7 +231,7 @@ def _topic_ref(struct: Field, p: dict[str, Node], ids, array, nested) -> TopicRe
 
 def topic_refs(msg: Message | None, topic_ids: dict[str, str] | None = None) -> Iterator[TopicRef]:
     """The topics ``msg`` names (the walk for topics only)."""
-    return walk(msg, topic_ids, TOPICS)  # type: ignore[return-value]
+    return walk(msg, topic_ids, TOPICS)  # type: ignore[return-value]  # TOPICS only: the walk yields TopicRefs
 
 
 def entity_values(msg: Message | None, entity: str) -> list:

@@ -232,7 +232,7 @@ class RecordCipher:
         if len(fragment) < 17:
             return None
         aad = struct.pack(">BHH", ctype, version, len(fragment))
-        inner = self._aead.decrypt(self._nonce(seq), fragment, aad)  # type: ignore[union-attr]
+        inner = self._aead.decrypt(self._nonce(seq), fragment, aad)  # type: ignore[union-attr]  # TLS 1.3 suites are all AEAD
         # TLSInnerPlaintext: content, the real content type, zero padding
         end = len(inner)
         while end and inner[end - 1] == 0:
@@ -253,7 +253,7 @@ class RecordCipher:
         if len(body) < 16:
             return None
         aad = struct.pack(">QBHH", seq, ctype, version, len(body) - 16)
-        return ctype, self._aead.decrypt(nonce, body, aad)  # type: ignore[union-attr]
+        return ctype, self._aead.decrypt(nonce, body, aad)  # type: ignore[union-attr]  # decrypt() calls this when _aead is set
 
     def _open12_cbc(self, ctype: int, version: int, fragment: bytes, seq: int) -> tuple[int, bytes] | None:
         mac_name = self.suite.mac
