@@ -16,7 +16,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from analyzer.issues import CAPTURE_DROPS_UNKNOWN, CAPTURE_SOURCE_FAILED
+from analyzer.capture.failure import SourceFailure
+from analyzer.issues import CAPTURE_DROPS_UNKNOWN
 from analyzer.model import Issue
 from analyzer.netconst import LinkType
 
@@ -49,7 +50,7 @@ def check_privileges(interface: str) -> str | None:
     return None
 
 
-class LiveCapture:
+class LiveCapture(SourceFailure):
     """Iterate packets as they arrive; ``stop()`` (or Ctrl-C) ends the iteration cleanly."""
 
     def __init__(
@@ -73,14 +74,6 @@ class LiveCapture:
         self._stop = threading.Event()
         self._writer: PcapFileWriter | None = None
         self._sniffer: Any = None  # scapy's AsyncSniffer (the core imports scapy lazily, untyped)
-
-    @property
-    def error(self) -> str | None:
-        return self.issues[0].message if self.issues else None
-
-    def _fail(self, message: str) -> None:
-        if not self.issues:
-            self.issues.append(CAPTURE_SOURCE_FAILED(message))
 
     def stop(self) -> None:
         self._stop.set()

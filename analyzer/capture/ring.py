@@ -40,8 +40,9 @@ import sys
 import time
 from collections.abc import Iterator
 
+from analyzer.capture.failure import SourceFailure
 from analyzer.capture.pcapwriter import RotatingPcapWriter
-from analyzer.issues import CAPTURE_PACKETS_DROPPED, CAPTURE_SOURCE_FAILED
+from analyzer.issues import CAPTURE_PACKETS_DROPPED
 from analyzer.model import Issue
 
 # <linux/if_packet.h>
@@ -388,7 +389,7 @@ def drop_privileges(user: str) -> None:
     os.setuid(pw.pw_uid)
 
 
-class RingCapture:
+class RingCapture(SourceFailure):
     """A live capture source (:class:`~analyzer.pipeline.Source`) over one ring.
 
     ``count``/``duration`` end the capture; ``stop()`` ends it from another thread or a signal
@@ -439,14 +440,6 @@ class RingCapture:
         self._last_ts = float("-inf")  # time of the last packet handed over
         self._opened = False
         self._closed = False
-
-    @property
-    def error(self) -> str | None:
-        return self.issues[0].message if self.issues else None
-
-    def _fail(self, message: str) -> None:
-        if not self.issues:
-            self.issues.append(CAPTURE_SOURCE_FAILED(message))
 
     def stop(self) -> None:
         self._stop = True
