@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
+from typing import TYPE_CHECKING, BinaryIO, Protocol
 
 from analyzer.dissect.framing import KafkaConnection
 from analyzer.dissect.message import DEFAULT_OPTIONS, Options
@@ -41,6 +41,7 @@ from analyzer.events import (
     ConnOpen,
     Event,
     Gap,
+    Packet,
     StreamData,
     StreamEvent,
 )
@@ -254,7 +255,7 @@ class Source(Protocol):
     bytes_read: int
     live: bool  # a live capture: seeing no Kafka is not damage
 
-    def __iter__(self) -> Iterator[tuple[int, float, int, Any]]: ...
+    def __iter__(self) -> Iterator[Packet]: ...
 
 
 class Analysis:

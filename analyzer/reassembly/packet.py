@@ -15,6 +15,7 @@ from __future__ import annotations
 import ipaddress
 import struct
 
+from analyzer.events import Segment
 from analyzer.netconst import (
     AF_INET,
     AF_INET6_VALUES,
@@ -89,7 +90,7 @@ def _ethertype_payload(linktype: int, data) -> tuple[int, int] | str:
 _fast = struct.Struct("!2xH2xHxB2x4s4sHHIIBB").unpack_from
 
 
-def decode_tcp(linktype: int, data) -> tuple | str:
+def decode_tcp(linktype: int, data) -> Segment | str:
     n = len(data)
     if (
         linktype == _ETHERNET
@@ -109,7 +110,7 @@ def decode_tcp(linktype: int, data) -> tuple | str:
     return _decode_tcp(linktype, data)
 
 
-def _decode_tcp(linktype: int, data) -> tuple | str:  # noqa: C901 - per packet past the fast path: IPv4/6 headers inline
+def _decode_tcp(linktype: int, data) -> Segment | str:  # noqa: C901 - per packet past the fast path: IPv4/6 headers inline
     r = _ethertype_payload(linktype, data)
     if isinstance(r, str):
         return r

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from heapq import heappop, heappush
 
-from analyzer.events import ConnClose, ConnOpen, Gap, StreamData
+from analyzer.events import ConnClose, ConnOpen, Gap, Segment, StreamData
 from analyzer.reassembly.packet import ACK, FIN, RST, SYN, ip_text
 
 M32 = 0xFFFFFFFF
@@ -78,7 +78,7 @@ class Reassembler:
         self.connections = 0
 
     # -- public -------------------------------------------------------------------------------
-    def feed(self, ts: float, index: int, seg: tuple) -> list:
+    def feed(self, ts: float, index: int, seg: Segment) -> list:
         src, sport, dst, dport, seq, ack, flags, payload = seg
         out: list = []
         hit = self.table.get((src, sport, dst, dport))
