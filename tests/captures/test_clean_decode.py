@@ -1,13 +1,13 @@
 """Every Kafka frame of the public and project captures decodes without error-severity issues,
-except bytes that really are malformed, which conftest.known_malformed names."""
+except bytes that really are malformed, which tests.helpers.captures.known_malformed names."""
 
 import pytest
-from conftest import known_malformed, project_captures, public_captures
 
 from analyzer.dissect.message import Options
 from analyzer.events import CaptureIssue, ConnIssue
 from analyzer.model import Exchange, Severity
 from analyzer.pipeline import Analysis
+from tests.helpers.captures import known_malformed, project_captures, public_captures
 
 
 @pytest.mark.parametrize("path", public_captures() + project_captures(), ids=lambda p: p.name)

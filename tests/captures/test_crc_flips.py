@@ -4,11 +4,11 @@ each flip is exactly one CRC mismatch at the right batch or message, nothing els
 import random
 
 import pytest
-from conftest import CAPTURES
 
 from analyzer.dissect.message import Options, decode_request
 from analyzer.model import Exchange, Frame
 from analyzer.pipeline import Analysis
+from tests.helpers.captures import CAPTURES
 
 OPTS = Options(records_bodies=True)
 FILES = [

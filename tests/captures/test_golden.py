@@ -11,9 +11,9 @@ import sys
 
 import orjson
 import pytest
-from conftest import CAPTURES, ROOT
 
 from analyzer import __version__
+from tests.helpers.captures import CAPTURES, ROOT
 
 GOLDEN = ROOT / "tests" / "captures" / "golden"
 CASES = [

@@ -1,11 +1,10 @@
 """The project's captures hold exactly the records their manifest says were produced and
-consumed, with every CRC valid (except the malformed bytes named in conftest)."""
+consumed, with every CRC valid (except the malformed bytes named in tests/helpers/captures.py)."""
 
 import json
 from collections import Counter
 
 import pytest
-from conftest import CAPTURES, known_malformed
 
 from analyzer.dissect.constants import ApiKey
 from analyzer.dissect.message import Options
@@ -13,6 +12,7 @@ from analyzer.events import CaptureIssue, ConnIssue
 from analyzer.model import Exchange, Severity
 from analyzer.pipeline import Analysis
 from analyzer.session.records import iter_records
+from tests.helpers.captures import CAPTURES, known_malformed
 
 MANIFEST = (
     json.loads((CAPTURES / "manifest.json").read_text()) if (CAPTURES / "manifest.json").exists() else []

@@ -14,9 +14,9 @@ import subprocess
 from collections import defaultdict
 
 import pytest
-from conftest import CAPTURES
 
 from analyzer.cli import main
+from tests.helpers.captures import CAPTURES
 
 MANIFEST = (
     json.loads((CAPTURES / "manifest.json").read_text()) if (CAPTURES / "manifest.json").exists() else []

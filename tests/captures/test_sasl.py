@@ -12,7 +12,6 @@ import sys
 from collections import Counter, defaultdict
 
 import pytest
-from conftest import CAPTURES, ROOT, known_malformed
 
 from analyzer.dissect.constants import ApiKey
 from analyzer.dissect.message import Options
@@ -20,6 +19,7 @@ from analyzer.events import CaptureIssue, ConnIssue
 from analyzer.model import Exchange, Severity
 from analyzer.pipeline import Analysis
 from analyzer.session.records import iter_records
+from tests.helpers.captures import CAPTURES, ROOT, known_malformed
 
 MANIFEST = (
     json.loads((CAPTURES / "manifest.json").read_text()) if (CAPTURES / "manifest.json").exists() else []
@@ -114,7 +114,7 @@ def test_every_connection_authenticates(entry):
 
 
 def named(e: Exchange, issue) -> bool:
-    """The mock's malformed UNSUPPORTED_VERSION answer to ApiVersions v3 (conftest)."""
+    """The mock's malformed UNSUPPORTED_VERSION answer to ApiVersions v3 (tests.helpers.captures)."""
     m = e.response
     return (
         m is not None

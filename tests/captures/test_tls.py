@@ -9,7 +9,6 @@ import subprocess
 from collections import Counter
 
 import pytest
-from conftest import CAPTURES, known_malformed
 
 from analyzer.cli import main
 from analyzer.dissect.message import Options
@@ -17,6 +16,7 @@ from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue
 from analyzer.export.jsonout import message_json
 from analyzer.model import Exchange, Severity
 from analyzer.pipeline import Analysis, Exit
+from tests.helpers.captures import CAPTURES, known_malformed
 
 MANIFEST = (
     json.loads((CAPTURES / "manifest.json").read_text()) if (CAPTURES / "manifest.json").exists() else []

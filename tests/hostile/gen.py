@@ -13,7 +13,7 @@ import random
 import struct
 from dataclasses import dataclass, field
 
-from packets import Conversation, api_versions_request, api_versions_response
+from tests.helpers.packets import Conversation, api_versions_request, api_versions_response
 
 EXCHANGES = 8
 # an impossible frame size: named, then the bytes skipped to the next frame

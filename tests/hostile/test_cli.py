@@ -9,7 +9,7 @@ import re
 import pytest
 
 from analyzer.cli import main
-from hostile.gen import cases
+from tests.hostile.gen import cases
 
 CASES = cases()
 WARNINGS = {

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from analyzer.reassembly.packet import ACK, FIN, SYN
 from analyzer.reassembly.tcp import Reassembler
-from hostile import quadratic_tcp
+from tests.hostile import quadratic_tcp
 
 A, B = b"\x0a\x00\x00\x01", b"\x0a\x00\x00\x02"
 

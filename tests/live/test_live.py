@@ -10,7 +10,8 @@ import time
 import uuid
 
 import pytest
-from conftest import ROOT, known_malformed
+
+from tests.helpers.captures import ROOT, known_malformed
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 pytest.importorskip("scapy")

@@ -16,7 +16,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+
+from tests.helpers.captures import ROOT
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 pytestmark = [

@@ -17,13 +17,13 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import CAPTURES, PUBLIC, ROOT, public_captures, tls_captures
-from conftest import project_captures as _clear_text_captures
 
 from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue
 from analyzer.model import Exchange
 from analyzer.pipeline import Analysis
 from analyzer.session.stats import Stats, error_names
+from tests.helpers.captures import CAPTURES, PUBLIC, ROOT, public_captures, tls_captures
+from tests.helpers.captures import project_captures as _clear_text_captures
 
 
 def project_captures():

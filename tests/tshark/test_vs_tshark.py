@@ -6,12 +6,12 @@ import subprocess
 from collections import Counter
 
 import pytest
-from conftest import project_captures, public_captures
 
 from analyzer.dissect import schema
 from analyzer.events import ConnectionEnd
 from analyzer.model import Exchange
 from analyzer.pipeline import Analysis
+from tests.helpers.captures import project_captures, public_captures
 
 pytestmark = [pytest.mark.tshark, pytest.mark.skipif(shutil.which("tshark") is None, reason="no tshark")]
 

@@ -4,8 +4,8 @@ import json
 import subprocess
 import sys
 
-from conftest import CAPTURES, ROOT
-from packets import Conversation, write_pcap
+from tests.helpers.captures import CAPTURES, ROOT
+from tests.helpers.packets import Conversation, write_pcap
 
 
 def cli(*args, stdin=None):

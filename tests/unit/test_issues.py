@@ -5,10 +5,8 @@ bundled captures produce (whole and cut short) declared with its severity."""
 import gzip
 import json
 import re
-import sys
 
 import pytest
-from conftest import ROOT, project_captures, public_captures
 
 from analyzer import issues
 from analyzer.capture.files import CaptureFile
@@ -17,6 +15,8 @@ from analyzer.events import CaptureIssue, ConnIssue
 from analyzer.issues import REGISTRY, STAGES, IssueKind
 from analyzer.model import Exchange, Severity
 from analyzer.pipeline import Analysis
+from tests.helpers import tools
+from tests.helpers.captures import ROOT, project_captures, public_captures
 
 ANALYZER = ROOT / "analyzer"
 REGISTRY_FILE = ANALYZER / "issues.py"
@@ -110,12 +110,7 @@ def test_only_documented_severity_overrides_are_accepted():
 
 @pytest.fixture(scope="module")
 def gen_issues():
-    sys.path.insert(0, str(ROOT / "tools"))
-    try:
-        import gen_issues
-    finally:
-        sys.path.remove(str(ROOT / "tools"))
-    return gen_issues
+    return tools.load("gen_issues")
 
 
 def test_readme_table_is_up_to_date(gen_issues):

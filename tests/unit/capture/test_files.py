@@ -6,8 +6,10 @@ import sys
 
 import pytest
 import zstandard
-from conftest import ROOT, public_captures
-from packets import (
+
+from analyzer.capture.files import CaptureFile
+from tests.helpers.captures import ROOT, public_captures
+from tests.helpers.packets import (
     Conversation,
     api_versions_request,
     api_versions_response,
@@ -15,8 +17,6 @@ from packets import (
     write_pcap,
     write_pcapng,
 )
-
-from analyzer.capture.files import CaptureFile
 
 
 def conversation_packets():

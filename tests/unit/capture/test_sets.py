@@ -7,10 +7,10 @@ from contextlib import redirect_stdout
 from pathlib import Path
 
 import pytest
-from conftest import project_captures
 
 from analyzer import cli
 from analyzer.capture.sets import CaptureSet, plan
+from tests.helpers.captures import project_captures
 
 
 def cut(path: Path, every: int, out_dir: Path) -> list[Path]:

@@ -14,9 +14,9 @@ from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
-from conftest import CAPTURES
 
 from analyzer import cli
+from tests.helpers.captures import CAPTURES
 
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kafka-analyzer-tests"
 PYTEST_SDIST = "pytest==8.3.3"

@@ -6,12 +6,12 @@ import time
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from packets import api_versions_request, cstr, uvarint
 
 from analyzer.dissect.decoder import message_plan
 from analyzer.dissect.message import Options, decode_request, decode_response, decode_sasl_token
 from analyzer.dissect.protocol_table import MESSAGES
 from analyzer.model import Frame, Severity
+from tests.helpers.packets import api_versions_request, cstr, uvarint
 
 
 def frame(payload: bytes, kind="request") -> Frame:

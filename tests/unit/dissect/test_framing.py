@@ -2,11 +2,11 @@
 
 import struct
 
-from packets import Conversation, api_versions_request, api_versions_response, metadata_request
 from scapy.layers.inet import TCP
 
 from analyzer.dissect.framing import KafkaConnection
 from analyzer.events import Gap, StreamData
+from tests.helpers.packets import Conversation, api_versions_request, api_versions_response, metadata_request
 
 REQS = [api_versions_request(i, pad=i * 300) for i in range(1, 8)]
 RESPS = [api_versions_response(i, n_apis=10 * i) for i in range(1, 8)]
@@ -139,11 +139,10 @@ def test_incomplete_frame_at_the_end_is_reported():
 
 def test_conversation_capture_end_to_end(tmp_path):
     """A capture with one lost segment: every frame before and after the gap, gap reported."""
-    from packets import write_pcap
-
     from analyzer.events import ConnIssue
     from analyzer.model import Exchange
     from analyzer.pipeline import Analysis
+    from tests.helpers.packets import write_pcap
 
     c = Conversation().handshake()
     seg_lists = []

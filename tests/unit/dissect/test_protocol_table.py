@@ -17,6 +17,7 @@ from analyzer.dissect.schema import (
     message_fields,
     version_range,
 )
+from tests.helpers import tools
 
 ROOT = Path(__file__).resolve().parents[3]
 SCHEMAS = ROOT.parent / "shared" / "kafka-schemas"
@@ -276,11 +277,7 @@ def test_table_is_up_to_date(tmp_path):
 
 
 def test_comment_stripping():
-    sys.path.insert(0, str(GENERATOR.parent))
-    try:
-        import gen_protocol
-    finally:
-        sys.path.remove(str(GENERATOR.parent))
+    gen_protocol = tools.load("gen_protocol")
     text = '// header\n{"a": "x // not a comment", // trailing\n "b": "\\"//\\""}\n'
     import json
 

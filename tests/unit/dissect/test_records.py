@@ -873,10 +873,9 @@ def test_export_json_of_rows_for_odd_batches():
 
 
 def test_export_json_of_rows_for_every_project_capture_batch():
-    from conftest import project_captures
-
     from analyzer.dissect.message import Options
     from analyzer.pipeline import Analysis
+    from tests.helpers.captures import project_captures
 
     seen = []
     real = records_mod.decode_records

@@ -5,9 +5,9 @@ from importlib import resources
 
 import jsonschema
 import pytest
-from conftest import ROOT, project_captures, public_captures
 
 from analyzer.cli import main
+from tests.helpers.captures import ROOT, project_captures, public_captures
 
 SCHEMA = json.loads(resources.files("analyzer.export").joinpath("schema.json").read_text())
 LINE = jsonschema.Draft202012Validator(SCHEMA)

@@ -7,9 +7,9 @@ import json
 import re
 
 import pytest
-from conftest import CAPTURES
 
 from analyzer import cli
+from tests.helpers.captures import CAPTURES
 
 CAPS = [
     "librdkafka-produce-consume-gzip.pcap",

@@ -2,8 +2,6 @@
 of its type (and with contains/matches for text), evaluates without raising on the real
 exchanges of the bundled captures, and at least finds what the captures hold."""
 
-from conftest import CAPTURES, project_captures
-
 from analyzer.dissect.decoder import snake
 from analyzer.dissect.message import Options
 from analyzer.dissect.protocol_table import API_NAMES
@@ -11,6 +9,7 @@ from analyzer.filter import FilterError, compile_filter
 from analyzer.filter import fields as F
 from analyzer.model import Exchange
 from analyzer.pipeline import Analysis
+from tests.helpers.captures import CAPTURES, project_captures
 
 CAPS = [
     "librdkafka-admin.pcap",

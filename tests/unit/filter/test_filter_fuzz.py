@@ -3,11 +3,11 @@
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_filter_language import _produce_bodies, make_ex
 
 from analyzer.filter import FilterError, compile_filter
+from tests.helpers.exchanges import make_ex, produce_bodies
 
-_req, _resp = _produce_bodies()
+_req, _resp = produce_bodies()
 EXCHANGES = [
     make_ex(req_body=_req, resp_body=_resp, errors=[6]),
     make_ex(answered=False, client_id=None, topics={}),

@@ -6,47 +6,8 @@ import pytest
 
 from analyzer.filter import FilterError, compile_filter, quote, shorthand
 from analyzer.filter.syntax import Address, BoolOp, Compare, Exists, Not, parse, tokenize
-from analyzer.model import ConnInfo, Endpoint, Exchange, Field, Frame, Issue, Message, Severity
-
-
-def _frame(length: int, ts: float) -> Frame:
-    return Frame(1, 0, 0, length, b"", ts, ts, (1,))
-
-
-def make_ex(
-    api=0,
-    version=9,
-    corr=7,
-    client_id="app",
-    latency_ms=12.5,
-    errors=(),
-    topics=None,
-    issues=(),
-    req_body=None,
-    resp_body=None,
-    client=("10.0.0.5", 40000),
-    broker=("10.0.0.7", 9092),
-    answered=True,
-):
-    conn = ConnInfo(3, Endpoint(*client), Endpoint(*broker), 0.0, True, client_direction=0)
-    req = Message(_frame(100, 1.0), "request", api, version, corr, None, req_body, [], client_id)
-    resp = None
-    if answered:
-        resp = Message(
-            _frame(50, 1.0 + latency_ms / 1000.0),
-            "response",
-            api,
-            version,
-            corr,
-            None,
-            resp_body,
-            [],
-            None,
-            list(errors),
-        )
-    ex = Exchange(conn, req, resp, list(issues))
-    ex.topics = topics if topics is not None else {"orders": [0, 1]}
-    return ex
+from analyzer.model import Exchange, Issue, Severity
+from tests.helpers.exchanges import make_ex, produce_bodies
 
 
 def m(expr: str, ex: Exchange) -> bool:
@@ -292,67 +253,8 @@ def test_software_from_knowledge():
 # -- decoded fields, any / all --------------------------------------------------------------------------
 
 
-def _leaf(name, typ, value):
-    return Field(name, typ, value, 0, 0)
-
-
-def _produce_bodies():
-    def partition(idx, err):
-        return Field(
-            "partition_produce_response",
-            "PartitionProduceResponse",
-            None,
-            0,
-            0,
-            [_leaf("index", "int32", idx), _leaf("error_code", "int16", err)],
-        )
-
-    topic = Field(
-        "topic_produce_response",
-        "TopicProduceResponse",
-        None,
-        0,
-        0,
-        [
-            _leaf("name", "string", "orders"),
-            Field(
-                "partition_responses",
-                "[]PartitionProduceResponse",
-                2,
-                0,
-                0,
-                [partition(0, 0), partition(1, 6)],
-            ),
-        ],
-    )
-    resp = Field(
-        "produce_response",
-        "ProduceResponse",
-        None,
-        0,
-        0,
-        [
-            Field("responses", "[]TopicProduceResponse", 1, 0, 0, [topic]),
-            _leaf("throttle_time_ms", "int32", 0),
-        ],
-    )
-    req = Field(
-        "produce_request",
-        "ProduceRequest",
-        None,
-        0,
-        0,
-        [
-            _leaf("transactional_id", "string", None),
-            _leaf("acks", "int16", 1),
-            _leaf("timeout_ms", "int32", 30000),
-        ],
-    )
-    return req, resp
-
-
 def test_decoded_paths_any_and_all():
-    req, resp = _produce_bodies()
+    req, resp = produce_bodies()
     ex = make_ex(req_body=req, resp_body=resp)
     assert m("produce.acks == 1", ex)
     assert m("produce.request.acks == 1", ex)

@@ -3,17 +3,17 @@
 import random
 import struct
 
-from packets import (
-    Conversation,
-    api_versions_request,
-    api_versions_response,
-    reassemble,
-)
 from scapy.layers.inet import IP, TCP
 from scapy.layers.inet6 import IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrHopByHop
 from scapy.layers.l2 import Dot1AD, Dot1Q, Ether
 
 from analyzer.reassembly.packet import decode_tcp
+from tests.helpers.packets import (
+    Conversation,
+    api_versions_request,
+    api_versions_response,
+    reassemble,
+)
 
 REQ = b"".join(api_versions_request(i, pad=700) for i in range(1, 6))  # ~3.8 KB: several segments
 RESP = b"".join(api_versions_response(i, n_apis=60) for i in range(1, 6))
@@ -197,10 +197,9 @@ def test_who_closed_first_is_told():
     import tempfile
     from pathlib import Path
 
-    from packets import write_pcap
-
     from analyzer.events import ConnectionEnd
     from analyzer.pipeline import Analysis
+    from tests.helpers.packets import write_pcap
 
     c = Conversation().handshake()
     c.send(0, api_versions_request(1))

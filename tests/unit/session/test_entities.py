@@ -6,7 +6,6 @@ from __future__ import annotations
 from functools import cache
 
 import pytest
-from conftest import CAPTURES, project_captures
 
 from analyzer.dissect.constants import ApiKey
 from analyzer.dissect.message import Options
@@ -27,6 +26,7 @@ from analyzer.session.entities import (
 )
 from analyzer.session.knowledge import topics_of
 from analyzer.session.records import iter_records
+from tests.helpers.captures import CAPTURES, project_captures
 
 ALL = [p.name for p in project_captures()]
 

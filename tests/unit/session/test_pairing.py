@@ -2,10 +2,15 @@
 
 import struct
 
-from packets import Conversation, api_versions_request, api_versions_response, metadata_request, write_pcap
-
 from analyzer.model import Exchange
 from analyzer.pipeline import Analysis
+from tests.helpers.packets import (
+    Conversation,
+    api_versions_request,
+    api_versions_response,
+    metadata_request,
+    write_pcap,
+)
 
 
 def frame(payload: bytes) -> bytes:

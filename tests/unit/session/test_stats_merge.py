@@ -1,12 +1,11 @@
 """Stats.merge (live fanout workers): two accumulators over disjoint connections, merged, give
 the tables of one accumulator over everything."""
 
-from conftest import CAPTURES
-
 from analyzer.events import ConnectionEnd, ConnIssue
 from analyzer.model import Exchange
 from analyzer.pipeline import Analysis
 from analyzer.session.stats import Stats
+from tests.helpers.captures import CAPTURES
 
 
 def conn_id(ev):

@@ -7,12 +7,11 @@ import json
 import xml.etree.ElementTree as ET
 from contextlib import redirect_stderr, redirect_stdout
 
-from conftest import CAPTURES
-
 from analyzer import cli
 from analyzer.dissect.message import Options
 from analyzer.model import Exchange
 from analyzer.pipeline import Analysis
+from tests.helpers.captures import CAPTURES
 
 GZIP = CAPTURES / "librdkafka-produce-consume-gzip.pcap"
 TXN = CAPTURES / "librdkafka-txn.pcap"

@@ -1,13 +1,18 @@
-"""The TLS layer's pieces: key schedules against RFC 8448 and the TLS 1.2 PRF vector, hello
-parsing, and TlsConnection on synthetic streams (decryption, KeyUpdate, corrupt records, wrong
-keys, truncated handshakes, gaps, oversized records)."""
+"""TlsConnection on synthetic streams: decryption, KeyUpdate, corrupt records, wrong keys,
+truncated handshakes, gaps, oversized records, HelloRetryRequest, resumption; never raises."""
 
 import struct
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from rfc8448 import (
+
+from analyzer.events import Gap, StreamData
+from analyzer.model import Severity
+from analyzer.tls.crypto import SUITES, tls12_key_block, tls13_traffic_keys
+from analyzer.tls.keylog import KeyLog
+from analyzer.tls.layer import TlsConnection
+from tests.helpers.rfc8448 import (
     CLIENT_AP_SECRET,
     CLIENT_HELLO,
     CLIENT_HS_IV,
@@ -17,70 +22,12 @@ from rfc8448 import (
     SERVER_AP_IV,
     SERVER_AP_KEY,
     SERVER_AP_SECRET,
-    SERVER_FLIGHT,
     SERVER_FLIGHT_RECORD,
     SERVER_HELLO,
-    SERVER_HS_IV,
-    SERVER_HS_KEY,
     SERVER_HS_SECRET,
-    h,
 )
 
-from analyzer.events import Gap, StreamData
-from analyzer.model import Severity
-from analyzer.tls.crypto import SUITES, RecordCipher, prf12, tls12_key_block, tls13_traffic_keys
-from analyzer.tls.detect import looks_like_tls
-from analyzer.tls.hello import parse_client_hello, parse_server_hello
-from analyzer.tls.keylog import KeyLog
-from analyzer.tls.layer import TlsConnection
-
 AES128 = SUITES[0x1301]
-
-
-# -- key schedules ---------------------------------------------------------------------------------
-
-
-def test_tls13_traffic_keys_rfc8448():
-    assert tls13_traffic_keys(AES128, SERVER_HS_SECRET) == (SERVER_HS_KEY, SERVER_HS_IV)
-    assert tls13_traffic_keys(AES128, CLIENT_HS_SECRET) == (CLIENT_HS_KEY, CLIENT_HS_IV)
-    assert tls13_traffic_keys(AES128, SERVER_AP_SECRET) == (SERVER_AP_KEY, SERVER_AP_IV)
-
-
-def test_tls13_record_rfc8448():
-    c = RecordCipher.tls13_from_secret(AES128, SERVER_HS_SECRET)
-    rec = SERVER_FLIGHT_RECORD
-    assert c.decrypt(rec[0], 0x0303, rec[5:]) == (22, SERVER_FLIGHT)
-    assert c.seq == 1
-    assert c.decrypt(rec[0], 0x0303, rec[5:]) is None  # sequence 1: does not authenticate
-
-
-def test_tls12_prf_vector():
-    out = prf12("sha256", h("9b be 43 6b a9 40 f0 17 b1 76 52 84 9a 71 db 35"), b"test label",
-                h("a0 ba 9f 93 6c da 31 18 27 a6 f7 96 ff d5 19 8c"), 100)  # fmt: skip
-    assert out == h(
-        "e3 f2 29 ba 72 7b e1 7b 8d 12 26 20 55 7c d4 53 c2 aa b2 1d 07 c3 d4 95 32 9b 52 d4 e6 1e db 5a"
-        "6b 30 17 91 e9 0d 35 c9 c9 a4 6b 4e 14 ba f9 af 0f a0 22 f7 07 7d ef 17 ab fd 37 97 c0 56 4b ab"
-        "4f bc 91 66 6e 9d ef 9b 97 fc e3 4f 79 67 89 ba a4 80 82 d1 22 ee 42 c5 a7 2e 5a 51 10 ff f7 01"
-        "87 34 7b 66"
-    )
-
-
-def test_hellos_rfc8448():
-    ch = parse_client_hello(CLIENT_HELLO[4:])
-    assert ch["random"] == CLIENT_RANDOM
-    assert ch["sni"] == "server"
-    assert 0x0304 in ch["versions"]
-    assert ch["cipher_suites"] == [0x1301, 0x1303, 0x1302]
-    sh = parse_server_hello(SERVER_HELLO[4:])
-    assert sh["version"] == 0x0304 and sh["cipher_suite"] == 0x1301 and not sh["hrr"]
-
-
-def test_keylog_parsing():
-    kl = KeyLog()
-    text = f"# comment\nCLIENT_RANDOM {CLIENT_RANDOM.hex()} {'ab' * 48}\nnonsense line\n\n"
-    assert kl.add_text(text, "f") == 1
-    assert kl.get("CLIENT_RANDOM", CLIENT_RANDOM) == b"\xab" * 48
-    assert [i.code for i in kl.issues] == ["tls.keylog_bad_line"]
 
 
 # -- TlsConnection on synthetic streams ------------------------------------------------------------
@@ -282,13 +229,6 @@ def test_gap_without_keys_gives_the_direction_up():
     assert not out and not issues
 
 
-def test_looks_like_tls():
-    assert looks_like_tls(b"\x16\x03\x01\x00\xc4")
-    assert looks_like_tls(b"\x17\x03\x03\x00\x20")
-    assert not looks_like_tls(b"\x00\x00\x00\x20\x00\x12")
-    assert not looks_like_tls(b"\x17\x03\x03\xff\xff")
-
-
 # -- TLS 1.2 ---------------------------------------------------------------------------------------
 
 
@@ -364,21 +304,6 @@ def test_tls12_suites():
         assert plain == [b"hello kafka", b"answer"], SUITES[code].name
         assert not issues and not gaps
         assert tls.info["version"] == "TLS 1.2" and tls.info["sni"] == "localhost"
-
-
-def test_tls13_record_ciphers_roundtrip():
-    from cryptography.hazmat.primitives.ciphers.aead import AESCCM
-
-    aeads = {"gcm": AESGCM, "chacha": ChaCha20Poly1305, "ccm": AESCCM}
-    for code in (0x1301, 0x1302, 0x1303, 0x1304):
-        suite = SUITES[code]
-        c = RecordCipher.tls13_from_secret(suite, SERVER_AP_SECRET + SERVER_AP_SECRET[:16])
-        for seq in range(3):
-            nonce = (int.from_bytes(c.iv, "big") ^ seq).to_bytes(12, "big")
-            inner = b"kafka%d\x17\x00\x00" % seq  # content, type, padding
-            aad = struct.pack(">BHH", 23, 0x0303, len(inner) + 16)
-            sealed = aeads[suite.cipher](c.key).encrypt(nonce, inner, aad)
-            assert c.decrypt(23, 0x0303, sealed) == (23, b"kafka%d" % seq), suite.name
 
 
 _CLI, _SRV = tls13_streams([b"request-1", b"request-2"], [b"response-1"])

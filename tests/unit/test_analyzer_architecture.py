@@ -1,12 +1,13 @@
 """The shape of the code: the core (model, events, capture files, reassembly, dissect, session,
 pipeline) never imports the front ends' libraries (checked in a fresh interpreter and by the
-import-linter contracts in pyproject.toml), and ruff finds nothing."""
+import-linter contracts in pyproject.toml), mypy and ruff find nothing, and tests/unit mirrors the
+package module by module."""
 
 import subprocess
 import sys
 from pathlib import Path
 
-from conftest import ROOT
+from tests.helpers.captures import ROOT
 
 CORE = [
     "analyzer.model",
@@ -100,3 +101,47 @@ def test_ruff():
         timeout=300,
     )
     assert r.returncode == 0, r.stdout[-4000:]
+
+
+def _mirrored_target(test: Path) -> str | None:
+    """What tests/unit/<dir>/test_<stem>.py tests: a module or subpackage of analyzer/<dir> named by
+    a leading part of <stem> (test_records.py, test_stats_merge.py: stats.py, merging), or the
+    package analyzer/<dir> itself (test_filter_fuzz.py in tests/unit/filter/). None: no such thing."""
+    rel = test.parent.relative_to(ROOT / "tests" / "unit")
+    package = ROOT / "analyzer" / rel
+    if not (package / "__init__.py").is_file():
+        return None
+    parts = test.stem.removeprefix("test_").split("_")
+    for n in range(len(parts), 0, -1):
+        name = "_".join(parts[:n])
+        if name == package.name:
+            return str(package.relative_to(ROOT))
+        for target in (package / f"{name}.py", package / name / "__init__.py"):
+            if target.is_file():
+                return str(target.relative_to(ROOT))
+    return None
+
+
+def test_unit_tests_mirror_the_package():
+    """Every tests/unit/**/test_X.py sits at the place of an analyzer module or package and is named
+    after it; tests/unit holds nothing else (shared helpers live in tests/helpers)."""
+    unit = ROOT / "tests" / "unit"
+    strays = [
+        str(p.relative_to(ROOT))
+        for p in sorted(unit.rglob("*.py"))
+        if p.name not in ("__init__.py", "conftest.py")
+        and (not p.name.startswith("test_") or _mirrored_target(p) is None)
+    ]
+    assert not strays, f"not named after a module of analyzer/ at the mirrored place: {strays}"
+
+
+def test_tests_never_touch_sys_path():
+    """Tests import shared code as the tests.helpers package (pytest's importlib mode, pythonpath
+    "." in pyproject.toml), never by inserting folders into sys.path."""
+    found = [
+        str(p.relative_to(ROOT))
+        for p in sorted((ROOT / "tests").rglob("*.py"))
+        if any(f"sys.path.{verb}(" in p.read_text(encoding="utf-8") for verb in ("insert", "append"))
+        and p.name != Path(__file__).name
+    ]
+    assert not found, found

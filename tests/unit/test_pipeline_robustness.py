@@ -6,12 +6,12 @@ import subprocess
 import sys
 
 import pytest
-from conftest import CAPTURES, ROOT
 
 from analyzer.dissect.message import Options
 from analyzer.export.jsonout import exchange_json
 from analyzer.model import Exchange
 from analyzer.pipeline import Analysis
+from tests.helpers.captures import CAPTURES, ROOT
 
 SOURCES = ["librdkafka-produce-consume-gzip.pcap", "kafka-python-0.9-snappy.pcap", "librdkafka-txn.pcap"]
 
@@ -55,9 +55,8 @@ def test_decompression_bomb_in_a_capture_is_refused(tmp_path):
     import struct
     import zlib
 
-    from packets import Conversation, write_pcap
-
     from analyzer.dissect.crc import crc32c
+    from tests.helpers.packets import Conversation, write_pcap
 
     comp = zlib.compressobj(9, zlib.DEFLATED, 31)
     chunk = b"\0" * (1 << 20)

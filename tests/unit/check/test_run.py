@@ -7,11 +7,11 @@ import struct
 from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
-from capture_patch import delay_responses, patch_field
-from conftest import CAPTURES
 
 from analyzer import cli
 from analyzer.check import baseline
+from tests.helpers.capture_patch import delay_responses, patch_field
+from tests.helpers.captures import CAPTURES
 
 GZIP = CAPTURES / "librdkafka-produce-consume-gzip.pcap"
 ZSTD = CAPTURES / "librdkafka-produce-consume-zstd.pcap"
@@ -108,7 +108,7 @@ def test_sasl_plain_in_clear_text_is_a_warning():
 
 
 def test_crc_mismatch_is_an_error(tmp_path):
-    from capture_patch import exchanges, field_position, find
+    from tests.helpers.capture_patch import exchanges, field_position, find
 
     raw = bytearray(GZIP.read_bytes())
     ex = next(e for e in exchanges(GZIP) if is_produce(e))
@@ -196,7 +196,7 @@ def test_inconclusive_alone_exits_3(tmp_path):
 
 
 def test_no_kafka_is_inconclusive(tmp_path):
-    from packets import Conversation, write_pcap
+    from tests.helpers.packets import Conversation, write_pcap
 
     c = Conversation(broker=("10.0.0.2", 80)).handshake()
     c.send(0, b"GET / HTTP/1.1\r\n\r\n")

@@ -1,0 +1,51 @@
+"""Where the captures are, which of them are clear text or TLS, and the bytes on the wire that
+really are malformed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from analyzer.dissect.constants import ApiKey, ErrorCode
+
+ROOT = Path(__file__).resolve().parents[2]
+PUBLIC = ROOT.parent / "shared" / "captures" / "public"
+CAPTURES = ROOT / "captures"
+
+
+def public_captures() -> list[Path]:
+    if not PUBLIC.is_dir():
+        return []
+    return sorted(p for p in PUBLIC.iterdir() if p.suffix in (".pcap", ".pcapng"))
+
+
+def is_tls_capture(p: Path) -> bool:
+    """A TLS capture needs its key log (``NAME.keys``), or carries it (``NAME-dsb.pcapng``)."""
+    return p.with_suffix(".keys").exists() or p.name.endswith("-dsb.pcapng")
+
+
+def project_captures() -> list[Path]:
+    """The clear-text captures (the TLS ones are tests/captures/test_tls.py's)."""
+    if not CAPTURES.is_dir():
+        return []
+    return sorted(p for p in CAPTURES.glob("*.pcap*") if not is_tls_capture(p))
+
+
+def tls_captures() -> list[Path]:
+    return sorted(p for p in CAPTURES.glob("*.pcap*") if is_tls_capture(p)) if CAPTURES.is_dir() else []
+
+
+def known_malformed(api_key, kind: str, body_error_code) -> str | None:
+    """Bytes on the wire that really are malformed, by name (issue: 'except bytes that really are
+    malformed, which the test names'). Returns why, or None.
+
+    * librdkafka's mock cluster answers an ApiVersions request it does not support with
+      UNSUPPORTED_VERSION (35) in a layout that is neither v0 nor the requested version (the
+      ApiKeys array count is one short and the response ends 2 bytes early).
+    """
+    if (
+        api_key == ApiKey.API_VERSIONS
+        and kind == "response"
+        and body_error_code == ErrorCode.UNSUPPORTED_VERSION
+    ):
+        return "librdkafka mock: malformed ApiVersions UNSUPPORTED_VERSION answer"
+    return None
