@@ -28,6 +28,7 @@ from analyzer.dissect.decoder import (
     request_header_version,
     response_header_version,
 )
+from analyzer.dissect.validate import validate_produce
 from analyzer.issues import (
     DECODE_API_VERSIONS_FALLBACK,
     DECODE_TRAILING_BYTES,
@@ -99,6 +100,8 @@ def decode_request(frame: Frame, opts: Options = DEFAULT_OPTIONS) -> Message:
         body = decode_body(payload, pos, api_key, "request", api_version, ctx)
         if body is not None:
             _embedded(api_key, "request", body, payload, ctx, opts)
+            if api_key == ApiKey.PRODUCE:
+                ctx.issues.extend(validate_produce(body))
     issues = ctx.issues
     if any(i.code in _PARTIAL for i in issues):
         # Only a Fetch response may end with a cut-off batch; in a Produce request it is damage

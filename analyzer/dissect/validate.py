@@ -1,0 +1,182 @@
+"""Record batch validation as Apache Kafka's brokers do it, on a decoded Produce request.
+
+Kafka's ``LogValidator.validateBatch`` (and ``DefaultRecordBatch`` while iterating) rejects a
+client's batch whose bytes parse but whose header does not hold together. Each such batch is a
+WARNING on the request (the bytes decode; the broker answers INVALID_RECORD), reported by the
+``kafka.invalid-batches`` rule:
+
+* ``records.empty_batch``: record_count 0 ("Invalid reported count for record batch");
+* ``records.bad_offset_range``: last_offset_delta is not record_count - 1 ("Inconsistent batch
+  offset range"), so the offsets the broker assigns would overlap the next batch's;
+* ``records.bad_offset_delta``: the records' offset deltas are not 0..n-1 in order (inner offsets
+  must be contiguous). Needs the records scanned: checked when record bodies are decoded;
+* ``records.bad_timestamp``: a CreateTime batch whose max_timestamp is before its
+  base_timestamp, or a record timestamp outside the batch's [base, max] range (records decoded);
+* ``records.client_control_batch``: "Clients are not allowed to write control records";
+* ``records.mixed_magic``: a partition's batches with different magic bytes;
+* ``records.bad_sequence``: a batch with a producer id but a negative base sequence ("Invalid
+  sequence number"). Sequence continuity across requests needs the whole capture: see
+  :mod:`analyzer.session.sequences`.
+
+Only Produce requests are checked: a Fetch response legitimately carries batches of compacted
+topics, whose offset deltas have holes. Sans-IO, never raises on any tree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from analyzer.issues import (
+    RECORDS_BAD_OFFSET_DELTA,
+    RECORDS_BAD_OFFSET_RANGE,
+    RECORDS_BAD_SEQUENCE,
+    RECORDS_BAD_TIMESTAMP,
+    RECORDS_CLIENT_CONTROL_BATCH,
+    RECORDS_EMPTY_BATCH,
+    RECORDS_MIXED_MAGIC,
+)
+from analyzer.model import Field, Issue
+
+
+def produce_partitions(body: Field) -> Iterator[tuple[str, int | None, Field]]:
+    """(topic name or id, partition index, records Field) of each partition of a Produce request."""
+    td = body.child("topic_data")
+    for t in (td.children or []) if td is not None else []:
+        topic = t.get("name") or t.get("topic_id") or "?"
+        pd = t.child("partition_data")
+        for p in (pd.children or []) if pd is not None else []:
+            rec = p.child("records")
+            if rec is not None and rec.children:
+                yield topic, p.get("index"), rec
+
+
+def _where(topic: str, partition: int | None, batch: Field) -> str:
+    return f"{topic}-{partition} batch at offset {batch.offset}"
+
+
+def _records_of(batch: Field) -> tuple[Field | None, bool]:
+    """The batch's scanned ``records`` Field (RecordsField) and whether it is decompressed."""
+    for c in batch.children or ():
+        if c.name == "records" and hasattr(c, "rows"):
+            return c, False
+        if c.type == "decompressed" and c.children:
+            inner = c.children[0]
+            if hasattr(inner, "rows"):
+                return inner, True
+    return None, False
+
+
+def validate_produce(body: Field) -> list[Issue]:
+    """The LogValidator findings of every v2 batch of a Produce request body."""
+    issues: list[Issue] = []
+    for topic, partition, rec in produce_partitions(body):
+        magic0 = None
+        for entry in rec.children or ():
+            summary = entry.value if isinstance(entry.value, dict) else None
+            if summary is None or entry.type == "partial":
+                continue
+            magic = summary.get("magic")
+            where = _where(topic, partition, entry)
+            if magic0 is None:
+                magic0 = magic
+            elif magic != magic0:
+                issues.append(
+                    RECORDS_MIXED_MAGIC(
+                        f"batch magic {magic} is not the magic {magic0} of the partition's first batch",
+                        entry.offset + 16,
+                        where,
+                    )
+                )
+            if magic == 2 and entry.type == "record_batch":
+                _batch(entry, summary, where, issues)
+    return issues
+
+
+def _batch(entry: Field, s: dict, where: str, issues: list[Issue]) -> None:
+    at = entry.offset
+    count = entry.child("record_count")
+    n = count.value if count is not None else s.get("record_count")
+    lod_f = entry.child("last_offset_delta")
+    lod = lod_f.value if lod_f is not None else None
+    if s.get("control"):
+        issues.append(
+            RECORDS_CLIENT_CONTROL_BATCH(
+                "a control batch in a Produce request: clients may not write control records",
+                at + 21,
+                where,
+            )
+        )
+    if n is not None and n == 0:
+        issues.append(
+            RECORDS_EMPTY_BATCH(
+                f"record_count 0 (last_offset_delta {lod}): Kafka rejects a batch without records",
+                at + 57,
+                where,
+            )
+        )
+    elif n is not None and n > 0 and lod is not None and lod != n - 1:
+        issues.append(
+            RECORDS_BAD_OFFSET_RANGE(
+                f"last_offset_delta {lod} with {n} record{'s' if n != 1 else ''} (must be {n - 1}): "
+                f"offsets {s.get('base_offset')}..{(s.get('base_offset') or 0) + lod} "
+                f"{'overlap the next batch' if lod < n - 1 else 'leave a hole'}",
+                at + 23,
+                where,
+            )
+        )
+    pid, seq = s.get("producer_id"), s.get("base_sequence")
+    if pid is not None and pid >= 0 and seq is not None and seq < 0:
+        issues.append(
+            RECORDS_BAD_SEQUENCE(
+                f"producer id {pid} with base_sequence {seq}: an idempotent batch needs a sequence",
+                at + 53,
+                where,
+            )
+        )
+    create_time = not (s.get("attributes") or 0) & 0x08
+    bts, mts = s.get("base_timestamp"), s.get("max_timestamp")
+    if create_time and bts is not None and mts is not None and bts != -1 and mts != -1 and mts < bts:
+        issues.append(
+            RECORDS_BAD_TIMESTAMP(
+                f"max_timestamp {mts} is {bts - mts} ms before base_timestamp {bts}",
+                at + 35,
+                where,
+            )
+        )
+        return
+    rf, decompressed = _records_of(entry)
+    if rf is None:
+        return
+    _rows(rf, decompressed, entry, bts if create_time and bts != -1 else None, mts, where, issues)
+
+
+def _rows(rf, decompressed: bool, entry: Field, bts, mts, where: str, issues: list[Issue]) -> None:
+    base = rf.rbase
+    anchor = rf.batch.ioff
+    delta_done = ts_done = False
+    for i, row in enumerate(rf.rows):
+        tsd, tse, od = row[4], row[5], row[6]
+        if od is None:
+            return  # the record did not parse: the decoder said so
+        if not delta_done and od != i:
+            issues.append(
+                RECORDS_BAD_OFFSET_DELTA(
+                    f"record {i} has offset delta {od} (expected {i}): offset deltas must be 0..n-1",
+                    anchor if decompressed else base + tse,
+                    f"record {i} of {where}",
+                )
+            )
+            delta_done = True
+        if not ts_done and bts is not None and tsd is not None:
+            t = bts + tsd
+            if tsd < 0 or (mts is not None and mts != -1 and t > mts):
+                issues.append(
+                    RECORDS_BAD_TIMESTAMP(
+                        f"record {i} timestamp {t} (delta {tsd}) is outside the batch range [{bts}, {mts}]",
+                        anchor if decompressed else base + row[1] + 1,  # after the attributes byte
+                        f"record {i} of {where}",
+                    )
+                )
+                ts_done = True
+        if delta_done and ts_done:
+            return

@@ -1,0 +1,207 @@
+"""Protocol conformance judgements on crafted bytes (issue #12): each test builds the TCP
+conversation of one deviation, runs the real pipeline and `check`'s built-in pack, and asserts the
+exact finding: its code, severity, byte offset and the rule that reports it."""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+from contextlib import redirect_stderr, redirect_stdout
+
+from packets import Conversation, uvarint, write_pcap
+
+from analyzer import cli
+from analyzer.dissect.crc import crc32c
+from analyzer.dissect.message import Options
+from analyzer.events import ConnIssue
+from analyzer.model import Exchange, Severity
+from analyzer.pipeline import Analysis
+
+# -- byte builders ------------------------------------------------------------------------------
+
+
+def zz(n: int) -> bytes:
+    return uvarint((n << 1) ^ (n >> 63))
+
+
+def record(offset_delta: int, ts_delta: int = 0, value: bytes = b"v") -> bytes:
+    body = b"\x00" + zz(ts_delta) + zz(offset_delta) + zz(-1) + zz(len(value)) + value + zz(0)
+    return zz(len(body)) + body
+
+
+def batch(
+    deltas=(0, 1, 2),
+    count=None,
+    last_offset_delta=None,
+    base_ts=1_700_000_000_000,
+    max_ts=None,
+    ts_deltas=None,
+    pid=-1,
+    epoch=-1,
+    seq=-1,
+    attrs=0,
+) -> bytes:
+    """A magic 2 record batch with a correct CRC-32C."""
+    ts_deltas = ts_deltas or [0] * len(deltas)
+    recs = b"".join(record(d, t) for d, t in zip(deltas, ts_deltas, strict=True))
+    count = len(deltas) if count is None else count
+    lod = (len(deltas) - 1 if deltas else 0) if last_offset_delta is None else last_offset_delta
+    max_ts = base_ts + max(ts_deltas, default=0) if max_ts is None else max_ts
+    after_crc = struct.pack(">hiqqqhii", attrs, lod, base_ts, max_ts, pid, epoch, seq, count) + recs
+    crc = crc32c(after_crc)
+    head = struct.pack(">iBI", 0, 2, crc)  # partition leader epoch, magic, crc
+    blen = len(head) + len(after_crc)
+    return struct.pack(">qi", 0, blen) + head + after_crc
+
+
+def produce_request(corr: int, batches: list[bytes], acks: int = -1, topic: str = "t", version: int = 7):
+    """A size-prefixed Produce v3-v8 request (non-flexible), one partition."""
+    records = b"".join(batches)
+    body = struct.pack(">hhi", -1, acks, 30000)  # transactional_id null, acks, timeout
+    body += struct.pack(">i", 1) + struct.pack(">h", len(topic)) + topic.encode()
+    body += struct.pack(">i", 1) + struct.pack(">i", 0) + struct.pack(">i", len(records)) + records
+    cid = b"test-client"
+    p = struct.pack(">hhih", 0, version, corr, len(cid)) + cid + body
+    return struct.pack(">i", len(p)) + p
+
+
+def produce_response(corr: int, topic: str = "t", version: int = 7) -> bytes:
+    body = struct.pack(">i", 1) + struct.pack(">h", len(topic)) + topic.encode()
+    body += struct.pack(">i", 1) + struct.pack(">ihqq", 0, 0, 0, -1)
+    if version >= 5:
+        body += struct.pack(">q", 0)  # log_start_offset
+    body += struct.pack(">i", 0)  # throttle
+    p = struct.pack(">i", corr) + body
+    return struct.pack(">i", len(p)) + p
+
+
+def frame(payload: bytes) -> bytes:
+    return struct.pack(">i", len(payload)) + payload
+
+
+def request_header(key: int, version: int, corr: int, flexible: bool, client_id: str = "tc") -> bytes:
+    cid = client_id.encode()
+    h = struct.pack(">hhih", key, version, corr, len(cid)) + cid
+    return h + (b"\x00" if flexible else b"")
+
+
+# -- running --------------------------------------------------------------------------------------
+
+
+def capture(tmp_path, *convs: Conversation, name: str = "c.pcap"):
+    pkts = [p for c in convs for p in c.pkts]
+    path = tmp_path / name
+    write_pcap(path, [(1_700_000_000 + i * 0.001, bytes(p)) for i, p in enumerate(pkts)])
+    return path
+
+
+def analyse(path, bodies: bool = True):
+    evs = list(Analysis(path, Options(records_bodies=bodies)).events())
+    exs = [e for e in evs if type(e) is Exchange]
+    conn_issues = [e.issue for e in evs if type(e) is ConnIssue]
+    return exs, conn_issues
+
+
+def check_json(path, *args) -> tuple[int, dict]:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        rc = cli.main(["check", str(path), "--format", "json", *args])
+    return rc, json.loads(out.getvalue())
+
+
+def rule(doc: dict, rid: str) -> dict:
+    return next(r for r in doc["rules"] if r["id"] == rid)
+
+
+def issues_of(exs, code: str):
+    return [i for ex in exs for i in ex.all_issues() if i.code == code]
+
+
+def produce_conv(*batch_lists, acks: int = -1, answer: bool = True) -> Conversation:
+    c = Conversation().handshake()
+    for n, bl in enumerate(batch_lists, 1):
+        c.send(0, produce_request(n, bl, acks=acks))
+        if answer:
+            c.send(1, produce_response(n))
+    return c.close()
+
+
+# Produce v7 request: size(4) key(2) ver(2) corr(4) cid(2+11) txn(2) acks(2) timeout(4) topics(4)
+# name(2+1) partitions(4) index(4) records length(4): the first batch starts at frame offset 48
+BATCH_AT = 4 + 2 + 2 + 4 + 2 + 11 + 2 + 2 + 4 + 4 + 3 + 4 + 4 + 4 - 4  # payload offset (no size prefix)
+
+
+# -- 2. record batch validation -------------------------------------------------------------------
+
+
+def test_batch_with_record_count_0(tmp_path):
+    path = capture(tmp_path, produce_conv([batch(deltas=(), count=0, last_offset_delta=0)]))
+    exs, _ = analyse(path)
+    [i] = issues_of(exs, "records.empty_batch")
+    assert i.severity == Severity.WARNING
+    assert i.offset == BATCH_AT + 57  # the record_count field
+    assert "record_count 0" in i.message
+    rc, doc = check_json(path)
+    r = rule(doc, "kafka.invalid-batches")
+    assert rc == 0 and r["status"] == "warned" and r["count"] == 1
+    assert "records.empty_batch" in r["findings"][0]["message"]
+
+
+def test_wrong_last_offset_delta(tmp_path):
+    path = capture(tmp_path, produce_conv([batch(deltas=(0, 1, 2), last_offset_delta=1)]))
+    exs, _ = analyse(path)
+    [i] = issues_of(exs, "records.bad_offset_range")
+    assert i.severity == Severity.WARNING and i.offset == BATCH_AT + 23
+    assert "last_offset_delta 1 with 3 records (must be 2)" in i.message and "overlap" in i.message
+    _, doc = check_json(path)
+    assert rule(doc, "kafka.invalid-batches")["count"] == 1
+
+
+def test_offset_deltas_out_of_order_and_timestamps_outside_the_batch(tmp_path):
+    b = batch(deltas=(0, 2, 1), ts_deltas=[0, 5, -3], max_ts=1_700_000_000_005)
+    path = capture(tmp_path, produce_conv([b]))
+    exs, _ = analyse(path)
+    [d] = issues_of(exs, "records.bad_offset_delta")
+    # each record is 8 bytes (length, attributes, timestamp delta, offset delta, null key, value
+    # length, value, header count); record 1's offset delta follows its first three
+    rec1 = BATCH_AT + 61 + 8
+    assert d.severity == Severity.WARNING and d.offset == rec1 + 3
+    assert "record 1 has offset delta 2 (expected 1)" in d.message
+    [t] = issues_of(exs, "records.bad_timestamp")
+    assert t.offset == rec1 + 8 + 2  # record 2's timestamp delta
+    assert "record 2" in t.message and "outside the batch range" in t.message
+
+
+def test_max_timestamp_before_base_timestamp(tmp_path):
+    path = capture(tmp_path, produce_conv([batch(base_ts=2000, max_ts=1000)]))
+    exs, _ = analyse(path, bodies=False)
+    [t] = issues_of(exs, "records.bad_timestamp")
+    assert t.offset == BATCH_AT + 35 and "1000 ms before base_timestamp 2000" in t.message
+
+
+def test_a_healthy_batch_says_nothing(tmp_path):
+    path = capture(tmp_path, produce_conv([batch(pid=7, epoch=0, seq=0)], [batch(pid=7, epoch=0, seq=3)]))
+    exs, _ = analyse(path)
+    assert [i for ex in exs for i in ex.all_issues() if i.code.startswith("records.")] == []
+    rc, doc = check_json(path)
+    assert rc == 0 and rule(doc, "kafka.invalid-batches")["status"] == "passed"
+
+
+def test_sequence_gap_and_retry_across_requests(tmp_path):
+    conv = produce_conv(
+        [batch(pid=7, epoch=0, seq=0)],  # 0..2
+        [batch(pid=7, epoch=0, seq=0)],  # a retry of the same batch: no finding
+        [batch(pid=7, epoch=0, seq=3)],  # 3..5
+        [batch(pid=7, epoch=0, seq=9)],  # a gap: 6 expected
+        [batch(pid=7, epoch=1, seq=0)],  # a new epoch starts afresh
+    )
+    path = capture(tmp_path, conv)
+    exs, _ = analyse(path)
+    [i] = issues_of(exs, "records.bad_sequence")
+    assert i.severity == Severity.WARNING and i.offset == BATCH_AT + 53
+    assert "base_sequence 9 skips the expected 6" in i.message and "producer 7 epoch 0 on t-0" in i.message
+    bad = [ex for ex in exs if any(j.code == "records.bad_sequence" for j in ex.all_issues())]
+    assert [ex.correlation_id for ex in bad] == [4]
+    _, doc = check_json(path)
+    assert rule(doc, "kafka.invalid-batches")["count"] == 1
