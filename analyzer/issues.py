@@ -636,7 +636,8 @@ QUIRK_ACKS0_ANSWERED = _declare(
     "quirk.acks0_answered",
     WARNING,
     "pairing",
-    "The broker answers Produce requests sent with acks=0, which Kafka never answers (Tansu does): "
+    "The broker answers Produce requests sent with acks=0, which Kafka never answers (Tansu and the "
+    "librdkafka mock cluster do): "
     "the answers are paired by correlation id and decoded; one warning per connection with the count.",
 )
 QUIRK_ERROR_TOO_NEW = _declare(

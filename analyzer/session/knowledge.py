@@ -77,6 +77,16 @@ class Knowledge:
     # idempotent producers' sequences per partition (records.bad_sequence on the request)
     sequences: SequenceTracker = field(default_factory=SequenceTracker)
 
+    def broker_software(self) -> str | None:
+        """The broker implementation, when its answers say it: the cluster id its Metadata
+        responses carry by default (Tansu's ``tansu_cluster``, librdkafka's mock ``mockCluster…``)."""
+        cid = self.cluster_id or ""
+        if cid == "tansu_cluster":
+            return "Tansu"
+        if cid.startswith("mockCluster"):
+            return "the librdkafka mock cluster"
+        return None
+
     def learn(self, ex: Exchange) -> None:
         """Learn from one exchange, then name its topics and partitions."""
         req, resp = ex.request, ex.response

@@ -2,9 +2,15 @@
 
 Brokers answer the requests of one connection in order, and clients pipeline, so a connection
 keeps its unanswered requests in arrival order. A response is decoded with its request's api key
-and version. Produce with acks=0 expects no response. A response whose correlation id matches no
-captured request, and a request that is never answered (a later request was answered first, or
-the connection ended), are reported as exchanges with the missing side None and an issue.
+and version. Produce with acks=0 expects no response: such a request waits among the unanswered
+ones all the same, because some brokers (Tansu, the librdkafka mock) answer it; an answer is paired by correlation id,
+decoded with the request's version, and the connection gets one ``quirk.acks0_answered`` warning
+with the count when it closes. An acks=0 request a later answer overtakes, or that is still
+waiting when the connection ends, is the usual ``pairing.acks0`` note; at most
+:data:`ACKS0_HELD` of them wait at once (a producer that only sends acks=0 is not held back
+more). A response whose correlation id matches no captured request, and a request that is never
+answered (a later request was answered first, or the connection ended), are reported as
+exchanges with the missing side None and an issue.
 
 After a successful SaslHandshake v0, the connection carries raw SASL tokens until the client
 sends a Kafka request again; tokens are paired in order.
@@ -14,7 +20,10 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+from analyzer.dissect import schema
 from analyzer.dissect.constants import ApiKey, ErrorCode
+from analyzer.dissect.error_versions import error_field, too_new
+from analyzer.dissect.errors import ERRORS
 from analyzer.dissect.framing import plausible_request_header
 from analyzer.dissect.message import (
     DEFAULT_OPTIONS,
@@ -23,14 +32,33 @@ from analyzer.dissect.message import (
     decode_response,
     decode_sasl_token,
 )
-from analyzer.issues import PAIRING_ACKS0, PAIRING_NO_REQUEST, PAIRING_NO_RESPONSE
-from analyzer.model import ConnInfo, Exchange, Frame, Message, Severity
+from analyzer.issues import (
+    PAIRING_ACKS0,
+    PAIRING_NO_REQUEST,
+    PAIRING_NO_RESPONSE,
+    QUIRK_ACKS0_ANSWERED,
+    QUIRK_ERROR_TOO_NEW,
+)
+from analyzer.model import ConnInfo, Exchange, Frame, Issue, Message, Severity
+
+ACKS0_HELD = 256  # acks=0 Produce requests that wait for a possible answer, per connection
 
 
 class ConnectionPairer:
     """Turns the frames of one connection into exchanges."""
 
-    __slots__ = ("info", "opts", "pending", "sasl_mechanism", "sasl_raw", "raw_pending", "knowledge")
+    __slots__ = (
+        "info",
+        "opts",
+        "pending",
+        "sasl_mechanism",
+        "sasl_raw",
+        "raw_pending",
+        "knowledge",
+        "acks0",
+        "acks0_answered",
+        "acks0_first",
+    )
 
     def __init__(self, info: ConnInfo, opts: Options = DEFAULT_OPTIONS, knowledge=None):
         self.info = info
@@ -40,6 +68,26 @@ class ConnectionPairer:
         self.sasl_raw = False
         self.raw_pending: list[Message] = []
         self.knowledge = knowledge
+        self.acks0: OrderedDict[int, None] = OrderedDict()  # correlation ids of waiting acks=0 requests
+        self.acks0_answered = 0
+        self.acks0_first: Message | None = None  # the first answered acks=0 request
+
+    def conn_issues(self) -> list[Issue]:
+        """Connection-level findings, once the connection has been flushed."""
+        if not self.acks0_answered:
+            return []
+        n = self.acks0_answered
+        first = self.acks0_first
+        at = f" (the first: correlation id {first.correlation_id})" if first is not None else ""
+        sw = self.knowledge.broker_software() if self.knowledge is not None else None
+        return [
+            QUIRK_ACKS0_ANSWERED(
+                f"{sw or 'the broker'} answered {n} Produce request{'s' if n != 1 else ''} sent with "
+                f"acks=0{at}, which Kafka never answers (KafkaApis.handleProduceRequest sends no "
+                "response for acks=0; Tansu and the librdkafka mock cluster do): paired by "
+                "correlation id and decoded",
+            )
+        ]
 
     def feed(self, frame: Frame) -> list[Exchange]:
         if frame.kind == "request":
@@ -57,9 +105,13 @@ class ConnectionPairer:
             "end of capture": "the capture ended before a response",
         }.get(self.info.closed or "", "no response in the capture")
         out = []
-        for req in self.pending.values():
+        for corr, req in self.pending.items():
+            if corr in self.acks0:
+                out.append(self._acks0_alone(req))
+                continue
             out.append(self._exchange(req, None, [PAIRING_NO_RESPONSE(f"request never answered: {how}")]))
         self.pending.clear()
+        self.acks0.clear()
         for tok in self.raw_pending:
             out.append(self._exchange(tok, None, [PAIRING_NO_RESPONSE(f"SASL token never answered: {how}")]))
         self.raw_pending.clear()
@@ -72,6 +124,39 @@ class ConnectionPairer:
             self.knowledge.learn(ex)
         return ex
 
+    def _too_new(self, req: Message, resp: Message) -> list[Issue]:
+        """Error codes the request's version cannot receive (error_versions.FIRST_VERSION)."""
+        if req.api_key is None or req.api_version is None:
+            return []
+        found = too_new(req.api_key, req.api_version, resp.errors)
+        if not found:
+            return []
+        sw = self.knowledge.broker_software() if self.knowledge is not None else None
+        who = sw if sw is not None else "the broker"
+        out = []
+        for code, first, ref in found:
+            name = ERRORS[code][0]
+            api = schema.api_name(req.api_key)
+            f = error_field(resp.body, code)
+            out.append(
+                QUIRK_ERROR_TOO_NEW(
+                    f"{who} answered {api} v{req.api_version} with {name}, which {ref} defines for "
+                    f"{api} v{first} and later only: a v{req.api_version} client cannot act on it",
+                    f.offset if f is not None else None,
+                    "response." + f.name if f is not None else None,
+                )
+            )
+        return out
+
+    def _acks0_alone(self, req: Message) -> Exchange:
+        return self._exchange(req, None, [PAIRING_ACKS0("Produce with acks=0: no response expected")])
+
+    def _unanswered(self, corr: int, old: Message, why: str) -> Exchange:
+        if corr in self.acks0:
+            del self.acks0[corr]
+            return self._acks0_alone(old)
+        return self._exchange(old, None, [PAIRING_NO_RESPONSE(f"{why} was captured")])
+
     def _request(self, frame: Frame) -> list[Exchange]:
         if self.sasl_raw:
             p = frame.payload
@@ -83,12 +168,23 @@ class ConnectionPairer:
                 return []
         req = decode_request(frame, self.opts)
         out: list[Exchange] = []
-        if req.api_key == ApiKey.PRODUCE and req.body is not None and req.body.get("acks") == 0:
-            out.append(
-                self._exchange(req, None, [PAIRING_ACKS0("Produce with acks=0: no response expected")])
-            )
-            return out
         corr = req.correlation_id
+        if (
+            req.api_key == ApiKey.PRODUCE
+            and req.body is not None
+            and req.body.get("acks") == 0
+            and corr is not None
+        ):
+            # kept waiting: a broker that answers acks=0 (Tansu) gets its answer paired
+            old = self.pending.pop(corr, None)
+            if old is not None:
+                out.append(self._unanswered(corr, old, f"correlation id {corr} reused before a response"))
+            self.pending[corr] = req
+            self.acks0[corr] = None
+            if len(self.acks0) > ACKS0_HELD:
+                first, _ = self.acks0.popitem(last=False)
+                out.append(self._acks0_alone(self.pending.pop(first)))
+            return out
         if corr is None:
             # too short for a request header (e.g. a 0-byte frame a hostile client sent): shown
             # with the decoder's issue rather than lost without a word
@@ -96,17 +192,7 @@ class ConnectionPairer:
             return out
         old = self.pending.pop(corr, None)
         if old is not None:
-            out.append(
-                self._exchange(
-                    old,
-                    None,
-                    [
-                        PAIRING_NO_RESPONSE(
-                            f"correlation id {corr} reused before a response was captured",
-                        )
-                    ],
-                )
-            )
+            out.append(self._unanswered(corr, old, f"correlation id {corr} reused before a response"))
         self.pending[corr] = req
         return out
 
@@ -140,6 +226,10 @@ class ConnectionPairer:
             if first.frame.offset > req.frame.offset:
                 break
             del self.pending[first_corr]
+            if first_corr in self.acks0:
+                del self.acks0[first_corr]
+                out.append(self._acks0_alone(first))
+                continue
             out.append(
                 self._exchange(
                     first,
@@ -153,7 +243,13 @@ class ConnectionPairer:
                 )
             )
         resp = decode_response(frame, req.api_key, req.api_version, self.opts)
-        out.append(self._exchange(req, resp, []))
+        if corr in self.acks0:
+            del self.acks0[corr]
+            self.acks0_answered += 1
+            if self.acks0_first is None:
+                self.acks0_first = req
+        extra = self._too_new(req, resp) if resp.errors else []
+        out.append(self._exchange(req, resp, extra))
         if (
             req.api_key == ApiKey.SASL_HANDSHAKE
             and resp.body is not None

@@ -205,3 +205,96 @@ def test_sequence_gap_and_retry_across_requests(tmp_path):
     assert [ex.correlation_id for ex in bad] == [4]
     _, doc = check_json(path)
     assert rule(doc, "kafka.invalid-batches")["count"] == 1
+
+
+# -- 4. a broker answering acks=0 -------------------------------------------------------------
+
+
+def test_broker_answering_acks0_is_paired_and_named_once_per_connection(tmp_path):
+    path = capture(tmp_path, produce_conv([batch()], [batch()], [batch()], acks=0))
+    exs, conn_issues = analyse(path)
+    assert len(exs) == 3
+    for ex in exs:
+        assert ex.request is not None and ex.response is not None
+        assert ex.response.body is not None and ex.response.api_version == 7
+        assert [i.code for i in ex.all_issues()] == []
+    [q] = conn_issues
+    assert q.code == "quirk.acks0_answered" and q.severity == Severity.WARNING
+    assert q.message.startswith("the broker answered 3 Produce requests sent with acks=0 (the first: correlation id 1)")
+    rc, doc = check_json(path)
+    assert rc == 0
+    assert rule(doc, "kafka.peer-quirks")["count"] == 1
+    assert rule(doc, "kafka.unanswered")["status"] == "passed"
+    assert rule(doc, "kafka.protocol-errors")["status"] == "passed"
+
+
+def test_unanswered_acks0_stays_a_note(tmp_path):
+    path = capture(tmp_path, produce_conv([batch()], [batch()], acks=0, answer=False))
+    exs, conn_issues = analyse(path)
+    assert conn_issues == []
+    assert [[i.code for i in ex.all_issues()] for ex in exs] == [["pairing.acks0"], ["pairing.acks0"]]
+    assert all(ex.response is None for ex in exs)
+
+
+# -- 3. an error code too new for its version -------------------------------------------------
+
+
+def s16(s: str | None) -> bytes:
+    return struct.pack(">h", -1) if s is None else struct.pack(">h", len(s)) + s.encode()
+
+
+def b32(b: bytes) -> bytes:
+    return struct.pack(">i", len(b)) + b
+
+
+def metadata_v2(conv: Conversation, corr: int, cluster_id: str) -> None:
+    conv.send(0, frame(request_header(3, 2, corr, False) + struct.pack(">i", 0)))
+    body = struct.pack(">i", 1) + struct.pack(">i", 1) + s16("h") + struct.pack(">i", 9092) + s16(None)
+    body += s16(cluster_id) + struct.pack(">i", 1) + struct.pack(">i", 0)
+    conv.send(1, frame(struct.pack(">i", corr) + body))
+
+
+def subscription(version: int, topics=("t",), owned: bool = True) -> bytes:
+    b = struct.pack(">h", version) + struct.pack(">i", len(topics))
+    b += b"".join(s16(t) for t in topics) + b32(b"")  # topics, user_data
+    if version >= 1 and owned:
+        b += struct.pack(">i", 0)  # owned_partitions
+    return b
+
+
+def join_group_v1(corr: int, meta: bytes, member: str = "") -> bytes:
+    body = s16("g") + struct.pack(">ii", 10000, 30000) + s16(member) + s16("consumer")
+    body += struct.pack(">i", 1) + s16("range") + b32(meta)
+    return frame(request_header(11, 1, corr, False) + body)
+
+
+def join_group_v1_response(corr: int, error: int, members=()) -> bytes:
+    body = struct.pack(">hi", error, -1) + s16("") + s16("") + s16("m-1")
+    body += struct.pack(">i", len(members)) + b"".join(s16(m) + b32(meta) for m, meta in members)
+    return frame(struct.pack(">i", corr) + body)
+
+
+def test_member_id_required_below_join_group_v4_names_tansu(tmp_path):
+    c = Conversation().handshake()
+    metadata_v2(c, 1, "tansu_cluster")
+    c.send(0, join_group_v1(2, subscription(0)))
+    c.send(1, join_group_v1_response(2, 79))
+    path = capture(tmp_path, c.close())
+    exs, _ = analyse(path)
+    [i] = issues_of(exs, "quirk.error_too_new")
+    assert i.severity == Severity.WARNING and i.offset == 4  # the error_code after the correlation id
+    assert i.message.startswith("Tansu answered JoinGroup v1 with MEMBER_ID_REQUIRED, which KIP-394")
+    rc, doc = check_json(path)
+    assert rc == 0 and rule(doc, "kafka.peer-quirks")["count"] == 1
+    assert rule(doc, "kafka.error-responses")["status"] == "passed"
+
+
+def test_member_id_required_at_join_group_v4_is_the_protocol(tmp_path):
+    c = Conversation().handshake()
+    body = s16("g") + struct.pack(">ii", 10000, 30000) + s16("") + s16("consumer")
+    body += struct.pack(">i", 1) + s16("range") + b32(subscription(0))
+    c.send(0, frame(request_header(11, 4, 1, False) + body))
+    resp = struct.pack(">ihi", 0, 79, -1) + s16("") + s16("") + s16("m-1") + struct.pack(">i", 0)
+    c.send(1, frame(struct.pack(">i", 1) + resp))
+    exs, _ = analyse(capture(tmp_path, c.close()))
+    assert [i.code for ex in exs for i in ex.all_issues()] == []
