@@ -2,15 +2,16 @@
 
 Brokers answer the requests of one connection in order, and clients pipeline, so a connection
 keeps its unanswered requests in arrival order. A response is decoded with its request's api key
-and version. Produce with acks=0 expects no response: such a request waits among the unanswered
-ones all the same, because some brokers (Tansu, the librdkafka mock) answer it; an answer is paired by correlation id,
-decoded with the request's version, and the connection gets one ``quirk.acks0_answered`` warning
-with the count when it closes. An acks=0 request a later answer overtakes, or that is still
-waiting when the connection ends, is the usual ``pairing.acks0`` note; at most
-:data:`ACKS0_HELD` of them wait at once (a producer that only sends acks=0 is not held back
-more). A response whose correlation id matches no captured request, and a request that is never
-answered (a later request was answered first, or the connection ended), are reported as
+and version. A response whose correlation id matches no captured request, and a request that is
+never answered (a later request was answered first, or the connection ended), are reported as
 exchanges with the missing side None and an issue.
+
+Produce with acks=0 expects no response, but such a request waits among the unanswered ones all
+the same, because some brokers (Tansu, the librdkafka mock cluster) answer it: an answer is
+paired by correlation id and decoded with the request's version, and the connection gets one
+``quirk.acks0_answered`` warning with the count when it closes. An acks=0 request that a later
+answer overtakes, or that still waits when the connection ends, is the usual ``pairing.acks0``
+note; at most :data:`ACKS0_HELD` of them wait at once.
 
 After a successful SaslHandshake v0, the connection carries raw SASL tokens until the client
 sends a Kafka request again; tokens are paired in order.

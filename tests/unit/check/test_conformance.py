@@ -220,7 +220,9 @@ def test_broker_answering_acks0_is_paired_and_named_once_per_connection(tmp_path
         assert [i.code for i in ex.all_issues()] == []
     [q] = conn_issues
     assert q.code == "quirk.acks0_answered" and q.severity == Severity.WARNING
-    assert q.message.startswith("the broker answered 3 Produce requests sent with acks=0 (the first: correlation id 1)")
+    assert q.message.startswith(
+        "the broker answered 3 Produce requests sent with acks=0 (the first: correlation id 1)"
+    )
     rc, doc = check_json(path)
     assert rc == 0
     assert rule(doc, "kafka.peer-quirks")["count"] == 1
