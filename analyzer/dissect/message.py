@@ -33,6 +33,7 @@ from analyzer.issues import (
     DECODE_API_VERSIONS_FALLBACK,
     DECODE_TRAILING_BYTES,
     DECODE_TRUNCATED,
+    QUIRK_KAFKA_GO_SUBSCRIPTION,
     QUIRK_MOCK_API_VERSIONS,
     RECORDS_PARTIAL_BATCH,
     RECORDS_PARTIAL_MESSAGE,
@@ -293,11 +294,39 @@ def _consumer(f: Field | None, schema_name: str, ptype: str | None, payload, ctx
     decoded, stop = decode_struct(
         plan, payload, start + 2, start + n, schema_name[16:].lower(), schema_name, sub
     )
+    if (sub.issues or stop != start + n) and schema_name == "ConsumerProtocolSubscription" and version >= 1:
+        v0 = _subscription_v0(payload, start, n, version, ctx)
+        if v0 is not None:
+            f.children = [vfield, v0[0]]
+            f.display = schema_name
+            ctx.issues.append(v0[1])
+            return
     if ptype is None and (sub.issues or stop != start + n):
         return  # not the consumer protocol after all
     f.children = [vfield, decoded]
     f.display = schema_name
     ctx.issues.extend(sub.issues)
+
+
+def _subscription_v0(payload, start: int, n: int, version: int, ctx: Ctx):
+    """segmentio/kafka-go 0.2 labels its subscription version 1 but writes the version-0 layout
+    (topics, user_data; no owned_partitions): (the v0 decode, the quirk) when exactly that fits."""
+    plan = data_plan("ConsumerProtocolSubscription", 0)
+    if plan is None:
+        return None
+    sub = Ctx(ctx.records_bodies, ctx.records_hook)
+    decoded, stop = decode_struct(
+        plan, payload, start + 2, start + n, "subscription", "ConsumerProtocolSubscription", sub
+    )
+    if sub.issues or stop != start + n:
+        return None
+    return decoded, QUIRK_KAFKA_GO_SUBSCRIPTION(
+        f"consumer subscription labelled version {version} but written in the version-0 layout "
+        "(owned_partitions and later fields missing), as segmentio/kafka-go 0.2 writes it: "
+        "decoded as v0",
+        start,
+        "subscription",
+    )
 
 
 def _mask_sasl(f: Field | None, mechanism: str | None, opts: Options) -> None:

@@ -300,3 +300,40 @@ def test_member_id_required_at_join_group_v4_is_the_protocol(tmp_path):
     c.send(1, frame(struct.pack(">i", 1) + resp))
     exs, _ = analyse(capture(tmp_path, c.close()))
     assert [i.code for ex in exs for i in ex.all_issues()] == []
+
+
+# -- 5. kafka-go's subscription v1 in the v0 layout -------------------------------------------
+
+
+def test_kafka_go_subscription_v1_in_v0_layout(tmp_path):
+    meta = subscription(1, topics=("a", "b"), owned=False)
+    c = Conversation().handshake()
+    c.send(0, join_group_v1(1, meta))
+    c.send(1, join_group_v1_response(1, 0, members=[("m-1", meta)]))
+    path = capture(tmp_path, c.close())
+    exs, _ = analyse(path)
+    [ex] = exs
+    req_q = [i for i in ex.request.issues]
+    resp_q = [i for i in ex.response.issues]
+    assert [i.code for i in req_q] == ["quirk.kafka_go_subscription"]
+    assert [i.code for i in resp_q] == ["quirk.kafka_go_subscription"]
+    # the metadata bytes: header (12) + group_id, timeouts, member_id, protocol_type, count, name,
+    # length prefix
+    assert req_q[0].offset == 12 + 3 + 8 + 2 + 10 + 4 + 7 + 4 and req_q[0].severity == Severity.WARNING
+    assert "labelled version 1 but written in the version-0 layout" in req_q[0].message
+    assert "segmentio/kafka-go" in req_q[0].message
+    m = ex.request.body.child("protocols").children[0].child("metadata")
+    assert m.children[0].value == 1  # the label kept
+    assert [t.value for t in m.children[1].child("topics").children] == ["a", "b"]
+    rc, doc = check_json(path)
+    assert rc == 0 and rule(doc, "kafka.peer-quirks")["count"] == 2
+    assert rule(doc, "kafka.protocol-errors")["status"] == "passed"
+
+
+def test_a_real_v1_subscription_is_clean(tmp_path):
+    meta = subscription(1, topics=("a",))
+    c = Conversation().handshake()
+    c.send(0, join_group_v1(1, meta))
+    c.send(1, join_group_v1_response(1, 0, members=[("m-1", meta)]))
+    exs, _ = analyse(capture(tmp_path, c.close()))
+    assert [i.code for ex in exs for i in ex.all_issues()] == []
