@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import struct
 
-from analyzer.dissect import schema
+from analyzer.dissect import layout, schema
 from analyzer.dissect.constants import ApiKey, ErrorCode
 from analyzer.dissect.decoder import (
     Ctx,
@@ -25,15 +25,22 @@ from analyzer.dissect.decoder import (
     decode_body,
     decode_header,
     decode_struct,
+    message_plan,
     request_header_version,
     response_header_version,
+    snake,
 )
 from analyzer.dissect.validate import validate_produce
 from analyzer.issues import (
     DECODE_API_VERSIONS_FALLBACK,
+    DECODE_BAD_COUNT,
+    DECODE_BAD_LENGTH,
+    DECODE_BAD_VARINT,
     DECODE_TRAILING_BYTES,
     DECODE_TRUNCATED,
+    DECODE_UNEXPECTED_NULL,
     QUIRK_KAFKA_GO_SUBSCRIPTION,
+    QUIRK_LIBRDKAFKA_METADATA_PLACEHOLDER,
     QUIRK_MOCK_API_VERSIONS,
     RECORDS_PARTIAL_BATCH,
     RECORDS_PARTIAL_MESSAGE,
@@ -49,13 +56,14 @@ _PARTIAL = {k.code: k for k in (RECORDS_PARTIAL_BATCH, RECORDS_PARTIAL_MESSAGE)}
 class Options:
     """Decoding options shared by a whole run."""
 
-    __slots__ = ("records_bodies", "show_secrets", "limits", "_hook")
+    __slots__ = ("records_bodies", "show_secrets", "limits", "_hook", "layouts")
 
     def __init__(self, records_bodies: bool = False, show_secrets: bool = False, limits=None):
         self.records_bodies = records_bodies
         self.show_secrets = show_secrets
         self.limits = limits
         self._hook = None  # the records hook, made once per Options
+        self.layouts = layout.Memory()  # the misalignment search's memory for the run
 
 
 DEFAULT_OPTIONS = Options()
@@ -98,7 +106,10 @@ def decode_request(frame: Frame, opts: Options = DEFAULT_OPTIONS) -> Message:
     client_id = header.get("client_id")
     body = None
     if pos >= 0:
+        nhead = len(ctx.issues)
         body = decode_body(payload, pos, api_key, "request", api_version, ctx)
+        if body is not None and _misaligned(ctx.issues, nhead):
+            body, ctx = _realign(payload, pos, api_key, "request", api_version, body, ctx, nhead, opts)
         if body is not None:
             _embedded(api_key, "request", body, payload, ctx, opts)
             if api_key == ApiKey.PRODUCE:
@@ -224,11 +235,88 @@ def _decode_response_as(payload, ctx: Ctx, opts: Options, api_key: int, version:
     header, pos = decode_header(payload, "response", response_header_version(api_key, version), ctx)
     body = None
     if pos >= 0:
+        nhead = len(ctx.issues)
         body = decode_body(payload, pos, api_key, "response", version, ctx)
+        if body is not None and _misaligned(ctx.issues, nhead) and api_key != ApiKey.API_VERSIONS:
+            body, ctx = _realign(payload, pos, api_key, "response", version, body, ctx, nhead, opts)
         if body is not None:
             _embedded(api_key, "response", body, payload, ctx, opts)
     clean = not any(i.severity == Severity.ERROR or i.code == DECODE_TRAILING_BYTES.code for i in ctx.issues)
     return header, body, ctx.issues, not clean, ctx.errors
+
+
+# the decode faults a misaligned body shows (not unknown api keys, versions or error codes)
+_KNOCK_ON = frozenset(
+    k.code
+    for k in (
+        DECODE_TRUNCATED,
+        DECODE_BAD_COUNT,
+        DECODE_BAD_LENGTH,
+        DECODE_BAD_VARINT,
+        DECODE_UNEXPECTED_NULL,
+        DECODE_TRAILING_BYTES,
+    )
+)
+
+
+def _misaligned(issues: list, start: int) -> bool:
+    return any(issues[i].code in _KNOCK_ON for i in range(start, len(issues)))
+
+
+def _realign(
+    payload, pos: int, api_key: int, kind: str, version: int, body: Field, ctx: Ctx, nhead: int, opts
+):
+    """A body with decode faults: the layout the sender used, when one fits (layout.py); else as is."""
+    if api_key == ApiKey.METADATA and kind == "request":
+        got = _metadata_placeholder(payload, pos, version, ctx, nhead, opts)
+        if got is not None:
+            return got
+    found = layout.diagnose(payload, pos, api_key, kind, version, opts.layouts)
+    if found is None:
+        return body, ctx
+    cand, plan = found
+    new = _ctx(opts)
+    new.issues.extend(ctx.issues[:nhead])
+    name = schema.api_name(api_key) or f"Api{api_key}"
+    fixed, _ = decode_struct(
+        plan, payload, pos, len(payload), snake(name) + "_" + kind, f"{name}{kind.capitalize()}", new
+    )
+    new.issues.append(layout.describe(api_key, kind, version, cand, fixed, body, pos))
+    return fixed, new
+
+
+def _metadata_placeholder(payload, pos: int, version: int, ctx: Ctx, nhead: int, opts):
+    """librdkafka issue #5049: a flexible Metadata request for all topics keeps the 4-byte array
+    count placeholder (zeros) instead of the compact varint 0 (null): the body decodes cleanly
+    from the placeholder's last byte on."""
+    if version < 9 or bytes(payload[pos : pos + 4]) != b"\0\0\0\0":
+        return None
+    plan = message_plan(ApiKey.METADATA, "request", version)
+    if plan is None:
+        return None
+    new = _ctx(opts)
+    new.issues.extend(ctx.issues[:nhead])
+    body, stop = decode_struct(
+        plan, payload, pos + 3, len(payload), "metadata_request", "MetadataRequest", new
+    )
+    if stop != len(payload) or _misaligned(new.issues, nhead):
+        return None
+    body.offset, body.length = pos, body.length + 3
+    topics = body.child("topics")
+    if topics is not None:
+        topics.offset, topics.length = pos, 4
+        topics.display = "null (all topics), written as a 4-byte placeholder"
+    new.issues.append(
+        QUIRK_LIBRDKAFKA_METADATA_PLACEHOLDER(
+            f"Metadata v{version} request for all topics writes its null topic array as librdkafka's "
+            "4-byte placeholder 00 00 00 00, not the compact varint 00 (librdkafka issue #5049): "
+            "a broker reads the last 3 bytes as allow_auto_topic_creation and the next fields; "
+            "decoded as the client meant it",
+            pos,
+            "body.topics",
+        )
+    )
+    return body, new
 
 
 def decode_sasl_token(frame: Frame, mechanism: str | None, opts: Options = DEFAULT_OPTIONS) -> Message:

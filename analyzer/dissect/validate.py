@@ -18,8 +18,10 @@ WARNING on the request (the bytes decode; the broker answers INVALID_RECORD), re
   sequence number"). Sequence continuity across requests needs the whole capture: see
   :mod:`analyzer.session.sequences`.
 
-Only Produce requests are checked: a Fetch response legitimately carries batches of compacted
-topics, whose offset deltas have holes. Sans-IO, never raises on any tree.
+A batch whose CRC does not match is not validated: the broker rejects it first
+(``ensureValid``), and the CRC finding says so. Only Produce requests are checked: a Fetch
+response legitimately carries batches of compacted topics, whose offset deltas have holes.
+Sans-IO, never raises on any tree.
 """
 
 from __future__ import annotations
@@ -73,8 +75,8 @@ def validate_produce(body: Field) -> list[Issue]:
         magic0 = None
         for entry in rec.children or ():
             summary = entry.value if isinstance(entry.value, dict) else None
-            if summary is None or entry.type == "partial":
-                continue
+            if summary is None or entry.type == "partial" or summary.get("crc_ok") is False:
+                continue  # a batch whose CRC fails is rejected before validation (ensureValid)
             magic = summary.get("magic")
             where = _where(topic, partition, entry)
             if magic0 is None:

@@ -38,7 +38,7 @@ class SequenceTracker:
         for topic, partition, rec in produce_partitions(body):
             for entry in rec.children or ():
                 s = entry.value
-                if entry.type != "record_batch" or not isinstance(s, dict):
+                if entry.type != "record_batch" or not isinstance(s, dict) or s.get("crc_ok") is False:
                     continue
                 pid, epoch, seq = s.get("producer_id"), s.get("producer_epoch"), s.get("base_sequence")
                 count = s.get("record_count") or 0

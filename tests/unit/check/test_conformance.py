@@ -337,3 +337,88 @@ def test_a_real_v1_subscription_is_clean(tmp_path):
     c.send(1, join_group_v1_response(1, 0, members=[("m-1", meta)]))
     exs, _ = analyse(capture(tmp_path, c.close()))
     assert [i.code for ex in exs for i in ex.all_issues()] == []
+
+
+# -- 1. misalignment diagnosis ----------------------------------------------------------------
+
+
+def fetch_v17(corr: int, omit_epochs: bool) -> bytes:
+    body = struct.pack(">iiibii", 500, 1, 52428800, 0, 0, -1)  # max_wait..session_epoch
+    body += uvarint(2) + bytes(range(16))  # one topic, its id
+    body += uvarint(2) + struct.pack(">i", 0)  # one partition: partition
+    if not omit_epochs:
+        body += struct.pack(">i", 5)  # current_leader_epoch
+    body += struct.pack(">q", 42)  # fetch_offset
+    if not omit_epochs:
+        body += struct.pack(">i", 4)  # last_fetched_epoch
+    body += struct.pack(">qi", -1, 1048576) + b"\x00"  # log_start_offset, max bytes, tags
+    body += b"\x00"  # topic tags
+    body += uvarint(1) + uvarint(1) + b"\x00"  # forgotten_topics_data [], rack_id "", tags
+    return frame(request_header(1, 17, corr, True) + body)
+
+
+FLEX_BODY_AT = 2 + 2 + 4 + 2 + 2 + 1  # after a flexible request header with client id "tc"
+
+
+def test_short_fetch_v17_is_reported_by_its_cause(tmp_path):
+    c = Conversation().handshake()
+    c.send(0, fetch_v17(1, omit_epochs=True))
+    path = capture(tmp_path, c.close())
+    exs, _ = analyse(path)
+    [ex] = exs
+    [i] = ex.request.issues
+    assert i.code == "decode.layout_mismatch" and i.severity == Severity.ERROR
+    # the first partition's current_leader_epoch would follow its partition index
+    assert i.offset == FLEX_BODY_AT + 21 + 1 + 16 + 1 + 4
+    assert i.message == (
+        "Fetch request v17 is 8 bytes short in every topics.partitions element from "
+        "current_leader_epoch on: the sender omitted current_leader_epoch, last_fetched_epoch "
+        "(2 fields of Fetch v17); decoded without them"
+    )
+    part = ex.request.body.child("topics").children[0].child("partitions").children[0]
+    assert part.get("fetch_offset") == 42 and part.get("partition_max_bytes") == 1048576
+    rc, doc = check_json(path)
+    r = rule(doc, "kafka.protocol-errors")
+    assert rc == 1 and r["count"] == 1 and "decode.layout_mismatch" in r["findings"][0]["message"]
+
+
+def test_a_whole_fetch_v17_is_clean(tmp_path):
+    c = Conversation().handshake()
+    c.send(0, fetch_v17(1, omit_epochs=False))
+    exs, _ = analyse(capture(tmp_path, c.close()))
+    assert [i.code for ex in exs for i in ex.all_issues()] == ["pairing.no_response"]
+
+
+def test_a_body_in_the_previous_version_layout(tmp_path):
+    # JoinGroup labelled v1 but written as v0 (no rebalance_timeout_ms)
+    body = s16("g") + struct.pack(">i", 10000) + s16("") + s16("consumer")
+    body += struct.pack(">i", 1) + s16("range") + b32(subscription(0))
+    c = Conversation().handshake()
+    c.send(0, frame(request_header(11, 1, 1, False) + body))
+    exs, _ = analyse(capture(tmp_path, c.close()))
+    [i] = [i for i in exs[0].request.issues]
+    assert i.code == "decode.layout_mismatch" and i.severity == Severity.ERROR
+    assert i.message.startswith("JoinGroup request labelled v1 is written in the v0 layout")
+    assert i.offset == 12 + 3 + 4  # where v1's rebalance_timeout_ms would start
+    assert exs[0].request.body.get("member_id") == ""
+
+
+# -- 6. librdkafka #5049 --------------------------------------------------------------------------
+
+
+def test_metadata_null_topics_as_a_4_byte_placeholder(tmp_path):
+    body = b"\x00\x00\x00\x00" + b"\x01\x00" + b"\x00"  # placeholder, allow_auto, topic ops, tags
+    c = Conversation().handshake()
+    c.send(0, frame(request_header(3, 12, 1, True) + body))
+    path = capture(tmp_path, c.close())
+    exs, _ = analyse(path)
+    req = exs[0].request
+    [i] = req.issues
+    assert i.code == "quirk.librdkafka_metadata_placeholder" and i.severity == Severity.WARNING
+    assert i.offset == FLEX_BODY_AT and "librdkafka issue #5049" in i.message
+    topics = req.body.child("topics")
+    assert topics.value is None and (topics.offset, topics.length) == (FLEX_BODY_AT, 4)
+    assert req.body.get("allow_auto_topic_creation") is True
+    _, doc = check_json(path)
+    assert rule(doc, "kafka.peer-quirks")["count"] == 1
+    assert rule(doc, "kafka.protocol-errors")["status"] == "passed"
