@@ -111,7 +111,7 @@ def diagnose(payload, pos: int, api_key: int, kind: str, version: int, memory: M
         plan = _plan_for(api_key, kind, version, cand)
         return plan if plan is not None and _try(plan, payload, pos, api_key, kind) else None
 
-    found = None
+    found: tuple | None = None
     if memory is not None and key in memory.found:
         cand = memory.found[key]
         plan = fits(cand)
@@ -127,7 +127,7 @@ def diagnose(payload, pos: int, api_key: int, kind: str, version: int, memory: M
                 break
     got = schema.message_fields(api_key, kind, version)
     if found is None and got is not None:
-        best = None
+        best: tuple | None = None
         for path, names, score in _runs(got[0], version):
             if best is not None and score <= best[0]:
                 continue

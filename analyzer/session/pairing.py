@@ -19,10 +19,12 @@ sends a Kafka request again; tokens are paired in order.
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 
 from analyzer.dissect import schema
 from analyzer.dissect.constants import ApiKey, ErrorCode
+from analyzer.dissect.decoder import snake
 from analyzer.dissect.error_versions import error_field, too_new
 from analyzer.dissect.errors import ERRORS
 from analyzer.dissect.framing import plausible_request_header
@@ -39,6 +41,7 @@ from analyzer.issues import (
     PAIRING_NO_RESPONSE,
     QUIRK_ACKS0_ANSWERED,
     QUIRK_ERROR_TOO_NEW,
+    QUIRK_LIBRDKAFKA_TAGGED_HANGUP,
 )
 from analyzer.model import ConnInfo, Exchange, Frame, Issue, Message, Severity
 
@@ -59,6 +62,7 @@ class ConnectionPairer:
         "acks0",
         "acks0_answered",
         "acks0_first",
+        "last",
     )
 
     def __init__(self, info: ConnInfo, opts: Options = DEFAULT_OPTIONS, knowledge=None):
@@ -72,16 +76,21 @@ class ConnectionPairer:
         self.acks0: OrderedDict[int, None] = OrderedDict()  # correlation ids of waiting acks=0 requests
         self.acks0_answered = 0
         self.acks0_first: Message | None = None  # the first answered acks=0 request
+        self.last: Exchange | None = None  # the connection's last exchange
 
     def conn_issues(self) -> list[Issue]:
         """Connection-level findings, once the connection has been flushed."""
+        out = []
+        hang = _tagged_hangup(self.last, self.info)
+        if hang is not None:
+            out.append(hang)
         if not self.acks0_answered:
-            return []
+            return out
         n = self.acks0_answered
         first = self.acks0_first
         at = f" (the first: correlation id {first.correlation_id})" if first is not None else ""
         sw = self.knowledge.broker_software() if self.knowledge is not None else None
-        return [
+        return out + [
             QUIRK_ACKS0_ANSWERED(
                 f"{sw or 'the broker'} answered {n} Produce request{'s' if n != 1 else ''} sent with "
                 f"acks=0{at}, which Kafka never answers (KafkaApis.handleProduceRequest sends no "
@@ -121,6 +130,7 @@ class ConnectionPairer:
     # -- internals ---------------------------------------------------------------------------
     def _exchange(self, req: Message | None, resp: Message | None, issues: list) -> Exchange:
         ex = Exchange(self.info, req, resp, issues)
+        self.last = ex
         if self.knowledge is not None:
             self.knowledge.learn(ex)
         return ex
@@ -244,7 +254,7 @@ class ConnectionPairer:
                 )
             )
         resp = decode_response(frame, req.api_key, req.api_version, self.opts)
-        if corr in self.acks0:
+        if corr is not None and corr in self.acks0:
             del self.acks0[corr]
             self.acks0_answered += 1
             if self.acks0_first is None:
@@ -260,3 +270,51 @@ class ConnectionPairer:
             if req.api_version == 0:
                 self.sasl_raw = True
         return out
+
+
+_RDKAFKA_SUFFIX = re.compile(r"-rdkafka-(\d+(?:\.\d+)*)")
+
+
+def librdkafka_version(name: str | None, version: str | None) -> tuple[int, ...] | None:
+    """The librdkafka version an ApiVersions client software names: librdkafka itself, or a
+    wrapper that appends ``-rdkafka-X.Y.Z`` (confluent-kafka-python, -go, -dotnet...)."""
+    if not version:
+        return None
+    if name == "librdkafka":
+        m = re.match(r"v?(\d+(?:\.\d+)*)", version)
+    else:
+        m = _RDKAFKA_SUFFIX.search(version)
+    return tuple(int(x) for x in m.group(1).split(".")) if m else None
+
+
+def _tagged_names(version: int) -> frozenset[str]:
+    got = schema.message_fields(ApiKey.API_VERSIONS, "response", version)
+    if got is None:
+        return frozenset()
+    return frozenset(snake(f.name) for f in got[0] if schema.in_versions(f.tagged, version))
+
+
+def _tagged_hangup(ex: Exchange | None, info: ConnInfo) -> Issue | None:
+    """librdkafka < 2.2 misread an ApiVersions v3+ answer with tagged fields and closed the
+    connection right after it (librdkafka PR #4278): the connection's last exchange is that
+    answer, the client closed, and its ApiVersions software says librdkafka before 2.2."""
+    if ex is None or info.closed_by != "client" or ex.api_key != ApiKey.API_VERSIONS:
+        return None
+    req, resp = ex.request, ex.response
+    if req is None or resp is None or req.body is None or resp.body is None or (req.api_version or 0) < 3:
+        return None
+    name, ver = req.body.get("client_software_name"), req.body.get("client_software_version")
+    rdk = librdkafka_version(name, ver)
+    if rdk is None or rdk >= (2, 2):
+        return None
+    known = _tagged_names(resp.api_version or 0)
+    tags = [c.name for c in resp.body.children or () if c.name in known or c.type == "unknown_tagged"]
+    if not tags:
+        return None
+    return QUIRK_LIBRDKAFKA_TAGGED_HANGUP(
+        f"{name} {ver} (librdkafka {'.'.join(map(str, rdk))}) closed the connection right after an "
+        f"ApiVersions v{req.api_version} answer with tagged fields ({', '.join(tags)}), which "
+        "librdkafka before 2.2 misreads (librdkafka PR #4278): upgrade the client",
+        resp.frame.offset,
+        f"ApiVersions response correlation id {resp.correlation_id} (stream offset of its frame)",
+    )

@@ -9,7 +9,7 @@ import json
 import struct
 from contextlib import redirect_stderr, redirect_stdout
 
-from packets import Conversation, uvarint, write_pcap
+from packets import Conversation, cstr, uvarint, write_pcap
 
 from analyzer import cli
 from analyzer.dissect.crc import crc32c
@@ -422,3 +422,45 @@ def test_metadata_null_topics_as_a_4_byte_placeholder(tmp_path):
     _, doc = check_json(path)
     assert rule(doc, "kafka.peer-quirks")["count"] == 1
     assert rule(doc, "kafka.protocol-errors")["status"] == "passed"
+
+
+# -- 7. librdkafka < 2.2 hanging up after ApiVersions tagged fields -----------------------------
+
+
+def api_versions_exchange(conv: Conversation, software: str, version: str, tagged: bool) -> int:
+    body = cstr(software) + cstr(version) + b"\x00"
+    conv.send(0, frame(request_header(18, 3, 1, True) + body))
+    resp = struct.pack(">ih", 1, 0) + uvarint(2) + struct.pack(">hhh", 18, 0, 3) + b"\x00"
+    resp += struct.pack(">i", 0)
+    resp += (uvarint(1) + uvarint(1) + uvarint(8) + struct.pack(">q", 7)) if tagged else b"\x00"
+    at = len(conv.sent[1])
+    conv.send(1, frame(resp))
+    return at
+
+
+def test_librdkafka_before_2_2_hangs_up_after_tagged_api_versions(tmp_path):
+    c = Conversation().handshake()
+    at = api_versions_exchange(c, "confluent-kafka-python", "2.1.1-rdkafka-2.1.1", tagged=True)
+    path = capture(tmp_path, c.close())
+    exs, conn_issues = analyse(path)
+    assert [i.code for i in exs[0].all_issues()] == []
+    assert exs[0].response.body.get("finalized_features_epoch") == 7
+    [q] = conn_issues
+    assert q.code == "quirk.librdkafka_tagged_hangup" and q.severity == Severity.WARNING
+    assert q.offset == at
+    assert q.message.startswith(
+        "confluent-kafka-python 2.1.1-rdkafka-2.1.1 (librdkafka 2.1.1) closed the connection right "
+        "after an ApiVersions v3 answer with tagged fields (finalized_features_epoch)"
+    )
+    assert "PR #4278" in q.message
+    rc, doc = check_json(path)
+    assert rc == 0 and rule(doc, "kafka.peer-quirks")["count"] == 1
+
+
+def test_newer_librdkafka_or_untagged_answer_says_nothing(tmp_path):
+    c = Conversation().handshake()
+    api_versions_exchange(c, "librdkafka", "2.3.0", tagged=True)
+    c2 = Conversation(client=("10.0.0.1", 40001)).handshake()
+    api_versions_exchange(c2, "librdkafka", "2.0.2", tagged=False)
+    _, conn_issues = analyse(capture(tmp_path, c.close(), c2.close()))
+    assert conn_issues == []
