@@ -423,6 +423,13 @@ QUIRK_MOCK_API_VERSIONS = _declare(
     "decoded as the mock meant it.",
 )
 
+QUIRK_MOCK_METADATA_TRAILING_BYTE = _declare(
+    "quirk.mock_metadata_trailing_byte",
+    WARNING,
+    "decode",
+    "The librdkafka mock cluster (its cluster id says mockCluster...) ends its flexible (v9+) "
+    "Metadata responses with one zero byte more than the layout holds: the response decodes whole before it.",
+)
 QUIRK_LIBRDKAFKA_METADATA_PLACEHOLDER = _declare(
     "quirk.librdkafka_metadata_placeholder",
     WARNING,

@@ -42,6 +42,7 @@ from analyzer.issues import (
     QUIRK_KAFKA_GO_SUBSCRIPTION,
     QUIRK_LIBRDKAFKA_METADATA_PLACEHOLDER,
     QUIRK_MOCK_API_VERSIONS,
+    QUIRK_MOCK_METADATA_TRAILING_BYTE,
     RECORDS_PARTIAL_BATCH,
     RECORDS_PARTIAL_MESSAGE,
 )
@@ -237,7 +238,12 @@ def _decode_response_as(payload, ctx: Ctx, opts: Options, api_key: int, version:
     if pos >= 0:
         nhead = len(ctx.issues)
         body = decode_body(payload, pos, api_key, "response", version, ctx)
-        if body is not None and _misaligned(ctx.issues, nhead) and api_key != ApiKey.API_VERSIONS:
+        if (
+            body is not None
+            and _misaligned(ctx.issues, nhead)
+            and api_key != ApiKey.API_VERSIONS
+            and not (api_key == ApiKey.METADATA and _mock_metadata_byte(payload, version, body, ctx, nhead))
+        ):
             body, ctx = _realign(payload, pos, api_key, "response", version, body, ctx, nhead, opts)
         if body is not None:
             _embedded(api_key, "response", body, payload, ctx, opts)
@@ -283,6 +289,32 @@ def _realign(
     )
     new.issues.append(layout.describe(api_key, kind, version, cand, fixed, body, pos))
     return fixed, new
+
+
+def _mock_metadata_byte(payload, version: int, body: Field, ctx: Ctx, nhead: int) -> bool:
+    """The librdkafka mock cluster's flexible (v9+) Metadata response: whole, then one zero byte
+    (seen in v10 and v13 answers). When the
+    body names the mock's cluster id and that is its only fault, the trailing-bytes warning
+    becomes the named quirk (True)."""
+    tail = ctx.issues[nhead:]
+    if (
+        version < 9
+        or len(tail) != 1
+        or tail[0].code != DECODE_TRAILING_BYTES.code
+        or tail[0].offset != len(payload) - 1
+        or payload[-1] != 0
+        or not str(body.get("cluster_id") or "").startswith("mockCluster")
+    ):
+        return False
+    ctx.issues[nhead:] = [
+        QUIRK_MOCK_METADATA_TRAILING_BYTE(
+            f"Metadata v{version} response of the librdkafka mock cluster ({body.get('cluster_id')}) "
+            "ends with one zero byte after its last field (rdkafka_mock_handlers.c)",
+            len(payload) - 1,
+            "body",
+        )
+    ]
+    return True
 
 
 def _metadata_placeholder(payload, pos: int, version: int, ctx: Ctx, nhead: int, opts):

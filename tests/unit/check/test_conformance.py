@@ -464,3 +464,27 @@ def test_newer_librdkafka_or_untagged_answer_says_nothing(tmp_path):
     api_versions_exchange(c2, "librdkafka", "2.0.2", tagged=False)
     _, conn_issues = analyse(capture(tmp_path, c.close(), c2.close()))
     assert conn_issues == []
+
+
+# -- the librdkafka mock's extra byte after flexible Metadata responses ------------------------
+
+
+def metadata_v13_exchange(conv: Conversation, cluster_id: str) -> None:
+    conv.send(0, frame(request_header(3, 13, 1, True) + uvarint(1) + b"\x00\x00\x00"))
+    body = struct.pack(">i", 0) + uvarint(2) + struct.pack(">i", 1) + cstr("h") + struct.pack(">i", 9092)
+    body += uvarint(0) + b"\x00"  # rack null, broker tags
+    body += cstr(cluster_id) + struct.pack(">i", 1) + uvarint(1) + struct.pack(">h", 0) + b"\x00"
+    conv.send(1, frame(struct.pack(">i", 1) + b"\x00" + body + b"\x00"))
+
+
+def test_mock_metadata_trailing_byte_is_named(tmp_path):
+    c = Conversation().handshake()
+    metadata_v13_exchange(c, "mockCluster1a2b")
+    c2 = Conversation(client=("10.0.0.1", 40001)).handshake()
+    metadata_v13_exchange(c2, "some-cluster")
+    exs, _ = analyse(capture(tmp_path, c.close(), c2.close()))
+    mock, other = sorted(exs, key=lambda ex: ex.conn.client.port)
+    [i] = mock.response.issues
+    assert i.code == "quirk.mock_metadata_trailing_byte" and i.severity == Severity.WARNING
+    assert i.offset == len(mock.response.frame.payload) - 1 and "mockCluster1a2b" in i.message
+    assert [j.code for j in other.response.issues] == ["decode.trailing_bytes"]
