@@ -75,8 +75,10 @@ class ConnectionPairer:
         self.knowledge = knowledge
         self.acks0: OrderedDict[int, None] = OrderedDict()  # correlation ids of waiting acks=0 requests
         self.acks0_answered = 0
-        self.acks0_first: Message | None = None  # the first answered acks=0 request
-        self.last: Exchange | None = None  # the connection's last exchange
+        self.acks0_first: int | None = None  # correlation id of the first answered acks=0 request
+        # the connection's last exchange when it is an ApiVersions one (a reference to any other
+        # would keep its frames' buffers alive for the connection's lifetime)
+        self.last: Exchange | None = None
 
     def conn_issues(self) -> list[Issue]:
         """Connection-level findings, once the connection has been flushed."""
@@ -88,7 +90,7 @@ class ConnectionPairer:
             return out
         n = self.acks0_answered
         first = self.acks0_first
-        at = f" (the first: correlation id {first.correlation_id})" if first is not None else ""
+        at = f" (the first: correlation id {first})" if first is not None else ""
         sw = self.knowledge.broker_software() if self.knowledge is not None else None
         return out + [
             QUIRK_ACKS0_ANSWERED(
@@ -130,7 +132,7 @@ class ConnectionPairer:
     # -- internals ---------------------------------------------------------------------------
     def _exchange(self, req: Message | None, resp: Message | None, issues: list) -> Exchange:
         ex = Exchange(self.info, req, resp, issues)
-        self.last = ex
+        self.last = ex if ex.api_key == ApiKey.API_VERSIONS else None
         if self.knowledge is not None:
             self.knowledge.learn(ex)
         return ex
@@ -258,7 +260,7 @@ class ConnectionPairer:
             del self.acks0[corr]
             self.acks0_answered += 1
             if self.acks0_first is None:
-                self.acks0_first = req
+                self.acks0_first = corr
         extra = self._too_new(req, resp) if resp.errors else []
         out.append(self._exchange(req, resp, extra))
         if (
