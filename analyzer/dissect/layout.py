@@ -14,7 +14,8 @@ decoded that way and one ``decode.layout_mismatch`` error replaces the knock-on 
 fields and the byte offset where the sender's layout leaves the version's. Search attempts decode
 without records (a records hook only for the winner) and are bounded: bodies over
 :data:`MAX_BODY` bytes are not searched, and a (api, kind, version) whose searches failed
-:data:`MAX_MISSES` times is not searched again in the run (the layout found last is tried first).
+:data:`MAX_MISSES` times is not searched again in the run (the layout found last is tried first),
+and all the attempts of a run decode at most :data:`BUDGET` body bytes.
 """
 
 from __future__ import annotations
@@ -27,19 +28,22 @@ from analyzer.issues import DECODE_LAYOUT_MISMATCH
 from analyzer.model import Field, Issue
 
 MAX_BODY = 64 * 1024
+BUDGET = 64 * 1024 * 1024  # body bytes all searches of a run may decode
 MAX_MISSES = 8
 MAX_OMIT = 2  # fields of one struct left out
 NEIGHBOURS = (-1, 1, -2, 2)
 
 
 class Memory:
-    """Per-run search memory: layouts that explained a body, misses per message kind."""
+    """Per-run search memory: layouts that explained a body, misses per message kind, and the
+    bytes the searches may still decode (:data:`BUDGET`: hostile input cannot make them slow)."""
 
-    __slots__ = ("found", "misses")
+    __slots__ = ("found", "misses", "budget")
 
     def __init__(self) -> None:
         self.found: dict[tuple, tuple] = {}  # (api, kind, version) -> candidate
         self.misses: dict[tuple, int] = {}
+        self.budget = BUDGET
 
 
 def _clean(ctx: Ctx) -> bool:
@@ -107,7 +111,13 @@ def diagnose(payload, pos: int, api_key: int, kind: str, version: int, memory: M
     if memory is not None and memory.misses.get(key, 0) >= MAX_MISSES:
         return None
 
+    size = len(payload) - pos
+
     def fits(cand):
+        if memory is not None:
+            if memory.budget < size:
+                return None
+            memory.budget -= size
         plan = _plan_for(api_key, kind, version, cand)
         return plan if plan is not None and _try(plan, payload, pos, api_key, kind) else None
 

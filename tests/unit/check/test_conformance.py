@@ -488,3 +488,20 @@ def test_mock_metadata_trailing_byte_is_named(tmp_path):
     assert i.code == "quirk.mock_metadata_trailing_byte" and i.severity == Severity.WARNING
     assert i.offset == len(mock.response.frame.payload) - 1 and "mockCluster1a2b" in i.message
     assert [j.code for j in other.response.issues] == ["decode.trailing_bytes"]
+
+
+def test_the_layout_search_is_bounded():
+    from analyzer.dissect import layout
+
+    mem = layout.Memory()
+    mem.budget = 0
+    payload = fetch_v17(1, omit_epochs=True)[4:]
+    assert layout.diagnose(payload, FLEX_BODY_AT, 1, "request", 17, mem) is None
+    mem = layout.Memory()
+    got = layout.diagnose(payload, FLEX_BODY_AT, 1, "request", 17, mem)
+    assert got is not None and got[0] == (
+        "omit",
+        ("Topics", "Partitions"),
+        ("CurrentLeaderEpoch", "LastFetchedEpoch"),
+    )
+    assert mem.budget < layout.BUDGET and mem.found[(1, "request", 17)] == got[0]
