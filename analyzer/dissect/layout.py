@@ -170,8 +170,10 @@ def _leaves(f: Field, path: str = "") -> list[tuple[str, Field]]:
 
 def describe(
     api_key: int, kind: str, version: int, cand: tuple, body: Field, original: Field | None, pos: int
-) -> Issue:
-    """The layout_mismatch issue: what the sender wrote and where its layout leaves ``version``'s."""
+) -> Issue | None:
+    """The layout_mismatch issue: what the sender wrote and where its layout leaves ``version``'s;
+    None when the two decodes lay out the same fields at the same bytes (the versions differ only
+    in what they allow, e.g. nullability: that is no misalignment)."""
     name = schema.api_name(api_key) or f"Api{api_key}"
     # where the layouts part: the first leaf whose path or offset differs between the labelled
     # version's (partial) decode and the sender's layout
@@ -182,6 +184,8 @@ def describe(
         if pa != pb or fa.offset != fb.offset:
             at, first = fb.offset, pa
             break
+    if first is None and len(mine) == len(theirs) and cand[0] == "version":
+        return None
     if cand[0] == "version":
         v = cand[1]
         lacks = sorted({p.rsplit(".", 1)[-1] for p, _ in mine} - {p.rsplit(".", 1)[-1] for p, _ in theirs})

@@ -287,7 +287,10 @@ def _realign(
     fixed, _ = decode_struct(
         plan, payload, pos, len(payload), snake(name) + "_" + kind, f"{name}{kind.capitalize()}", new
     )
-    new.issues.append(layout.describe(api_key, kind, version, cand, fixed, body, pos))
+    issue = layout.describe(api_key, kind, version, cand, fixed, body, pos)
+    if issue is None:
+        return body, ctx
+    new.issues.append(issue)
     return fixed, new
 
 
