@@ -607,6 +607,20 @@ RECORDS_MIXED_MAGIC = _declare(
     "The batches of one partition in a Produce request have different magic bytes (LogValidator: "
     "'Batch magic is not the same as the first batch's').",
 )
+RECORDS_PRODUCE_BATCHES = _declare(
+    "records.produce_batches",
+    WARNING,
+    "records",
+    "A partition of a Produce v3+ request holds other than exactly one magic 2 batch "
+    "(ProduceRequest.validateRecords): the broker answers INVALID_RECORD.",
+)
+RECORDS_TRANSACTIONAL_WITHOUT_ID = _declare(
+    "records.transactional_without_id",
+    WARNING,
+    "records",
+    "A Produce request carries a transactional batch but no transactional_id: the broker cannot "
+    "check the transaction and rejects it.",
+)
 RECORDS_BAD_SEQUENCE = _declare(
     "records.bad_sequence",
     WARNING,

@@ -14,6 +14,10 @@ WARNING on the request (the bytes decode; the broker answers INVALID_RECORD), re
   base_timestamp, or a record timestamp outside the batch's [base, max] range (records decoded);
 * ``records.client_control_batch``: "Clients are not allowed to write control records";
 * ``records.mixed_magic``: a partition's batches with different magic bytes;
+* ``records.produce_batches``: a partition of a Produce v3+ request that holds other than exactly
+  one magic 2 batch (``ProduceRequest.validateRecords``);
+* ``records.transactional_without_id``: a transactional batch in a request without a
+  transactional_id;
 * ``records.bad_sequence``: a batch with a producer id but a negative base sequence ("Invalid
   sequence number"). Sequence continuity across requests needs the whole capture: see
   :mod:`analyzer.session.sequences`.
@@ -36,6 +40,8 @@ from analyzer.issues import (
     RECORDS_CLIENT_CONTROL_BATCH,
     RECORDS_EMPTY_BATCH,
     RECORDS_MIXED_MAGIC,
+    RECORDS_PRODUCE_BATCHES,
+    RECORDS_TRANSACTIONAL_WITHOUT_ID,
 )
 from analyzer.model import Field, Issue
 
@@ -68,10 +74,35 @@ def _records_of(batch: Field) -> tuple[Field | None, bool]:
     return None, False
 
 
-def validate_produce(body: Field) -> list[Issue]:
-    """The LogValidator findings of every v2 batch of a Produce request body."""
+def validate_produce(body: Field, version: int | None = None) -> list[Issue]:
+    """The LogValidator findings of every v2 batch of a Produce request body (``version``: the
+    request's, for the checks that depend on it)."""
     issues: list[Issue] = []
+    txn_id = body.get("transactional_id")
     for topic, partition, rec in produce_partitions(body):
+        entries = [e for e in rec.children or () if isinstance(e.value, dict) and e.type != "partial"]
+        if version is not None and version >= 3 and entries:
+            magics = {e.value.get("magic") for e in entries}
+            if len(entries) != 1 or magics != {2}:
+                issues.append(
+                    RECORDS_PRODUCE_BATCHES(
+                        f"Produce v{version} partition {topic}-{partition} holds {len(entries)} "
+                        f"entr{'y' if len(entries) == 1 else 'ies'} of magic "
+                        f"{'/'.join(str(m) for m in sorted(m for m in magics if m is not None))}: "
+                        "v3+ allows exactly one magic 2 batch per partition",
+                        rec.offset,
+                        f"{topic}-{partition}",
+                    )
+                )
+        if txn_id is None and any(e.value.get("transactional") for e in entries):
+            e = next(e for e in entries if e.value.get("transactional"))
+            issues.append(
+                RECORDS_TRANSACTIONAL_WITHOUT_ID(
+                    "a transactional batch in a Produce request without a transactional_id",
+                    e.offset + 21,
+                    _where(topic, partition, e),
+                )
+            )
         magic0 = None
         for entry in rec.children or ():
             summary = entry.value if isinstance(entry.value, dict) else None
@@ -81,7 +112,7 @@ def validate_produce(body: Field) -> list[Issue]:
             where = _where(topic, partition, entry)
             if magic0 is None:
                 magic0 = magic
-            elif magic != magic0:
+            elif magic != magic0 and (version is None or version < 3):  # v3+: produce_batches
                 issues.append(
                     RECORDS_MIXED_MAGIC(
                         f"batch magic {magic} is not the magic {magic0} of the partition's first batch",

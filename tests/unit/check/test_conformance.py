@@ -505,3 +505,21 @@ def test_the_layout_search_is_bounded():
         ("CurrentLeaderEpoch", "LastFetchedEpoch"),
     )
     assert mem.budget < layout.BUDGET and mem.found[(1, "request", 17)] == got[0]
+
+
+def test_two_batches_in_one_partition_of_produce_v3_plus(tmp_path):
+    path = capture(tmp_path, produce_conv([batch(), batch()]))
+    exs, _ = analyse(path)
+    [i] = issues_of(exs, "records.produce_batches")
+    assert i.severity == Severity.WARNING and i.offset == BATCH_AT - 4  # the records field
+    assert "Produce v7 partition t-0 holds 2 entries of magic 2" in i.message
+    assert issues_of(exs, "records.mixed_magic") == []
+
+
+def test_transactional_batch_without_transactional_id(tmp_path):
+    path = capture(tmp_path, produce_conv([batch(pid=3, epoch=0, seq=0, attrs=0x10)]))
+    exs, _ = analyse(path)
+    [i] = issues_of(exs, "records.transactional_without_id")
+    assert i.severity == Severity.WARNING and i.offset == BATCH_AT + 21
+    _, doc = check_json(path)
+    assert rule(doc, "kafka.invalid-batches")["count"] == 1
