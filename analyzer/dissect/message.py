@@ -114,7 +114,7 @@ def decode_request(frame: Frame, opts: Options = DEFAULT_OPTIONS) -> Message:
         if body is not None:
             _embedded(api_key, "request", body, payload, ctx, opts)
             if api_key == ApiKey.PRODUCE:
-                ctx.issues.extend(validate_produce(body, api_version))
+                ctx.issues.extend(validate_produce(body, api_version, payload))
     issues = ctx.issues
     if any(i.code in _PARTIAL for i in issues):
         # Only a Fetch response may end with a cut-off batch; in a Produce request it is damage

@@ -9,9 +9,13 @@ WARNING on the request (the bytes decode; the broker answers INVALID_RECORD), re
 * ``records.bad_offset_range``: last_offset_delta is not record_count - 1 ("Inconsistent batch
   offset range"), so the offsets the broker assigns would overlap the next batch's;
 * ``records.bad_offset_delta``: the records' offset deltas are not 0..n-1 in order (inner offsets
-  must be contiguous). Needs the records scanned: checked when record bodies are decoded;
+  must be contiguous);
 * ``records.bad_timestamp``: a CreateTime batch whose max_timestamp is before its
-  base_timestamp, or a record timestamp outside the batch's [base, max] range (records decoded);
+  base_timestamp, or a record timestamp outside the batch's [base, max] range.
+
+The last two read the records: from the decoded rows when record bodies are decoded, else by a
+scan of the record headers of uncompressed batches (compressed ones are checked only when their
+bodies are decoded: decompressing every produced batch is the cost ``--records`` opts into).
 * ``records.client_control_batch``: "Clients are not allowed to write control records";
 * ``records.mixed_magic``: a partition's batches with different magic bytes;
 * ``records.produce_batches``: a partition of a Produce v3+ request that holds other than exactly
@@ -32,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from analyzer.dissect.records import _Malformed, _varint
 from analyzer.issues import (
     RECORDS_BAD_OFFSET_DELTA,
     RECORDS_BAD_OFFSET_RANGE,
@@ -74,9 +79,10 @@ def _records_of(batch: Field) -> tuple[Field | None, bool]:
     return None, False
 
 
-def validate_produce(body: Field, version: int | None = None) -> list[Issue]:
+def validate_produce(body: Field, version: int | None = None, payload=None) -> list[Issue]:
     """The LogValidator findings of every v2 batch of a Produce request body (``version``: the
-    request's, for the checks that depend on it)."""
+    request's, for the checks that depend on it; ``payload``: the frame payload, to scan the
+    records of uncompressed batches whose bodies were not decoded)."""
     issues: list[Issue] = []
     txn_id = body.get("transactional_id")
     for topic, partition, rec in produce_partitions(body):
@@ -121,11 +127,11 @@ def validate_produce(body: Field, version: int | None = None) -> list[Issue]:
                     )
                 )
             if magic == 2 and entry.type == "record_batch":
-                _batch(entry, summary, where, issues)
+                _batch(entry, summary, where, issues, payload)
     return issues
 
 
-def _batch(entry: Field, s: dict, where: str, issues: list[Issue]) -> None:
+def _batch(entry: Field, s: dict, where: str, issues: list[Issue], payload) -> None:
     at = entry.offset
     count = entry.child("record_count")
     n = count.value if count is not None else s.get("record_count")
@@ -177,25 +183,57 @@ def _batch(entry: Field, s: dict, where: str, issues: list[Issue]) -> None:
             )
         )
         return
+    ts_base = bts if create_time and bts != -1 else None
     rf, decompressed = _records_of(entry)
-    if rf is None:
-        return
-    _rows(rf, decompressed, entry, bts if create_time and bts != -1 else None, mts, where, issues)
+    if rf is not None:
+        _check_records(_rows_of(rf, decompressed), ts_base, mts, where, issues)
+    elif payload is not None and not (s.get("attributes") or 0) & 7 and n:
+        # record bodies not decoded (the default): an uncompressed batch's records are scanned
+        # for their offset and timestamp deltas only
+        _check_records(_scan(payload, at + 61, at + entry.length, n), ts_base, mts, where, issues)
 
 
-def _rows(rf, decompressed: bool, entry: Field, bts, mts, where: str, issues: list[Issue]) -> None:
+def _rows_of(rf, decompressed: bool):
+    """(index, ts delta, its frame offset, offset delta, its frame offset) of decoded records."""
     base = rf.rbase
     anchor = rf.batch.ioff
-    delta_done = ts_done = False
     for i, row in enumerate(rf.rows):
         tsd, tse, od = row[4], row[5], row[6]
         if od is None:
             return  # the record did not parse: the decoder said so
+        if decompressed:
+            yield i, tsd, anchor, od, anchor
+        else:
+            yield i, tsd, base + row[1] + 1, od, base + tse
+
+
+def _scan(buf, p: int, end: int, count: int):
+    """The same tuples for an uncompressed batch, read straight from the frame: each record's
+    length, attributes, timestamp delta and offset delta. A record that does not parse ends the
+    scan (decoding record bodies, e.g. ``--records``, reports it)."""
+    for i in range(count):
+        try:
+            length, q = _varint(buf, p, end)
+            rend = q + length
+            if length < 2 or rend > end:
+                return
+            ts_at = q + 1
+            tsd, q = _varint(buf, ts_at, rend, 10)
+            od, _ = _varint(buf, q, rend)
+        except _Malformed:
+            return
+        yield i, tsd, ts_at, od, q
+        p = rend
+
+
+def _check_records(rows, bts, mts, where: str, issues: list[Issue]) -> None:
+    delta_done = ts_done = False
+    for i, tsd, ts_at, od, od_at in rows:
         if not delta_done and od != i:
             issues.append(
                 RECORDS_BAD_OFFSET_DELTA(
                     f"record {i} has offset delta {od} (expected {i}): offset deltas must be 0..n-1",
-                    anchor if decompressed else base + tse,
+                    od_at,
                     f"record {i} of {where}",
                 )
             )
@@ -206,7 +244,7 @@ def _rows(rf, decompressed: bool, entry: Field, bts, mts, where: str, issues: li
                 issues.append(
                     RECORDS_BAD_TIMESTAMP(
                         f"record {i} timestamp {t} (delta {tsd}) is outside the batch range [{bts}, {mts}]",
-                        anchor if decompressed else base + row[1] + 1,  # after the attributes byte
+                        ts_at,
                         f"record {i} of {where}",
                     )
                 )

@@ -171,6 +171,12 @@ def test_offset_deltas_out_of_order_and_timestamps_outside_the_batch(tmp_path):
     [t] = issues_of(exs, "records.bad_timestamp")
     assert t.offset == rec1 + 8 + 2  # record 2's timestamp delta
     assert "record 2" in t.message and "outside the batch range" in t.message
+    # without record bodies (check's default) the record headers are scanned: the same findings
+    exs, _ = analyse(path, bodies=False)
+    assert issues_of(exs, "records.bad_offset_delta") == [d]
+    assert issues_of(exs, "records.bad_timestamp") == [t]
+    _, doc = check_json(path)
+    assert rule(doc, "kafka.invalid-batches")["count"] == 2
 
 
 def test_max_timestamp_before_base_timestamp(tmp_path):
