@@ -20,6 +20,7 @@ and all the attempts of a run decode at most :data:`BUDGET` body bytes.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from itertools import combinations
 
 from analyzer.dissect import schema
@@ -93,12 +94,16 @@ def _plan_for(api_key: int, kind: str, version: int, candidate: tuple):
     """Compiled plan of a candidate: ("version", v) or ("omit", path, names)."""
     if candidate[0] == "version":
         return message_plan(api_key, kind, candidate[1])
+    return _omit_plan(api_key, kind, version, candidate[1], candidate[2])
+
+
+@lru_cache(maxsize=2048)
+def _omit_plan(api_key: int, kind: str, version: int, path: tuple, names: tuple):
     got = schema.message_fields(api_key, kind, version)
     if got is None:
         return None
     fields, flexible = got
-    fields = _omit(fields, candidate[1], candidate[2])
-    return _compile_fields(fields, version, flexible, kind), flexible
+    return _compile_fields(_omit(fields, path, names), version, flexible, kind), flexible
 
 
 def diagnose(payload, pos: int, api_key: int, kind: str, version: int, memory: Memory | None):
