@@ -10,7 +10,13 @@
 * After SaslHandshake v0 the connection carries raw SASL tokens (:func:`decode_sasl_token`).
 * Embedded payloads: the consumer protocol's Subscription/Assignment inside JoinGroup and
   SyncGroup; SASL PLAIN passwords and SCRAM proofs are masked unless ``show_secrets``.
-* Records fields (Produce, Fetch, ShareFetch...) go to :mod:`analyzer.dissect.records`.
+* Records fields (Produce, Fetch, ShareFetch...) go to :mod:`analyzer.dissect.records`; the
+  batches of a Produce request are then validated as Kafka's brokers do
+  (:mod:`analyzer.dissect.validate`).
+* A body with decode faults is first matched against known peer quirks (librdkafka #5049's
+  Metadata placeholder, the mock cluster's extra Metadata byte, kafka-go's v0 subscription
+  labelled v1), then against the layouts a sender may have used instead
+  (:mod:`analyzer.dissect.layout`): one finding of the cause replaces the knock-on faults.
 """
 
 from __future__ import annotations
@@ -296,9 +302,8 @@ def _realign(
 
 def _mock_metadata_byte(payload, version: int, body: Field, ctx: Ctx, nhead: int) -> bool:
     """The librdkafka mock cluster's flexible (v9+) Metadata response: whole, then one zero byte
-    (seen in v10 and v13 answers). When the
-    body names the mock's cluster id and that is its only fault, the trailing-bytes warning
-    becomes the named quirk (True)."""
+    (seen in v10 and v13 answers). When the body names the mock's cluster id and that is its
+    only fault, the trailing-bytes warning becomes the named quirk (True)."""
     tail = ctx.issues[nhead:]
     if (
         version < 9
