@@ -15,6 +15,20 @@ Code compares issues by code: ``issue.code == CAPTURE_UNKNOWN_FORMAT.code``; ``R
 gives the declaration of a code (its stage, summary...) to front ends.
 ``tools/gen_issues.py`` writes the README's table of issue codes and the export schema's list
 of codes from this module.
+
+Severity policy (every declaration follows it; the README repeats it above its table):
+
+* **error**: bytes that violate the schema or the protocol's rules and that no known peer
+  explains (a field cut short, a length that cannot be, a body that fits another version's
+  layout, a damaged capture). ``check`` fails on them by default (``kafka.protocol-errors``).
+* **warning**: a *named, recognised peer behaviour* (a ``quirk.*`` code): the message says what
+  the peer did, which implementation does it (from the ApiVersions client software, the
+  broker's answers, or the exact byte signature) and a reference (an upstream issue, a KIP);
+  the bytes are decoded as the peer meant them (``kafka.peer-quirks``). Also a warning: bytes
+  that parse but that Kafka's own validation rejects (``records.*`` checks of LogValidator /
+  DefaultRecordBatch, sequence continuity per producer and partition: ``kafka.invalid-batches``),
+  and capture conditions that lose data (gaps, drops).
+* **note**: facts (acks=0 without an answer, a connection seen mid-stream, TLS not decrypted).
 """
 
 from __future__ import annotations
@@ -409,6 +423,36 @@ QUIRK_MOCK_API_VERSIONS = _declare(
     "decoded as the mock meant it.",
 )
 
+QUIRK_MOCK_METADATA_TRAILING_BYTE = _declare(
+    "quirk.mock_metadata_trailing_byte",
+    WARNING,
+    "decode",
+    "The librdkafka mock cluster (its cluster id says mockCluster...) ends its flexible (v9+) "
+    "Metadata responses with one zero byte more than the layout holds: the response decodes whole before it.",
+)
+QUIRK_LIBRDKAFKA_METADATA_PLACEHOLDER = _declare(
+    "quirk.librdkafka_metadata_placeholder",
+    WARNING,
+    "decode",
+    "A flexible (v9+) Metadata request for all topics whose null topic array is the 4-byte "
+    "placeholder librdkafka never shrinks to a varint (librdkafka issue #5049): the broker reads "
+    "allow_auto_topic_creation from the placeholder; decoded as the client meant it.",
+)
+QUIRK_KAFKA_GO_SUBSCRIPTION = _declare(
+    "quirk.kafka_go_subscription",
+    WARNING,
+    "decode",
+    "A consumer-protocol subscription labelled version 1 or later but written in the version-0 "
+    "layout (owned_partitions missing), as segmentio/kafka-go 0.2 writes it: decoded as v0.",
+)
+DECODE_LAYOUT_MISMATCH = _declare(
+    "decode.layout_mismatch",
+    ERROR,
+    "decode",
+    "A message body does not fit the layout of its version but fits another (a neighbouring "
+    "version, or its version with fields left out): reported once by its cause, decoded as sent.",
+)
+
 # -- record batches and message sets ------------------------------------------------------------
 
 RECORDS_UNKNOWN_MAGIC = _declare(
@@ -521,6 +565,71 @@ QUIRK_MOCK_ZERO_CRC = _declare(
     "markers without computing the CRC. Any other CRC mismatch is records.crc_mismatch.",
 )
 
+RECORDS_EMPTY_BATCH = _declare(
+    "records.empty_batch",
+    WARNING,
+    "records",
+    "A producer's record batch declares 0 records (Kafka's LogValidator: 'Invalid reported count "
+    "for record batch'): the broker rejects it with INVALID_RECORD.",
+)
+RECORDS_BAD_OFFSET_RANGE = _declare(
+    "records.bad_offset_range",
+    WARNING,
+    "records",
+    "A producer's record batch whose last_offset_delta is not record_count - 1 (LogValidator: "
+    "'Inconsistent batch offset range'): its offsets would overlap the next batch's.",
+)
+RECORDS_BAD_OFFSET_DELTA = _declare(
+    "records.bad_offset_delta",
+    WARNING,
+    "records",
+    "The records of a producer's batch do not carry offset deltas 0..n-1 in order (LogValidator "
+    "rejects non-contiguous inner offsets); checked when record bodies are decoded.",
+)
+RECORDS_BAD_TIMESTAMP = _declare(
+    "records.bad_timestamp",
+    WARNING,
+    "records",
+    "A producer's CreateTime batch whose max_timestamp is before its base_timestamp, or a record "
+    "timestamp outside the batch's [base, max] range.",
+)
+RECORDS_CLIENT_CONTROL_BATCH = _declare(
+    "records.client_control_batch",
+    WARNING,
+    "records",
+    "A Produce request carries a control batch (LogValidator: 'Clients are not allowed to write "
+    "control records').",
+)
+RECORDS_MIXED_MAGIC = _declare(
+    "records.mixed_magic",
+    WARNING,
+    "records",
+    "The batches of one partition in a Produce request have different magic bytes (LogValidator: "
+    "'Batch magic is not the same as the first batch's').",
+)
+RECORDS_PRODUCE_BATCHES = _declare(
+    "records.produce_batches",
+    WARNING,
+    "records",
+    "A partition of a Produce v3+ request holds other than exactly one magic 2 batch "
+    "(ProduceRequest.validateRecords): the broker answers INVALID_RECORD.",
+)
+RECORDS_TRANSACTIONAL_WITHOUT_ID = _declare(
+    "records.transactional_without_id",
+    WARNING,
+    "records",
+    "A Produce request carries a transactional batch but no transactional_id: the broker cannot "
+    "check the transaction and rejects it.",
+)
+RECORDS_BAD_SEQUENCE = _declare(
+    "records.bad_sequence",
+    WARNING,
+    "records",
+    "An idempotent producer's base sequence does not continue its previous batch for that "
+    "partition and epoch across the capture (a gap or a step back that is not a retry), or is "
+    "negative: the broker answers OUT_OF_ORDER_SEQUENCE_NUMBER or INVALID_RECORD.",
+)
+
 # -- request/response pairing -------------------------------------------------------------------
 
 PAIRING_NO_RESPONSE = _declare(
@@ -542,6 +651,30 @@ PAIRING_ACKS0 = _declare(
     NOTE,
     "pairing",
     "A Produce request with acks=0: no response is expected.",
+)
+
+QUIRK_ACKS0_ANSWERED = _declare(
+    "quirk.acks0_answered",
+    WARNING,
+    "pairing",
+    "The broker answers Produce requests sent with acks=0, which Kafka never answers (Tansu and the "
+    "librdkafka mock cluster do): "
+    "the answers are paired by correlation id and decoded; one warning per connection with the count.",
+)
+QUIRK_ERROR_TOO_NEW = _declare(
+    "quirk.error_too_new",
+    WARNING,
+    "pairing",
+    "A response carries an error code that the request's version cannot receive (e.g. "
+    "MEMBER_ID_REQUIRED below JoinGroup v4, KIP-394): the broker, named when known, ignored the "
+    "version the client asked for.",
+)
+QUIRK_LIBRDKAFKA_TAGGED_HANGUP = _declare(
+    "quirk.librdkafka_tagged_hangup",
+    WARNING,
+    "pairing",
+    "A librdkafka client before 2.2 closed the connection right after an ApiVersions v3+ answer with tagged "
+    "fields, which it misreads (librdkafka PR #4278).",
 )
 
 # -- Spark front end ----------------------------------------------------------------------------

@@ -172,6 +172,8 @@ class Pipeline:
                 for issue in closing.framer.flush():
                     out.append(ConnIssue(info, -1, issue, ev.ts))
                 out.extend(closing.pairer.flush())
+                for issue in closing.pairer.conn_issues():
+                    out.append(ConnIssue(info, -1, issue, ev.ts))
                 info.not_kafka = closing.framer.not_kafka
                 if tls is not None:
                     info.tls = tls.info

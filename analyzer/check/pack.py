@@ -172,8 +172,11 @@ def builtin_rules() -> list[Rule]:
             b,
             issues=lambda i: i.code.startswith("quirk."),
             help="No named peer quirk (a client's or broker's known deviation from the protocol, "
-            "decoded as the peer meant it: e.g. the librdkafka mock cluster's ApiVersions fallback "
-            "and CRC-less transaction markers).",
+            "decoded as the peer meant it: the librdkafka mock cluster's ApiVersions fallback, "
+            "CRC-less transaction markers and extra Metadata byte; librdkafka's #5049 Metadata "
+            "placeholder and its pre-2.2 hang-up after tagged ApiVersions fields; kafka-go's v0 "
+            "subscription labelled v1; a broker answering acks=0 or sending an error code the "
+            "request version predates).",
         ),
         Rule(
             "kafka.invalid-batches",
@@ -185,7 +188,12 @@ def builtin_rules() -> list[Rule]:
                 and i.severity == Severity.WARNING
                 and i.code != RECORDS_CRC_MISMATCH.code
             ),
-            help="Record batches pass the checks Kafka brokers apply (warnings of the records decoder).",
+            help="Record batches pass the checks Kafka brokers apply (LogValidator, "
+            "ProduceRequest.validateRecords): a record count above 0, last_offset_delta = count - 1, "
+            "offset deltas 0..n-1 and timestamps within the batch (when record bodies are decoded), "
+            "no control batches from clients, one magic 2 batch per partition, transactional "
+            "batches with a transactional id, idempotent sequences that continue per producer and "
+            "partition across the capture.",
         ),
         assert_rule(
             "kafka.sasl-plain-cleartext",

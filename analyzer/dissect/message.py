@@ -10,14 +10,20 @@
 * After SaslHandshake v0 the connection carries raw SASL tokens (:func:`decode_sasl_token`).
 * Embedded payloads: the consumer protocol's Subscription/Assignment inside JoinGroup and
   SyncGroup; SASL PLAIN passwords and SCRAM proofs are masked unless ``show_secrets``.
-* Records fields (Produce, Fetch, ShareFetch...) go to :mod:`analyzer.dissect.records`.
+* Records fields (Produce, Fetch, ShareFetch...) go to :mod:`analyzer.dissect.records`; the
+  batches of a Produce request are then validated as Kafka's brokers do
+  (:mod:`analyzer.dissect.validate`).
+* A body with decode faults is first matched against known peer quirks (librdkafka #5049's
+  Metadata placeholder, the mock cluster's extra Metadata byte, kafka-go's v0 subscription
+  labelled v1), then against the layouts a sender may have used instead
+  (:mod:`analyzer.dissect.layout`): one finding of the cause replaces the knock-on faults.
 """
 
 from __future__ import annotations
 
 import struct
 
-from analyzer.dissect import schema
+from analyzer.dissect import layout, schema
 from analyzer.dissect.constants import ApiKey, ErrorCode
 from analyzer.dissect.decoder import (
     Ctx,
@@ -25,14 +31,24 @@ from analyzer.dissect.decoder import (
     decode_body,
     decode_header,
     decode_struct,
+    message_plan,
     request_header_version,
     response_header_version,
+    snake,
 )
+from analyzer.dissect.validate import validate_produce
 from analyzer.issues import (
     DECODE_API_VERSIONS_FALLBACK,
+    DECODE_BAD_COUNT,
+    DECODE_BAD_LENGTH,
+    DECODE_BAD_VARINT,
     DECODE_TRAILING_BYTES,
     DECODE_TRUNCATED,
+    DECODE_UNEXPECTED_NULL,
+    QUIRK_KAFKA_GO_SUBSCRIPTION,
+    QUIRK_LIBRDKAFKA_METADATA_PLACEHOLDER,
     QUIRK_MOCK_API_VERSIONS,
+    QUIRK_MOCK_METADATA_TRAILING_BYTE,
     RECORDS_PARTIAL_BATCH,
     RECORDS_PARTIAL_MESSAGE,
 )
@@ -47,13 +63,14 @@ _PARTIAL = {k.code: k for k in (RECORDS_PARTIAL_BATCH, RECORDS_PARTIAL_MESSAGE)}
 class Options:
     """Decoding options shared by a whole run."""
 
-    __slots__ = ("records_bodies", "show_secrets", "limits", "_hook")
+    __slots__ = ("records_bodies", "show_secrets", "limits", "_hook", "layouts")
 
     def __init__(self, records_bodies: bool = False, show_secrets: bool = False, limits=None):
         self.records_bodies = records_bodies
         self.show_secrets = show_secrets
         self.limits = limits
         self._hook = None  # the records hook, made once per Options
+        self.layouts = layout.Memory()  # the misalignment search's memory for the run
 
 
 DEFAULT_OPTIONS = Options()
@@ -96,9 +113,14 @@ def decode_request(frame: Frame, opts: Options = DEFAULT_OPTIONS) -> Message:
     client_id = header.get("client_id")
     body = None
     if pos >= 0:
+        nhead = len(ctx.issues)
         body = decode_body(payload, pos, api_key, "request", api_version, ctx)
+        if body is not None and _misaligned(ctx.issues, nhead):
+            body, ctx = _realign(payload, pos, api_key, "request", api_version, body, ctx, nhead, opts)
         if body is not None:
             _embedded(api_key, "request", body, payload, ctx, opts)
+            if api_key == ApiKey.PRODUCE:
+                ctx.issues.extend(validate_produce(body, api_version, payload))
     issues = ctx.issues
     if any(i.code in _PARTIAL for i in issues):
         # Only a Fetch response may end with a cut-off batch; in a Produce request it is damage
@@ -220,11 +242,121 @@ def _decode_response_as(payload, ctx: Ctx, opts: Options, api_key: int, version:
     header, pos = decode_header(payload, "response", response_header_version(api_key, version), ctx)
     body = None
     if pos >= 0:
+        nhead = len(ctx.issues)
         body = decode_body(payload, pos, api_key, "response", version, ctx)
+        if (
+            body is not None
+            and _misaligned(ctx.issues, nhead)
+            and api_key != ApiKey.API_VERSIONS
+            and not (api_key == ApiKey.METADATA and _mock_metadata_byte(payload, version, body, ctx, nhead))
+        ):
+            body, ctx = _realign(payload, pos, api_key, "response", version, body, ctx, nhead, opts)
         if body is not None:
             _embedded(api_key, "response", body, payload, ctx, opts)
     clean = not any(i.severity == Severity.ERROR or i.code == DECODE_TRAILING_BYTES.code for i in ctx.issues)
     return header, body, ctx.issues, not clean, ctx.errors
+
+
+# the decode faults a misaligned body shows (not unknown api keys, versions or error codes)
+_KNOCK_ON = frozenset(
+    k.code
+    for k in (
+        DECODE_TRUNCATED,
+        DECODE_BAD_COUNT,
+        DECODE_BAD_LENGTH,
+        DECODE_BAD_VARINT,
+        DECODE_UNEXPECTED_NULL,
+        DECODE_TRAILING_BYTES,
+    )
+)
+
+
+def _misaligned(issues: list, start: int) -> bool:
+    return any(issues[i].code in _KNOCK_ON for i in range(start, len(issues)))
+
+
+def _realign(
+    payload, pos: int, api_key: int, kind: str, version: int, body: Field, ctx: Ctx, nhead: int, opts
+):
+    """A body with decode faults: the layout the sender used, when one fits (layout.py); else as is."""
+    if api_key == ApiKey.METADATA and kind == "request":
+        got = _metadata_placeholder(payload, pos, version, ctx, nhead, opts)
+        if got is not None:
+            return got
+    found = layout.diagnose(payload, pos, api_key, kind, version, opts.layouts)
+    if found is None:
+        return body, ctx
+    cand, plan = found
+    new = _ctx(opts)
+    new.issues.extend(ctx.issues[:nhead])
+    name = schema.api_name(api_key) or f"Api{api_key}"
+    fixed, _ = decode_struct(
+        plan, payload, pos, len(payload), snake(name) + "_" + kind, f"{name}{kind.capitalize()}", new
+    )
+    issue = layout.describe(api_key, kind, version, cand, fixed, body, pos)
+    if issue is None:
+        return body, ctx
+    new.issues.append(issue)
+    return fixed, new
+
+
+def _mock_metadata_byte(payload, version: int, body: Field, ctx: Ctx, nhead: int) -> bool:
+    """The librdkafka mock cluster's flexible (v9+) Metadata response: whole, then one zero byte
+    (seen in v10 and v13 answers). When the body names the mock's cluster id and that is its
+    only fault, the trailing-bytes warning becomes the named quirk (True)."""
+    tail = ctx.issues[nhead:]
+    if (
+        version < 9
+        or len(tail) != 1
+        or tail[0].code != DECODE_TRAILING_BYTES.code
+        or tail[0].offset != len(payload) - 1
+        or payload[-1] != 0
+        or not str(body.get("cluster_id") or "").startswith("mockCluster")
+    ):
+        return False
+    ctx.issues[nhead:] = [
+        QUIRK_MOCK_METADATA_TRAILING_BYTE(
+            f"Metadata v{version} response of the librdkafka mock cluster ({body.get('cluster_id')}) "
+            "ends with one zero byte after its last field (rdkafka_mock_handlers.c)",
+            len(payload) - 1,
+            "body",
+        )
+    ]
+    return True
+
+
+def _metadata_placeholder(payload, pos: int, version: int, ctx: Ctx, nhead: int, opts):
+    """librdkafka issue #5049: a flexible Metadata request for all topics keeps the 4-byte array
+    count placeholder (zeros) instead of the compact varint 0 (null): the body decodes cleanly
+    from the placeholder's last byte on."""
+    if version < 9 or bytes(payload[pos : pos + 4]) != b"\0\0\0\0":
+        return None
+    plan = message_plan(ApiKey.METADATA, "request", version)
+    if plan is None:
+        return None
+    new = _ctx(opts)
+    new.issues.extend(ctx.issues[:nhead])
+    body, stop = decode_struct(
+        plan, payload, pos + 3, len(payload), "metadata_request", "MetadataRequest", new
+    )
+    if stop != len(payload) or _misaligned(new.issues, nhead):
+        return None
+    body.offset, body.length = pos, body.length + 3
+    topics = body.child("topics")
+    if topics is not None:
+        topics.offset, topics.length = pos, 4
+        topics.display = "null (all topics), written as a 4-byte placeholder"
+    new.issues.append(
+        QUIRK_LIBRDKAFKA_METADATA_PLACEHOLDER(
+            f"Metadata v{version} request for all topics writes its null topic array as librdkafka's "
+            "4-byte placeholder 00 00 00 00, not the compact varint 00 (librdkafka issue #5049): "
+            "a broker reads the last 3 bytes as allow_auto_topic_creation and the next fields; "
+            "decoded as the client meant it",
+            pos,
+            "body.topics",
+        )
+    )
+    return body, new
 
 
 def decode_sasl_token(frame: Frame, mechanism: str | None, opts: Options = DEFAULT_OPTIONS) -> Message:
@@ -290,11 +422,39 @@ def _consumer(f: Field | None, schema_name: str, ptype: str | None, payload, ctx
     decoded, stop = decode_struct(
         plan, payload, start + 2, start + n, schema_name[16:].lower(), schema_name, sub
     )
+    if (sub.issues or stop != start + n) and schema_name == "ConsumerProtocolSubscription" and version >= 1:
+        v0 = _subscription_v0(payload, start, n, version, ctx)
+        if v0 is not None:
+            f.children = [vfield, v0[0]]
+            f.display = schema_name
+            ctx.issues.append(v0[1])
+            return
     if ptype is None and (sub.issues or stop != start + n):
         return  # not the consumer protocol after all
     f.children = [vfield, decoded]
     f.display = schema_name
     ctx.issues.extend(sub.issues)
+
+
+def _subscription_v0(payload, start: int, n: int, version: int, ctx: Ctx):
+    """segmentio/kafka-go 0.2 labels its subscription version 1 but writes the version-0 layout
+    (topics, user_data; no owned_partitions): (the v0 decode, the quirk) when exactly that fits."""
+    plan = data_plan("ConsumerProtocolSubscription", 0)
+    if plan is None:
+        return None
+    sub = Ctx(ctx.records_bodies, ctx.records_hook)
+    decoded, stop = decode_struct(
+        plan, payload, start + 2, start + n, "subscription", "ConsumerProtocolSubscription", sub
+    )
+    if sub.issues or stop != start + n:
+        return None
+    return decoded, QUIRK_KAFKA_GO_SUBSCRIPTION(
+        f"consumer subscription labelled version {version} but written in the version-0 layout "
+        "(owned_partitions and later fields missing), as segmentio/kafka-go 0.2 writes it: "
+        "decoded as v0",
+        start,
+        "subscription",
+    )
 
 
 def _mask_sasl(f: Field | None, mechanism: str | None, opts: Options) -> None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from analyzer.dissect.constants import ApiKey
 from analyzer.model import Exchange, Field, Message
 from analyzer.session.entities import topic_refs
+from analyzer.session.sequences import SequenceTracker
 
 # The arrays whose topics label an exchange (Exchange.topics: the `read` line, `--topic`, the
 # TUI's topic column, per-topic request counts): topic structs in these arrays, not inside
@@ -73,6 +74,18 @@ class Knowledge:
     clients: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
     groups: dict[str, Group] = field(default_factory=dict)
     cluster_id: str | None = None
+    # idempotent producers' sequences per partition (records.bad_sequence on the request)
+    sequences: SequenceTracker = field(default_factory=SequenceTracker)
+
+    def broker_software(self) -> str | None:
+        """The broker implementation, when its answers say it: the cluster id its Metadata
+        responses carry by default (Tansu's ``tansu_cluster``, librdkafka's mock ``mockCluster…``)."""
+        cid = self.cluster_id or ""
+        if cid == "tansu_cluster":
+            return "Tansu"
+        if cid.startswith("mockCluster"):
+            return "the librdkafka mock cluster"
+        return None
 
     def learn(self, ex: Exchange) -> None:
         """Learn from one exchange, then name its topics and partitions."""
@@ -91,6 +104,8 @@ class Knowledge:
                     self.clients[req.client_id] = (name, ver)
             if key in _GROUP_APIS:
                 self._group(key, req.body, resp.body if resp is not None else None)
+            elif key == ApiKey.PRODUCE:
+                self.sequences.check(req)
         msg = req if req is not None and req.body is not None else resp
         if msg is not None and msg.body is not None:
             ex.topics = topics_of(msg, self.topic_ids)
