@@ -9,14 +9,13 @@ import json
 import struct
 from contextlib import redirect_stderr, redirect_stdout
 
-from packets import Conversation, cstr, uvarint, write_pcap
-
 from analyzer import cli
 from analyzer.dissect.crc import crc32c
 from analyzer.dissect.message import Options
 from analyzer.events import ConnIssue
 from analyzer.model import Exchange, Severity
 from analyzer.pipeline import Analysis
+from tests.helpers.packets import Conversation, cstr, uvarint, write_pcap
 
 # -- byte builders ------------------------------------------------------------------------------
 
