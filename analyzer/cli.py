@@ -569,6 +569,16 @@ def cmd_tui(args) -> int:
 # -- protocol --------------------------------------------------------------------------------------
 
 
+def cmd_spark(args) -> int:
+    """Thin: the work is in :mod:`analyzer.spark.jobs` (pyspark is imported only here)."""
+    try:
+        from analyzer.spark.jobs import spark_command
+    except ImportError as exc:
+        _usage(f"the spark command needs PySpark (pip install 'kafka-analyzer[spark]'): {exc}")
+        return EXIT_USAGE
+    return spark_command(args)
+
+
 def cmd_protocol(args) -> int:
     from analyzer.dissect.protocol_table import API_NAMES
 
@@ -835,6 +845,39 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("api", nargs="?", metavar="API", help="list the decoded fields of this API (name or key)")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(func=cmd_filters)
+
+    p = sub.add_parser(
+        "spark",
+        help="analyse capture sets on Spark (local mode, or a cluster with --master): Parquet "
+        "tables partitioned by date/hour/capture set",
+    )
+    p.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="INPUT",
+        help="capture files, globs, directories or Hadoop URIs (hdfs://, s3a://)",
+    )
+    p.add_argument("--out", required=True, metavar="DIR", help="where the Parquet tables go (a path or URI)")
+    p.add_argument("--master", metavar="URL", help="Spark master (default: spark-submit's, else local[*])")
+    p.add_argument("--records", action="store_true", help="decode record bodies: also the records table")
+    p.add_argument(
+        "--set", metavar="NAME", help="the capture_set partition (default: the first INPUT's folder or name)"
+    )
+    p.add_argument("--port", type=int, action="append", metavar="PORT", help="a broker port (repeatable)")
+    p.add_argument("--tls-keylog", metavar="FILE", help="decrypt TLS with this NSS key log (read here)")
+    p.add_argument(
+        "--separate",
+        action="store_true",
+        help="analyse each file on its own, even when files are rotated pieces of one recording",
+    )
+    p.add_argument("--recursive", action="store_true", help="take the files of subdirectories too")
+    p.add_argument("--partitions", type=int, metavar="N", help="number of analysis tasks")
+    _display_filter_arg(p, "only the exchanges matching EXPR (and their records)")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting")
+    p.add_argument(
+        "--log-level", default="ERROR", help="Spark's log level (default ERROR; WARN or INFO to diagnose)"
+    )
+    p.set_defaults(func=cmd_spark)
 
     p = sub.add_parser("protocol", help="the API keys and versions this analyzer decodes")
     p.add_argument("--format", choices=("text", "json"), default="text")

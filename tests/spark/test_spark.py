@@ -275,7 +275,7 @@ def test_records_hold_the_manifest(spark):
 
     manifest = [e for e in MANIFEST if not (e.get("tls") or {}).get("keylog")]  # no key logs on Spark
     files = [str(CAPTURES / e["file"]) for e in manifest]
-    a = analyze(spark, files, records=True, json=True, read="local")
+    a = analyze(spark, files, records=True, json=True)
     try:
         got: dict[tuple[str, str], Counter] = {}
         for r in a.records.where("NOT control").collect():
