@@ -260,6 +260,33 @@ def cmd_stats(args) -> int:
     return finish(a)
 
 
+def cmd_stats_parquet(args) -> int:
+    """``stats --parquet DIR``: the tables from the Parquet output of ``kafka-analyzer spark``."""
+    if len(args.capture) != 1 or args.display_filter:
+        _usage("stats --parquet takes one output directory of `kafka-analyzer spark` (and no -Y)")
+        return EXIT_USAGE
+    try:
+        from analyzer.spark.parquet import NotTables, read_stats
+    except ImportError as exc:
+        _usage(f"stats --parquet needs pyarrow (pip install 'kafka-analyzer[spark]'): {exc}")
+        return EXIT_USAGE
+    try:
+        tables = read_stats(args.capture[0], args.set)
+    except NotTables as exc:
+        _usage(str(exc))
+        return EXIT_USAGE
+    except OSError as exc:  # pyarrow's errors reading the files are OSErrors (ArrowIOError...)
+        _usage(f"{args.capture[0]}: {exc}")
+        return EXIT_USAGE
+    if args.format == "json":
+        import orjson
+
+        sys.stdout.buffer.write(orjson.dumps(tables, option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        render_tables(tables, sys.stdout)
+    return EXIT_OK if tables["capture"]["exchanges"] else EXIT_DAMAGED
+
+
 def render_tables(tables: dict, out) -> None:
     cap = tables["capture"]
     head = (
@@ -731,6 +758,13 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     _display_filter_arg(p, "tables over the exchanges matching EXPR only")
     p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument(
+        "--parquet",
+        action="store_true",
+        help="CAPTURE is an output directory of `kafka-analyzer spark`: the tables from its Parquet "
+        "tables (no capture read; needs pyarrow)",
+    )
+    p.add_argument("--set", metavar="NAME", help="(--parquet) that capture set only")
     p.set_defaults(func=cmd_stats)
 
     p = sub.add_parser("export", help="every exchange as JSON or NDJSON")
@@ -914,6 +948,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"kafka-analyzer: --tls-keylog: {problem}", file=sys.stderr)
         return EXIT_USAGE
     caps = getattr(args, "capture", None)
+    if getattr(args, "parquet", False):
+        return cmd_stats_parquet(args)
     if caps is not None:
         for cap in caps:
             problem = None if cap == "-" else check_readable(cap)

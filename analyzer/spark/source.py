@@ -44,6 +44,7 @@ from pyspark.sql.types import (
     DoubleType,
     IntegerType,
     LongType,
+    MapType,
     StringType,
     StructField,
     StructType,
@@ -88,6 +89,8 @@ EXCHANGE = _struct(
     ("request", _STR),
     ("response", _STR),
     ("issue_details", _STR),
+    # the export's "topics": topic -> partitions named (a map; ``topics`` holds its keys)
+    ("topic_partitions", MapType(_STR, ArrayType(_INT))),
 )
 
 ISSUE = _struct(
@@ -324,6 +327,7 @@ def _exchange_row(
         rq,
         rs,
         det,
+        ex.topics,
     )
 
 
