@@ -507,8 +507,8 @@ def test_rotated_pieces_are_one_recording(spark, tmp_path):
     whole file."""
     from analyzer.spark.source import analyze
 
-    src = CAPTURES / "librdkafka-produce-consume-zstd.pcap"
-    pieces = _cut_pcap(src, tmp_path, 5)
+    src = CAPTURES / "librdkafka-txn.pcap"
+    pieces = _cut_pcap(src, tmp_path, 3)
     assert len(pieces) > 100
     whole = Analysis(src)
     want = Counter(
@@ -534,6 +534,33 @@ def test_rotated_pieces_are_one_recording(spark, tmp_path):
         }
     finally:
         a.unpersist()
+
+
+def test_stats_reads_the_parquet_tables(spark, tmp_path, capsys):
+    """``stats --parquet DIR`` over the tables written for a capture: the tables of ``stats``
+    over the capture itself (consumer groups and TLS aside: the rows do not hold them)."""
+    from analyzer.cli import main
+    from analyzer.spark.source import analyze, write_tables
+
+    f = CAPTURES / "librdkafka-txn.pcap"
+    a = analyze(spark, [str(f)], bodies=True)
+    try:
+        write_tables(a, str(tmp_path / "out"), "txn")
+    finally:
+        a.unpersist()
+    assert main(["stats", str(f), "--format", "json"]) == 0
+    want = json.loads(capsys.readouterr().out)
+    assert main(["stats", "--parquet", str(tmp_path / "out"), "--format", "json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    for key in ("apis", "topics", "clients", "connections", "brokers"):
+        assert got[key] == want[key], key
+    assert sorted(map(json.dumps, got["anomalies"])) == sorted(map(json.dumps, want["anomalies"]))
+    assert {k: got["capture"][k] for k in want["capture"] if k != "skipped_packets"} == {
+        k: v for k, v in want["capture"].items() if k != "skipped_packets"
+    }
+    assert main(["stats", "--parquet", str(tmp_path / "out"), "--set", "other"]) == 1  # no exchanges
+    assert main(["stats", "--parquet", str(tmp_path)]) == 2
+    assert "not an output directory" in capsys.readouterr().err
 
 
 def test_spark_failures_are_one_line():
