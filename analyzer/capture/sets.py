@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import BinaryIO, NamedTuple
 
 from analyzer.capture.files import CaptureFile
+from analyzer.issues import CAPTURE_UNREADABLE
 from analyzer.model import Issue
 from analyzer.reassembly.packet import decode_tcp
 
@@ -145,7 +146,12 @@ class CaptureSet:
     def __iter__(self) -> Iterator[tuple]:
         number = 0
         for path in self.paths:
-            f = self._opener(path) if self._opener is not None else None
+            try:
+                f = self._opener(path) if self._opener is not None else None
+            except OSError as exc:  # the file went away, or its file system refused it
+                name = os.path.basename(path)
+                self.issues.append(CAPTURE_UNREADABLE(f"{name}: cannot open {path}: {exc}", where=name))
+                continue
             cap = self._current = CaptureFile(path if f is None else f)
             self.files.append((path, number + 1))
             base = number
