@@ -909,7 +909,7 @@ def build_parser() -> argparse.ArgumentParser:
     _display_filter_arg(p, "only the exchanges matching EXPR (and their records)")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting")
     p.add_argument(
-        "--log-level", default="ERROR", help="Spark's log level (default ERROR; WARN or INFO to diagnose)"
+        "--log-level", default="OFF", help="Spark's log level (default OFF; WARN or INFO to diagnose)"
     )
     p.set_defaults(func=cmd_spark)
 

@@ -235,10 +235,19 @@ def _session(args) -> SparkSession:
             os.environ["PYSPARK_PYTHON"] = sys.executable
     if not sys.stderr.isatty():
         b = b.config("spark.ui.showConsoleProgress", "false")
+    conf = {}
     for kv in args.conf:
         k, sep, v = kv.partition("=")
         if not sep:
             raise SystemExit(f"--conf needs KEY=VALUE, not {kv!r}")
+        conf[k] = v
+    # the driver's log at --log-level from its start (a JVM started here; spark-submit's has
+    # its own log configuration)
+    log = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
+    java = f"-Dlog4j2.configurationFile=file:{log} -Dkafka_analyzer.log_level={args.log_level.lower()}"
+    key = "spark.driver.extraJavaOptions"
+    conf[key] = f"{java} {conf[key]}" if key in conf else java
+    for k, v in conf.items():
         b = b.config(k, v)
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel(args.log_level)
@@ -289,6 +298,10 @@ def guarded(args: argparse.Namespace, fn, spark: SparkSession | None = None) -> 
     except KeyboardInterrupt:
         print("kafka-analyzer: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # stdout closed early (| head): not an error
+        with contextlib.suppress(OSError):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        return 0
     except Exception as exc:
         message = failure_message(exc)
         if message is None:
@@ -340,7 +353,9 @@ def failure_message(exc: BaseException) -> str | None:
     spark_error = module.startswith(("py4j", "pyspark")) or bool(
         names & {"Py4JError", "Py4JJavaError", "Py4JNetworkError", "PySparkException"}
     )
-    if not spark_error and not isinstance(exc, ConnectionError | EOFError):
+    if isinstance(exc, BrokenPipeError) or (
+        not spark_error and not isinstance(exc, ConnectionError | EOFError)
+    ):
         return None
     text = str(exc)
     for needles, message in _FAILURES:
@@ -355,9 +370,13 @@ def failure_message(exc: BaseException) -> str | None:
             "the Spark driver's JVM died (usually for lack of memory): raise spark.driver.memory, "
             "e.g. --conf spark.driver.memory=4g"
         )
-    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), type(exc).__name__)
-    cause = next((ln.strip() for ln in text.splitlines() if "Exception:" in ln or "Error:" in ln), first)
-    return f"the Spark job failed: {cause[:300]} (--log-level WARN shows Spark's log)"
+    lines = [ln.strip().lstrip(": ") for ln in text.splitlines() if ln.strip().lstrip(": ")]
+    first = lines[0] if lines else type(exc).__name__
+    cause = next((ln for ln in lines if "Exception:" in ln or "Error:" in ln), first)
+    head, sep, rest = cause.partition("Exception: ")
+    if sep and " " not in head.strip():  # "org.apache.spark.SparkException: why" -> "why"
+        cause = rest
+    return f"Spark failed: {cause[:300]} (--log-level WARN shows Spark's log)"
 
 
 def start(args: argparse.Namespace, spark: SparkSession, bodies: bool = False) -> Analysis | None:

@@ -563,6 +563,22 @@ def test_stats_reads_the_parquet_tables(spark, tmp_path, capsys):
     assert "not an output directory" in capsys.readouterr().err
 
 
+def test_an_executor_out_of_memory_is_one_line(tmp_path):
+    """A Python worker that runs out of memory (its address space capped by
+    spark.executor.pyspark.memory) fails the job: one line naming the setting, exit code 2, no
+    traceback."""
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    cmd = [sys.executable, "-m", "analyzer", "spark", str(CAPTURES / TRUNCATED), "--out", str(tmp_path)]
+    cmd += ["--master", "local[1]", "--conf", "spark.executor.pyspark.memory=60m"]
+    cmd += ["--conf", "spark.ui.enabled=false", "--conf", "spark.driver.host=127.0.0.1"]
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    assert r.returncode == 2, r.stderr[-3000:]
+    ours = [ln for ln in r.stderr.splitlines() if ln.startswith("kafka-analyzer:")]
+    assert len(ours) == 1 and "spark.executor.pyspark.memory" in ours[0], r.stderr[-3000:]
+    assert "Traceback" not in r.stderr and "py4j" not in r.stderr
+
+
 def test_spark_failures_are_one_line():
     """Spark's failures become one line naming the setting to change; other exceptions are not
     Spark's to explain."""
@@ -579,9 +595,7 @@ def test_spark_failures_are_one_line():
         "org.apache.spark.SparkException: Python worker exited unexpectedly (crashed)"
     )
     assert "spark.driver.memory" in failure_message(ConnectionRefusedError("Connection refused"))
-    assert text("line one\nValueError: bad thing\nmore").startswith(
-        "the Spark job failed: ValueError: bad thing"
-    )
+    assert text("line one\nValueError: bad thing\nmore").startswith("Spark failed: ValueError: bad thing")
     assert failure_message(ValueError("a bug")) is None
 
 
