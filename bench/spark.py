@@ -23,6 +23,7 @@ import contextlib
 import datetime as dt
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -67,7 +68,7 @@ def run(cmd: list[str], root_env: dict) -> dict:
     """Run ``cmd``; its wall time, exit code and the peaks of its process tree's RSS (MB)."""
     t0 = time.monotonic()
     p = subprocess.Popen(cmd, cwd=ROOT, env=root_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    peaks = {"driver": 0.0, "jvm": 0.0, "workers": 0.0, "total": 0.0}
+    peaks = {"driver": 0.0, "jvm": 0.0, "workers": 0.0, "total": 0.0, "worker": 0.0}
     done = threading.Event()
 
     def sample() -> None:
@@ -80,7 +81,10 @@ def run(cmd: list[str], root_env: dict) -> dict:
             now = {"driver": 0.0, "jvm": 0.0, "workers": 0.0}
             for q in procs:
                 with contextlib.suppress(psutil.Error):
-                    now[classify(q, p.pid)] += q.memory_info().rss / 1e6
+                    kind, rss = classify(q, p.pid), q.memory_info().rss / 1e6
+                    now[kind] += rss
+                    if kind == "workers":
+                        peaks["worker"] = max(peaks["worker"], rss)
             for k, v in now.items():
                 peaks[k] = max(peaks[k], v)
             peaks["total"] = max(peaks["total"], sum(now.values()))
@@ -132,7 +136,8 @@ def main() -> int:
         p = r["peaks"]
         print(
             f"{label}: {r['wall']:.1f} s, {total / 1e6 / r['wall']:.1f} MB/s, rc {r['rc']}, peak MB "
-            f"driver {p['driver']:.0f} jvm {p['jvm']:.0f} workers {p['workers']:.0f} total {p['total']:.0f}",
+            f"driver {p['driver']:.0f} jvm {p['jvm']:.0f} workers {p['workers']:.0f} (one {p['worker']:.0f}) "
+            f"total {p['total']:.0f}",
             flush=True,
         )
         if r["rc"] not in (0, 1):
@@ -172,24 +177,35 @@ def report(results, files, total, started, load0, load1) -> str:
         "* peak memory: RSS sampled every 0.1 s over the process tree (psutil); driver = the Python "
         "process started; JVM = Spark's (driver and executors: one JVM in local mode); workers = "
         "Python worker processes (Spark's daemon and its forks; the CLI's one process per file); "
-        "each column the highest sum at one sample",
+        "each column the highest sum at one sample (RSS counts the pages a forked worker shares "
+        "with Spark's daemon in each process); one worker = the largest single worker process",
         "",
-        "| run | wall s | MB/s | exit | driver MB | JVM MB | workers MB | total MB |",
-        "|---|---|---|---|---|---|---|---|",
+        "| run | wall s | MB/s | exit | driver MB | JVM MB | workers MB | one worker MB | total MB |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         p = r["peaks"]
         lines.append(
             f"| {r['label']} | {r['wall']:.1f} | {total / 1e6 / r['wall']:.1f} | {r['rc']} | "
-            f"{p['driver']:.0f} | {p['jvm']:.0f} | {p['workers']:.0f} | {p['total']:.0f} |"
+            f"{p['driver']:.0f} | {p['jvm']:.0f} | {p['workers']:.0f} | {p['worker']:.0f} | "
+            f"{p['total']:.0f} |"
         )
     lines.append("")
     for r in results:
-        cmd = " ".join(Path(c).name if c.startswith("/") and c.endswith(".pcap") else c for c in r["cmd"][1:])
+        cmd = " ".join(_short(c) for c in r["cmd"][1:])
         said = f" -> {r['said']}" if r["said"] else ""
         lines.append(f"* {r['label']}: `python {cmd}`{said}")
     lines.append("")
     return "\n".join(lines)
+
+
+def _short(arg: str) -> str:
+    """An argument as the report shows it: paths relative to the project, captures by name."""
+    if arg.startswith("/") and arg.endswith(".pcap"):
+        return Path(arg).name
+    if arg.startswith(str(ROOT) + "/"):
+        return re.sub(r"spark-bench-\w+", "spark-bench-XXXX", arg[len(str(ROOT)) + 1 :])
+    return arg
 
 
 def _java() -> str:
