@@ -54,14 +54,19 @@ def make_set(capture: Path, copies: int) -> tuple[Path, int]:
     return d, sum(f.stat().st_size for f in d.iterdir())
 
 
-def classify(proc: psutil.Process, root: int) -> str:
+def classify(proc: psutil.Process, root: int) -> str | None:
+    """driver (the process started), jvm, workers (Python processes under it), or None: the
+    launcher shell scripts (a few MB) and the JVM's short-lived forks before they exec the
+    Python daemon (their RSS is the JVM's own pages, shared copy-on-write)."""
     if proc.pid == root:
         return "driver"
     try:
         name = proc.name()
     except psutil.Error:
-        return "workers"
-    return "jvm" if name == "java" else "workers"
+        return None
+    if name == "java":
+        return "jvm"
+    return "workers" if name.startswith("python") else None
 
 
 def run(cmd: list[str], root_env: dict) -> dict:
@@ -82,6 +87,8 @@ def run(cmd: list[str], root_env: dict) -> dict:
             for q in procs:
                 with contextlib.suppress(psutil.Error):
                     kind, rss = classify(q, p.pid), q.memory_info().rss / 1e6
+                    if kind is None:
+                        continue
                     now[kind] += rss
                     if kind == "workers":
                         peaks["worker"] = max(peaks["worker"], rss)
@@ -176,7 +183,8 @@ def report(results, files, total, started, load0, load1) -> str:
         "Parquet tables written (zstd, date/hour/capture_set)",
         "* peak memory: RSS sampled every 0.1 s over the process tree (psutil); driver = the Python "
         "process started; JVM = Spark's (driver and executors: one JVM in local mode); workers = "
-        "Python worker processes (Spark's daemon and its forks; the CLI's one process per file); "
+        "Python worker processes (Spark's daemon and its forks; the CLI's one process per file; "
+        "not the JVM's short-lived forks before they exec the daemon, which share its pages); "
         "each column the highest sum at one sample (RSS counts the pages a forked worker shares "
         "with Spark's daemon in each process); one worker = the largest single worker process",
         "",
