@@ -616,6 +616,7 @@ def list_files(
         if not top and glob_filter and not fnmatch.fnmatchcase(status.getPath().getName(), glob_filter):
             return
         seen[uri] = status.getLen()
+        found.append(uri)
 
     for p in paths:
         path = jvm.org.apache.hadoop.fs.Path(p)
@@ -624,8 +625,11 @@ def list_files(
         if not statuses:
             what = "matches no file" if any(c in p for c in "*?[{") else "no such file or directory"
             raise NoCaptures(f"{p}: {what}")
+        found: list[str] = []
         for st in statuses:
             walk(fs, st, not st.isDirectory())
+        if not found:
+            raise NoCaptures(f"{p}: no capture file in it")
     return sorted(seen.items())
 
 

@@ -603,7 +603,10 @@ def test_cli_reports_missing_files_and_damage(spark, extra, tmp_path, capsys):
     from analyzer.spark.jobs import main
 
     assert main([str(tmp_path / "nothing-*.pcap")], spark=spark) == 2
-    assert "nothing-*.pcap" in capsys.readouterr().err
+    assert "nothing-*.pcap: matches no file" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert main([str(tmp_path / "empty")], spark=spark) == 2
+    assert "empty: no capture file in it" in capsys.readouterr().err
     out = tmp_path / "out"
     assert main([str(extra), "--out", str(out), "--format", "parquet", "--save"], spark=spark) == 1
     err = capsys.readouterr().err
