@@ -260,6 +260,33 @@ def cmd_stats(args) -> int:
     return finish(a)
 
 
+def cmd_stats_parquet(args) -> int:
+    """``stats --parquet DIR``: the tables from the Parquet output of ``kafka-analyzer spark``."""
+    if len(args.capture) != 1 or args.display_filter:
+        _usage("stats --parquet takes one output directory of `kafka-analyzer spark` (and no -Y)")
+        return EXIT_USAGE
+    try:
+        from analyzer.spark.parquet import NotTables, read_stats
+    except ImportError as exc:
+        _usage(f"stats --parquet needs pyarrow (pip install 'kafka-analyzer[spark]'): {exc}")
+        return EXIT_USAGE
+    try:
+        tables = read_stats(args.capture[0], args.set)
+    except NotTables as exc:
+        _usage(str(exc))
+        return EXIT_USAGE
+    except OSError as exc:  # pyarrow's errors reading the files are OSErrors (ArrowIOError...)
+        _usage(f"{args.capture[0]}: {exc}")
+        return EXIT_USAGE
+    if args.format == "json":
+        import orjson
+
+        sys.stdout.buffer.write(orjson.dumps(tables, option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        render_tables(tables, sys.stdout)
+    return EXIT_OK if tables["capture"]["exchanges"] else EXIT_DAMAGED
+
+
 def render_tables(tables: dict, out) -> None:
     cap = tables["capture"]
     head = (
@@ -569,6 +596,16 @@ def cmd_tui(args) -> int:
 # -- protocol --------------------------------------------------------------------------------------
 
 
+def cmd_spark(args) -> int:
+    """Thin: the work is in :mod:`analyzer.spark.jobs` (pyspark is imported only here)."""
+    try:
+        from analyzer.spark.jobs import spark_command
+    except ImportError as exc:
+        _usage(f"the spark command needs PySpark (pip install 'kafka-analyzer[spark]'): {exc}")
+        return EXIT_USAGE
+    return spark_command(args)
+
+
 def cmd_protocol(args) -> int:
     from analyzer.dissect.protocol_table import API_NAMES
 
@@ -721,6 +758,13 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     _display_filter_arg(p, "tables over the exchanges matching EXPR only")
     p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument(
+        "--parquet",
+        action="store_true",
+        help="CAPTURE is an output directory of `kafka-analyzer spark`: the tables from its Parquet "
+        "tables (no capture read; needs pyarrow)",
+    )
+    p.add_argument("--set", metavar="NAME", help="(--parquet) that capture set only")
     p.set_defaults(func=cmd_stats)
 
     p = sub.add_parser("export", help="every exchange as JSON or NDJSON")
@@ -836,6 +880,39 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(func=cmd_filters)
 
+    p = sub.add_parser(
+        "spark",
+        help="analyse capture sets on Spark (local mode, or a cluster with --master): Parquet "
+        "tables partitioned by date/hour/capture set",
+    )
+    p.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="INPUT",
+        help="capture files, globs, directories or Hadoop URIs (hdfs://, s3a://)",
+    )
+    p.add_argument("--out", required=True, metavar="DIR", help="where the Parquet tables go (a path or URI)")
+    p.add_argument("--master", metavar="URL", help="Spark master (default: spark-submit's, else local[*])")
+    p.add_argument("--records", action="store_true", help="decode record bodies: also the records table")
+    p.add_argument(
+        "--set", metavar="NAME", help="the capture_set partition (default: the first INPUT's folder or name)"
+    )
+    p.add_argument("--port", type=int, action="append", metavar="PORT", help="a broker port (repeatable)")
+    p.add_argument("--tls-keylog", metavar="FILE", help="decrypt TLS with this NSS key log (read here)")
+    p.add_argument(
+        "--separate",
+        action="store_true",
+        help="analyse each file on its own, even when files are rotated pieces of one recording",
+    )
+    p.add_argument("--recursive", action="store_true", help="take the files of subdirectories too")
+    p.add_argument("--partitions", type=int, metavar="N", help="number of analysis tasks")
+    _display_filter_arg(p, "only the exchanges matching EXPR (and their records)")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting")
+    p.add_argument(
+        "--log-level", default="OFF", help="Spark's log level (default OFF; WARN or INFO to diagnose)"
+    )
+    p.set_defaults(func=cmd_spark)
+
     p = sub.add_parser("protocol", help="the API keys and versions this analyzer decodes")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(func=cmd_protocol)
@@ -871,6 +948,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"kafka-analyzer: --tls-keylog: {problem}", file=sys.stderr)
         return EXIT_USAGE
     caps = getattr(args, "capture", None)
+    if getattr(args, "parquet", False):
+        return cmd_stats_parquet(args)
     if caps is not None:
         for cap in caps:
             problem = None if cap == "-" else check_readable(cap)

@@ -13,11 +13,12 @@ so every flow is stitched across the edges exactly as if the files had been conc
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
-from typing import NamedTuple
+from typing import BinaryIO, NamedTuple
 
 from analyzer.capture.files import CaptureFile
+from analyzer.issues import CAPTURE_UNREADABLE
 from analyzer.model import Issue
 from analyzer.reassembly.packet import decode_tcp
 
@@ -41,12 +42,13 @@ class Span(NamedTuple):
     flows: frozenset  # the TCP connections (address pairs, either direction) in the file
 
 
-def span(path: str) -> Span:
-    """The time range and TCP flows of one capture file (a read of the packet headers)."""
+def span(path: str, source: BinaryIO | None = None) -> Span:
+    """The time range and TCP flows of one capture file (a read of the packet headers);
+    ``source``: the file already open (a stream of a remote file), ``path`` then names it."""
     first = last = None
     n = 0
     flows = set()
-    cap = CaptureFile(path)
+    cap = CaptureFile(path if source is None else source)
     for _, ts, linktype, data in cap:
         if first is None:
             first = ts
@@ -76,7 +78,11 @@ def plan(paths: Sequence[str]) -> list[list[str]]:
     its own. Files without packets stay on their own (their damage is reported when they are
     analysed). The chains are returned in the order of their first file.
     """
-    spans = [span(p) for p in paths]
+    return chain_spans([span(p) for p in paths])
+
+
+def chain_spans(spans: Sequence[Span]) -> list[list[str]]:
+    """:func:`plan` over spans already read (Spark reads them on its executors)."""
     timed = sorted((s for s in spans if s.first_ts is not None), key=lambda s: (s.first_ts, s.path))
     chains: list[list[Span]] = []
     for s in timed:
@@ -103,15 +109,25 @@ class CaptureSet:
 
     live = False
 
-    def __init__(self, paths: Sequence[str | os.PathLike]) -> None:
+    def __init__(
+        self,
+        paths: Sequence[str | os.PathLike],
+        opener: Callable[[str], BinaryIO] | None = None,
+        sizes: Sequence[int] | None = None,
+    ) -> None:
+        """``opener``: opens a path as a binary stream (files on a remote file system, whose
+        ``sizes`` the caller knows); by default the paths are local files."""
         self.paths = [os.fspath(p) for p in paths]
+        self._opener = opener
         more = len(self.paths) - 1
         self.name = self.paths[0] if not more else f"{self.paths[0]} (+{more} more)"
         self.issues: list[Issue] = []
         self.files: list[tuple[str, int]] = []  # (path, number of its first packet)
         self.bytes_read = 0
         self.size: int | None = 0
-        for p in self.paths:
+        if sizes is not None:
+            self.size = sum(sizes)
+        for p in self.paths if sizes is None else ():
             try:
                 self.size += os.path.getsize(p)
             except OSError:
@@ -130,12 +146,22 @@ class CaptureSet:
     def __iter__(self) -> Iterator[tuple]:
         number = 0
         for path in self.paths:
-            cap = self._current = CaptureFile(path)
+            try:
+                f = self._opener(path) if self._opener is not None else None
+            except OSError as exc:  # the file went away, or its file system refused it
+                name = os.path.basename(path)
+                self.issues.append(CAPTURE_UNREADABLE(f"{name}: cannot open {path}: {exc}", where=name))
+                continue
+            cap = self._current = CaptureFile(path if f is None else f)
             self.files.append((path, number + 1))
             base = number
-            for index, ts, linktype, data in cap:
-                number = base + index
-                yield (number, ts, linktype, data)
+            try:
+                for index, ts, linktype, data in cap:
+                    number = base + index
+                    yield (number, ts, linktype, data)
+            finally:
+                if f is not None:
+                    f.close()
             self.bytes_read += cap.bytes_read
             if self.format is None:
                 self.format, self.compression = cap.format, cap.compression

@@ -16,6 +16,7 @@ missing files.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 
@@ -25,7 +26,7 @@ from pyspark.sql import functions as F
 from analyzer.dissect.constants import ApiKey
 from analyzer.issues import PAIRING_NO_RESPONSE
 from analyzer.session.records import FETCH_APIS
-from analyzer.spark.source import Analysis, analyze
+from analyzer.spark.source import Analysis, NoCaptures, analyze
 
 # percentile_approx accuracy: the rank error is at most count / ACCURACY (exact below that size)
 ACCURACY = 10000
@@ -204,11 +205,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--recursive", action="store_true", help="look for files in subdirectories too")
     p.add_argument(
-        "--read",
-        choices=("content", "local"),
-        default="content",
-        help="content: Spark reads the files (any file system, < 2 GiB each); local: executors "
-        "open the paths themselves (shared local file systems)",
+        "--separate",
+        action="store_true",
+        help="analyse each file on its own, even when files are rotated pieces of one recording",
     )
     p.add_argument("--partitions", type=int, metavar="N", help="number of analysis tasks")
     p.add_argument(
@@ -223,6 +222,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _session(args) -> SparkSession:
+    """The session of the command line: ``--master`` (else spark-submit's, else ``local[*]``),
+    ``--conf`` settings, few shuffle partitions (the summaries are small) unless configured."""
     b = SparkSession.builder.appName("kafka-analyzer")
     master = args.master
     if master is None and not os.environ.get("PYSPARK_GATEWAY_PORT"):  # not under spark-submit
@@ -234,13 +235,24 @@ def _session(args) -> SparkSession:
             os.environ["PYSPARK_PYTHON"] = sys.executable
     if not sys.stderr.isatty():
         b = b.config("spark.ui.showConsoleProgress", "false")
+    conf = {}
     for kv in args.conf:
         k, sep, v = kv.partition("=")
         if not sep:
             raise SystemExit(f"--conf needs KEY=VALUE, not {kv!r}")
+        conf[k] = v
+    # the driver's log at --log-level from its start (a JVM started here; spark-submit's has
+    # its own log configuration)
+    log = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
+    java = f"-Dlog4j2.configurationFile=file:{log} -Dkafka_analyzer.log_level={args.log_level.lower()}"
+    key = "spark.driver.extraJavaOptions"
+    conf[key] = f"{java} {conf[key]}" if key in conf else java
+    for k, v in conf.items():
         b = b.config(k, v)
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel(args.log_level)
+    if not spark.sparkContext.getConf().contains("spark.sql.shuffle.partitions"):
+        spark.conf.set("spark.sql.shuffle.partitions", str(max(2, spark.sparkContext.defaultParallelism)))
     _quiet_glob_warning(spark)
     return spark
 
@@ -271,43 +283,136 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> in
     """The command line; with ``spark``, runs in that session (``--master``/``--conf`` are then
     ignored) and leaves it running."""
     args = build_parser().parse_args(argv)
-    if spark is not None:
-        return run(args, spark)
-    spark = _session(args)
+    return guarded(args, run, spark)
+
+
+def guarded(args: argparse.Namespace, fn, spark: SparkSession | None = None) -> int:
+    """``fn(args, spark)`` in a session of :func:`_session` (or ``spark``, left running), with
+    Spark's failures turned into one line that names the setting to change (exit 2), never a
+    py4j traceback."""
+    own = spark is None
     try:
-        return run(args, spark)
+        if own:
+            spark = _session(args)
+        return fn(args, spark)
+    except KeyboardInterrupt:
+        print("kafka-analyzer: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # stdout closed early (| head): not an error
+        with contextlib.suppress(OSError):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        return 0
+    except Exception as exc:
+        message = failure_message(exc)
+        if message is None:
+            raise
+        print(f"kafka-analyzer: {message}", file=sys.stderr)
+        return 2
     finally:
-        spark.stop()
+        if own and spark is not None:
+            with contextlib.suppress(Exception):  # a JVM that died cannot be stopped
+                spark.stop()
 
 
-def run(args: argparse.Namespace, spark: SparkSession) -> int:
-    from pyspark.errors import AnalysisException
+# what a failed Spark job's text says -> what to tell (the first match wins)
+_FAILURES = (
+    (
+        ("java.lang.OutOfMemoryError",),
+        "Spark ran out of memory (java.lang.OutOfMemoryError): raise spark.executor.memory "
+        "(spark.driver.memory in local mode), e.g. --conf spark.driver.memory=4g",
+    ),
+    (
+        ("MemoryError",),
+        "a Python worker ran out of memory (MemoryError): raise spark.executor.pyspark.memory "
+        "or spark.executor.memoryOverhead, or run fewer tasks per executor (spark.executor.cores)",
+    ),
+    (
+        ("Python worker exited unexpectedly", "crashed"),
+        "a Python worker died (killed, usually for lack of memory): raise "
+        "spark.executor.memoryOverhead, or run fewer tasks per executor (spark.executor.cores)",
+    ),
+    (
+        ("ExecutorLostFailure",),
+        "an executor was lost (killed, usually for lack of memory): raise spark.executor.memory "
+        "and spark.executor.memoryOverhead",
+    ),
+    (
+        ("ModuleNotFoundError: No module named 'analyzer'",),
+        "the executors cannot import the analyzer: install it on the nodes, or ship it with "
+        "spark-submit --py-files (see the README's Spark section); spark.pyspark.python names "
+        "the executors' Python",
+    ),
+)
 
+
+def failure_message(exc: BaseException) -> str | None:
+    """One line for a failure of Spark (a job, an executor, the driver's JVM), naming the setting
+    to change; None for an exception that is not Spark's (a bug: its traceback is wanted)."""
+    names = {c.__name__ for c in type(exc).__mro__}
+    module = type(exc).__module__ or ""
+    spark_error = module.startswith(("py4j", "pyspark")) or bool(
+        names & {"Py4JError", "Py4JJavaError", "Py4JNetworkError", "PySparkException"}
+    )
+    if isinstance(exc, BrokenPipeError) or (
+        not spark_error and not isinstance(exc, ConnectionError | EOFError)
+    ):
+        return None
+    text = str(exc)
+    for needles, message in _FAILURES:
+        if any(n in text for n in needles):
+            return message
+    if (
+        "Py4JNetworkError" in names
+        or isinstance(exc, ConnectionError | EOFError)
+        or "Answer from Java" in text
+    ):
+        return (
+            "the Spark driver's JVM died (usually for lack of memory): raise spark.driver.memory, "
+            "e.g. --conf spark.driver.memory=4g"
+        )
+    lines = [ln.strip().lstrip(": ") for ln in text.splitlines() if ln.strip().lstrip(": ")]
+    first = lines[0] if lines else type(exc).__name__
+    cause = next((ln for ln in lines if "Exception:" in ln or "Error:" in ln), first)
+    head, sep, rest = cause.partition("Exception: ")
+    if sep and " " not in head.strip():  # "org.apache.spark.SparkException: why" -> "why"
+        cause = rest
+    return f"Spark failed: {cause[:300]} (--log-level WARN shows Spark's log)"
+
+
+def start(args: argparse.Namespace, spark: SparkSession, bodies: bool = False) -> Analysis | None:
+    """:func:`~analyzer.spark.source.analyze` with the command line's options; None (the reason
+    printed) for a path naming nothing, an unreadable key log or a bad display filter."""
     from analyzer.filter import FilterError
 
     try:
-        a = analyze(
+        return analyze(
             spark,
             args.captures,
             records=args.records,
+            bodies=bodies,
             ports=args.port or (),
-            read=args.read,
             partitions=args.partitions,
             recursive=args.recursive,
+            chain=not args.separate,
             tls_keylog=args.tls_keylog,
             where=args.display_filter,
         )
-        caps = a.captures.cache()
-        n_caps = caps.count()
-    except AnalysisException as exc:  # no such file, nothing matched the glob
-        print(f"kafka-analyzer: {str(exc).splitlines()[0]}", file=sys.stderr)
-        return 2
+    except NoCaptures as exc:
+        print(f"kafka-analyzer: {exc}", file=sys.stderr)
     except OSError as exc:  # the key log
         print(f"kafka-analyzer: --tls-keylog: {exc}", file=sys.stderr)
     except FilterError as exc:
         text, _, caret = exc.caret(args.display_filter).rpartition("\n")
         print(f"kafka-analyzer: bad display filter: {exc.message}\n  {text}\n  {caret}", file=sys.stderr)
+    return None
+
+
+def run(args: argparse.Namespace, spark: SparkSession) -> int:
+    a = start(args, spark)
+    if a is None:
         return 2
+    caps = a.captures.cache()
+    n_caps = caps.count()
     try:
         for name, df in run_jobs(a, args.top).items():
             df = df.cache()
@@ -333,6 +438,69 @@ def run(args: argparse.Namespace, spark: SparkSession) -> int:
         return 1 if damaged or not exchanges else 0
     finally:
         caps.unpersist()
+        a.unpersist()
+
+
+# -- kafka-analyzer spark ----------------------------------------------------------------------------
+
+
+def set_name(inputs: list[str]) -> str:
+    """The default ``capture_set`` of a run: the last plain (glob-free) component of the first
+    input, without capture extensions (``/data/day1/*.pcap`` -> ``day1``, ``a.pcap.gz`` -> ``a``)."""
+    first = inputs[0].rstrip("/") if inputs else ""
+    plain: list[str] = []
+    for part in first.replace("\\", "/").split("/"):
+        if any(c in part for c in "*?[{"):
+            break
+        if part and not part.endswith(":"):
+            plain.append(part)
+    name = plain[-1] if plain else "captures"
+    for ext in (".gz", ".zst", ".pcapng", ".pcap", ".cap"):
+        name = name.removesuffix(ext)
+    clean = "".join(c if c.isalnum() or c in "._-" else "_" for c in name).strip("._")
+    return clean or "captures"
+
+
+def spark_command(args: argparse.Namespace) -> int:
+    """``kafka-analyzer spark INPUT... --out DIR``: analyse on Spark, write the Parquet tables
+    (:func:`~analyzer.spark.source.write_tables`), print what was written and the per-API
+    summary. Exit codes as the CLI's: 0; 1 a capture is damaged or no Kafka exchange was found;
+    2 usage errors, missing files, Spark failures (one line naming the setting to change)."""
+    args.captures = args.inputs
+    args.top = 20
+    return guarded(args, _spark_run)
+
+
+def _spark_run(args: argparse.Namespace, spark: SparkSession) -> int:
+    from analyzer.spark.source import write_tables
+
+    name = args.set or set_name(args.inputs)
+    a = start(args, spark, bodies=True)
+    if a is None:
+        return 2
+    try:
+        paths = write_tables(a, args.out, name)
+        caps = a.captures.collect()
+        files = sum(len(c["files"] or ()) for c in caps)
+        exchanges = sum(c["exchanges"] or 0 for c in caps)
+        damaged = [c for c in caps if c["damaged"]]
+        chained = sum(1 for c in caps if len(c["files"] or ()) > 1)
+        print(
+            f"{files} files in {len(caps)} pieces ({chained} chains of rotated files), "
+            f"{exchanges} exchanges, {len(damaged)} damaged or not captures"
+        )
+        print(f"capture set {name!r}: Parquet (zstd) tables, partitioned by date/hour/capture_set:")
+        for table, path in paths.items():
+            print(f"  {table}: {path}")
+        if exchanges:
+            print(TITLES["apis"])
+            api_latency(a.exchanges).show(1000, truncate=False)
+        if damaged:
+            bad = a.issues.where("connection IS NULL AND severity = 'error'").orderBy("capture")
+            for r in bad.select("capture", "message").collect():
+                print(f"kafka-analyzer: {r['capture']}: {r['message']}", file=sys.stderr)
+        return 1 if damaged or not exchanges else 0
+    finally:
         a.unpersist()
 
 

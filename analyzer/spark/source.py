@@ -1,31 +1,38 @@
-"""Capture files -> Spark DataFrames: the pipeline runs on the executors, one file at a time.
+"""Capture files -> Spark DataFrames: the pipeline runs on the executors, one piece at a time.
 
-:func:`analyze` lists the capture files (local paths, globs, directories or any Hadoop URI:
-``hdfs://``, ``s3a://``...) with Spark's ``binaryFile`` source, and each executor streams the
-content of its files through :class:`~analyzer.capture.files.CaptureFile` (a file object over
-the bytes Spark read: no path has to exist on the executors) and :class:`~analyzer.pipeline.
-Analysis`, in ``mapPartitions``. One pass over the files makes one DataFrame of tagged
-events (``events``, persisted by default); the tables are views of it:
+:func:`analyze` lists the capture files on the driver (local paths, globs, directories or any
+Hadoop URI: ``hdfs://``, ``s3a://``..., through the Hadoop FileSystem of the session), groups
+them into *pieces* (:class:`Piece`: one file, or the rotated files of one recording, chained as
+:mod:`analyzer.capture.sets` does for the CLI) and ships only their descriptors (URIs and sizes)
+to the executors. Each executor opens its files itself (:func:`open_uri`: local files directly,
+other file systems through ``pyarrow.fs``) and streams them through
+:class:`~analyzer.pipeline.Analysis` in ``mapPartitions``: no file is ever one value on the JVM
+side, so its size is bounded by nothing but disk. :func:`analyze_piece` is the one function that
+turns a piece into rows: splits of big files and the stitching of flows across pieces plug in
+there. One pass over the files makes one DataFrame of tagged events (``events``, persisted by
+default); the tables are views of it:
 
 * ``exchanges``: one row per request/response pair (:data:`EXCHANGE`);
 * ``issues``: connection- and capture-level issues: gaps, resynchronisations, truncation,
   damaged or unknown files (:data:`ISSUE`); an exchange's own issues are in its ``issues``;
 * ``connections``: one row per TCP connection (:data:`CONNECTION`);
-* ``captures``: one row per file (:data:`CAPTURE`);
+* ``captures``: one row per piece (:data:`CAPTURE`);
 * ``records`` (``records=True`` only): every record a producer sent or a consumer fetched
   (:data:`RECORD`).
 
-Spark's ``binaryFile`` source holds each file in one value, so a file must stay under 2 GiB;
-``read="local"`` lifts that limit when every executor sees the files at the same local path
-(one machine, NFS...): executors then open and stream the files themselves.
+:func:`write_tables` writes them as Parquet (zstd), partitioned by ``date``/``hour`` (UTC, of
+each row's time) and ``capture_set``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fnmatch
 import os
 import traceback
 from collections.abc import Iterable, Iterator
 from functools import partial
+from typing import BinaryIO, NamedTuple
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
@@ -37,6 +44,7 @@ from pyspark.sql.types import (
     DoubleType,
     IntegerType,
     LongType,
+    MapType,
     StringType,
     StructField,
     StructType,
@@ -53,7 +61,7 @@ _INT = IntegerType()
 _DOUBLE = DoubleType()
 
 EXCHANGE = _struct(
-    ("capture", _STR),  # the file's URI, as Spark lists it (file:/..., hdfs://...)
+    ("capture", _STR),  # the file's URI, as Hadoop lists it (file:/..., hdfs://...)
     ("ts", _DOUBLE),  # seconds since the epoch: first packet of the request (else response)
     ("connection", _LONG),  # connection id, unique within the capture
     ("client", _STR),  # endpoint "ip:port" ("[ip]:port" for IPv6)
@@ -76,6 +84,13 @@ EXCHANGE = _struct(
         ArrayType(_struct(("topic", _STR), ("records", _LONG), ("bytes", _LONG))),
     ),
     ("json", _STR),  # the exchange as the export writes it (no spans), with json=True only
+    # with bodies=True (the Parquet output): the export's JSON (no spans) of the request and the
+    # response (null when missing), and of the exchange's issues (the export's "issues" list)
+    ("request", _STR),
+    ("response", _STR),
+    ("issue_details", _STR),
+    # the export's "topics": topic -> partitions named (a map; ``topics`` holds its keys)
+    ("topic_partitions", MapType(_STR, ArrayType(_INT))),
 )
 
 ISSUE = _struct(
@@ -112,7 +127,7 @@ CONNECTION = _struct(
 )
 
 CAPTURE = _struct(
-    ("capture", _STR),
+    ("capture", _STR),  # the piece: its first file ("(+N more)" for rotated files chained)
     ("format", _STR),  # pcap | pcapng | null (not a capture)
     ("compression", _STR),  # gzip | zstd | null
     ("size", _LONG),  # bytes of the file
@@ -124,6 +139,7 @@ CAPTURE = _struct(
     ("last_ts", _DOUBLE),
     # an error-level capture issue: truncated, corrupt, not a capture, no TCP, unreadable
     ("damaged", BooleanType()),
+    ("files", ArrayType(_STR)),  # the files of the piece, in the order they were analysed
 )
 
 RECORD = _struct(
@@ -173,20 +189,23 @@ def _event(kind: str, row: tuple) -> tuple:
 # -- executor side ---------------------------------------------------------------------------------
 
 
-class _BytesReader:
-    """A read-only file object over bytes Spark handed us, without copying them (io.BytesIO
-    copies a bytearray)."""
+class Piece(NamedTuple):
+    """What one task analyses: one capture file, or the rotated files of one recording (in time
+    order, analysed as their concatenation). ``uris`` as the Hadoop listing gives them
+    (``file:/...``, ``hdfs://...``); ``sizes`` in bytes."""
 
-    def __init__(self, data, name: str):
-        self.mv = memoryview(data)
-        self.pos = 0
-        self.name = name
+    uris: tuple[str, ...]
+    sizes: tuple[int, ...]
 
-    def read(self, n: int = -1) -> bytes:
-        end = len(self.mv) if n is None or n < 0 else min(len(self.mv), self.pos + n)
-        out = bytes(self.mv[self.pos : end])
-        self.pos = end
-        return out
+    @property
+    def name(self) -> str:
+        """The piece's ``capture`` value: its first file (``(+N more)`` for a chain)."""
+        more = len(self.uris) - 1
+        return self.uris[0] if not more else f"{self.uris[0]} (+{more} more)"
+
+    @property
+    def size(self) -> int:
+        return sum(self.sizes)
 
 
 def local_path(uri: str) -> str:
@@ -196,11 +215,59 @@ def local_path(uri: str) -> str:
     if uri.startswith("file:"):
         return uri[len("file:") :]
     if "://" in uri:
-        raise ValueError(f"not a local file: {uri} (read='local' needs files every executor can open)")
+        raise ValueError(f"not a local file: {uri}")
     return uri
 
 
-def _exchange_row(capture: str, ex, topic_ids: dict, with_json: bool, records: bool = False) -> tuple:
+READ_BUFFER = 1 << 20  # bytes read from the file system at a time
+
+
+def open_uri(uri: str) -> BinaryIO:
+    """A binary stream of a file, opened on the executor: local files (``file:`` URIs, paths)
+    directly; any other URI through ``pyarrow.fs`` (``hdfs://``, ``s3://``, ``gs://``...;
+    ``s3a://`` is read as ``s3://``). Streamed in :data:`READ_BUFFER` reads: never held whole.
+    Raises OSError with the reason (pyarrow missing, no such file, no access)."""
+    if uri.startswith("file:") or "://" not in uri:
+        return open(local_path(uri), "rb", buffering=READ_BUFFER)  # noqa: SIM115 - the caller closes it
+    try:
+        from pyarrow import fs as pafs
+    except ImportError as exc:
+        raise OSError(
+            f"reading {uri.split('://')[0]}:// files on the executors needs pyarrow ({exc})"
+        ) from exc
+    target = "s3://" + uri[len("s3a://") :] if uri.startswith("s3a://") else uri
+    try:
+        filesystem, path = pafs.FileSystem.from_uri(target)
+        return filesystem.open_input_stream(path, buffer_size=READ_BUFFER)  # type: ignore[return-value]
+    except Exception as exc:  # pyarrow raises ArrowInvalid/ArrowIOError/OSError: one message
+        raise OSError(str(exc).splitlines()[0] if str(exc) else repr(exc)) from exc
+
+
+class _Named:
+    """A stream with the file's URI as its ``name`` (pyarrow's streams have none)."""
+
+    def __init__(self, f, name: str):
+        self.f = f
+        self.name = name
+
+    def read(self, n: int = -1) -> bytes:
+        return self.f.read(n)
+
+    def tell(self) -> int:
+        return self.f.tell()
+
+    def close(self) -> None:
+        self.f.close()
+
+
+def _open_named(uri: str):
+    f = open_uri(uri)
+    return f if uri.startswith("file:") or "://" not in uri else _Named(f, uri)
+
+
+def _exchange_row(
+    capture: str, ex, topic_ids: dict, with_json: bool, records: bool = False, bodies: bool = False
+) -> tuple:
     from analyzer.dissect import schema
     from analyzer.dissect.constants import ApiKey
     from analyzer.export.jsonout import endpoint_pair
@@ -223,13 +290,20 @@ def _exchange_row(capture: str, ex, topic_ids: dict, with_json: bool, records: b
         name = "(unknown)"
     else:
         name = schema.api_name(key) or f"Api{key}"
-    js = None
-    if with_json:
+    js = rq = rs = det = None
+    if with_json or bodies:
         import orjson
 
         from analyzer.export.jsonout import exchange_json
 
-        js = orjson.dumps(exchange_json(ex, False, records), option=orjson.OPT_NON_STR_KEYS).decode()
+        d = exchange_json(ex, False, records)
+        if with_json:
+            js = orjson.dumps(d, option=orjson.OPT_NON_STR_KEYS).decode()
+        if bodies:
+            rq, rs, det = (
+                orjson.dumps(d[k], option=orjson.OPT_NON_STR_KEYS).decode() if d[k] is not None else None
+                for k in ("request", "response", "issues")
+            )
     return (
         capture,
         ex.ts,
@@ -250,6 +324,10 @@ def _exchange_row(capture: str, ex, topic_ids: dict, with_json: bool, records: b
         None if worst is None else str(worst),
         [(t, n, b) for t, (n, b) in counts.items()],
         js,
+        rq,
+        rs,
+        det,
+        ex.topics,
     )
 
 
@@ -342,26 +420,45 @@ def _connection_row(capture: str, info) -> tuple:
     )
 
 
-def analyze_one(
-    capture: str,
-    source,
-    size: int | None,
+def piece_span(uri: str, size: int) -> tuple:
+    """The :class:`~analyzer.capture.sets.Span` of one file (its time range and TCP flows), read
+    on an executor: what chains rotated files into pieces. A file that cannot be opened gets
+    an empty span (it stays a piece of its own and its analysis reports why)."""
+    from analyzer.capture.sets import Span, span
+
+    try:
+        f = _open_named(uri)
+    except OSError:
+        return Span(uri, None, None, 0, frozenset())
+    with contextlib.closing(f):
+        return span(uri, f)
+
+
+def analyze_piece(  # noqa: C901 - one loop dispatching every event kind to its row
+    piece: Piece,
     *,
     records: bool = False,
     with_json: bool = False,
+    bodies: bool = False,
     ports: Iterable[int] = (),
     tls_keylog: str | None = None,
     where: str | None = None,
 ) -> Iterator[tuple]:
-    """Event rows (:data:`EVENT`) of one capture: ``source`` is a path or a binary file object;
-    ``tls_keylog`` the text of an NSS key log to decrypt TLS with; ``where``: a display filter
-    (:mod:`analyzer.filter`): only matching exchanges (and their records) become rows, the
-    capture row still counts every exchange.
+    """Event rows (:data:`EVENT`) of one piece: its files are opened here (:func:`open_uri`) and
+    streamed through one pipeline. ``tls_keylog`` is the text of an NSS key log to decrypt TLS
+    with; ``where`` a display filter (:mod:`analyzer.filter`): only matching exchanges (and their
+    records) become rows, the capture row still counts every exchange. ``bodies``: fill the
+    exchanges' ``request``, ``response`` and ``issue_details`` (the export's JSON).
+
+    This is the seam where splits of big files and the stitching of flows across pieces plug
+    in: today a piece is whole files, analysed in order by one task.
 
     Never raises for a bad file: damage is an issue row; so is a failure of the analysis itself
     (``spark.analysis_failed``, with everything before it kept), so one file cannot fail a job.
+    Running out of memory does fail the task (Spark then says which setting to raise).
     """
     from analyzer.capture.files import CaptureFile
+    from analyzer.capture.sets import CaptureSet
     from analyzer.dissect.message import Options
     from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue
     from analyzer.issues import SPARK_ANALYSIS_FAILED
@@ -378,7 +475,25 @@ def analyze_one(
         from analyzer.filter import compile_filter
 
         flt = compile_filter(where)  # validated on the driver already
-    cap = CaptureFile(source)
+    name = piece.name
+    if len(piece.uris) == 1:
+        uri = piece.uris[0]
+        try:
+            f = _open_named(uri)
+        except OSError as exc:
+            yield from _unreadable(uri, piece.size, f"cannot open {uri} on the executor: {exc}")
+            return
+        cap = CaptureFile(f)
+        sset = None
+    else:
+        f = None
+        cap = sset = CaptureSet(piece.uris, opener=_open_named, sizes=piece.sizes)
+
+    def file_of(number: int | None) -> str:
+        if sset is None or number is None:
+            return name if sset is None else sset.paths[max(0, len(sset.files) - 1)]
+        return sset.file_of(number)[0]
+
     records_bodies = records or (flt is not None and flt.needs_records)
     a = Analysis(cap, Options(records_bodies=records_bodies), ports=ports, tls_keylog=keylog)
     if flt is not None:
@@ -392,17 +507,23 @@ def analyze_one(
             if t is Exchange:
                 if flt is not None and not flt(ev):
                     continue
-                yield _event("exchange", _exchange_row(capture, ev, topic_ids, with_json, records))
+                msg = ev.request or ev.response
+                where_from = file_of(
+                    msg.frame.packet_indexes[0] if msg and msg.frame.packet_indexes else None
+                )
+                yield _event("exchange", _exchange_row(where_from, ev, topic_ids, with_json, records, bodies))
                 if records:
-                    for r in _record_rows(capture, ev, topic_ids):
+                    for r in _record_rows(where_from, ev, topic_ids):
                         yield _event("record", r)
             elif t is ConnIssue or t is CaptureIssue:
                 issues += 1
                 if t is CaptureIssue and ev.issue.severity == Severity.ERROR:
                     damaged = True
-                yield _event("issue", _issue_row(capture, ev))
+                yield _event("issue", _issue_row(file_of(None) if t is ConnIssue else name, ev))
             elif t is ConnectionEnd:
-                yield _event("connection", _connection_row(capture, ev.conn))
+                yield _event("connection", _connection_row(file_of(None), ev.conn))
+    except MemoryError:
+        raise
     except Exception as exc:  # a bug must not fail the whole job: report it as the file's issue
         issues += 1
         damaged = True
@@ -410,28 +531,19 @@ def analyze_one(
         failed = SPARK_ANALYSIS_FAILED(f"analysis stopped after {a.packets} packets: {exc!r} ({tb})")
         yield _event(
             "issue",
-            (
-                capture,
-                a.last_ts,
-                None,
-                None,
-                None,
-                None,
-                "issue",
-                str(failed.severity),
-                failed.code,
-                failed.message,
-                None,
-                None,
-            ),
+            (name, a.last_ts, None, None, None, None, "issue", str(failed.severity), failed.code)
+            + (failed.message, None, None),
         )
+    finally:
+        if f is not None:
+            f.close()
     yield _event(
         "capture",
         (
-            capture,
+            name,
             cap.format,
             cap.compression,
-            size,
+            piece.size,
             a.packets,
             a.connections,
             a.exchanges,
@@ -439,6 +551,7 @@ def analyze_one(
             a.first_ts,
             a.last_ts if a.packets else None,
             damaged,
+            list(piece.uris),
         ),
     )
 
@@ -451,43 +564,118 @@ def _unreadable(uri: str, size, message: str) -> Iterator[tuple]:
         "issue",
         (uri, None, None, None, None, None, "issue", str(i.severity), i.code, i.message, None, None),
     )
-    yield _event("capture", (uri, None, None, size, 0, 0, 0, 1, None, None, True))
+    yield _event("capture", (uri, None, None, size, 0, 0, 0, 1, None, None, True, [uri]))
 
 
-def _analyze_partition(
-    rows: Iterable,
-    read: str,
-    records: bool,
-    with_json: bool,
-    ports,
-    tls_keylog: str | None = None,
-    where: str | None = None,
-) -> Iterator[tuple]:
-    opts = {"records": records, "with_json": with_json, "ports": ports, "tls_keylog": tls_keylog}
-    opts["where"] = where
-    for row in rows:
-        uri, length = row[0], row[1]
-        if read == "content":
-            yield from analyze_one(uri, _BytesReader(row[2], uri), length, **opts)
-            continue
-        try:
-            f = open(local_path(uri), "rb")  # noqa: SIM115 - closed below
-        except (ValueError, OSError) as exc:
-            yield from _unreadable(uri, length, f"cannot open {uri} on the executor: {exc}")
-            continue
-        with f:
-            yield from analyze_one(uri, f, length, **opts)
+def _analyze_bin(pieces: Iterable[Piece], opts: dict) -> Iterator[tuple]:
+    for piece in pieces:
+        yield from analyze_piece(Piece(*piece), **opts)
+
+
+def _analyze_partition(bins: Iterable[list], opts: dict) -> Iterator[tuple]:
+    for b in bins:
+        yield from _analyze_bin(b, opts)
 
 
 # -- driver side -----------------------------------------------------------------------------------
 
 
+class NoCaptures(Exception):
+    """A path names no file (missing, or a glob matching nothing)."""
+
+
+def list_files(
+    spark: SparkSession,
+    paths: Iterable[str],
+    *,
+    recursive: bool = False,
+    glob_filter: str | None = None,
+) -> list[tuple[str, int]]:
+    """The files that ``paths`` name (paths, globs with ``*?[]{a,b}``, directories, URIs), as
+    ``(uri, size)``, listed here on the driver through the session's Hadoop FileSystem (so
+    ``hdfs://``, ``s3a://`` and the cluster's credentials work as for any Spark job). The files
+    of a directory (and of its subdirectories with ``recursive``) whose names do not start with
+    ``.`` or ``_`` (Hadoop's hidden files); ``glob_filter``: only file names matching this glob.
+    Raises :class:`NoCaptures` for a path that names nothing."""
+    sc = spark.sparkContext
+    jvm = sc._jvm
+    conf = sc._jsc.hadoopConfiguration()
+    seen: dict[str, int] = {}
+
+    def walk(fs, status, top: bool) -> None:
+        if status.isDirectory():
+            for child in fs.listStatus(status.getPath()):
+                name = child.getPath().getName()
+                if name.startswith((".", "_")):
+                    continue
+                if child.isDirectory() and not recursive:
+                    continue
+                walk(fs, child, False)
+            return
+        uri = status.getPath().toString()
+        if not top and glob_filter and not fnmatch.fnmatchcase(status.getPath().getName(), glob_filter):
+            return
+        seen[uri] = status.getLen()
+        found.append(uri)
+
+    for p in paths:
+        path = jvm.org.apache.hadoop.fs.Path(p)
+        fs = path.getFileSystem(conf)
+        statuses = fs.globStatus(path)
+        if not statuses:
+            what = "matches no file" if any(c in p for c in "*?[{") else "no such file or directory"
+            raise NoCaptures(f"{p}: {what}")
+        found: list[str] = []
+        for st in statuses:
+            walk(fs, st, not st.isDirectory())
+        if not found:
+            raise NoCaptures(f"{p}: no capture file in it")
+    return sorted(seen.items())
+
+
+def plan_pieces(spark: SparkSession, files: list[tuple[str, int]], chain: bool = True) -> list[Piece]:
+    """The pieces the tasks analyse: with ``chain``, rotated files of one recording are chained
+    (their spans, the time ranges and TCP flows of each file, are read on the executors and
+    grouped here by :func:`~analyzer.capture.sets.chain_spans`, as the CLI groups them); without,
+    or for one file, every file is a piece of its own."""
+    if not chain or len(files) < 2:
+        return [Piece((u,), (s,)) for u, s in files]
+    from analyzer.capture.sets import chain_spans
+
+    sc = spark.sparkContext
+    n = min(len(files), 4 * sc.defaultParallelism)
+    spans = sc.parallelize(_bins([Piece((u,), (s,)) for u, s in files], n), n).flatMap(_spans).collect()
+    sizes = dict(files)
+    return [Piece(tuple(c), tuple(sizes[u] for u in c)) for c in chain_spans(spans)]
+
+
+def _spans(pieces: list) -> list:
+    return [piece_span(uris[0], sizes[0]) for uris, sizes in pieces]
+
+
+# about this much capture per task: several tasks per core balance uneven pieces
+TASK_BYTES = 128 << 20
+
+
+def _bins(pieces: list[Piece], n: int) -> list[list[tuple]]:
+    """``pieces`` in ``n`` bins of about equal bytes (biggest first, each to the lightest bin)."""
+    bins: list[list[tuple]] = [[] for _ in range(n)]
+    loads = [0] * n
+    for p in sorted(pieces, key=lambda p: (-p.size, p.uris)):
+        i = loads.index(min(loads))
+        bins[i].append(tuple(p))
+        loads[i] += p.size
+    return [b for b in bins if b]
+
+
 class Analysis:
     """The DataFrames of one analysis (see the module docstring); ``records`` is None unless
-    the analysis decoded record bodies. ``unpersist()`` frees the cached events."""
+    the analysis decoded record bodies. ``pieces``: what the tasks analysed. ``unpersist()``
+    frees the cached events."""
 
-    def __init__(self, events: DataFrame, records: bool):
+    def __init__(self, events: DataFrame, records: bool, pieces: list[Piece] | None = None):
         self.events = events
+        self.pieces = pieces or []
         self.exchanges = self._kind("exchange")
         self.issues = self._kind("issue")
         self.connections = self._kind("connection")
@@ -507,70 +695,112 @@ def analyze(
     *,
     records: bool = False,
     json: bool = False,
+    bodies: bool = False,
     ports: Iterable[int] = (),
-    read: str = "content",
     partitions: int | None = None,
     recursive: bool = False,
     glob_filter: str | None = None,
+    chain: bool = True,
     persist: bool = True,
     tls_keylog: str | os.PathLike | None = None,
     where: str | None = None,
 ) -> Analysis:
-    """Analyse every capture file that ``paths`` name (paths, globs, directories, URIs).
+    """Analyse every capture file that ``paths`` name (paths, globs, directories, URIs; see
+    :func:`list_files`, which raises :class:`NoCaptures` for a path naming nothing).
 
     ``records``: decode record bodies and fill ``records``. ``json``: fill the exchanges'
-    ``json`` column with the export's JSON of each exchange. ``ports``: broker ports, as
-    ``--port``. ``read``: ``"content"`` (Spark reads the files; any Hadoop file system) or
-    ``"local"`` (executors open the files themselves; no 2 GiB limit per file).
-    ``partitions``: how many tasks (default: Spark's split of the files, about one task per
-    core; with ``read="content"`` a different number reshuffles the file contents).
-    ``recursive``/``glob_filter``: the ``binaryFile`` options ``recursiveFileLookup`` and
-    ``pathGlobFilter``. ``persist``: keep the events (memory and disk) so that the tables do not
-    analyse the files again. ``tls_keylog``: an NSS key log file (read here, on the driver,
-    and shipped to the executors) to decrypt TLS connections with.
-    ``where``: a display filter (``kafka-analyzer filters``), compiled
-    here on the driver (a :class:`~analyzer.filter.FilterError` is raised at once for a bad one)
-    and applied on the executors: ``exchanges`` and ``records`` hold the matching exchanges only.
+    ``json`` column with the export's JSON of each exchange; ``bodies``: fill ``request``,
+    ``response`` and ``issue_details`` (the export's JSON of each part, what
+    :func:`write_tables` writes). ``ports``: broker ports, as ``--port``.
+    ``partitions``: how many tasks (default: about :data:`TASK_BYTES` of capture per task, at
+    least two per core, at most one per piece). ``recursive``/``glob_filter``: see
+    :func:`list_files`. ``chain``: analyse rotated files of one recording as one piece (see
+    :func:`plan_pieces`). ``persist``: keep the events (memory and disk) so that the tables do
+    not analyse the files again. ``tls_keylog``: an NSS key log file (read here, on the driver,
+    and shipped to the executors) to decrypt TLS connections with. ``where``: a display filter
+    (``kafka-analyzer filters``), compiled here on the driver (a
+    :class:`~analyzer.filter.FilterError` is raised at once for a bad one) and applied on the
+    executors: ``exchanges`` and ``records`` hold the matching exchanges only.
     """
     if where is not None:
         from analyzer.filter import compile_filter
 
         compile_filter(where)
-    if read not in ("content", "local"):
-        raise ValueError(f"read must be 'content' or 'local', not {read!r}")
     paths = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
-    paths = [os.fspath(p) for p in paths]
-    reader = spark.read.format("binaryFile")
-    if recursive:
-        reader = reader.option("recursiveFileLookup", "true")
-    if glob_filter:
-        reader = reader.option("pathGlobFilter", glob_filter)
-    files = reader.load(paths)
-    if read == "content":
-        files = files.select("path", "length", "content")
-        if partitions:
-            files = files.repartition(partitions)
-        rdd = files.rdd
-    else:
-        # the listing is small: spread it over the tasks, biggest files first
-        listing = sorted(files.select("path", "length").collect(), key=lambda r: -r[1])
-        sc = spark.sparkContext
-        n = max(1, min(len(listing), partitions or sc.defaultParallelism))
-        rdd = sc.parallelize([(r[0], r[1]) for r in listing], n)
+    files = list_files(spark, [os.fspath(p) for p in paths], recursive=recursive, glob_filter=glob_filter)
     keylog_text = None
     if tls_keylog is not None:
         with open(tls_keylog, encoding="ascii", errors="replace") as f:
             keylog_text = f.read()
-    fn = partial(
-        _analyze_partition,
-        read=read,
-        records=records,
-        with_json=json,
-        ports=tuple(ports),
-        tls_keylog=keylog_text,
-        where=where,
-    )
-    events = spark.createDataFrame(rdd.mapPartitions(fn), EVENT, verifySchema=False)
+    pieces = plan_pieces(spark, files, chain)
+    sc = spark.sparkContext
+    total = sum(p.size for p in pieces)
+    n = partitions or max(2 * sc.defaultParallelism, -(-total // TASK_BYTES))
+    n = max(1, min(len(pieces), n))
+    opts = {
+        "records": records,
+        "with_json": json,
+        "bodies": bodies,
+        "ports": tuple(ports),
+        "tls_keylog": keylog_text,
+        "where": where,
+    }
+    rdd = sc.parallelize(_bins(pieces, n), n).mapPartitions(partial(_analyze_partition, opts=opts))
+    events = spark.createDataFrame(rdd, EVENT, verifySchema=False)
     if persist:
         events = events.persist(StorageLevel.MEMORY_AND_DISK)
-    return Analysis(events, records)
+    return Analysis(events, records, pieces)
+
+
+# -- Parquet output --------------------------------------------------------------------------------
+
+# the time column each table is partitioned by
+_TIME = {"exchanges": "ts", "records": "ts", "issues": "ts", "connections": "first_ts"}
+
+
+def _partitioned(df: DataFrame, ts: str, capture_set: str) -> DataFrame:
+    """``df`` with the partition columns: ``date`` (yyyy-mm-dd) and ``hour`` (0-23) of ``ts``
+    in UTC, whatever the session's time zone, and ``capture_set``."""
+    day = F.floor(F.col(ts) / 86400).cast("int")
+    return df.withColumns(
+        {
+            "date": F.date_format(F.date_add(F.lit("1970-01-01").cast("date"), day), "yyyy-MM-dd"),
+            "hour": F.pmod(F.floor(F.col(ts) / 3600), F.lit(24)).cast("int"),
+            "capture_set": F.lit(capture_set),
+        }
+    )
+
+
+def write_tables(a: Analysis, out: str, capture_set: str, mode: str = "overwrite") -> dict[str, str]:
+    """Write the tables as Parquet (zstd) under ``out``: ``exchanges``, ``issues``,
+    ``connections`` (and ``records`` when the analysis has them), partitioned by
+    ``date=``/``hour=`` (UTC) and ``capture_set=``; ``captures`` (one row per piece) partitioned
+    by ``capture_set=`` only. Each task writes its own rows: no shuffle. ``mode``: Spark's save
+    mode (``overwrite`` replaces only the partitions written, so several capture sets can share
+    ``out``). Returns the tables' paths by name."""
+    tables = {"exchanges": a.exchanges, "issues": a.issues, "connections": a.connections}
+    if a.records is not None:
+        tables["records"] = a.records
+    paths = {}
+    base = out.rstrip("/")
+    for name, df in tables.items():
+        paths[name] = f"{base}/{name}"
+        (
+            _partitioned(df.drop("json") if name == "exchanges" else df, _TIME[name], capture_set)
+            .write.mode(mode)
+            .option("compression", "zstd")
+            .option("partitionOverwriteMode", "dynamic")
+            .partitionBy("date", "hour", "capture_set")
+            .parquet(paths[name])
+        )
+    paths["captures"] = f"{base}/captures"
+    (
+        a.captures.coalesce(1)
+        .withColumn("capture_set", F.lit(capture_set))
+        .write.mode(mode)
+        .option("compression", "zstd")
+        .option("partitionOverwriteMode", "dynamic")
+        .partitionBy("capture_set")
+        .parquet(paths["captures"])
+    )
+    return paths

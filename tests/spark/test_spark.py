@@ -166,7 +166,7 @@ def analysed(spark, extra):
     from analyzer.spark.source import analyze
 
     given, files = _inputs(extra)
-    a = analyze(spark, given)
+    a = analyze(spark, given, chain=False)  # each file on its own, as Expected analyses them
     ex = Expected(files)
     yield a, ex, files
     a.unpersist()
@@ -275,7 +275,7 @@ def test_records_hold_the_manifest(spark):
 
     manifest = [e for e in MANIFEST if not (e.get("tls") or {}).get("keylog")]  # no key logs on Spark
     files = [str(CAPTURES / e["file"]) for e in manifest]
-    a = analyze(spark, files, records=True, json=True, read="local")
+    a = analyze(spark, files, records=True, json=True)
     try:
         got: dict[tuple[str, str], Counter] = {}
         for r in a.records.where("NOT control").collect():
@@ -366,84 +366,247 @@ def test_tls_with_a_key_log(spark):
     assert a.exchanges.count() == want
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _export_exchanges(files: list[str], env: dict) -> Counter:
+    """``kafka-analyzer export --records --no-spans`` of the files: every exchange object, keyed
+    by the name of the first file of the capture (or recording) it came from."""
+    cmd = [sys.executable, "-m", "analyzer", "export", *files, "--records", "--no-spans", "-j", "2"]
+    r = subprocess.run(cmd, capture_output=True, cwd=ROOT, env=env, timeout=300)
+    assert r.returncode in (0, 1), r.stderr[-2000:]
+    out: Counter = Counter()
+    current = None
+    for line in r.stdout.splitlines():
+        d = json.loads(line)
+        if d["type"] == "capture":
+            current = Path(d["file"].split(" (+")[0]).name
+        elif d["type"] == "exchange":
+            out[(current, json.dumps(d, sort_keys=True))] += 1
+    return out
+
+
+def _parquet_exchanges(out: Path) -> Counter:
+    """The exchanges table written by ``kafka-analyzer spark``, read back with pyarrow and turned
+    into the export's exchange objects (api_name: the export's null for an unknown key)."""
+    import pyarrow.dataset as ds
+
+    pieces = {}
+    for c in ds.dataset(out / "captures", partitioning="hive").to_table().to_pylist():
+        for f in c["files"]:
+            pieces[f] = Path(c["files"][0]).name
+    got: Counter = Counter()
+    for r in ds.dataset(out / "exchanges", partitioning="hive").to_table().to_pylist():
+        d = {
+            "type": "exchange",
+            "ts": r["ts"],
+            "api_key": r["api_key"],
+            "api_name": r["api_name"] if r["api_key"] is not None else None,
+            "api_version": r["api_version"],
+            "correlation_id": r["correlation_id"],
+            "client_id": r["client_id"],
+            "connection": {"id": r["connection"], "client": r["client"], "broker": r["broker"]},
+            "topics": dict(r["topic_partitions"]),
+            "request": None if r["request"] is None else json.loads(r["request"]),
+            "response": None if r["response"] is None else json.loads(r["response"]),
+            "latency_ms": r["latency_ms"],
+            "issues": json.loads(r["issue_details"]),
+        }
+        # the partition columns hold the exchange's UTC date and hour
+        when = time.gmtime(r["ts"])
+        assert (r["date"], r["hour"]) == (time.strftime("%Y-%m-%d", when), when.tm_hour)
+        got[(pieces[r["capture"]], json.dumps(d, sort_keys=True))] += 1
+    return got
+
+
 def test_cli_on_a_standalone_cluster(tmp_path):
+    """``kafka-analyzer spark`` on a standalone master with two workers started here: the
+    exchanges in its Parquet output are, field for field, those of ``kafka-analyzer export``."""
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     env.pop("SPARK_HOME", None)
     procs: list[subprocess.Popen] = []
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 90
     try:
         master_log = tmp_path / "master.log"
-        procs.append(
-            _start(
-                [
-                    "org.apache.spark.deploy.master.Master",
-                    "--host",
-                    "127.0.0.1",
-                    "--port",
-                    "0",
-                    "--webui-port",
-                    "0",
-                ],
-                master_log,
-                env,
-            )
-        )
+        port = _free_port()
+        master = ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port)]
+        procs.append(_start([*master, "--webui-port", str(_free_port())], master_log, env))
         line = _wait_for(master_log, procs[0], "Starting Spark master at spark://", deadline)
-        if line is None:
-            pytest.skip(f"the Spark master did not start within 60 s: {master_log.read_text()[-2000:]}")
+        assert line is not None, f"the Spark master did not start: {master_log.read_text()[-2000:]}"
         url = line[line.index("spark://") :].split()[0]
-        worker_log = tmp_path / "worker.log"
-        work = tmp_path / "work"
-        worker = ["org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1", "--port", "0"]
-        worker += ["--webui-port", "0", "--cores", "2", "--memory", "1g", "--work-dir", str(work)]
-        procs.append(_start(worker, worker_log, env))
-        if _wait_for(worker_log, procs[1], "Successfully registered with master", deadline) is None:
-            pytest.skip(f"the Spark worker did not start within 60 s: {worker_log.read_text()[-2000:]}")
+        works = []
+        for i in range(2):
+            log, work = tmp_path / f"worker{i}.log", tmp_path / f"work{i}"
+            worker = ["org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1"]
+            worker += ["--port", str(_free_port()), "--webui-port", str(_free_port())]
+            worker += ["--cores", "1", "--memory", "768m", "--work-dir", str(work)]
+            procs.append(_start(worker, log, env))
+            works.append(work)
+            registered = _wait_for(log, procs[-1], "Successfully registered with master", deadline)
+            assert registered is not None, f"Spark worker {i} did not start: {log.read_text()[-2000:]}"
         out = tmp_path / "out"
         conf = [
             "spark.ui.enabled=false",
-            "spark.sql.shuffle.partitions=2",
             "spark.executor.memory=512m",
+            "spark.executor.cores=1",
             "spark.driver.host=127.0.0.1",
         ]
-        cmd = [sys.executable, "-m", "analyzer.spark.jobs", str(CAPTURES / "*.pcap*"), "--master", url]
-        cmd += ["--out", str(out), "--top", "5"] + [x for c in conf for x in ("--conf", c)]
-        r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=180)
+        files = [str(f) for f in _clear_text_captures()]
+        cmd = [sys.executable, "-m", "analyzer", "spark", *files, "--master", url, "--out", str(out)]
+        cmd += ["--records", "--set", "bundled", "--partitions", "4"]
+        cmd += [x for c in conf for x in ("--conf", c)]
+        r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
         assert r.returncode == 0, r.stderr[-4000:]
-        assert "Requests per API" in r.stdout and "Slowest exchanges" in r.stdout
-        # the work ran on the standalone worker's executor
-        assert any(work.glob("app-*/*/stderr"))
-        stats = Stats()
-        for f in project_captures():
-            a = Analysis(f)
-            stats.topic_ids = a.knowledge.topic_ids
-            for ev in a.events():
-                stats.add(ev)
-        apis = [
-            json.loads(x)
-            for part in (out / "apis").glob("part-*.json")
-            for x in part.read_text().splitlines()
-        ]
-        assert {a["api_name"]: a["count"] for a in apis} == {
-            a["api_name"]: a["count"] for a in stats.api_rows()
-        }
-        caps = [
-            json.loads(x)
-            for part in (out / "captures").glob("part-*.json")
-            for x in part.read_text().splitlines()
-        ]
-        assert len(caps) == len(project_captures()) and not any(c["damaged"] for c in caps)
-        assert f"{len(caps)} captures, {stats.exchanges} exchanges" in r.stdout
+        assert "Requests per API" in r.stdout and "capture set 'bundled'" in r.stdout
+        # the work ran on both workers' executors
+        assert all(any(w.glob("app-*/*/stderr")) for w in works)
+        got = _parquet_exchanges(out)
+        want = _export_exchanges(files, env)
+        assert sum(want.values()) > 500
+        assert got == want
+        # the partition layout: date=/hour=/capture_set=
+        assert all(p.name == "capture_set=bundled" for p in (out / "exchanges").glob("date=*/hour=*/*"))
+        import pyarrow.dataset as ds
+
+        recs = ds.dataset(out / "records", partitioning="hive").to_table()
+        assert recs.num_rows > 0 and set(recs.column("direction").to_pylist()) == {"produce", "fetch"}
     finally:
         for p in reversed(procs):
             _stop(p)
+
+
+def _cut_pcap(src: Path, dest: Path, every: int) -> list[Path]:
+    """A classic pcap cut into files of ``every`` packets each (as ``editcap -c`` does)."""
+    import struct
+
+    data = src.read_bytes()
+    head, pos = data[:24], 24
+    order = "<" if data[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+    records = []
+    while pos + 16 <= len(data):
+        caplen = struct.unpack(order + "I", data[pos + 8 : pos + 12])[0]
+        records.append(data[pos : pos + 16 + caplen])
+        pos += 16 + caplen
+    out = []
+    for i in range(0, len(records), every):
+        f = dest / f"{src.stem}-{i // every:04d}.pcap"
+        f.write_bytes(head + b"".join(records[i : i + every]))
+        out.append(f)
+    return out
+
+
+def test_rotated_pieces_are_one_recording(spark, tmp_path):
+    """A capture cut every few packets (hundreds of small files, connections cut mid-frame):
+    the pieces are chained on the executors into one recording and give the exchanges of the
+    whole file."""
+    from analyzer.spark.source import analyze
+
+    src = CAPTURES / "librdkafka-txn.pcap"
+    pieces = _cut_pcap(src, tmp_path, 3)
+    assert len(pieces) > 100
+    whole = Analysis(src)
+    want = Counter(
+        (
+            ev.api_key,
+            ev.correlation_id,
+            ev.conn.id,
+            ev.ts,
+            None if ev.latency is None else round(ev.latency * 1e3, 3),
+        )
+        for ev in whole.events()
+        if type(ev) is Exchange
+    )
+    a = analyze(spark, str(tmp_path))
+    try:
+        rows = a.exchanges.select("api_key", "correlation_id", "connection", "ts", "latency_ms").collect()
+        assert Counter(tuple(r) for r in rows) == want
+        caps = a.captures.collect()
+        assert len(caps) == 1 and len(caps[0].files) == len(pieces) and not caps[0].damaged
+        # the exchanges name the piece their request began in
+        assert {Path(_local(r.capture)).name for r in a.exchanges.select("capture").collect()} <= {
+            p.name for p in pieces
+        }
+    finally:
+        a.unpersist()
+
+
+def test_stats_reads_the_parquet_tables(spark, tmp_path, capsys):
+    """``stats --parquet DIR`` over the tables written for a capture: the tables of ``stats``
+    over the capture itself (consumer groups and TLS aside: the rows do not hold them)."""
+    from analyzer.cli import main
+    from analyzer.spark.source import analyze, write_tables
+
+    f = CAPTURES / "librdkafka-txn.pcap"
+    a = analyze(spark, [str(f)], bodies=True)
+    try:
+        write_tables(a, str(tmp_path / "out"), "txn")
+    finally:
+        a.unpersist()
+    assert main(["stats", str(f), "--format", "json"]) == 0
+    want = json.loads(capsys.readouterr().out)
+    assert main(["stats", "--parquet", str(tmp_path / "out"), "--format", "json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    for key in ("apis", "topics", "clients", "connections", "brokers"):
+        assert got[key] == want[key], key
+    assert sorted(map(json.dumps, got["anomalies"])) == sorted(map(json.dumps, want["anomalies"]))
+    assert {k: got["capture"][k] for k in want["capture"] if k != "skipped_packets"} == {
+        k: v for k, v in want["capture"].items() if k != "skipped_packets"
+    }
+    assert main(["stats", "--parquet", str(tmp_path / "out"), "--set", "other"]) == 1  # no exchanges
+    assert main(["stats", "--parquet", str(tmp_path)]) == 2
+    assert "not an output directory" in capsys.readouterr().err
+
+
+def test_an_executor_out_of_memory_is_one_line(tmp_path):
+    """A Python worker that runs out of memory (its address space capped by
+    spark.executor.pyspark.memory) fails the job: one line naming the setting, exit code 2, no
+    traceback."""
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    cmd = [sys.executable, "-m", "analyzer", "spark", str(CAPTURES / TRUNCATED), "--out", str(tmp_path)]
+    cmd += ["--master", "local[1]", "--conf", "spark.executor.pyspark.memory=60m"]
+    cmd += ["--conf", "spark.ui.enabled=false", "--conf", "spark.driver.host=127.0.0.1"]
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    assert r.returncode == 2, r.stderr[-3000:]
+    ours = [ln for ln in r.stderr.splitlines() if ln.startswith("kafka-analyzer:")]
+    assert len(ours) == 1 and "spark.executor.pyspark.memory" in ours[0], r.stderr[-3000:]
+    assert "Traceback" not in r.stderr and "py4j" not in r.stderr
+
+
+def test_spark_failures_are_one_line():
+    """Spark's failures become one line naming the setting to change; other exceptions are not
+    Spark's to explain."""
+    from pyspark.errors import PySparkException
+
+    from analyzer.spark.jobs import failure_message
+
+    def text(t: str) -> str | None:
+        return failure_message(PySparkException(message=t))
+
+    assert "spark.executor.memory" in text("Job aborted: java.lang.OutOfMemoryError: Java heap space")
+    assert "spark.executor.pyspark.memory" in text("PythonException: MemoryError")
+    assert "memoryOverhead" in text(
+        "org.apache.spark.SparkException: Python worker exited unexpectedly (crashed)"
+    )
+    assert "spark.driver.memory" in failure_message(ConnectionRefusedError("Connection refused"))
+    assert text("line one\nValueError: bad thing\nmore").startswith("Spark failed: ValueError: bad thing")
+    assert failure_message(ValueError("a bug")) is None
 
 
 def test_cli_reports_missing_files_and_damage(spark, extra, tmp_path, capsys):
     from analyzer.spark.jobs import main
 
     assert main([str(tmp_path / "nothing-*.pcap")], spark=spark) == 2
-    assert "nothing-*.pcap" in capsys.readouterr().err
+    assert "nothing-*.pcap: matches no file" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert main([str(tmp_path / "empty")], spark=spark) == 2
+    assert "empty: no capture file in it" in capsys.readouterr().err
     out = tmp_path / "out"
     assert main([str(extra), "--out", str(out), "--format", "parquet", "--save"], spark=spark) == 1
     err = capsys.readouterr().err
