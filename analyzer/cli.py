@@ -304,9 +304,54 @@ def render_tables(tables: dict, out) -> None:
 # -- export ----------------------------------------------------------------------------------------
 
 
+def _parallel_paths(args) -> list[str] | None:
+    """The capture files of a run that ``export -j N`` can share among processes: a file or the
+    pieces of one recording, without a display filter (its fields read the knowledge of the
+    moment); None: one process does it all."""
+    if getattr(args, "jobs", 1) <= 1:
+        return None
+    if any(
+        getattr(args, k, None) for k in ("display_filter", "api", "topic", "client", "errors", "slower_than")
+    ):
+        return None
+    cap = args.capture
+    paths = list(cap.paths) if hasattr(cap, "paths") else [cap] if isinstance(cap, str) else []
+    if not paths or "-" in paths:
+        return None
+    return paths
+
+
+def _export_parallel(args, paths: list[str]) -> int:
+    from analyzer.export.parallel import export
+
+    out = open(args.output, "wb") if args.output and args.output != "-" else sys.stdout.buffer  # noqa: SIM115
+    try:
+        a = export(
+            paths,
+            out,
+            args.format,
+            args.jobs,
+            options(args),
+            ports=tuple(args.port or ()),
+            keylog=getattr(args, "tls_keylog", None),
+            spans=not args.no_spans,
+        )
+    except BrokenPipeError:
+        return EXIT_OK
+    finally:
+        if out is not sys.stdout.buffer:
+            out.close()
+        else:
+            out.flush()
+    return finish(a)
+
+
 def cmd_export(args) -> int:
     from analyzer.export.writer import Writer
 
+    paths = _parallel_paths(args)
+    if paths is not None:
+        return _export_parallel(args, paths)
     flt = display_filter(args)
     out = open(args.output, "wb") if args.output and args.output != "-" else sys.stdout.buffer  # noqa: SIM115
     try:
@@ -648,8 +693,8 @@ def _common(p: argparse.ArgumentParser, capture: bool = True) -> None:
             type=int,
             default=1,
             metavar="N",
-            help="with several capture files that are not one recording: analyse N at a time in "
-            "parallel processes",
+            help="N processes: several capture files that are not one recording are analysed N at "
+            "a time; export shares one capture's connections among N processes (the same output)",
         )
         p.add_argument(
             "--separate",

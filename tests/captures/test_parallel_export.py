@@ -1,0 +1,119 @@
+"""``export -j N``: the connections shared among processes, the output byte for byte what one
+process writes, for every bundled capture, whole or cut into rotated pieces every few packets."""
+
+import io
+import shutil
+import sys
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import pytest
+from conftest import CAPTURES, project_captures, tls_captures
+
+from analyzer import cli
+from analyzer.capture.files import CaptureFile
+from analyzer.export import parallel
+from analyzer.reassembly.packet import decode_tcp
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "unit" / "capture"))
+from test_sets import cut  # noqa: E402 - the rotation helper of the capture-set tests
+
+
+def export_bytes(*args: str) -> tuple[int, bytes]:
+    buf = io.BytesIO()
+    out = io.TextIOWrapper(buf, encoding="utf-8")
+    with redirect_stdout(out):
+        rc = cli.main(["export", *args])
+        out.flush()
+    return rc, buf.getvalue()
+
+
+def after_capture_line(data: bytes) -> bytes:
+    """The export without its first line (which names the input files)."""
+    return data.split(b"\n", 1)[1]
+
+
+CAPS = project_captures()
+
+
+@pytest.mark.parametrize("path", CAPS, ids=lambda p: p.name)
+def test_jobs_give_the_same_bytes(path):
+    rc1, one = export_bytes(str(path))
+    rc2, two = export_bytes("-j", "2", str(path))
+    rc3, three = export_bytes("-j", "3", "--no-spans", str(path))
+    _, one_nospans = export_bytes("--no-spans", str(path))
+    assert (rc2, two) == (rc1, one)
+    assert (rc3, three) == (rc1, one_nospans)
+
+
+@pytest.mark.parametrize("every", [4, 13])
+@pytest.mark.parametrize("path", [p for p in CAPS if p.suffix == ".pcap"], ids=lambda p: p.name)
+def test_rotated_pieces_with_jobs_give_the_whole(path, every, tmp_path):
+    pieces = [str(p) for p in cut(path, every, tmp_path)]
+    assert len(pieces) > 1
+    rc, whole = export_bytes(str(path))
+    rc1, seq = export_bytes(*pieces)
+    rc2, par = export_bytes("-j", "2", *pieces)
+    assert rc1 == rc2 == rc
+    assert after_capture_line(par) == after_capture_line(seq) == after_capture_line(whole)
+    assert par.split(b"\n", 1)[0] == seq.split(b"\n", 1)[0]  # the same name for the set
+
+
+@pytest.mark.parametrize("path", tls_captures(), ids=lambda p: p.name)
+def test_tls_with_a_key_log(path):
+    keys = path.with_suffix(".keys")
+    args = ["--tls-keylog", str(keys)] if keys.exists() else []
+    rc1, one = export_bytes(*args, str(path))
+    rc2, two = export_bytes("-j", "2", *args, str(path))
+    assert (rc2, two) == (rc1, one)
+
+
+def test_json_format_and_output_file(tmp_path):
+    path = CAPTURES / "librdkafka-produce-consume-gzip.pcap"
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    assert export_bytes("--format", "json", "-o", str(a), str(path))[0] == 0
+    assert export_bytes("-j", "2", "--format", "json", "-o", str(b), str(path))[0] == 0
+    assert a.read_bytes() == b.read_bytes()
+
+
+def test_topic_names_learnt_on_another_connection(tmp_path, monkeypatch):
+    """The Metadata response naming the topic ids is on one process's connection, the Fetch
+    requests using them on another's: the merge names them as one run does."""
+    path = CAPTURES / "librdkafka-kip848.pcap"
+    _, one = export_bytes(str(path))
+    assert b'"topics":{"rdk-kip848"' in one
+    flows = []
+    for _i, _ts, linktype, data in CaptureFile(path):
+        seg = decode_tcp(linktype, data)
+        if type(seg) is tuple and parallel._key(seg) not in flows:
+            flows.append(parallel._key(seg))
+    assert len(flows) > 2
+    relabelled = []
+    relabel = parallel._relabel
+    monkeypatch.setattr(
+        parallel, "_relabel", lambda data, topics: relabelled.append(topics) or relabel(data, topics)
+    )
+    # each connection alone in the second process, whichever one sees the Metadata
+    for alone in flows:
+        owners = {k: int(k == alone) for k in flows}
+        monkeypatch.setattr(parallel, "plan_owners", lambda _path, _parts, o=owners: o)
+        assert export_bytes("-j", "2", str(path)) == (0, one)
+    assert relabelled  # some process could not name the topic ids itself
+
+
+def test_a_display_filter_runs_in_one_process(tmp_path):
+    path = CAPTURES / "librdkafka-produce-consume-gzip.pcap"
+    assert export_bytes("-j", "2", "-Y", "api == Fetch", str(path)) == export_bytes(
+        "-Y", "api == Fetch", str(path)
+    )
+
+
+def test_damaged_capture(tmp_path):
+    src = CAPTURES / "librdkafka-produce-consume-gzip.pcap"
+    path = tmp_path / "cut.pcap"
+    shutil.copy(src, path)
+    path.write_bytes(path.read_bytes()[:-7])
+    rc1, one = export_bytes(str(path))
+    rc2, two = export_bytes("-j", "2", str(path))
+    assert rc1 == rc2 == 1
+    assert one == two
