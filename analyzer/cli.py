@@ -321,8 +321,9 @@ def _parallel_paths(args) -> list[str] | None:
     return paths
 
 
-def _export_parallel(args, paths: list[str]) -> int:
-    from analyzer.export.parallel import export
+def _export_parallel(args, paths: list[str]) -> int | None:
+    """None: the processes failed before writing anything (said on stderr): one process must."""
+    from analyzer.export.parallel import PartFailed, export
 
     out = open(args.output, "wb") if args.output and args.output != "-" else sys.stdout.buffer  # noqa: SIM115
     try:
@@ -336,6 +337,14 @@ def _export_parallel(args, paths: list[str]) -> int:
             keylog=getattr(args, "tls_keylog", None),
             spans=not args.no_spans,
         )
+    except PartFailed as exc:
+        print(
+            f"kafka-analyzer: export -j {args.jobs} failed ({exc}); exporting in one process", file=sys.stderr
+        )
+        return None
+    except KeyboardInterrupt:
+        print("kafka-analyzer: interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:
         return EXIT_OK
     finally:
@@ -351,7 +360,9 @@ def cmd_export(args) -> int:
 
     paths = _parallel_paths(args)
     if paths is not None:
-        return _export_parallel(args, paths)
+        rc = _export_parallel(args, paths)
+        if rc is not None:
+            return rc
     flt = display_filter(args)
     out = open(args.output, "wb") if args.output and args.output != "-" else sys.stdout.buffer  # noqa: SIM115
     try:

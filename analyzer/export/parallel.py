@@ -26,8 +26,10 @@ Lines go through a temporary file per process; the merge holds only a small reco
 from __future__ import annotations
 
 import heapq
+import io
 import multiprocessing
 import os
+import signal
 import struct
 import tempfile
 import zlib
@@ -83,7 +85,11 @@ class Job(NamedTuple):
     ports: tuple[int, ...]
     keylog: str | None
     spans: bool
-    tmpdir: str
+    tmpdir: str | None  # where the lines go (a temporary file); None: in the Part itself
+
+
+class PartFailed(Exception):
+    """A process could not do its share (the reason is the message): one process must."""
 
 
 class Part(NamedTuple):
@@ -91,7 +97,7 @@ class Part(NamedTuple):
 
     items: list  # (batch key, seq, kind, local conn id, line length, extra)
     opens: list[int]  # packet number at which each of its connections opened (local id - 1)
-    lines: str  # the temporary file of its rendered lines
+    lines: str | bytes  # its rendered lines: a temporary file, or the bytes themselves
     packets: int
     first_ts: float | None
     last_ts: float
@@ -188,8 +194,12 @@ def run_part(job: Job) -> Part:
     last_ts = 0.0
     seq = 0
     spans, records = job.spans, job.records_bodies
-    fd, lines_path = tempfile.mkstemp(prefix=f"export-part{part}-", suffix=".ndjson", dir=job.tmpdir)
-    with os.fdopen(fd, "wb", buffering=1 << 20) as out:
+    if job.tmpdir is not None:
+        fd, lines_path = tempfile.mkstemp(prefix=f"export-part{part}-", suffix=".ndjson", dir=job.tmpdir)
+        sink: BinaryIO = os.fdopen(fd, "wb", buffering=1 << 20)
+    else:
+        sink = io.BytesIO()
+    with sink as out:
 
         def emit(events: list, batch: int) -> None:
             nonlocal seq
@@ -242,10 +252,11 @@ def run_part(job: Job) -> Part:
             if evs:
                 emit(evs, index)
         emit(pipe.finish(), _FLUSH)
+        lines: str | bytes = lines_path if job.tmpdir is not None else out.getvalue()  # type: ignore[attr-defined]  # a BytesIO without a tmpdir
     return Part(
         items,
         opens,
-        lines_path,
+        lines,
         packets,
         first_ts,
         last_ts,
@@ -293,6 +304,11 @@ def _relabel(data: bytes, topics: dict) -> bytes:
     return data[:i] + orjson.dumps(topics, option=orjson.OPT_NON_STR_KEYS) + data[j:]
 
 
+def _ignore_sigint() -> None:
+    """Ctrl-C is the parent's to handle (it ends the pool): no traceback from each process."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _memoryview_as_bytes(m: memoryview):
     return bytes, (m.tobytes(),)
 
@@ -334,8 +350,11 @@ def export(
         ForkingPickler.register(memoryview, _memoryview_as_bytes)
         methods = multiprocessing.get_all_start_methods()
         ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-        with ctx.Pool(jobs) as pool:
-            parts = pool.map(run_part, jobs_list)
+        try:
+            with ctx.Pool(jobs, initializer=_ignore_sigint) as pool:
+                parts = pool.map(run_part, jobs_list)
+        except Exception as exc:  # noqa: BLE001 - whatever stopped a process, one process does it all
+            raise PartFailed(f"{type(exc).__name__}: {exc}") from exc
         return _merge(parts, name, out, fmt, spans, opts.records_bodies, keylog)
 
 
@@ -382,7 +401,7 @@ def _merge(
     stats = Stats(topic_ids)
     w = Writer(out, fmt, spans=spans, records=records)
     w.begin(name)
-    files = [open(p.lines, "rb") for p in parts]  # noqa: SIM115 - closed below
+    files = [open(p.lines, "rb") if isinstance(p.lines, str) else io.BytesIO(p.lines) for p in parts]  # noqa: SIM115 - closed below
     try:
         batch_key = None
         pending: list = []  # the current batch: (kind, conn id, data, extra)

@@ -117,3 +117,29 @@ def test_damaged_capture(tmp_path):
     rc2, two = export_bytes("-j", "2", str(path))
     assert rc1 == rc2 == 1
     assert one == two
+
+
+def _boom(job):
+    raise OSError("disk gone")
+
+
+def test_a_failed_process_leaves_the_work_to_one(monkeypatch, capsys):
+    path = CAPTURES / "librdkafka-admin.pcap"
+    rc, one = export_bytes(str(path))
+    monkeypatch.setattr(parallel, "run_part", _boom)
+    assert export_bytes("-j", "2", str(path)) == (rc, one)
+    assert "export -j 2 failed (OSError: disk gone); exporting in one process" in capsys.readouterr().err
+
+
+def test_parts_can_keep_their_lines_in_memory(tmp_path):
+    """Without a temporary directory (another machine's process: Spark) the lines travel in
+    the part itself; the merge is the same."""
+    path = CAPTURES / "librdkafka-produce-consume-gzip.pcap"
+    _, one = export_bytes(str(path))
+    owners = parallel.plan_owners(str(path), 2)
+    opts = ((str(path),), 2, owners, False, False, (), None, True, None)
+    parts = [parallel.run_part(parallel.Job(opts[0], i, *opts[1:])) for i in range(2)]
+    assert all(isinstance(p.lines, bytes) for p in parts)
+    out = io.BytesIO()
+    parallel._merge(parts, str(path), out, "ndjson", True, False, None)
+    assert out.getvalue() == one
