@@ -21,6 +21,11 @@ the work); a connection belongs to the process given by a plan made from the fir
 (the biggest connections spread first), else by a hash of its address pair. Events are written in
 the order one run emits them: by the packet that completed them, then, at the end, by connection.
 Lines go through a temporary file per process; the merge holds only a small record per event.
+
+The pieces are usable apart: :class:`Share` analyses the segments of some connections (fed in
+capture order) into a :class:`Part`, and :func:`merge` writes the parts as one export, given the
+capture's :class:`Totals`: a process on another machine can run a share on the packets of the
+connections it was given (keyed by :func:`flow_key`), its part carrying its lines.
 """
 
 from __future__ import annotations
@@ -92,22 +97,29 @@ class PartFailed(Exception):
     """A process could not do its share (the reason is the message): one process must."""
 
 
+class Totals(NamedTuple):
+    """What one run counts of the whole capture, whoever analyses which connection."""
+
+    packets: int
+    first_ts: float | None
+    last_ts: float
+    skipped: Counter  # why packets were not usable TCP segments, in the order first seen
+    issues: list[Issue]  # the capture's damage and the key log's problems
+
+
 class Part(NamedTuple):
-    """What one process sends back: one record per event (its lines are in ``lines``)."""
+    """What one share sends back: one record per event (its lines are in ``lines``)."""
 
     items: list  # (batch key, seq, kind, local conn id, line length, extra)
     opens: list[int]  # packet number at which each of its connections opened (local id - 1)
     lines: str | bytes  # its rendered lines: a temporary file, or the bytes themselves
-    packets: int
-    first_ts: float | None
-    last_ts: float
-    skipped: Counter
-    issues: list[Issue]  # the capture's (every process reads all of it: the first one's count)
+    totals: Totals | None  # the whole capture's (export -j: every process reads all of it)
     tls_connections: int
     tls_decrypted: int
 
 
-def _key(seg) -> tuple:
+def flow_key(seg) -> tuple:
+    """The connection of a TCP segment, the same both ways: ((addr, port), (addr, port)) sorted."""
     a, b = (seg[0], seg[1]), (seg[2], seg[3])
     return (a, b) if a <= b else (b, a)
 
@@ -125,7 +137,7 @@ def plan_owners(path: str, parts: int, sample: int = SAMPLE) -> dict:
     for _, _ts, linktype, data in cap:
         seg = decode_tcp(linktype, data)
         if type(seg) is tuple:
-            size[_key(seg)] += len(seg[7]) + 64  # a packet costs something even without payload
+            size[flow_key(seg)] += len(seg[7]) + 64  # a packet costs something even without payload
         if cap.bytes_read > sample:
             break
     load = [0] * parts
@@ -172,99 +184,126 @@ def _topic_refs(ex: Exchange) -> tuple[list, list]:
     return labels, totals
 
 
+class Share:
+    """Some of the connections of a capture, analysed and rendered: their TCP segments go to
+    :meth:`feed` in capture order (with the capture's packet numbers), then :meth:`finish`.
+
+    What each ``export -j`` process runs on the connections it owns, and what a process on
+    another machine can run on the packets of the connections it was given (Spark, after a
+    shuffle by :func:`flow_key`): :func:`merge` makes one export of the parts.
+    """
+
+    def __init__(
+        self,
+        opts: Options,
+        ports: tuple[int, ...] = (),
+        keylog: KeyLog | None = None,
+        spans: bool = True,
+        lines_path: str | None = None,
+    ) -> None:
+        self.keylog = keylog if keylog is not None else KeyLog()
+        self.pipe = Pipeline(opts, ports=ports, keylog=self.keylog)
+        self.ids = _Watched()
+        self.pipe.knowledge.topic_ids = self.ids
+        self.items: list = []
+        self.opens: list[int] = []
+        self.spans, self.records = spans, opts.records_bodies
+        self.lines_path = lines_path
+        self.out: BinaryIO = open(lines_path, "wb", buffering=1 << 20) if lines_path else io.BytesIO()  # noqa: SIM115 - closed by finish()
+        self._seq = 0
+        self._next_id = self.pipe.reasm.next_id
+
+    def feed(self, index: int, ts: float, seg) -> None:
+        """One TCP segment (:func:`~analyzer.reassembly.packet.decode_tcp`) of packet ``index``."""
+        pipe = self.pipe
+        evs = pipe.feed_segment(index, ts, seg)
+        if pipe.reasm.next_id != self._next_id:  # this packet opened a connection
+            self.opens.append(index)
+            self._next_id = pipe.reasm.next_id
+        if evs:
+            self._emit(evs, index)
+
+    def finish(self, totals: Totals | None = None) -> Part:
+        """The end of the capture: the connections still open end; the part to merge."""
+        self._emit(self.pipe.finish(), _FLUSH)
+        out = self.out
+        lines: str | bytes = self.lines_path if self.lines_path else out.getvalue()  # type: ignore[attr-defined]  # a BytesIO without a path
+        out.close()
+        pipe = self.pipe
+        return Part(self.items, self.opens, lines, totals, pipe.tls_connections, pipe.tls_decrypted)
+
+    def _emit(self, events: list, batch: int) -> None:
+        ids = self.ids
+        items = self.items
+        write = self.out.write
+        learnt = ids.used  # a topic id was looked up while labelling this batch's exchanges
+        ids.used = False
+        for ev in events:
+            t = type(ev)
+            if t is Exchange:
+                data = orjson.dumps(
+                    exchange_json(ev, self.spans, self.records), option=orjson.OPT_NON_STR_KEYS
+                )
+                facts = exchange_facts(ev, ids)
+                refs = _topic_refs(ev) if learnt or ids.used else None
+                ids.used = False
+                know = ev if ev.api_key in _KNOWLEDGE_APIS else None
+                items.append((batch, self._seq, _EXCHANGE, ev.conn.id, len(data), (facts, refs, know)))
+            elif t is ConnIssue:
+                data = orjson.dumps(stream_event_json(ev), option=orjson.OPT_NON_STR_KEYS)
+                kind = _GAP if ev.issue.code == STREAM_GAP.code else _ISSUE
+                items.append(
+                    (batch, self._seq, kind, ev.conn.id, len(data), (ev.issue.code, ev.issue.message))
+                )
+            elif t is ConnectionEnd:
+                data = orjson.dumps(connection_json(ev.conn), option=orjson.OPT_NON_STR_KEYS)
+                items.append((batch, self._seq, _CONNECTION, ev.conn.id, len(data), ev.conn))
+            else:
+                continue
+            write(data)
+            self._seq += 1
+
+
 def run_part(job: Job) -> Part:
-    """One process's share: the connections it owns, analysed and rendered."""
+    """One process's share of ``export -j``: the whole capture read, the connections it owns
+    analysed and rendered."""
     paths = list(job.paths)
     source: Any = CaptureSet(paths) if len(paths) > 1 else CaptureFile(paths[0])
     keylog = KeyLog.from_file(job.keylog) if job.keylog else KeyLog()
     secrets = getattr(source, "secrets", None)
     if secrets is not None:
         keylog.attach(secrets)
-    pipe = Pipeline(Options(job.records_bodies, job.show_secrets), ports=job.ports, keylog=keylog)
-    ids = _Watched()
-    pipe.knowledge.topic_ids = ids
-    reasm = pipe.reasm
+    lines_path = None
+    if job.tmpdir is not None:
+        fd, lines_path = tempfile.mkstemp(prefix=f"export-part{job.part}-", suffix=".ndjson", dir=job.tmpdir)
+        os.close(fd)
+    share = Share(Options(job.records_bodies, job.show_secrets), job.ports, keylog, job.spans, lines_path)
+    feed = share.feed
     owners, part, parts = job.owners, job.part, job.parts
     mine: dict[tuple, bool] = {}
     skipped: Counter = Counter()
-    items: list = []
-    opens: list[int] = []
     packets = 0
     first_ts = None
     last_ts = 0.0
-    seq = 0
-    spans, records = job.spans, job.records_bodies
-    if job.tmpdir is not None:
-        fd, lines_path = tempfile.mkstemp(prefix=f"export-part{part}-", suffix=".ndjson", dir=job.tmpdir)
-        sink: BinaryIO = os.fdopen(fd, "wb", buffering=1 << 20)
-    else:
-        sink = io.BytesIO()
-    with sink as out:
-
-        def emit(events: list, batch: int) -> None:
-            nonlocal seq
-            learnt = ids.used  # a topic id was looked up while labelling this batch's exchanges
-            ids.used = False
-            for ev in events:
-                t = type(ev)
-                if t is Exchange:
-                    data = orjson.dumps(exchange_json(ev, spans, records), option=orjson.OPT_NON_STR_KEYS)
-                    facts = exchange_facts(ev, ids)
-                    refs = _topic_refs(ev) if learnt or ids.used else None
-                    ids.used = False
-                    know = ev if ev.api_key in _KNOWLEDGE_APIS else None
-                    items.append((batch, seq, _EXCHANGE, ev.conn.id, len(data), (facts, refs, know)))
-                elif t is ConnIssue:
-                    obj = stream_event_json(ev)
-                    data = orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS)
-                    kind = _GAP if ev.issue.code == STREAM_GAP.code else _ISSUE
-                    items.append((batch, seq, kind, ev.conn.id, len(data), (ev.issue.code, ev.issue.message)))
-                elif t is ConnectionEnd:
-                    data = orjson.dumps(connection_json(ev.conn), option=orjson.OPT_NON_STR_KEYS)
-                    items.append((batch, seq, _CONNECTION, ev.conn.id, len(data), ev.conn))
-                else:
-                    continue
-                out.write(data)
-                seq += 1
-
-        next_id = reasm.next_id
-        for index, ts, linktype, data in source:
-            packets += 1
-            if first_ts is None:
-                first_ts = ts
-            last_ts = ts
-            seg = decode_tcp(linktype, data)
-            if type(seg) is str:
-                skipped[seg] += 1
-                continue
-            k4 = seg[:4]
-            own = mine.get(k4)
-            if own is None:
-                key = _key(seg)
-                owner = owners.get(key)
-                own = mine[k4] = (owner if owner is not None else _hash_owner(key, parts)) == part
-            if not own:
-                continue
-            evs = pipe.feed_segment(index, ts, seg)
-            if reasm.next_id != next_id:  # this packet opened a connection
-                opens.append(index)
-                next_id = reasm.next_id
-            if evs:
-                emit(evs, index)
-        emit(pipe.finish(), _FLUSH)
-        lines: str | bytes = lines_path if job.tmpdir is not None else out.getvalue()  # type: ignore[attr-defined]  # a BytesIO without a tmpdir
-    return Part(
-        items,
-        opens,
-        lines,
-        packets,
-        first_ts,
-        last_ts,
-        skipped,
-        list(getattr(source, "issues", ())) + keylog.issues,
-        pipe.tls_connections,
-        pipe.tls_decrypted,
-    )
+    for index, ts, linktype, data in source:
+        packets += 1
+        if first_ts is None:
+            first_ts = ts
+        last_ts = ts
+        seg = decode_tcp(linktype, data)
+        if type(seg) is str:
+            skipped[seg] += 1
+            continue
+        k4 = seg[:4]
+        own = mine.get(k4)
+        if own is None:
+            key = flow_key(seg)
+            owner = owners.get(key)
+            own = mine[k4] = (owner if owner is not None else _hash_owner(key, parts)) == part
+        if own:
+            feed(index, ts, seg)
+    issues = list(getattr(source, "issues", ())) + keylog.issues
+    return share.finish(Totals(packets, first_ts, last_ts, skipped, issues))
 
 
 # -- the merge -------------------------------------------------------------------------------------
@@ -355,19 +394,18 @@ def export(
                 parts = pool.map(run_part, jobs_list)
         except Exception as exc:  # noqa: BLE001 - whatever stopped a process, one process does it all
             raise PartFailed(f"{type(exc).__name__}: {exc}") from exc
-        return _merge(parts, name, out, fmt, spans, opts.records_bodies, keylog)
+        return merge(parts, name, out, fmt, spans, opts.records_bodies, keylog)
 
 
-def _analysis(parts: list[Part], name: str, connections: int, keylog: str | None) -> Analysis:
+def _analysis(parts: list[Part], totals: Totals, name: str, connections: int, keylog: str | None) -> Analysis:
     """The analysis one run would end with (counters, capture issues' source), for the summary
     and the exit code."""
-    first = parts[0]
-    a = Analysis(_Done(name, first.issues))
+    a = Analysis(_Done(name, totals.issues))
     pipe = a.pipeline
-    pipe.packets = first.packets
-    pipe.first_ts = first.first_ts
-    pipe.last_ts = first.last_ts
-    pipe.skipped = first.skipped
+    pipe.packets = totals.packets
+    pipe.first_ts = totals.first_ts
+    pipe.last_ts = totals.last_ts
+    pipe.skipped = totals.skipped
     pipe.reasm.connections = connections
     pipe.tls_connections = sum(p.tls_connections for p in parts)
     pipe.tls_decrypted = sum(p.tls_decrypted for p in parts)
@@ -376,9 +414,20 @@ def _analysis(parts: list[Part], name: str, connections: int, keylog: str | None
     return a
 
 
-def _merge(
-    parts: list[Part], name: str, out: BinaryIO, fmt: str, spans: bool, records: bool, keylog
+def merge(
+    parts: list[Part],
+    name: str,
+    out: BinaryIO,
+    fmt: str = "ndjson",
+    spans: bool = True,
+    records: bool = False,
+    keylog: str | None = None,
+    totals: Totals | None = None,
 ) -> Analysis:
+    """Write the export of the parts (each some connections of one capture) as one run writes
+    it; ``totals``: the whole capture's counts when the parts do not carry them."""
+    totals = totals if totals is not None else parts[0].totals
+    assert totals is not None, "the capture's totals: given, or carried by the parts"
     # connection ids: in the order the connections opened, over every process
     opened = sorted(
         (index, p, local) for p, part in enumerate(parts) for local, index in enumerate(parts[p].opens, 1)
@@ -393,8 +442,7 @@ def _merge(
             batch, seq, _kind, conn, _n, _x = it
             yield ((batch, idmap[conn], seq) if batch == _FLUSH else (batch, 0, seq)), p, it
 
-    a = _analysis(parts, name, len(opened), keylog)
-    first = parts[0]
+    a = _analysis(parts, totals, name, len(opened), keylog)
     pipe = a.pipeline
     knowledge = pipe.knowledge
     topic_ids = knowledge.topic_ids
@@ -413,12 +461,12 @@ def _merge(
                 if kind == _EXCHANGE:
                     facts, refs, _know = x
                     if refs is not None:
-                        totals: dict[str, list[int]] = {}
+                        counts: dict[str, list[int]] = {}
                         for nm, tid, nrec, nbytes in refs[1]:
-                            acc = totals.setdefault(_resolve(nm, tid, topic_ids), [0, 0])
+                            acc = counts.setdefault(_resolve(nm, tid, topic_ids), [0, 0])
                             acc[0] += nrec
                             acc[1] += nbytes
-                        facts = (*facts[:11], [(t, n, b) for t, (n, b) in totals.items()])
+                        facts = (*facts[:11], [(t, n, b) for t, (n, b) in counts.items()])
                     stats.apply(conn, None, facts)
                     a.exchanges += 1
                 elif kind == _CONNECTION:
@@ -453,7 +501,7 @@ def _merge(
     finally:
         for f in files:
             f.close()
-    issues = list(first.issues)
+    issues = list(totals.issues)
     if pipe.packets and not pipe.connections:
         issues.append(CAPTURE_NO_TCP("no TCP traffic in the capture"))
     a.capture_issues = issues

@@ -1,6 +1,7 @@
 """``export -j N``: the connections shared among processes, the output byte for byte what one
 process writes, for every bundled capture, whole or cut into rotated pieces every few packets."""
 
+import gzip
 import io
 import shutil
 import sys
@@ -85,8 +86,8 @@ def test_topic_names_learnt_on_another_connection(tmp_path, monkeypatch):
     flows = []
     for _i, _ts, linktype, data in CaptureFile(path):
         seg = decode_tcp(linktype, data)
-        if type(seg) is tuple and parallel._key(seg) not in flows:
-            flows.append(parallel._key(seg))
+        if type(seg) is tuple and parallel.flow_key(seg) not in flows:
+            flows.append(parallel.flow_key(seg))
     assert len(flows) > 2
     relabelled = []
     relabel = parallel._relabel
@@ -141,5 +142,22 @@ def test_parts_can_keep_their_lines_in_memory(tmp_path):
     parts = [parallel.run_part(parallel.Job(opts[0], i, *opts[1:])) for i in range(2)]
     assert all(isinstance(p.lines, bytes) for p in parts)
     out = io.BytesIO()
-    parallel._merge(parts, str(path), out, "ndjson", True, False, None)
+    parallel.merge(parts, str(path), out)
     assert out.getvalue() == one
+
+
+@pytest.mark.parametrize("name", ["librdkafka-produce-consume-zstd.pcap", "kafka-python-0.9-gzip.pcap"])
+def test_records_and_compressed_input(name, tmp_path):
+    path = CAPTURES / name
+    assert export_bytes("-j", "2", "--records", str(path)) == export_bytes("--records", str(path))
+    gz = tmp_path / (name + ".gz")
+    gz.write_bytes(gzip.compress(path.read_bytes()))
+    assert export_bytes("-j", "2", "--port", "9092", str(gz)) == export_bytes("--port", "9092", str(gz))
+
+
+def test_not_a_capture(tmp_path):
+    path = tmp_path / "junk.pcap"
+    path.write_bytes(b"\x01\x02" * 3000)
+    rc, data = export_bytes("-j", "2", str(path))
+    assert rc == 2
+    assert (rc, data) == export_bytes(str(path))
