@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
-from typing import NamedTuple
 
 from analyzer.capture.files import CaptureFile
 from analyzer.model import Issue
@@ -31,32 +30,43 @@ OVERLAP_TOLERANCE = 0.001
 MAX_EDGE_GAP = 1.0
 
 
-class Span(NamedTuple):
-    """What :func:`plan` learns of one file by reading it once."""
+class Span:
+    """What :func:`plan` learns of one file: its time range from a read of the packets, and its
+    TCP flows only when an edge needs them (a second read: most edges are decided by time)."""
 
-    path: str
-    first_ts: float | None  # None: no packet (empty, damaged or not a capture)
-    last_ts: float | None
-    packets: int
-    flows: frozenset  # the TCP connections (address pairs, either direction) in the file
+    __slots__ = ("path", "first_ts", "last_ts", "packets", "_flows")
+
+    def __init__(self, path: str, first_ts: float | None, last_ts: float | None, packets: int) -> None:
+        self.path = path
+        self.first_ts = first_ts  # None: no packet (empty, damaged or not a capture)
+        self.last_ts = last_ts
+        self.packets = packets
+        self._flows: frozenset | None = None
+
+    @property
+    def flows(self) -> frozenset:
+        """The TCP connections (address pairs, either direction) in the file."""
+        if self._flows is None:
+            flows = set()
+            for _, _ts, linktype, data in CaptureFile(self.path):
+                seg = decode_tcp(linktype, data)
+                if type(seg) is tuple:
+                    a, b = (seg[0], seg[1]), (seg[2], seg[3])
+                    flows.add((a, b) if a <= b else (b, a))
+            self._flows = frozenset(flows)
+        return self._flows
 
 
 def span(path: str) -> Span:
-    """The time range and TCP flows of one capture file (a read of the packet headers)."""
+    """The time range of one capture file (a read of the packet headers)."""
     first = last = None
     n = 0
-    flows = set()
-    cap = CaptureFile(path)
-    for _, ts, linktype, data in cap:
+    for _, ts, _linktype, _data in CaptureFile(path):
         if first is None:
             first = ts
         last = ts
         n += 1
-        seg = decode_tcp(linktype, data)
-        if type(seg) is tuple:
-            a, b = (seg[0], seg[1]), (seg[2], seg[3])
-            flows.add((a, b) if a <= b else (b, a))
-    return Span(os.fspath(path), first, last, n, frozenset(flows))
+    return Span(os.fspath(path), first, last, n)
 
 
 def _continues(prev: Span, nxt: Span) -> bool:
