@@ -242,14 +242,44 @@ def cmd_read(args) -> int:
 # -- stats -----------------------------------------------------------------------------------------
 
 
+def _stats_parallel(args, paths: list[str]):
+    """(analysis, statistics) counted by ``-j`` processes, or None when they failed (said)."""
+    from analyzer.export.parallel import PartFailed, statistics
+
+    try:
+        return statistics(
+            paths,
+            args.jobs,
+            options(args),
+            ports=tuple(args.port or ()),
+            keylog=getattr(args, "tls_keylog", None),
+        )
+    except PartFailed as exc:
+        print(
+            f"kafka-analyzer: stats -j {args.jobs} failed ({exc}); counting in one process", file=sys.stderr
+        )
+        return None
+
+
 def cmd_stats(args) -> int:
-    flt = display_filter(args)
-    with analysis(args, flt=flt) as a:
-        stats = Stats(a.knowledge.topic_ids)
-        for ev in a.events():
-            if flt is not None and type(ev) is Exchange and not flt(ev):
-                continue
-            stats.add(ev)
+    paths = _parallel_paths(args)
+    done = None
+    if paths is not None:
+        try:
+            done = _stats_parallel(args, paths)
+        except KeyboardInterrupt:
+            print("kafka-analyzer: interrupted", file=sys.stderr)
+            return 130
+    if done is not None:
+        a, stats = done
+    else:
+        flt = display_filter(args)
+        with analysis(args, flt=flt) as a:
+            stats = Stats(a.knowledge.topic_ids)
+            for ev in a.events():
+                if flt is not None and type(ev) is Exchange and not flt(ev):
+                    continue
+                stats.add(ev)
     tables = stats_tables(stats, a)
     if args.format == "json":
         import orjson
@@ -705,7 +735,8 @@ def _common(p: argparse.ArgumentParser, capture: bool = True) -> None:
             default=1,
             metavar="N",
             help="N processes: several capture files that are not one recording are analysed N at "
-            "a time; export shares one capture's connections among N processes (the same output)",
+            "a time; export and stats share one capture's connections among N processes (the same "
+            "output)",
         )
         p.add_argument(
             "--separate",

@@ -91,6 +91,7 @@ class Job(NamedTuple):
     keylog: str | None
     spans: bool
     tmpdir: str | None  # where the lines go (a temporary file); None: in the Part itself
+    render: bool = True  # False: no lines (the statistics only)
 
 
 class PartFailed(Exception):
@@ -200,7 +201,9 @@ class Share:
         keylog: KeyLog | None = None,
         spans: bool = True,
         lines_path: str | None = None,
+        render: bool = True,
     ) -> None:
+        self.render = render
         self.keylog = keylog if keylog is not None else KeyLog()
         self.pipe = Pipeline(opts, ports=ports, keylog=self.keylog)
         self.ids = _Watched()
@@ -277,7 +280,9 @@ def run_part(job: Job) -> Part:
     if job.tmpdir is not None:
         fd, lines_path = tempfile.mkstemp(prefix=f"export-part{job.part}-", suffix=".ndjson", dir=job.tmpdir)
         os.close(fd)
-    share = Share(Options(job.records_bodies, job.show_secrets), job.ports, keylog, job.spans, lines_path)
+    share = Share(
+        Options(job.records_bodies, job.show_secrets), job.ports, keylog, job.spans, lines_path, job.render
+    )
     feed = share.feed
     owners, part, parts = job.owners, job.part, job.parts
     mine: dict[tuple, bool] = {}
@@ -356,6 +361,49 @@ def _resolve(name, tid, ids: dict) -> str:
     return name if name else ids.get(tid, tid)
 
 
+def run(
+    paths: list[str],
+    jobs: int,
+    opts: Options,
+    ports: tuple[int, ...] = (),
+    keylog: str | None = None,
+    spans: bool = True,
+    tmpdir: str | None = None,
+    render: bool = True,
+) -> list[Part]:
+    """The parts of ``jobs`` processes (:class:`PartFailed` when one could not do its share)."""
+    owners = plan_owners(paths[0], jobs)
+    jobs_list = [
+        Job(
+            tuple(paths),
+            i,
+            jobs,
+            owners,
+            opts.records_bodies,
+            opts.show_secrets,
+            ports,
+            keylog,
+            spans,
+            tmpdir,
+            render,
+        )
+        for i in range(jobs)
+    ]
+    # frames and fields hold memoryviews of the capture's chunks: they travel as bytes
+    ForkingPickler.register(memoryview, _memoryview_as_bytes)
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    try:
+        with ctx.Pool(jobs, initializer=_ignore_sigint) as pool:
+            return pool.map(run_part, jobs_list)
+    except Exception as exc:  # noqa: BLE001 - whatever stopped a process, one process does it all
+        raise PartFailed(f"{type(exc).__name__}: {exc}") from exc
+
+
+def _name(paths: list[str]) -> str:
+    return CaptureSet(paths).name if len(paths) > 1 else CaptureFile(paths[0]).name
+
+
 def export(
     paths: list[str],
     out: BinaryIO,
@@ -367,34 +415,18 @@ def export(
     spans: bool = True,
 ) -> Analysis:
     """Export one capture with ``jobs`` processes; the analysis returned gives the exit code."""
-    owners = plan_owners(paths[0], jobs)
-    name = CaptureSet(paths).name if len(paths) > 1 else CaptureFile(paths[0]).name
     with tempfile.TemporaryDirectory(prefix="kafka-analyzer-") as tmpdir:
-        jobs_list = [
-            Job(
-                tuple(paths),
-                i,
-                jobs,
-                owners,
-                opts.records_bodies,
-                opts.show_secrets,
-                ports,
-                keylog,
-                spans,
-                tmpdir,
-            )
-            for i in range(jobs)
-        ]
-        # frames and fields hold memoryviews of the capture's chunks: they travel as bytes
-        ForkingPickler.register(memoryview, _memoryview_as_bytes)
-        methods = multiprocessing.get_all_start_methods()
-        ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-        try:
-            with ctx.Pool(jobs, initializer=_ignore_sigint) as pool:
-                parts = pool.map(run_part, jobs_list)
-        except Exception as exc:  # noqa: BLE001 - whatever stopped a process, one process does it all
-            raise PartFailed(f"{type(exc).__name__}: {exc}") from exc
-        return merge(parts, name, out, fmt, spans, opts.records_bodies, keylog)
+        parts = run(paths, jobs, opts, ports, keylog, spans, tmpdir)
+        return merge(parts, _name(paths), out, fmt, spans, opts.records_bodies, keylog)
+
+
+def statistics(
+    paths: list[str], jobs: int, opts: Options, ports: tuple[int, ...] = (), keylog: str | None = None
+) -> tuple[Analysis, Stats]:
+    """The statistics of one capture counted by ``jobs`` processes (no line rendered), as one
+    process counts them, and the analysis for the summary and the exit code."""
+    parts = run(paths, jobs, opts, ports, keylog, render=False)
+    return combine(parts, _name(paths), keylog=keylog)
 
 
 def _analysis(parts: list[Part], totals: Totals, name: str, connections: int, keylog: str | None) -> Analysis:
@@ -426,6 +458,24 @@ def merge(
 ) -> Analysis:
     """Write the export of the parts (each some connections of one capture) as one run writes
     it; ``totals``: the whole capture's counts when the parts do not carry them."""
+    from analyzer.session.report import stats_tables
+
+    w = Writer(out, fmt, spans=spans, records=records)
+    w.begin(name)
+    a, stats = combine(parts, name, w, keylog, totals)
+    w.end(stats_tables(stats, a))
+    return a
+
+
+def combine(  # noqa: C901 - one pass over the events, each kind inline
+    parts: list[Part],
+    name: str,
+    w: Writer | None = None,
+    keylog: str | None = None,
+    totals: Totals | None = None,
+) -> tuple[Analysis, Stats]:
+    """The parts in capture order: their lines written to ``w`` (when given) with connection ids
+    and topic labels as one run has them, the statistics counted, the knowledge learnt."""
     totals = totals if totals is not None else parts[0].totals
     assert totals is not None, "the capture's totals: given, or carried by the parts"
     # connection ids: in the order the connections opened, over every process
@@ -447,9 +497,10 @@ def merge(
     knowledge = pipe.knowledge
     topic_ids = knowledge.topic_ids
     stats = Stats(topic_ids)
-    w = Writer(out, fmt, spans=spans, records=records)
-    w.begin(name)
-    files = [open(p.lines, "rb") if isinstance(p.lines, str) else io.BytesIO(p.lines) for p in parts]  # noqa: SIM115 - closed below
+    files = [
+        open(p.lines, "rb") if isinstance(p.lines, str) else io.BytesIO(p.lines)  # noqa: SIM115 - closed below
+        for p in parts
+    ]
     try:
         batch_key = None
         pending: list = []  # the current batch: (kind, conn id, data, extra)
@@ -457,7 +508,8 @@ def merge(
         def flush_batch() -> None:
             # the statistics count a batch once the pipeline learnt from all of it, as one run
             for kind, conn, data, x in pending:
-                w.raw(_SECTIONS[kind], data)
+                if w is not None:
+                    w.raw(_SECTIONS[kind], data)
                 if kind == _EXCHANGE:
                     facts, refs, _know = x
                     if refs is not None:
@@ -483,7 +535,7 @@ def merge(
                 flush_batch()
                 batch_key = key
             conn = ids[p][local]
-            data = _renumber(files[p].read(n), kind, conn)
+            data = _renumber(files[p].read(n), kind, conn) if w is not None else b""
             if kind == _EXCHANGE:
                 facts, refs, know = x
                 if know is not None:
@@ -493,7 +545,8 @@ def merge(
                     for nm, tid, partitions in refs[0]:
                         labels.setdefault(_resolve(nm, tid, topic_ids), []).extend(partitions)
                     if list(labels) != facts[10]:
-                        data = _relabel(data, labels)
+                        if w is not None:
+                            data = _relabel(data, labels)
                         facts = (*facts[:10], list(labels), facts[11])
                         x = (facts, refs, know)
             pending.append((kind, conn, data, x))
@@ -508,9 +561,7 @@ def merge(
     for i in issues:
         ev = CaptureIssue(i, pipe.last_ts if pipe.packets else None)
         stats.add(ev)
-        w.event(ev)
-    from analyzer.session.report import stats_tables
-
-    w.end(stats_tables(stats, a))
+        if w is not None:
+            w.event(ev)
     a.finished = True
-    return a
+    return a, stats

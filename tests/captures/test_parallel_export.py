@@ -161,3 +161,17 @@ def test_not_a_capture(tmp_path):
     rc, data = export_bytes("-j", "2", str(path))
     assert rc == 2
     assert (rc, data) == export_bytes(str(path))
+
+
+def stats_bytes(*args: str) -> tuple[int, bytes]:
+    buf = io.BytesIO()
+    out = io.TextIOWrapper(buf, encoding="utf-8")
+    with redirect_stdout(out):
+        rc = cli.main(["stats", "--format", "json", *args])
+        out.flush()
+    return rc, buf.getvalue()
+
+
+@pytest.mark.parametrize("path", CAPS, ids=lambda p: p.name)
+def test_stats_with_jobs(path):
+    assert stats_bytes("-j", "2", str(path)) == stats_bytes(str(path))
