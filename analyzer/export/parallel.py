@@ -238,32 +238,37 @@ class Share:
     def _emit(self, events: list, batch: int) -> None:
         ids = self.ids
         items = self.items
+        render = self.render
         write = self.out.write
+        dumps, opt = orjson.dumps, orjson.OPT_NON_STR_KEYS
         learnt = ids.used  # a topic id was looked up while labelling this batch's exchanges
         ids.used = False
         for ev in events:
             t = type(ev)
+            data = b""
             if t is Exchange:
-                data = orjson.dumps(
-                    exchange_json(ev, self.spans, self.records), option=orjson.OPT_NON_STR_KEYS
-                )
+                if render:
+                    data = dumps(exchange_json(ev, self.spans, self.records), option=opt)
                 facts = exchange_facts(ev, ids)
                 refs = _topic_refs(ev) if learnt or ids.used else None
                 ids.used = False
                 know = ev if ev.api_key in _KNOWLEDGE_APIS else None
                 items.append((batch, self._seq, _EXCHANGE, ev.conn.id, len(data), (facts, refs, know)))
             elif t is ConnIssue:
-                data = orjson.dumps(stream_event_json(ev), option=orjson.OPT_NON_STR_KEYS)
                 kind = _GAP if ev.issue.code == STREAM_GAP.code else _ISSUE
+                if render:
+                    data = dumps(stream_event_json(ev), option=opt)
                 items.append(
                     (batch, self._seq, kind, ev.conn.id, len(data), (ev.issue.code, ev.issue.message))
                 )
             elif t is ConnectionEnd:
-                data = orjson.dumps(connection_json(ev.conn), option=orjson.OPT_NON_STR_KEYS)
+                if render:
+                    data = dumps(connection_json(ev.conn), option=opt)
                 items.append((batch, self._seq, _CONNECTION, ev.conn.id, len(data), ev.conn))
             else:
                 continue
-            write(data)
+            if data:
+                write(data)
             self._seq += 1
 
 
