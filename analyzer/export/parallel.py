@@ -105,7 +105,8 @@ class Totals(NamedTuple):
     first_ts: float | None
     last_ts: float
     skipped: Counter  # why packets were not usable TCP segments, in the order first seen
-    issues: list[Issue]  # the capture's damage and the key log's problems
+    issues: list[Issue]  # the capture's damage
+    secrets: list[bytes]  # the capture's TLS key logs (pcapng Decryption Secrets Blocks)
 
 
 class Part(NamedTuple):
@@ -117,6 +118,8 @@ class Part(NamedTuple):
     totals: Totals | None  # the whole capture's (export -j: every process reads all of it)
     tls_connections: int
     tls_decrypted: int
+    keylog_issues: list[Issue]  # the key log's problems, as far as this part read it
+    keylog_pulled: int  # the capture's secret texts this part's connections made it read
 
 
 def flow_key(seg) -> tuple:
@@ -233,7 +236,17 @@ class Share:
         lines: str | bytes = self.lines_path if self.lines_path else out.getvalue()  # type: ignore[attr-defined]  # a BytesIO without a path
         out.close()
         pipe = self.pipe
-        return Part(self.items, self.opens, lines, totals, pipe.tls_connections, pipe.tls_decrypted)
+        kl = self.keylog
+        return Part(
+            self.items,
+            self.opens,
+            lines,
+            totals,
+            pipe.tls_connections,
+            pipe.tls_decrypted,
+            list(kl.issues),
+            kl.pulled,
+        )
 
     def _emit(self, events: list, batch: int) -> None:
         ids = self.ids
@@ -312,8 +325,8 @@ def run_part(job: Job) -> Part:
             own = mine[k4] = (owner if owner is not None else _hash_owner(key, parts)) == part
         if own:
             feed(index, ts, seg)
-    issues = list(getattr(source, "issues", ())) + keylog.issues
-    return share.finish(Totals(packets, first_ts, last_ts, skipped, issues))
+    issues = list(getattr(source, "issues", ()))
+    return share.finish(Totals(packets, first_ts, last_ts, skipped, issues, list(secrets or ())))
 
 
 # -- the merge -------------------------------------------------------------------------------------
@@ -446,8 +459,10 @@ def _analysis(parts: list[Part], totals: Totals, name: str, connections: int, ke
     pipe.reasm.connections = connections
     pipe.tls_connections = sum(p.tls_connections for p in parts)
     pipe.tls_decrypted = sum(p.tls_decrypted for p in parts)
-    if keylog:
-        pipe.keylog = KeyLog.from_file(keylog)
+    kl = KeyLog.from_file(keylog) if keylog else KeyLog()
+    if totals.secrets:
+        kl.attach(list(totals.secrets))  # read when asked, as one run's key log is
+    pipe.keylog = kl
     return a
 
 
@@ -559,7 +574,9 @@ def combine(  # noqa: C901 - one pass over the events, each kind inline
     finally:
         for f in files:
             f.close()
-    issues = list(totals.issues)
+    # the key log's problems as one run has them: its connections together read as many of the
+    # capture's secret texts as the part that read the most (the texts are read in order)
+    issues = list(totals.issues) + max(parts, key=lambda p: p.keylog_pulled).keylog_issues
     if pipe.packets and not pipe.connections:
         issues.append(CAPTURE_NO_TCP("no TCP traffic in the capture"))
     a.capture_issues = issues

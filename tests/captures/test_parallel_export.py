@@ -4,6 +4,7 @@ process writes, for every bundled capture, whole or cut into rotated pieces ever
 import gzip
 import io
 import shutil
+import struct
 import sys
 from contextlib import redirect_stdout
 from pathlib import Path
@@ -175,3 +176,39 @@ def stats_bytes(*args: str) -> tuple[int, bytes]:
 @pytest.mark.parametrize("path", CAPS, ids=lambda p: p.name)
 def test_stats_with_jobs(path):
     assert stats_bytes("-j", "2", str(path)) == stats_bytes(str(path))
+
+
+def _with_bad_secret_line(src: Path, dst: Path) -> None:
+    """A copy of a little-endian pcapng whose Decryption Secrets Blocks end with a line that is
+    not a key log line."""
+    raw = src.read_bytes()
+    out = bytearray()
+    pos = 0
+    while pos + 12 <= len(raw):
+        btype, blen = struct.unpack_from("<II", raw, pos)
+        block = raw[pos : pos + blen]
+        if btype == 10:
+            stype, slen = struct.unpack_from("<II", block, 8)
+            text = block[16 : 16 + slen] + b"not a key log line\n"
+            body = struct.pack("<II", stype, len(text)) + text + b"\0" * (-len(text) % 4)
+            n = 12 + len(body)
+            block = struct.pack("<II", 10, n) + body + struct.pack("<I", n)
+        out += block
+        pos += blen
+    dst.write_bytes(bytes(out))
+
+
+def test_key_log_problems_as_one_run_has_them(tmp_path, monkeypatch):
+    path = tmp_path / "dsb.pcapng"
+    _with_bad_secret_line(CAPTURES / "kafka-python-tls-tls13-aes128gcm-dsb.pcapng", path)
+    rc, one = export_bytes(str(path))
+    assert b"tls.keylog_bad_line" in one or b"not 'LABEL" in one
+    flows = []
+    for _i, _ts, linktype, data in CaptureFile(path):
+        seg = decode_tcp(linktype, data)
+        if type(seg) is tuple and parallel.flow_key(seg) not in flows:
+            flows.append(parallel.flow_key(seg))
+    for alone in flows:
+        owners = {k: int(k == alone) for k in flows}
+        monkeypatch.setattr(parallel, "plan_owners", lambda _path, _parts, o=owners: o)
+        assert export_bytes("-j", "2", str(path)) == (rc, one)
