@@ -55,7 +55,7 @@ from analyzer.issues import CAPTURE_NO_TCP, STREAM_GAP
 from analyzer.model import Exchange, Issue
 from analyzer.pipeline import Analysis, Pipeline
 from analyzer.reassembly.packet import decode_tcp
-from analyzer.session.knowledge import EXCHANGE_TOPIC_ARRAYS
+from analyzer.session.knowledge import EXCHANGE_TOPIC_ARRAYS, LEARNS_FROM
 from analyzer.session.records import FETCH_APIS
 from analyzer.session.stats import Stats, exchange_facts, topic_record_counts
 from analyzer.tls.keylog import KeyLog
@@ -64,20 +64,6 @@ SAMPLE = 8 << 20  # capture bytes read to plan which process takes which connect
 _FLUSH = 1 << 62  # sort key of the events of the end of the capture, after every packet
 _EXCHANGE, _CONNECTION, _GAP, _ISSUE = range(4)
 _SECTIONS = (None, "connections", "gaps", "issues")
-# exchanges the knowledge learns from (Knowledge.learn): sent whole to the merge
-_KNOWLEDGE_APIS = frozenset(
-    (
-        ApiKey.METADATA,
-        ApiKey.CREATE_TOPICS,
-        ApiKey.DESCRIBE_TOPIC_PARTITIONS,
-        ApiKey.API_VERSIONS,
-        ApiKey.JOIN_GROUP,
-        ApiKey.HEARTBEAT,
-        ApiKey.LEAVE_GROUP,
-        ApiKey.SYNC_GROUP,
-        ApiKey.CONSUMER_GROUP_HEARTBEAT,
-    )
-)
 
 
 class Job(NamedTuple):
@@ -265,7 +251,7 @@ class Share:
                 facts = exchange_facts(ev, ids)
                 refs = _topic_refs(ev) if learnt or ids.used else None
                 ids.used = False
-                know = ev if ev.api_key in _KNOWLEDGE_APIS else None
+                know = ev if ev.api_key in LEARNS_FROM else None
                 items.append((batch, self._seq, _EXCHANGE, ev.conn.id, len(data), (facts, refs, know)))
             elif t is ConnIssue:
                 kind = _GAP if ev.issue.code == STREAM_GAP.code else _ISSUE
