@@ -70,9 +70,10 @@ def _kind(head: bytes) -> str | None:
 def splits(path: str | os.PathLike, target: int = DEFAULT_SPLIT) -> list[Split]:
     """The splits of a capture file, each about ``target`` bytes.
 
-    A file that is compressed, not a capture, or smaller than two targets is one split (its
-    reader then reports what is wrong with it). pcapng splits have their first packet numbers
-    (the block walk counts them); pcap splits have them only for the first split.
+    A file that is compressed, not a capture, or not bigger than the target is one split (its
+    reader then reports what is wrong with it); a pcap's last split is at least half a target.
+    pcapng splits have their first packet numbers (the block walk counts them); pcap splits
+    have them only for the first split.
     """
     path = os.fspath(path)
     target = max(MIN_SPLIT, target)
@@ -80,7 +81,7 @@ def splits(path: str | os.PathLike, target: int = DEFAULT_SPLIT) -> list[Split]:
     with open(path, "rb") as f:
         head = f.read(24)
         kind = _kind(head)
-        if kind is None or kind == "compressed" or size < 2 * target:
+        if kind is None or kind == "compressed" or size <= target:
             return [Split(path, 0, size, b"", 1)]
         if kind == "pcap":
             return _pcap_splits(f, path, head, size, target)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import heapq
 import io
+import mmap
 import multiprocessing
 import os
 import signal
@@ -44,8 +45,9 @@ from typing import Any, BinaryIO, NamedTuple
 
 import orjson
 
-from analyzer.capture.files import CaptureFile
+from analyzer.capture.files import MAX_RECORD, PCAP_MAGIC, CaptureFile
 from analyzer.capture.sets import CaptureSet
+from analyzer.capture.split import MIN_SPLIT, splits
 from analyzer.dissect.constants import ApiKey
 from analyzer.dissect.message import Options
 from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue
@@ -271,6 +273,157 @@ class Share:
             self._seq += 1
 
 
+def _share(job: Job, keylog: KeyLog) -> Share:
+    lines_path = None
+    if job.tmpdir is not None:
+        fd, lines_path = tempfile.mkstemp(prefix=f"export-part{job.part}-", suffix=".ndjson", dir=job.tmpdir)
+        os.close(fd)
+    opts = Options(job.records_bodies, job.show_secrets)
+    return Share(opts, job.ports, keylog, job.spans, lines_path, job.render)
+
+
+# -- a plain pcap file: each packet read once ------------------------------------------------------
+#
+# Each process walks one byte range of the file (capture/split.py: record boundaries found by
+# chained header checks, each confirmed by the previous range's walk ending exactly there) and
+# routes its packets to their owners as (number in the range, ts, data offset, length); then each
+# owner takes its packets of every range, in order, straight from the file. Anything unusual
+# (a record cut by the snaplen, an impossible length, a range whose walk does not end at the
+# next one's start, bytes left over) and the whole-capture way is taken instead: the reader's
+# own reports must be what one run reports.
+
+
+class Route(NamedTuple):
+    """One byte range of a pcap walked: its packets, by owner."""
+
+    clean: bool  # every record whole and plain, the walk ended exactly at the range's end
+    count: int
+    first_ts: float | None
+    last_ts: float
+    skipped: dict  # reason -> [count, number in the range of its first packet]
+    routes: list  # per owner: [(number in the range, ts, data offset, length)]
+
+
+def _pcap_format(path: str) -> tuple[str, float, int] | None:
+    """(byte order, timestamp scale, link type) of a plain (uncompressed) pcap file."""
+    with open(path, "rb") as f:
+        head = f.read(24)
+    if len(head) < 24 or head[:4] not in PCAP_MAGIC:
+        return None
+    order, scale = PCAP_MAGIC[head[:4]]
+    linktype = struct.unpack_from(order + "I", head, 20)[0] & 0x0FFFFFFF
+    return order, scale, linktype
+
+
+def route_range(args: tuple) -> Route:
+    """Walk the records of ``[start, end)`` and route each packet to its owner."""
+    path, start, end, owners, parts = args
+    fmt = _pcap_format(path)
+    assert fmt is not None
+    order, scale, linktype = fmt
+    unpack = struct.Struct(order + "IIII").unpack_from
+    routes: list[list] = [[] for _ in range(parts)]
+    skipped: dict[str, list[int]] = {}
+    owner_of: dict[tuple, int] = {}
+    count = 0
+    first_ts = None
+    last_ts = 0.0
+    with open(path, "rb") as f:
+        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    view = memoryview(mm)
+    pos = start
+    while pos < end:
+        if pos + 16 > end:
+            return Route(False, count, first_ts, last_ts, skipped, routes)
+        sec, frac, incl, orig = unpack(view, pos)
+        data_at = pos + 16
+        if incl != orig or not incl or incl > MAX_RECORD or data_at + incl > end:
+            return Route(False, count, first_ts, last_ts, skipped, routes)
+        count += 1
+        ts = sec + frac * scale
+        if first_ts is None:
+            first_ts = ts
+        last_ts = ts
+        seg = decode_tcp(linktype, view[data_at : data_at + incl])
+        if type(seg) is str:
+            if seg in skipped:
+                skipped[seg][0] += 1
+            else:
+                skipped[seg] = [1, count]
+        else:
+            k4 = seg[:4]
+            o = owner_of.get(k4)
+            if o is None:
+                key = flow_key(seg)
+                o = owners.get(key)
+                o = owner_of[k4] = o if o is not None else _hash_owner(key, parts)
+            routes[o].append((count, ts, data_at, incl))
+        pos = data_at + incl
+    return Route(pos == end, count, first_ts, last_ts, skipped, routes)
+
+
+def _totals(ranges: list[Route]) -> Totals:
+    """One run's counts of the whole file, from its ranges in order."""
+    packets = 0
+    first_ts = None
+    last_ts = 0.0
+    firsts: dict[str, tuple[int, int]] = {}  # reason -> (number of its first packet, count)
+    for r in ranges:
+        if r.count:
+            if first_ts is None:
+                first_ts = r.first_ts
+            last_ts = r.last_ts
+        for reason, (n, first) in r.skipped.items():
+            at, total = firsts.get(reason, (packets + first, 0))
+            firsts[reason] = (at, total + n)
+        packets += r.count
+    skipped: Counter = Counter()
+    for reason, (_at, n) in sorted(firsts.items(), key=lambda x: x[1][0]):
+        skipped[reason] = n
+    return Totals(packets, first_ts, last_ts, skipped, [], [])
+
+
+def run_routed(args: tuple) -> Part:
+    """An owner's share of a plain pcap: its packets of every range, read from the file."""
+    job, packets = args
+    fmt = _pcap_format(job.paths[0])
+    assert fmt is not None
+    linktype = fmt[2]
+    keylog = KeyLog.from_file(job.keylog) if job.keylog else KeyLog()
+    share = _share(job, keylog)
+    feed = share.feed
+    with open(job.paths[0], "rb") as f:
+        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    view = memoryview(mm)
+    for index, ts, at, n in packets:
+        feed(index, ts, decode_tcp(linktype, view[at : at + n]))
+    return share.finish(None)
+
+
+def _routed(pool, jobs_list: list[Job]) -> list[Part] | None:
+    """The parts by ranges of a plain pcap file, or None when the file must be read whole."""
+    job = jobs_list[0]
+    path = job.paths[0]
+    if len(job.paths) != 1 or _pcap_format(path) is None:
+        return None
+    size = os.path.getsize(path)
+    ranges = splits(path, max(MIN_SPLIT, size // job.parts + 1))
+    if len(ranges) < 2:
+        return None
+    walked = pool.map(route_range, [(path, r.start or 24, r.end, job.owners, job.parts) for r in ranges])
+    if not all(r.clean for r in walked):
+        return None
+    totals = _totals(walked)
+    base = 0
+    mine: list[list] = [[] for _ in jobs_list]
+    for r in walked:
+        for o, packets in enumerate(r.routes):
+            mine[o].extend((base + n, ts, at, ln) for n, ts, at, ln in packets)
+        base += r.count
+    parts = pool.map(run_routed, list(zip(jobs_list, mine, strict=True)))
+    return [parts[0]._replace(totals=totals), *parts[1:]]
+
+
 def run_part(job: Job) -> Part:
     """One process's share of ``export -j``: the whole capture read, the connections it owns
     analysed and rendered."""
@@ -280,13 +433,7 @@ def run_part(job: Job) -> Part:
     secrets = getattr(source, "secrets", None)
     if secrets is not None:
         keylog.attach(secrets)
-    lines_path = None
-    if job.tmpdir is not None:
-        fd, lines_path = tempfile.mkstemp(prefix=f"export-part{job.part}-", suffix=".ndjson", dir=job.tmpdir)
-        os.close(fd)
-    share = Share(
-        Options(job.records_bodies, job.show_secrets), job.ports, keylog, job.spans, lines_path, job.render
-    )
+    share = _share(job, keylog)
     feed = share.feed
     owners, part, parts = job.owners, job.part, job.parts
     mine: dict[tuple, bool] = {}
@@ -399,7 +546,8 @@ def run(
     ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
     try:
         with ctx.Pool(jobs, initializer=_ignore_sigint) as pool:
-            return pool.map(run_part, jobs_list)
+            parts = _routed(pool, jobs_list)
+            return parts if parts is not None else pool.map(run_part, jobs_list)
     except Exception as exc:  # noqa: BLE001 - whatever stopped a process, one process does it all
         raise PartFailed(f"{type(exc).__name__}: {exc}") from exc
 

@@ -129,6 +129,7 @@ def test_a_failed_process_leaves_the_work_to_one(monkeypatch, capsys):
     path = CAPTURES / "librdkafka-admin.pcap"
     rc, one = export_bytes(str(path))
     monkeypatch.setattr(parallel, "run_part", _boom)
+    monkeypatch.setattr(parallel, "run_routed", _boom)
     assert export_bytes("-j", "2", str(path)) == (rc, one)
     assert "export -j 2 failed (OSError: disk gone); exporting in one process" in capsys.readouterr().err
 
@@ -212,3 +213,33 @@ def test_key_log_problems_as_one_run_has_them(tmp_path, monkeypatch):
         owners = {k: int(k == alone) for k in flows}
         monkeypatch.setattr(parallel, "plan_owners", lambda _path, _parts, o=owners: o)
         assert export_bytes("-j", "2", str(path)) == (rc, one)
+
+
+def test_a_plain_pcap_is_read_once_by_ranges(monkeypatch, capsys):
+    """Each process walks one byte range of a plain pcap and routes the packets to their
+    owners: nobody reads the whole file (the whole-capture way would fail here)."""
+    monkeypatch.setattr(parallel, "run_part", _boom)
+    for name in ("librdkafka-produce-consume-none.pcap", "librdkafka-kip848.pcap", "librdkafka-txn.pcap"):
+        path = CAPTURES / name
+        for jobs in ("2", "3"):
+            assert export_bytes("-j", jobs, str(path)) == export_bytes(str(path)), (name, jobs)
+            assert stats_bytes("-j", jobs, str(path)) == stats_bytes(str(path))
+    assert "failed" not in capsys.readouterr().err
+
+
+def test_damage_sends_the_ranges_back_to_whole_reads(tmp_path, monkeypatch, capsys):
+    """A pcap whose ranges do not walk cleanly (bytes left over at the end, a record cut by the
+    snaplen) is read whole by every process, so its damage is reported as one run does."""
+    monkeypatch.setattr(parallel, "run_routed", _boom)
+    src = (CAPTURES / "librdkafka-produce-consume-none.pcap").read_bytes()
+    tail = tmp_path / "tail.pcap"
+    tail.write_bytes(src + b"\x01" * 7)
+    cut = tmp_path / "cut.pcap"
+    raw = bytearray(src)
+    struct.pack_into("<I", raw, 24 + 12, struct.unpack_from("<I", raw, 24 + 12)[0] + 10)  # orig_len
+    cut.write_bytes(bytes(raw))
+    for path, code in ((tail, b"capture.truncated"), (cut, b"capture.snaplen")):
+        rc, one = export_bytes(str(path))
+        assert code in one
+        assert export_bytes("-j", "2", str(path)) == (rc, one)
+    assert "failed" not in capsys.readouterr().err
