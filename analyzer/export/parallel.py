@@ -16,10 +16,14 @@ Three things do depend on the other connections, and the merge puts them right:
 * the **summary**: processes send what the statistics count of each event
   (:func:`~analyzer.session.stats.exchange_facts`); the merge counts them in capture order.
 
-Every process reads the whole capture and decodes the TCP header of each packet (about a sixth of
-the work); a connection belongs to the process given by a plan made from the first megabytes
-(the biggest connections spread first), else by a hash of its address pair. Events are written in
-the order one run emits them: by the packet that completed them, then, at the end, by connection.
+A plain pcap file is read once: each process walks one byte range of it and routes each packet
+to the process that owns its connection (as a file offset); the owners then read their packets
+from the file. Other captures (pcapng, compressed, several files, damage found in a range) are
+read whole by every process, each keeping its connections' packets (decoding every TCP header:
+about a fifth of the work). A connection belongs to the process given by a plan made from the
+first megabytes (the biggest connections spread first), else by a hash of its address pair.
+Events are written in the order one run emits them: by the packet that completed them, then, at
+the end, by connection.
 Lines go through a temporary file per process; the merge holds only a small record per event.
 
 The pieces are usable apart: :class:`Share` analyses the segments of some connections (fed in
