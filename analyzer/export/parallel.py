@@ -34,6 +34,7 @@ connections it was given (keyed by :func:`flow_key`), its part carrying its line
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import io
 import mmap
@@ -43,6 +44,7 @@ import signal
 import struct
 import tempfile
 import zlib
+from array import array
 from collections import Counter
 from multiprocessing.reduction import ForkingPickler
 from typing import Any, BinaryIO, NamedTuple
@@ -305,7 +307,7 @@ class Route(NamedTuple):
     first_ts: float | None
     last_ts: float
     skipped: dict  # reason -> [count, number in the range of its first packet]
-    routes: list  # per owner: [(number in the range, ts, data offset, length)]
+    routes: list[str]  # per owner: a file of (number in the range, ts, data offset, length) doubles
 
 
 def _pcap_format(path: str) -> tuple[str, float, int] | None:
@@ -321,28 +323,50 @@ def _pcap_format(path: str) -> tuple[str, float, int] | None:
 
 def route_range(args: tuple) -> Route:
     """Walk the records of ``[start, end)`` and route each packet to its owner."""
-    path, start, end, owners, parts = args
+    path, start, end, owners, parts, folder, number = args
     fmt = _pcap_format(path)
     assert fmt is not None
     order, scale, linktype = fmt
     unpack = struct.Struct(order + "IIII").unpack_from
-    routes: list[list] = [[] for _ in range(parts)]
+    names = [os.path.join(folder, f"range{number}-owner{o}") for o in range(parts)]
+    files = [open(n, "wb") for n in names]  # noqa: SIM115 - closed below
+    routes = [array("d") for _ in range(parts)]
+    try:
+        clean, count, first_ts, last_ts, skipped = _walk(
+            memoryview(_map(path)), start, end, unpack, scale, linktype, owners, parts, routes, files
+        )
+        for r, f in zip(routes, files, strict=True):
+            r.tofile(f)
+    finally:
+        for f in files:
+            f.close()
+    return Route(clean, count, first_ts, last_ts, skipped, names)
+
+
+def _map(path: str) -> mmap.mmap:
+    with open(path, "rb") as f:
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+FLUSH_ROUTES = 1 << 16  # route entries a walk holds per owner before writing them out
+
+
+def _walk(view, start, end, unpack, scale, linktype, owners, parts, routes, files) -> tuple:  # noqa: C901 - the per-packet loop, inline
+    """(clean, count, first ts, last ts, skipped) of the records in ``[start, end)``; each
+    packet's route appended to its owner's array (written to its file as it fills)."""
     skipped: dict[str, list[int]] = {}
     owner_of: dict[tuple, int] = {}
     count = 0
     first_ts = None
     last_ts = 0.0
-    with open(path, "rb") as f:
-        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    view = memoryview(mm)
     pos = start
     while pos < end:
         if pos + 16 > end:
-            return Route(False, count, first_ts, last_ts, skipped, routes)
+            return False, count, first_ts, last_ts, skipped
         sec, frac, incl, orig = unpack(view, pos)
         data_at = pos + 16
         if incl != orig or not incl or incl > MAX_RECORD or data_at + incl > end:
-            return Route(False, count, first_ts, last_ts, skipped, routes)
+            return False, count, first_ts, last_ts, skipped
         count += 1
         ts = sec + frac * scale
         if first_ts is None:
@@ -361,9 +385,13 @@ def route_range(args: tuple) -> Route:
                 key = flow_key(seg)
                 o = owners.get(key)
                 o = owner_of[k4] = o if o is not None else _hash_owner(key, parts)
-            routes[o].append((count, ts, data_at, incl))
+            r = routes[o]
+            r.extend((count, ts, data_at, incl))
+            if len(r) >= 4 * FLUSH_ROUTES:
+                r.tofile(files[o])
+                del r[:]
         pos = data_at + incl
-    return Route(pos == end, count, first_ts, last_ts, skipped, routes)
+    return pos == end, count, first_ts, last_ts, skipped
 
 
 def _totals(ranges: list[Route]) -> Totals:
@@ -389,23 +417,31 @@ def _totals(ranges: list[Route]) -> Totals:
 
 def run_routed(args: tuple) -> Part:
     """An owner's share of a plain pcap: its packets of every range, read from the file."""
-    job, packets = args
+    job, sources = args  # sources: (route file, number of the range's first packet - 1)
     fmt = _pcap_format(job.paths[0])
     assert fmt is not None
     linktype = fmt[2]
     keylog = KeyLog.from_file(job.keylog) if job.keylog else KeyLog()
     share = _share(job, keylog)
     feed = share.feed
-    with open(job.paths[0], "rb") as f:
-        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    view = memoryview(mm)
-    for index, ts, at, n in packets:
-        feed(index, ts, decode_tcp(linktype, view[at : at + n]))
+    view = memoryview(_map(job.paths[0]))
+    for name, base in sources:
+        with open(name, "rb") as f:
+            while True:
+                r = array("d")
+                with contextlib.suppress(EOFError):  # the last block is short
+                    r.fromfile(f, 4 * FLUSH_ROUTES)
+                if not r:
+                    break
+                for i in range(0, len(r), 4):
+                    at = int(r[i + 2])
+                    feed(base + int(r[i]), r[i + 1], decode_tcp(linktype, view[at : at + int(r[i + 3])]))
     return share.finish(None)
 
 
-def _routed(pool, jobs_list: list[Job]) -> list[Part] | None:
-    """The parts by ranges of a plain pcap file, or None when the file must be read whole."""
+def _routed(pool, jobs_list: list[Job], folder: str) -> list[Part] | None:
+    """The parts by ranges of a plain pcap file, or None when the file must be read whole
+    (``folder``: where the routes go)."""
     job = jobs_list[0]
     path = job.paths[0]
     if len(job.paths) != 1 or _pcap_format(path) is None:
@@ -414,15 +450,18 @@ def _routed(pool, jobs_list: list[Job]) -> list[Part] | None:
     ranges = splits(path, max(MIN_SPLIT, size // job.parts + 1))
     if len(ranges) < 2:
         return None
-    walked = pool.map(route_range, [(path, r.start or 24, r.end, job.owners, job.parts) for r in ranges])
+    walked = pool.map(
+        route_range,
+        [(path, r.start or 24, r.end, job.owners, job.parts, folder, i) for i, r in enumerate(ranges)],
+    )
     if not all(r.clean for r in walked):
         return None
     totals = _totals(walked)
     base = 0
     mine: list[list] = [[] for _ in jobs_list]
     for r in walked:
-        for o, packets in enumerate(r.routes):
-            mine[o].extend((base + n, ts, at, ln) for n, ts, at, ln in packets)
+        for o, name in enumerate(r.routes):
+            mine[o].append((name, base))
         base += r.count
     parts = pool.map(run_routed, list(zip(jobs_list, mine, strict=True)))
     return [parts[0]._replace(totals=totals), *parts[1:]]
@@ -549,8 +588,11 @@ def run(
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
     try:
-        with ctx.Pool(jobs, initializer=_ignore_sigint) as pool:
-            parts = _routed(pool, jobs_list)
+        with (
+            ctx.Pool(jobs, initializer=_ignore_sigint) as pool,
+            tempfile.TemporaryDirectory(prefix="kafka-analyzer-routes-") as folder,
+        ):
+            parts = _routed(pool, jobs_list, folder)
             return parts if parts is not None else pool.map(run_part, jobs_list)
     except Exception as exc:  # noqa: BLE001 - whatever stopped a process, one process does it all
         raise PartFailed(f"{type(exc).__name__}: {exc}") from exc

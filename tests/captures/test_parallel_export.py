@@ -217,8 +217,10 @@ def test_key_log_problems_as_one_run_has_them(tmp_path, monkeypatch):
 
 def test_a_plain_pcap_is_read_once_by_ranges(monkeypatch, capsys):
     """Each process walks one byte range of a plain pcap and routes the packets to their
-    owners: nobody reads the whole file (the whole-capture way would fail here)."""
+    owners: nobody reads the whole file (the whole-capture way would fail here). Routes go
+    through files in blocks (tiny ones here)."""
     monkeypatch.setattr(parallel, "run_part", _boom)
+    monkeypatch.setattr(parallel, "FLUSH_ROUTES", 3)
     for name in ("librdkafka-produce-consume-none.pcap", "librdkafka-kip848.pcap", "librdkafka-txn.pcap"):
         path = CAPTURES / name
         for jobs in ("2", "3"):
