@@ -16,12 +16,13 @@ Three things do depend on the other connections, and the merge puts them right:
 * the **summary**: processes send what the statistics count of each event
   (:func:`~analyzer.session.stats.exchange_facts`); the merge counts them in capture order.
 
-A plain pcap file is read once: each process walks one byte range of it and routes each packet
-to the process that owns its connection (as a file offset); the owners then read their packets
-from the file. Other captures (pcapng, compressed, several files, damage found in a range) are
-read whole by every process, each keeping its connections' packets (decoding every TCP header:
-about a fifth of the work). A connection belongs to the process given by a plan made from the
-first megabytes (the biggest connections spread first), else by a hash of its address pair.
+Plain pcap files (one, or the rotated pieces of one recording) are read once: each process walks
+byte ranges of them and routes each packet to the process that owns its connection (as a file
+offset); the owners then read their packets from the files. Other captures (pcapng, compressed,
+damage found in a range) are read whole by every process, each keeping its connections'
+packets (decoding every TCP header: about a fifth of the work). A connection belongs to the
+process given by a plan made from the first megabytes (the biggest connections spread first),
+else by a hash of its address pair.
 Events are written in the order one run emits them: by the packet that completed them, then, at
 the end, by connection.
 Lines go through a temporary file per process; the merge holds only a small record per event.
@@ -417,15 +418,18 @@ def _totals(ranges: list[Route]) -> Totals:
 
 def run_routed(args: tuple) -> Part:
     """An owner's share of a plain pcap: its packets of every range, read from the file."""
-    job, sources = args  # sources: (route file, number of the range's first packet - 1)
-    fmt = _pcap_format(job.paths[0])
-    assert fmt is not None
-    linktype = fmt[2]
+    job, sources = args  # (route file, capture file, number of the range's first packet - 1)
     keylog = KeyLog.from_file(job.keylog) if job.keylog else KeyLog()
     share = _share(job, keylog)
     feed = share.feed
-    view = memoryview(_map(job.paths[0]))
-    for name, base in sources:
+    views: dict[str, memoryview] = {}
+    for name, path, base in sources:
+        fmt = _pcap_format(path)
+        assert fmt is not None
+        linktype = fmt[2]
+        view = views.get(path)
+        if view is None:
+            view = views[path] = memoryview(_map(path))
         with open(name, "rb") as f:
             while True:
                 r = array("d")
@@ -440,28 +444,29 @@ def run_routed(args: tuple) -> Part:
 
 
 def _routed(pool, jobs_list: list[Job], folder: str) -> list[Part] | None:
-    """The parts by ranges of a plain pcap file, or None when the file must be read whole
-    (``folder``: where the routes go)."""
+    """The parts by ranges of plain pcap files (one, or the pieces of one recording in order),
+    or None when the capture must be read whole (``folder``: where the routes go)."""
     job = jobs_list[0]
-    path = job.paths[0]
-    if len(job.paths) != 1 or _pcap_format(path) is None:
+    paths = list(job.paths)
+    if any(_pcap_format(p) is None for p in paths):
         return None
-    size = os.path.getsize(path)
-    ranges = splits(path, max(MIN_SPLIT, size // job.parts + 1))
+    total = sum(os.path.getsize(p) for p in paths)
+    target = max(MIN_SPLIT, total // job.parts + 1)
+    ranges = [r for p in paths for r in splits(p, target)]
     if len(ranges) < 2:
         return None
     walked = pool.map(
         route_range,
-        [(path, r.start or 24, r.end, job.owners, job.parts, folder, i) for i, r in enumerate(ranges)],
+        [(r.path, r.start or 24, r.end, job.owners, job.parts, folder, i) for i, r in enumerate(ranges)],
     )
     if not all(r.clean for r in walked):
         return None
     totals = _totals(walked)
     base = 0
     mine: list[list] = [[] for _ in jobs_list]
-    for r in walked:
+    for rng, r in zip(ranges, walked, strict=True):
         for o, name in enumerate(r.routes):
-            mine[o].append((name, base))
+            mine[o].append((name, rng.path, base))
         base += r.count
     parts = pool.map(run_routed, list(zip(jobs_list, mine, strict=True)))
     return [parts[0]._replace(totals=totals), *parts[1:]]

@@ -245,3 +245,14 @@ def test_damage_sends_the_ranges_back_to_whole_reads(tmp_path, monkeypatch, caps
         assert code in one
         assert export_bytes("-j", "2", str(path)) == (rc, one)
     assert "failed" not in capsys.readouterr().err
+
+
+def test_rotated_plain_pieces_are_read_once(tmp_path, monkeypatch):
+    monkeypatch.setattr(parallel, "run_part", _boom)
+    path = CAPTURES / "librdkafka-produce-consume-lz4.pcap"
+    pieces = [str(p) for p in cut(path, 7, tmp_path)]
+    _, whole = export_bytes(str(path))
+    for jobs in ("2", "3"):
+        rc, par = export_bytes("-j", jobs, *pieces)
+        assert rc == 0
+        assert after_capture_line(par) == after_capture_line(whole)
