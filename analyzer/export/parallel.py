@@ -38,7 +38,6 @@ from __future__ import annotations
 import contextlib
 import heapq
 import io
-import mmap
 import multiprocessing
 import os
 import signal
@@ -332,27 +331,52 @@ def route_range(args: tuple) -> Route:
     names = [os.path.join(folder, f"range{number}-owner{o}") for o in range(parts)]
     files = [open(n, "wb") for n in names]  # noqa: SIM115 - closed below
     routes = [array("d") for _ in range(parts)]
+    window = _Window(path)
     try:
         clean, count, first_ts, last_ts, skipped = _walk(
-            memoryview(_map(path)), start, end, unpack, scale, linktype, owners, parts, routes, files
+            window, start, end, unpack, scale, linktype, owners, parts, routes, files
         )
         for r, f in zip(routes, files, strict=True):
             r.tofile(f)
     finally:
+        window.close()
         for f in files:
             f.close()
     return Route(clean, count, first_ts, last_ts, skipped, names)
 
 
-def _map(path: str) -> mmap.mmap:
-    with open(path, "rb") as f:
-        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+WINDOW = 8 << 20  # bytes of a capture file read at a time
+
+
+class _Window:
+    """Bytes of a file at increasing offsets, read :data:`WINDOW` bytes at a time (the slices
+    keep their window alive, as the capture reader's chunks do)."""
+
+    def __init__(self, path: str) -> None:
+        self.f = open(path, "rb")  # noqa: SIM115 - closed by close()
+        self.start = 0
+        self.buf = memoryview(b"")
+
+    def get(self, at: int, n: int) -> memoryview | None:
+        """``n`` bytes at offset ``at`` (None: the file ends first)."""
+        o = at - self.start
+        if o < 0 or o + n > len(self.buf):
+            self.f.seek(at)
+            self.buf = memoryview(self.f.read(max(WINDOW, n)))
+            self.start = at
+            o = 0
+            if n > len(self.buf):
+                return None
+        return self.buf[o : o + n]
+
+    def close(self) -> None:
+        self.f.close()
 
 
 FLUSH_ROUTES = 1 << 16  # route entries a walk holds per owner before writing them out
 
 
-def _walk(view, start, end, unpack, scale, linktype, owners, parts, routes, files) -> tuple:  # noqa: C901 - the per-packet loop, inline
+def _walk(window, start, end, unpack, scale, linktype, owners, parts, routes, files) -> tuple:  # noqa: C901 - the per-packet loop, inline
     """(clean, count, first ts, last ts, skipped) of the records in ``[start, end)``; each
     packet's route appended to its owner's array (written to its file as it fills)."""
     skipped: dict[str, list[int]] = {}
@@ -362,18 +386,20 @@ def _walk(view, start, end, unpack, scale, linktype, owners, parts, routes, file
     last_ts = 0.0
     pos = start
     while pos < end:
-        if pos + 16 > end:
+        head = window.get(pos, 16) if pos + 16 <= end else None
+        if head is None:
             return False, count, first_ts, last_ts, skipped
-        sec, frac, incl, orig = unpack(view, pos)
+        sec, frac, incl, orig = unpack(head)
         data_at = pos + 16
-        if incl != orig or not incl or incl > MAX_RECORD or data_at + incl > end:
+        data = window.get(data_at, incl) if incl == orig and 0 < incl <= MAX_RECORD else None
+        if data is None or data_at + incl > end:
             return False, count, first_ts, last_ts, skipped
         count += 1
         ts = sec + frac * scale
         if first_ts is None:
             first_ts = ts
         last_ts = ts
-        seg = decode_tcp(linktype, view[data_at : data_at + incl])
+        seg = decode_tcp(linktype, data)
         if type(seg) is str:
             if seg in skipped:
                 skipped[seg][0] += 1
@@ -422,14 +448,12 @@ def run_routed(args: tuple) -> Part:
     keylog = KeyLog.from_file(job.keylog) if job.keylog else KeyLog()
     share = _share(job, keylog)
     feed = share.feed
-    views: dict[str, memoryview] = {}
     for name, path, base in sources:
         fmt = _pcap_format(path)
         assert fmt is not None
         linktype = fmt[2]
-        view = views.get(path)
-        if view is None:
-            view = views[path] = memoryview(_map(path))
+        window = _Window(path)
+        get = window.get
         with open(name, "rb") as f:
             while True:
                 r = array("d")
@@ -438,8 +462,11 @@ def run_routed(args: tuple) -> Part:
                 if not r:
                     break
                 for i in range(0, len(r), 4):
-                    at = int(r[i + 2])
-                    feed(base + int(r[i]), r[i + 1], decode_tcp(linktype, view[at : at + int(r[i + 3])]))
+                    data = get(int(r[i + 2]), int(r[i + 3]))
+                    if data is None:
+                        raise OSError(f"{path} changed while it was read")
+                    feed(base + int(r[i]), r[i + 1], decode_tcp(linktype, data))
+        window.close()
     return share.finish(None)
 
 
