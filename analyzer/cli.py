@@ -242,14 +242,44 @@ def cmd_read(args) -> int:
 # -- stats -----------------------------------------------------------------------------------------
 
 
+def _stats_parallel(args, paths: list[str]):
+    """(analysis, statistics) counted by ``-j`` processes, or None when they failed (said)."""
+    from analyzer.export.parallel import PartFailed, statistics
+
+    try:
+        return statistics(
+            paths,
+            args.jobs,
+            options(args),
+            ports=tuple(args.port or ()),
+            keylog=getattr(args, "tls_keylog", None),
+        )
+    except PartFailed as exc:
+        print(
+            f"kafka-analyzer: stats -j {args.jobs} failed ({exc}); counting in one process", file=sys.stderr
+        )
+        return None
+
+
 def cmd_stats(args) -> int:
-    flt = display_filter(args)
-    with analysis(args, flt=flt) as a:
-        stats = Stats(a.knowledge.topic_ids)
-        for ev in a.events():
-            if flt is not None and type(ev) is Exchange and not flt(ev):
-                continue
-            stats.add(ev)
+    paths = _parallel_paths(args)
+    done = None
+    if paths is not None:
+        try:
+            done = _stats_parallel(args, paths)
+        except KeyboardInterrupt:
+            print("kafka-analyzer: interrupted", file=sys.stderr)
+            return 130
+    if done is not None:
+        a, stats = done
+    else:
+        flt = display_filter(args)
+        with analysis(args, flt=flt) as a:
+            stats = Stats(a.knowledge.topic_ids)
+            for ev in a.events():
+                if flt is not None and type(ev) is Exchange and not flt(ev):
+                    continue
+                stats.add(ev)
     tables = stats_tables(stats, a)
     if args.format == "json":
         import orjson
@@ -331,9 +361,65 @@ def render_tables(tables: dict, out) -> None:
 # -- export ----------------------------------------------------------------------------------------
 
 
+def _parallel_paths(args) -> list[str] | None:
+    """The capture files of a run that ``export -j N`` can share among processes: a file or the
+    pieces of one recording, without a display filter (its fields read the knowledge of the
+    moment); None: one process does it all."""
+    if getattr(args, "jobs", 1) <= 1:
+        return None
+    if any(
+        getattr(args, k, None) for k in ("display_filter", "api", "topic", "client", "errors", "slower_than")
+    ):
+        return None
+    cap = args.capture
+    paths = list(cap.paths) if hasattr(cap, "paths") else [cap] if isinstance(cap, str) else []
+    if not paths or "-" in paths:
+        return None
+    return paths
+
+
+def _export_parallel(args, paths: list[str]) -> int | None:
+    """None: the processes failed before writing anything (said on stderr): one process must."""
+    from analyzer.export.parallel import PartFailed, export
+
+    out = open(args.output, "wb") if args.output and args.output != "-" else sys.stdout.buffer  # noqa: SIM115
+    try:
+        a = export(
+            paths,
+            out,
+            args.format,
+            args.jobs,
+            options(args),
+            ports=tuple(args.port or ()),
+            keylog=getattr(args, "tls_keylog", None),
+            spans=not args.no_spans,
+        )
+    except PartFailed as exc:
+        print(
+            f"kafka-analyzer: export -j {args.jobs} failed ({exc}); exporting in one process", file=sys.stderr
+        )
+        return None
+    except KeyboardInterrupt:
+        print("kafka-analyzer: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    finally:
+        if out is not sys.stdout.buffer:
+            out.close()
+        else:
+            out.flush()
+    return finish(a)
+
+
 def cmd_export(args) -> int:
     from analyzer.export.writer import Writer
 
+    paths = _parallel_paths(args)
+    if paths is not None:
+        rc = _export_parallel(args, paths)
+        if rc is not None:
+            return rc
     flt = display_filter(args)
     out = open(args.output, "wb") if args.output and args.output != "-" else sys.stdout.buffer  # noqa: SIM115
     try:
@@ -685,8 +771,9 @@ def _common(p: argparse.ArgumentParser, capture: bool = True) -> None:
             type=int,
             default=1,
             metavar="N",
-            help="with several capture files that are not one recording: analyse N at a time in "
-            "parallel processes",
+            help="N processes: several capture files that are not one recording are analysed N at "
+            "a time; export and stats share one capture's connections among N processes (the same "
+            "output)",
         )
         p.add_argument(
             "--separate",

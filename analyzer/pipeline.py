@@ -118,6 +118,13 @@ class Pipeline:
         events = self.reasm.feed(ts, index, seg)
         return self._events(events) if events else []
 
+    def feed_segment(self, index: int, ts: float, seg) -> list[Event]:
+        """One decoded TCP segment (:func:`~analyzer.reassembly.packet.decode_tcp`) of packet
+        ``index``: for a driver that counts the packets itself and gives this pipeline only the
+        flows it analyses (``export -j``: each process takes some of the connections)."""
+        events = self.reasm.feed(ts, index, seg)
+        return self._events(events) if events else []
+
     def finish(self) -> list[Event]:
         """Close every connection still open: the last exchanges and connection ends."""
         return self._events(self.reasm.flush())

@@ -180,8 +180,11 @@ def iter_pcap(chunks_it: Iterator[bytes], issues: list[Issue]) -> Iterator[tuple
             issues.append(_snaplen_issue(cut, index, snaplens))
 
 
-def _tsresol(value: int) -> float:
-    return 2.0 ** -(value & 0x7F) if value & 0x80 else 10.0**-value
+def _tsresol(value: int) -> tuple[float, int]:
+    """The scale of an if_tsresol option and the number of its units in a second."""
+    if value & 0x80:
+        return 2.0 ** -(value & 0x7F), 1 << (value & 0x7F)
+    return 10.0**-value, 10**value
 
 
 # The smallest valid length of each block type we read (header, fixed fields, trailing length)
@@ -218,7 +221,8 @@ def iter_pcapng(  # noqa: C901 - hot path: one loop over blocks, block types inl
     """
     c = _Chunks(chunks_it)
     order = "<"
-    interfaces: list[tuple[int, float, int, int]] = []  # (linktype, scale, ts offset s, snaplen)
+    # (linktype, scale, units per second, ts offset s, snaplen)
+    interfaces: list[tuple[int, float, int, int, int]] = []
     index = 0
     cut = 0
     snaplens: set[int] = set()
@@ -293,17 +297,20 @@ def iter_pcapng(  # noqa: C901 - hot path: one loop over blocks, block types inl
                 elif data + cap > end:
                     bad(f"packet of {cap} bytes does not fit in a block of {blen} bytes")
                 else:
-                    lt, scale, tsoff, _snap = interfaces[iface]
+                    lt, scale, units, tsoff, _snap = interfaces[iface]
                     if cap < orig:
                         cut += 1
                     index += 1
-                    yield (index, ((tsh << 32) | tsl) * scale + tsoff, lt, b[data : data + cap])
+                    # seconds + fraction * scale, as pcap's (sec, usec/nsec): one instant is the
+                    # same float in both formats (editcap's pcapng pieces of a pcap match it)
+                    sec, frac = divmod((tsh << 32) | tsl, units)
+                    yield (index, sec + frac * scale + tsoff, lt, b[data : data + cap])
             elif btype == 3:  # SPB: interface 0, no timestamp
                 (orig,) = struct.unpack_from(order + "I", b, body)
                 if not interfaces:
                     bad("no Interface Description Block before it")
                 else:
-                    lt, _scale, _tsoff, snap = interfaces[0]
+                    lt, _scale, _units, _tsoff, snap = interfaces[0]
                     cap = min(orig, snap or orig, end - body - 4)
                     if cap < orig:
                         cut += 1
@@ -311,7 +318,7 @@ def iter_pcapng(  # noqa: C901 - hot path: one loop over blocks, block types inl
                     yield (index, 0.0, lt, b[body + 4 : body + 4 + cap])
             elif btype == 1:  # IDB
                 lt, _res, snap = struct.unpack_from(order + "HHI", b, body)
-                scale, tsoff = 1e-6, 0
+                scale, units, tsoff = 1e-6, 1000000, 0
                 o = body + 8
                 while o + 4 <= end:
                     code, olen = struct.unpack_from(order + "HH", b, o)
@@ -328,11 +335,11 @@ def iter_pcapng(  # noqa: C901 - hot path: one loop over blocks, block types inl
                         )
                         break
                     if code == 9 and olen >= 1:
-                        scale = _tsresol(b[o + 4])
+                        scale, units = _tsresol(b[o + 4])
                     elif code == 14 and olen >= 8:
                         (tsoff,) = struct.unpack_from(order + "q", b, o + 4)
                     o += 4 + ((olen + 3) & ~3)
-                interfaces.append((lt, scale, tsoff, snap))
+                interfaces.append((lt, scale, units, tsoff, snap))
                 if snap:
                     snaplens.add(snap)
             elif btype == 10 and secrets is not None:  # DSB

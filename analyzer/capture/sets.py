@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
-from typing import BinaryIO, NamedTuple
+from typing import BinaryIO
 
 from analyzer.capture.files import CaptureFile
 from analyzer.issues import CAPTURE_UNREADABLE
@@ -32,33 +32,68 @@ OVERLAP_TOLERANCE = 0.001
 MAX_EDGE_GAP = 1.0
 
 
-class Span(NamedTuple):
-    """What :func:`plan` learns of one file by reading it once."""
+class Span:
+    """What :func:`plan` learns of one file: its time range from a read of the packets, and its
+    TCP flows only when an edge needs them (a second read: most edges are decided by time)."""
 
-    path: str
-    first_ts: float | None  # None: no packet (empty, damaged or not a capture)
-    last_ts: float | None
-    packets: int
-    flows: frozenset  # the TCP connections (address pairs, either direction) in the file
+    __slots__ = ("path", "first_ts", "last_ts", "packets", "_flows")
+
+    def __init__(
+        self,
+        path: str,
+        first_ts: float | None,
+        last_ts: float | None,
+        packets: int,
+        flows: frozenset | None = None,
+    ) -> None:
+        self.path = path
+        self.first_ts = first_ts  # None: no packet (empty, damaged or not a capture)
+        self.last_ts = last_ts
+        self.packets = packets
+        self._flows = flows
+
+    def __getstate__(self) -> tuple:  # Spark ships spans read on executors to the driver
+        return (self.path, self.first_ts, self.last_ts, self.packets, self._flows)
+
+    def __setstate__(self, state: tuple) -> None:
+        self.path, self.first_ts, self.last_ts, self.packets, self._flows = state
+
+    @property
+    def flows(self) -> frozenset:
+        """The TCP connections (address pairs, either direction) in the file."""
+        if self._flows is None:
+            self._flows = _flows(CaptureFile(self.path))
+        return self._flows
 
 
-def span(path: str, source: BinaryIO | None = None) -> Span:
-    """The time range and TCP flows of one capture file (a read of the packet headers);
-    ``source``: the file already open (a stream of a remote file), ``path`` then names it."""
-    first = last = None
-    n = 0
+def _flows(cap: CaptureFile) -> frozenset:
     flows = set()
-    cap = CaptureFile(path if source is None else source)
-    for _, ts, linktype, data in cap:
-        if first is None:
-            first = ts
-        last = ts
-        n += 1
+    for _, _ts, linktype, data in cap:
         seg = decode_tcp(linktype, data)
         if type(seg) is tuple:
             a, b = (seg[0], seg[1]), (seg[2], seg[3])
             flows.add((a, b) if a <= b else (b, a))
-    return Span(os.fspath(path), first, last, n, frozenset(flows))
+    return frozenset(flows)
+
+
+def span(path: str, source: BinaryIO | None = None) -> Span:
+    """The time range of one capture file (a read of the packet headers). ``source``: the file
+    already open (a stream of a remote file, ``path`` then names it); its flows are read in the
+    same pass, as the stream cannot be read again."""
+    first = last = None
+    n = 0
+    flows: set | None = None if source is None else set()
+    for _, ts, linktype, data in CaptureFile(path if source is None else source):
+        if first is None:
+            first = ts
+        last = ts
+        n += 1
+        if flows is not None:
+            seg = decode_tcp(linktype, data)
+            if type(seg) is tuple:
+                a, b = (seg[0], seg[1]), (seg[2], seg[3])
+                flows.add((a, b) if a <= b else (b, a))
+    return Span(os.fspath(path), first, last, n, None if flows is None else frozenset(flows))
 
 
 def _continues(prev: Span, nxt: Span) -> bool:

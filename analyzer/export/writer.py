@@ -68,6 +68,18 @@ class Writer:
         else:
             self.sections[section].append(data)
 
+    def raw(self, section: str | None, data: bytes) -> None:
+        """A line :meth:`event` would write, already rendered (``export -j``: the processes that
+        analyse the capture render their events): ``section`` None for an exchange, else
+        ``connections``, ``gaps`` or ``issues``."""
+        if self.fmt == "ndjson":
+            self.out.write(data + b"\n")
+        elif section is None:
+            self.out.write(data if self.first_exchange else b",\n" + data)
+            self.first_exchange = False
+        else:
+            self.sections[section].append(data)
+
     def end(self, summary: dict) -> None:
         summary = {**summary, "capture_issues": self.capture_issues}
         if self.fmt == "ndjson":

@@ -52,6 +52,8 @@ _GROUP_APIS = frozenset(
         ApiKey.CONSUMER_GROUP_HEARTBEAT,
     )
 )
+# every API whose exchanges Knowledge.learn learns from (the others only get their topics named)
+LEARNS_FROM = frozenset((ApiKey.METADATA, ApiKey.API_VERSIONS)) | _TOPIC_ID_ANSWERS | _GROUP_APIS
 
 
 @dataclass(slots=True)

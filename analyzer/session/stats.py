@@ -42,15 +42,59 @@ def record_totals(msg: Message | None, topic_ids: dict[str, str] | None = None) 
     """topic -> [records, bytes] carried by the records fields of a Produce request or Fetch
     response (record counts from batch headers, so no record body is decoded)."""
     out: dict[str, list[int]] = {}
-    for t in topic_refs(msg, topic_ids):
+    for t, nrec, nbytes in topic_record_counts(msg, topic_ids):
         acc = out.setdefault(t.topic, [0, 0])
+        acc[0] += nrec
+        acc[1] += nbytes
+    return out
+
+
+def topic_record_counts(msg: Message | None, topic_ids: dict[str, str] | None = None):
+    """(topic ref, records, bytes) of each topic struct of ``msg``, in body order."""
+    for t in topic_refs(msg, topic_ids):
+        nrec = nbytes = 0
         for _partition, f in partition_records(t):
             for b in f.children or ():  # partition_records yields records fields with children
                 v = b.value
                 if isinstance(v, dict):
-                    acc[0] += v.get("record_count") or 0
-                    acc[1] += v.get("bytes") or 0
-    return out
+                    nrec += v.get("record_count") or 0
+                    nbytes += v.get("bytes") or 0
+        yield t, nrec, nbytes
+
+
+# What Stats counts of one exchange: ts, api key, api name, latency, request and response sizes
+# (None when absent), error names, issues (code, severity, message), client id, whether the
+# response has errors, its topic labels, and (topic, records, bytes) carried by Produce / Fetch
+ExchangeFacts = tuple
+
+
+def exchange_facts(ex: Exchange, topic_ids: dict[str, str] | None = None) -> ExchangeFacts:
+    """What :class:`Stats` counts of an exchange, in a small picklable tuple (so that processes
+    that analyse parts of a capture can hand it to the one that sums)."""
+    key = ex.api_key
+    name = (schema.api_name(key) if key is not None else None) or (
+        f"Api{key}" if key is not None else "(unknown)"
+    )
+    req, resp = ex.request, ex.response
+    totals: list[tuple[str, int, int]] = []
+    if key == ApiKey.PRODUCE and req is not None:
+        totals = [(t, n, b) for t, (n, b) in record_totals(req, topic_ids).items()]
+    elif key in FETCH_APIS and resp is not None:
+        totals = [(t, n, b) for t, (n, b) in record_totals(resp, topic_ids).items()]
+    return (
+        ex.ts,
+        key,
+        name,
+        ex.latency,
+        req.frame.length + 4 if req is not None else None,
+        resp.frame.length + 4 if resp is not None else None,
+        error_names(resp),
+        [(i.code, i.severity, i.message) for i in ex.all_issues()],
+        ex.client_id,
+        resp is not None and bool(resp.errors),
+        list(ex.topics),
+        totals,
+    )
 
 
 @dataclass(slots=True)
@@ -149,51 +193,50 @@ class Stats:
         self.anomaly_examples.setdefault(code, example)
 
     def _exchange(self, ex: Exchange) -> None:
+        self.apply(ex.conn.id, ex.conn, exchange_facts(ex, self.topic_ids))
+
+    def apply(self, conn_id: int, conn: ConnInfo | None, facts: ExchangeFacts) -> None:
+        """Count one exchange from its :func:`exchange_facts` (``conn``: its connection, shown
+        unless a connection end replaces it)."""
+        (ts, key, name, lat, req_bytes, resp_bytes, errors, issues, cid, resp_errors, topics, totals) = facts
         self.exchanges += 1
-        key = ex.api_key
-        ts = ex.ts
         if self.first_ts is None or ts < self.first_ts:
             self.first_ts = ts
         if self.last_ts is None or ts > self.last_ts:
             self.last_ts = ts
-        self.connections.setdefault(ex.conn.id, ex.conn)
-        self.conn_exchanges[ex.conn.id] += 1
-        name = (schema.api_name(key) if key is not None else None) or (
-            f"Api{key}" if key is not None else "(unknown)"
-        )
+        self.connections.setdefault(conn_id, conn)  # type: ignore[arg-type]  # None only until the connection's end, which every run has
+        self.conn_exchanges[conn_id] += 1
         a = self.apis[(key if key is not None else -1, name)]
         a.count += 1
-        lat = ex.latency
         if lat is not None:
             a.latencies.append(lat)
-        if ex.request is not None:
-            a.req_bytes += ex.request.frame.length + 4
-        if ex.response is not None:
-            a.resp_bytes += ex.response.frame.length + 4
-            for n in error_names(ex.response):
+        if req_bytes is not None:
+            a.req_bytes += req_bytes
+        if resp_bytes is not None:
+            a.resp_bytes += resp_bytes
+            for n in errors:
                 a.errors[n] += 1
                 self._anomaly(f"kafka.{n}", f"{name} response with error {n}")
-        for issue in ex.all_issues():
-            if issue.code == PAIRING_NO_RESPONSE.code:
+        for code, severity, message in issues:
+            if code == PAIRING_NO_RESPONSE.code:
                 a.unanswered += 1
-            if issue.severity >= Severity.WARNING or issue.code in _PAIRING:
-                self._anomaly(issue.code, issue.message)
-        cid = ex.client_id
-        if ex.request is not None:
+            if severity >= Severity.WARNING or code in _PAIRING:
+                self._anomaly(code, message)
+        if req_bytes is not None:
             c = self.clients[cid if cid is not None else "(none)"]
             c.requests += 1
-            c.connections.add(ex.conn.id)
-            if ex.response is not None and ex.response.errors:
+            c.connections.add(conn_id)
+            if resp_errors:
                 c.errors += 1
-        for topic in ex.topics:
+        for topic in topics:
             self.topics[topic].requests += 1
-        if key == ApiKey.PRODUCE and ex.request is not None:
-            for topic, (nrec, nbytes) in record_totals(ex.request, self.topic_ids).items():
+        if key == ApiKey.PRODUCE:
+            for topic, nrec, nbytes in totals:
                 t = self.topics[topic]
                 t.produced_records += nrec
                 t.produced_bytes += nbytes
-        elif key in FETCH_APIS and ex.response is not None:
-            for topic, (nrec, nbytes) in record_totals(ex.response, self.topic_ids).items():
+        else:
+            for topic, nrec, nbytes in totals:
                 t = self.topics[topic]
                 t.fetched_records += nrec
                 t.fetched_bytes += nbytes

@@ -92,6 +92,11 @@ class KeyLog:
             self._pull()
         return self._given
 
+    @property
+    def pulled(self) -> int:
+        """How many of the capture's secret texts were read so far (read when first needed)."""
+        return sum(done[0] for _texts, done in self._lists)
+
     def attach(self, texts: list) -> None:
         """Read secrets from ``texts`` (a list a capture reader appends to) as it grows."""
         self._lists.append((texts, [0]))

@@ -1,0 +1,258 @@
+"""``export -j N``: the connections shared among processes, the output byte for byte what one
+process writes, for every bundled capture, whole or cut into rotated pieces every few packets."""
+
+import gzip
+import io
+import shutil
+import struct
+import sys
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import pytest
+from conftest import CAPTURES, project_captures, tls_captures
+
+from analyzer import cli
+from analyzer.capture.files import CaptureFile
+from analyzer.export import parallel
+from analyzer.reassembly.packet import decode_tcp
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "unit" / "capture"))
+from test_sets import cut  # noqa: E402 - the rotation helper of the capture-set tests
+
+
+def export_bytes(*args: str) -> tuple[int, bytes]:
+    buf = io.BytesIO()
+    out = io.TextIOWrapper(buf, encoding="utf-8")
+    with redirect_stdout(out):
+        rc = cli.main(["export", *args])
+        out.flush()
+    return rc, buf.getvalue()
+
+
+def after_capture_line(data: bytes) -> bytes:
+    """The export without its first line (which names the input files)."""
+    return data.split(b"\n", 1)[1]
+
+
+CAPS = project_captures()
+
+
+@pytest.mark.parametrize("path", CAPS, ids=lambda p: p.name)
+def test_jobs_give_the_same_bytes(path):
+    rc1, one = export_bytes(str(path))
+    rc2, two = export_bytes("-j", "2", str(path))
+    rc3, three = export_bytes("-j", "3", "--no-spans", str(path))
+    _, one_nospans = export_bytes("--no-spans", str(path))
+    assert (rc2, two) == (rc1, one)
+    assert (rc3, three) == (rc1, one_nospans)
+
+
+@pytest.mark.parametrize("every", [4, 13])
+@pytest.mark.parametrize("path", [p for p in CAPS if p.suffix == ".pcap"], ids=lambda p: p.name)
+def test_rotated_pieces_with_jobs_give_the_whole(path, every, tmp_path):
+    pieces = [str(p) for p in cut(path, every, tmp_path)]
+    assert len(pieces) > 1
+    rc, whole = export_bytes(str(path))
+    rc1, seq = export_bytes(*pieces)
+    rc2, par = export_bytes("-j", "2", *pieces)
+    assert rc1 == rc2 == rc
+    assert after_capture_line(par) == after_capture_line(seq) == after_capture_line(whole)
+    assert par.split(b"\n", 1)[0] == seq.split(b"\n", 1)[0]  # the same name for the set
+
+
+@pytest.mark.parametrize("path", tls_captures(), ids=lambda p: p.name)
+def test_tls_with_a_key_log(path):
+    keys = path.with_suffix(".keys")
+    args = ["--tls-keylog", str(keys)] if keys.exists() else []
+    rc1, one = export_bytes(*args, str(path))
+    rc2, two = export_bytes("-j", "2", *args, str(path))
+    assert (rc2, two) == (rc1, one)
+
+
+def test_json_format_and_output_file(tmp_path):
+    path = CAPTURES / "librdkafka-produce-consume-gzip.pcap"
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    assert export_bytes("--format", "json", "-o", str(a), str(path))[0] == 0
+    assert export_bytes("-j", "2", "--format", "json", "-o", str(b), str(path))[0] == 0
+    assert a.read_bytes() == b.read_bytes()
+
+
+def test_topic_names_learnt_on_another_connection(tmp_path, monkeypatch):
+    """The Metadata response naming the topic ids is on one process's connection, the Fetch
+    requests using them on another's: the merge names them as one run does."""
+    path = CAPTURES / "librdkafka-kip848.pcap"
+    _, one = export_bytes(str(path))
+    assert b'"topics":{"rdk-kip848"' in one
+    flows = []
+    for _i, _ts, linktype, data in CaptureFile(path):
+        seg = decode_tcp(linktype, data)
+        if type(seg) is tuple and parallel.flow_key(seg) not in flows:
+            flows.append(parallel.flow_key(seg))
+    assert len(flows) > 2
+    relabelled = []
+    relabel = parallel._relabel
+    monkeypatch.setattr(
+        parallel, "_relabel", lambda data, topics: relabelled.append(topics) or relabel(data, topics)
+    )
+    # each connection alone in the second process, whichever one sees the Metadata
+    for alone in flows:
+        owners = {k: int(k == alone) for k in flows}
+        monkeypatch.setattr(parallel, "plan_owners", lambda _path, _parts, o=owners: o)
+        assert export_bytes("-j", "2", str(path)) == (0, one)
+    assert relabelled  # some process could not name the topic ids itself
+
+
+def test_a_display_filter_runs_in_one_process(tmp_path):
+    path = CAPTURES / "librdkafka-produce-consume-gzip.pcap"
+    assert export_bytes("-j", "2", "-Y", "api == Fetch", str(path)) == export_bytes(
+        "-Y", "api == Fetch", str(path)
+    )
+
+
+def test_damaged_capture(tmp_path):
+    src = CAPTURES / "librdkafka-produce-consume-gzip.pcap"
+    path = tmp_path / "cut.pcap"
+    shutil.copy(src, path)
+    path.write_bytes(path.read_bytes()[:-7])
+    rc1, one = export_bytes(str(path))
+    rc2, two = export_bytes("-j", "2", str(path))
+    assert rc1 == rc2 == 1
+    assert one == two
+
+
+def _boom(job):
+    raise OSError("disk gone")
+
+
+def test_a_failed_process_leaves_the_work_to_one(monkeypatch, capsys):
+    path = CAPTURES / "librdkafka-admin.pcap"
+    rc, one = export_bytes(str(path))
+    monkeypatch.setattr(parallel, "run_part", _boom)
+    monkeypatch.setattr(parallel, "run_routed", _boom)
+    assert export_bytes("-j", "2", str(path)) == (rc, one)
+    assert "export -j 2 failed (OSError: disk gone); exporting in one process" in capsys.readouterr().err
+
+
+def test_parts_can_keep_their_lines_in_memory(tmp_path):
+    """Without a temporary directory (another machine's process: Spark) the lines travel in
+    the part itself; the merge is the same."""
+    path = CAPTURES / "librdkafka-produce-consume-gzip.pcap"
+    _, one = export_bytes(str(path))
+    owners = parallel.plan_owners(str(path), 2)
+    opts = ((str(path),), 2, owners, False, False, (), None, True, None)
+    parts = [parallel.run_part(parallel.Job(opts[0], i, *opts[1:])) for i in range(2)]
+    assert all(isinstance(p.lines, bytes) for p in parts)
+    out = io.BytesIO()
+    parallel.merge(parts, str(path), out)
+    assert out.getvalue() == one
+
+
+@pytest.mark.parametrize("name", ["librdkafka-produce-consume-zstd.pcap", "kafka-python-0.9-gzip.pcap"])
+def test_records_and_compressed_input(name, tmp_path):
+    path = CAPTURES / name
+    assert export_bytes("-j", "2", "--records", str(path)) == export_bytes("--records", str(path))
+    gz = tmp_path / (name + ".gz")
+    gz.write_bytes(gzip.compress(path.read_bytes()))
+    assert export_bytes("-j", "2", "--port", "9092", str(gz)) == export_bytes("--port", "9092", str(gz))
+
+
+def test_not_a_capture(tmp_path):
+    path = tmp_path / "junk.pcap"
+    path.write_bytes(b"\x01\x02" * 3000)
+    rc, data = export_bytes("-j", "2", str(path))
+    assert rc == 2
+    assert (rc, data) == export_bytes(str(path))
+
+
+def stats_bytes(*args: str) -> tuple[int, bytes]:
+    buf = io.BytesIO()
+    out = io.TextIOWrapper(buf, encoding="utf-8")
+    with redirect_stdout(out):
+        rc = cli.main(["stats", "--format", "json", *args])
+        out.flush()
+    return rc, buf.getvalue()
+
+
+@pytest.mark.parametrize("path", CAPS, ids=lambda p: p.name)
+def test_stats_with_jobs(path):
+    assert stats_bytes("-j", "2", str(path)) == stats_bytes(str(path))
+
+
+def _with_bad_secret_line(src: Path, dst: Path) -> None:
+    """A copy of a little-endian pcapng whose Decryption Secrets Blocks end with a line that is
+    not a key log line."""
+    raw = src.read_bytes()
+    out = bytearray()
+    pos = 0
+    while pos + 12 <= len(raw):
+        btype, blen = struct.unpack_from("<II", raw, pos)
+        block = raw[pos : pos + blen]
+        if btype == 10:
+            stype, slen = struct.unpack_from("<II", block, 8)
+            text = block[16 : 16 + slen] + b"not a key log line\n"
+            body = struct.pack("<II", stype, len(text)) + text + b"\0" * (-len(text) % 4)
+            n = 12 + len(body)
+            block = struct.pack("<II", 10, n) + body + struct.pack("<I", n)
+        out += block
+        pos += blen
+    dst.write_bytes(bytes(out))
+
+
+def test_key_log_problems_as_one_run_has_them(tmp_path, monkeypatch):
+    path = tmp_path / "dsb.pcapng"
+    _with_bad_secret_line(CAPTURES / "kafka-python-tls-tls13-aes128gcm-dsb.pcapng", path)
+    rc, one = export_bytes(str(path))
+    assert b"tls.keylog_bad_line" in one or b"not 'LABEL" in one
+    flows = []
+    for _i, _ts, linktype, data in CaptureFile(path):
+        seg = decode_tcp(linktype, data)
+        if type(seg) is tuple and parallel.flow_key(seg) not in flows:
+            flows.append(parallel.flow_key(seg))
+    for alone in flows:
+        owners = {k: int(k == alone) for k in flows}
+        monkeypatch.setattr(parallel, "plan_owners", lambda _path, _parts, o=owners: o)
+        assert export_bytes("-j", "2", str(path)) == (rc, one)
+
+
+def test_a_plain_pcap_is_read_once_by_ranges(monkeypatch, capsys):
+    """Each process walks one byte range of a plain pcap and routes the packets to their
+    owners: nobody reads the whole file (the whole-capture way would fail here). Routes go
+    through files in blocks (tiny ones here)."""
+    monkeypatch.setattr(parallel, "run_part", _boom)
+    monkeypatch.setattr(parallel, "FLUSH_ROUTES", 3)
+    for name in ("librdkafka-produce-consume-none.pcap", "librdkafka-kip848.pcap", "librdkafka-txn.pcap"):
+        path = CAPTURES / name
+        for jobs in ("2", "3"):
+            assert export_bytes("-j", jobs, str(path)) == export_bytes(str(path)), (name, jobs)
+            assert stats_bytes("-j", jobs, str(path)) == stats_bytes(str(path))
+    assert "failed" not in capsys.readouterr().err
+
+
+def test_damage_sends_the_ranges_back_to_whole_reads(tmp_path, monkeypatch, capsys):
+    """A pcap whose ranges do not walk cleanly (bytes left over at the end, a record cut by the
+    snaplen) is read whole by every process, so its damage is reported as one run does."""
+    monkeypatch.setattr(parallel, "run_routed", _boom)
+    src = (CAPTURES / "librdkafka-produce-consume-none.pcap").read_bytes()
+    tail = tmp_path / "tail.pcap"
+    tail.write_bytes(src + b"\x01" * 7)
+    cut = tmp_path / "cut.pcap"
+    raw = bytearray(src)
+    struct.pack_into("<I", raw, 24 + 12, struct.unpack_from("<I", raw, 24 + 12)[0] + 10)  # orig_len
+    cut.write_bytes(bytes(raw))
+    for path, code in ((tail, b"capture.truncated"), (cut, b"capture.snaplen")):
+        rc, one = export_bytes(str(path))
+        assert code in one
+        assert export_bytes("-j", "2", str(path)) == (rc, one)
+    assert "failed" not in capsys.readouterr().err
+
+
+def test_rotated_plain_pieces_are_read_once(tmp_path, monkeypatch):
+    monkeypatch.setattr(parallel, "run_part", _boom)
+    path = CAPTURES / "librdkafka-produce-consume-lz4.pcap"
+    pieces = [str(p) for p in cut(path, 7, tmp_path)]
+    _, whole = export_bytes(str(path))
+    for jobs in ("2", "3"):
+        rc, par = export_bytes("-j", jobs, *pieces)
+        assert rc == 0
+        assert after_capture_line(par) == after_capture_line(whole)
