@@ -6,11 +6,11 @@ import struct
 from pathlib import Path
 
 import pytest
-from conftest import CAPTURES, project_captures, tls_captures
 
 from analyzer.capture.files import CaptureFile
 from analyzer.capture.split import CHAIN, Split, SplitSource, count_packets, splits
 from analyzer.issues import CAPTURE_TRUNCATED
+from tests.helpers.captures import CAPTURES, project_captures, tls_captures
 
 
 def packets_of(source) -> list[tuple]:
