@@ -5,7 +5,6 @@ import gzip
 import io
 import shutil
 import struct
-import sys
 from contextlib import redirect_stdout
 from pathlib import Path
 
@@ -15,10 +14,7 @@ from analyzer import cli
 from analyzer.capture.files import CaptureFile
 from analyzer.export import parallel
 from analyzer.reassembly.packet import decode_tcp
-from tests.helpers.captures import CAPTURES, project_captures, tls_captures
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "unit" / "capture"))
-from test_sets import cut  # noqa: E402 - the rotation helper of the capture-set tests
+from tests.helpers.captures import CAPTURES, cut, project_captures, tls_captures
 
 
 def export_bytes(*args: str) -> tuple[int, bytes]:

@@ -3,6 +3,7 @@ really are malformed."""
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
 from analyzer.dissect.constants import ApiKey, ErrorCode
@@ -49,3 +50,23 @@ def known_malformed(api_key, kind: str, body_error_code) -> str | None:
     ):
         return "librdkafka mock: malformed ApiVersions UNSUPPORTED_VERSION answer"
     return None
+
+
+def cut(path: Path, every: int, out_dir: Path) -> list[Path]:
+    """Cut a classic pcap into pieces of ``every`` packets, copying the records' bytes as they are
+    (what ``editcap -c`` does)."""
+    raw = path.read_bytes()
+    head = raw[:24]
+    order = "<" if raw[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+    records = []
+    pos = 24
+    while pos + 16 <= len(raw):
+        incl = struct.unpack_from(order + "I", raw, pos + 8)[0]
+        records.append(raw[pos : pos + 16 + incl])
+        pos += 16 + incl
+    pieces = []
+    for i in range(0, len(records), every):
+        p = out_dir / f"{path.stem}_{i // every:05d}.pcap"
+        p.write_bytes(head + b"".join(records[i : i + every]))
+        pieces.append(p)
+    return pieces

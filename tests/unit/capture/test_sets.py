@@ -2,35 +2,13 @@
 
 import io
 import json
-import struct
 from contextlib import redirect_stdout
-from pathlib import Path
 
 import pytest
 
 from analyzer import cli
 from analyzer.capture.sets import CaptureSet, plan
-from tests.helpers.captures import project_captures
-
-
-def cut(path: Path, every: int, out_dir: Path) -> list[Path]:
-    """Cut a classic pcap into pieces of ``every`` packets, copying the records' bytes as they are
-    (what ``editcap -c`` does)."""
-    raw = path.read_bytes()
-    head = raw[:24]
-    order = "<" if raw[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
-    records = []
-    pos = 24
-    while pos + 16 <= len(raw):
-        incl = struct.unpack_from(order + "I", raw, pos + 8)[0]
-        records.append(raw[pos : pos + 16 + incl])
-        pos += 16 + incl
-    pieces = []
-    for i in range(0, len(records), every):
-        p = out_dir / f"{path.stem}_{i // every:05d}.pcap"
-        p.write_bytes(head + b"".join(records[i : i + every]))
-        pieces.append(p)
-    return pieces
+from tests.helpers.captures import cut, project_captures
 
 
 def export(*args: str) -> tuple[int, list[dict]]:
