@@ -63,7 +63,7 @@ from analyzer.issues import CAPTURE_NO_TCP, STREAM_GAP
 from analyzer.model import Exchange, Issue
 from analyzer.pipeline import Analysis, Pipeline
 from analyzer.reassembly.packet import decode_tcp
-from analyzer.session.knowledge import EXCHANGE_TOPIC_ARRAYS, LEARNS_FROM
+from analyzer.session.knowledge import EXCHANGE_TOPIC_ARRAYS, LEARNS_FROM, UNNAMED_BROKER
 from analyzer.session.records import FETCH_APIS
 from analyzer.session.stats import Stats, exchange_facts, topic_record_counts
 from analyzer.tls.keylog import KeyLog
@@ -574,6 +574,32 @@ def _relabel(data: bytes, topics: dict) -> bytes:
     return data[:i] + orjson.dumps(topics, option=orjson.OPT_NON_STR_KEYS) + data[j:]
 
 
+_UNNAMED_TEXT = UNNAMED_BROKER + " answered "
+_UNNAMED = orjson.dumps(_UNNAMED_TEXT)[:-1]  # the start of such a message in a line
+
+
+def _unnamed(x, kind: int) -> bool:
+    if kind == _EXCHANGE:
+        return any(m.startswith(_UNNAMED_TEXT) for _c, _s, m in x[0][7])
+    return kind == _ISSUE and x[1].startswith(_UNNAMED_TEXT)
+
+
+def _name_broker(data: bytes, x, kind: int, software: str) -> tuple[bytes, object]:
+    """An issue that says "the broker answered ..." because its process had not learnt the
+    broker's software, which one run knew by then from another connection (the cluster id of a
+    Metadata answer): named as one run names it, in its line and in the statistics' facts."""
+    text = software + " answered "
+    cut = len(_UNNAMED_TEXT)
+    if kind == _EXCHANGE:
+        facts, refs, know = x
+        issues = [(c, sev, text + m[cut:] if m.startswith(_UNNAMED_TEXT) else m) for c, sev, m in facts[7]]
+        x = ((*facts[:7], issues, *facts[8:]), refs, know)
+    else:
+        code, message = x
+        x = (code, text + message[cut:])
+    return data.replace(_UNNAMED, orjson.dumps(text)[:-1]), x
+
+
 def _ignore_sigint() -> None:
     """Ctrl-C is the parent's to handle (it ends the pool): no traceback from each process."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -781,6 +807,10 @@ def combine(  # noqa: C901 - one pass over the events, each kind inline
                             data = _relabel(data, labels)
                         facts = (*facts[:10], list(labels), facts[11])
                         x = (facts, refs, know)
+            if kind != _CONNECTION and _unnamed(x, kind):
+                software = knowledge.broker_software()
+                if software is not None:
+                    data, x = _name_broker(data, x, kind, software)
             pending.append((kind, conn, data, x))
         flush_batch()
     finally:

@@ -67,6 +67,11 @@ class Group:
     generations_seen: list[int] = field(default_factory=list)
 
 
+# What an issue calls the broker while its software is not known (yet): export -j's merge names it
+# where one run would have known it (export/parallel.py).
+UNNAMED_BROKER = "the broker"
+
+
 @dataclass(slots=True)
 class Knowledge:
     brokers: dict[int, str] = field(default_factory=dict)

@@ -44,6 +44,7 @@ from analyzer.issues import (
     QUIRK_LIBRDKAFKA_TAGGED_HANGUP,
 )
 from analyzer.model import ConnInfo, Exchange, Frame, Issue, Message, Severity
+from analyzer.session.knowledge import UNNAMED_BROKER
 
 ACKS0_HELD = 256  # acks=0 Produce requests that wait for a possible answer, per connection
 
@@ -94,7 +95,7 @@ class ConnectionPairer:
         sw = self.knowledge.broker_software() if self.knowledge is not None else None
         return out + [
             QUIRK_ACKS0_ANSWERED(
-                f"{sw or 'the broker'} answered {n} Produce request{'s' if n != 1 else ''} sent with "
+                f"{sw or UNNAMED_BROKER} answered {n} Produce request{'s' if n != 1 else ''} sent with "
                 f"acks=0{at}, which Kafka never answers (KafkaApis.handleProduceRequest sends no "
                 "response for acks=0; Tansu and the librdkafka mock cluster do): paired by "
                 "correlation id and decoded",
@@ -145,7 +146,7 @@ class ConnectionPairer:
         if not found:
             return []
         sw = self.knowledge.broker_software() if self.knowledge is not None else None
-        who = sw if sw is not None else "the broker"
+        who = sw if sw is not None else UNNAMED_BROKER
         out = []
         for code, first, ref in found:
             name = ERRORS[code][0]
