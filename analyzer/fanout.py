@@ -268,10 +268,36 @@ class Fanout:
     def stop(self) -> None:
         self._stop = True
 
-    def run(self) -> tuple[Stats, Merged]:  # noqa: C901 - start, poll and drain of the workers share their state; not split yet
+    def run(self) -> tuple[Stats, Merged]:
         ctx = multiprocessing.get_context("fork")
         stop = ctx.Event()
-        n = len(self.rings)
+        procs, conns, outs = self._start(ctx, stop)
+        n = len(procs)
+        print(
+            f"kafka-analyzer: capturing on {self.name.removeprefix('live:')} with {n} workers",
+            file=sys.stderr,
+            flush=True,
+        )
+        self._heap: list = []
+        self._seq = 0
+        self._watermarks = [float("-inf")] * n
+        self._received, self._dropped = [0] * n, [0] * n
+        self._results: list[dict | None] = [None] * n
+        self._poll(stop, conns, outs)
+        while self._heap:
+            self.output(heapq.heappop(self._heap)[2])
+        for p in procs:
+            p.join(timeout=10)
+            if p.is_alive():
+                with contextlib.suppress(OSError):
+                    os.kill(p.pid, signal.SIGKILL)
+        for o in outs:
+            o.close()
+        return self._merge()
+
+    def _start(self, ctx, stop) -> tuple[list, list, list]:
+        """Fork a worker per ring: the processes, the pipes their batches come back on and the
+        pipes the parent relays topic ids to them on."""
         procs, conns, outs = [], [], []
         for i, ring in enumerate(self.rings):
             r, w = ctx.Pipe(duplex=False)
@@ -300,18 +326,13 @@ class Fanout:
             outs.append(iw)
         for ring in self.rings:  # the workers hold them now
             ring.close()
-        print(
-            f"kafka-analyzer: capturing on {self.name.removeprefix('live:')} with {n} workers",
-            file=sys.stderr,
-            flush=True,
-        )
-        heap: list = []
-        seq = 0
-        watermarks = [float("-inf")] * n
-        received, dropped = [0] * n, [0] * n
+        return procs, conns, outs
+
+    def _poll(self, stop, conns: list, outs: list) -> None:
+        """Take the workers' messages until every one has ended (or died): outputs up to the
+        lowest watermark are written, drop counts reported as they change."""
         reported = 0
-        results: list[dict | None] = [None] * n
-        alive = dict(zip(conns, range(n), strict=True))
+        alive = dict(zip(conns, range(len(conns)), strict=True))
         while alive:
             if self._stop:
                 stop.set()
@@ -321,45 +342,44 @@ class Fanout:
                     msg = c.recv()
                 except (EOFError, OSError):
                     del alive[c]
-                    watermarks[i] = float("inf")
+                    self._watermarks[i] = float("inf")
                     continue
                 if msg[0] == "batch":
-                    _, wm, batch, received[i], dropped[i], new_ids = msg
-                    if new_ids:
-                        for j, o in enumerate(outs):
-                            if j != i:
-                                with contextlib.suppress(OSError):
-                                    o.send(new_ids)
-                    for key, out in batch:
-                        heapq.heappush(heap, (key, seq, out))
-                        seq += 1
-                    watermarks[i] = max(watermarks[i], wm)
+                    self._batch(i, msg, outs)
                 else:
-                    results[i] = msg[1]
-                    received[i], dropped[i] = msg[1]["received"], msg[1]["dropped"]
-                    watermarks[i] = float("inf")
+                    self._results[i] = msg[1]
+                    self._received[i], self._dropped[i] = msg[1]["received"], msg[1]["dropped"]
+                    self._watermarks[i] = float("inf")
                     del alive[c]
-            low = min(watermarks)
-            while heap and heap[0][0] <= low:
-                self.output(heapq.heappop(heap)[2])
-            total = sum(dropped)
+            low = min(self._watermarks)
+            while self._heap and self._heap[0][0] <= low:
+                self.output(heapq.heappop(self._heap)[2])
+            total = sum(self._dropped)
             if total != reported:
                 reported = total
                 if self.on_drops is not None:
-                    self.on_drops(CaptureStats(None, sum(received), total))
-        while heap:
-            self.output(heapq.heappop(heap)[2])
-        for p in procs:
-            p.join(timeout=10)
-            if p.is_alive():
-                with contextlib.suppress(OSError):
-                    os.kill(p.pid, signal.SIGKILL)
-        for o in outs:
-            o.close()
+                    self.on_drops(CaptureStats(None, sum(self._received), total))
+
+    def _batch(self, i: int, msg: tuple, outs: list) -> None:
+        """A worker's batch: its outputs queued by key, its counters and watermark taken, the
+        topic ids it learned relayed to the other workers."""
+        _, wm, batch, self._received[i], self._dropped[i], new_ids = msg
+        if new_ids:
+            for j, o in enumerate(outs):
+                if j != i:
+                    with contextlib.suppress(OSError):
+                        o.send(new_ids)
+        for key, out in batch:
+            heapq.heappush(self._heap, (key, self._seq, out))
+            self._seq += 1
+        self._watermarks[i] = max(self._watermarks[i], wm)
+
+    def _merge(self) -> tuple[Stats, Merged]:
+        """The workers' end results as one analysis and one set of statistics."""
         merged = Merged(self.name)
         stats = Stats(merged.knowledge.topic_ids)
         issues = []
-        for i, r in enumerate(results):
+        for i, r in enumerate(self._results):
             if r is None:
                 issues.append([CAPTURE_WORKER_FAILED(f"capture worker {i} ended without its results")])
                 continue
@@ -367,8 +387,8 @@ class Fanout:
             stats.merge(r["stats"])
             issues.append(r["issues"])
         _name_topic_ids(stats, merged.knowledge.topic_ids)
-        merged._dropped = sum(dropped)
-        merged.received = sum(received)
+        merged._dropped = sum(self._dropped)
+        merged.received = sum(self._received)
         merged.interrupted = merged.interrupted or self._stop
         no_tcp = bool(merged.packets and not merged.connections)
         merged.capture_issues = _merge_issues(issues, merged.received, merged._dropped, no_tcp)

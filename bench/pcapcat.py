@@ -1,13 +1,15 @@
 """Concatenate copies of a classic pcap file into a bigger one, as if recorded back to back.
 
-    python bench/pcapcat.py SRC -n 4 -o DST [--gap 1.0]
+    python bench/pcapcat.py SRC -n 4 -o DST [--gap 1.0] [--same-addresses]
 
 Copy ``k`` (0-based) has its timestamps shifted by ``k * (duration + gap)`` seconds, so time
 only moves forward. From the second copy on, IPv4 addresses ``a.b.c.d`` become
 ``a.(b+k).c.d`` (with the IP and TCP checksums updated), so every copy's TCP connections have
 their own 4-tuples: a reassembler sees four captures' worth of distinct connections rather
 than one connection reopened with a SYN it already saw. Only Ethernet/IPv4 packets are
-rewritten; anything else is copied as is. pcapng is not supported.
+rewritten; anything else is copied as is. With ``--same-addresses`` the copies keep their
+addresses: the very packets ``tcpreplay --loop N`` sends (the offline reference of bench/live.py
+--done-when). pcapng is not supported.
 """
 
 from __future__ import annotations
@@ -72,8 +74,9 @@ def _records(data: bytes, e: str):
         pos += 16 + incl
 
 
-def concat(src: Path, dst: Path, copies: int, gap: float = 1.0) -> tuple[int, int]:
-    """Write ``copies`` copies of ``src`` into ``dst``; returns (packets, bytes written)."""
+def concat(src: Path, dst: Path, copies: int, gap: float = 1.0, rewrite: bool = True) -> tuple[int, int]:
+    """Write ``copies`` copies of ``src`` into ``dst`` (their addresses moved apart unless not
+    ``rewrite``); returns (packets, bytes written)."""
     data = src.read_bytes()
     if data[:4] not in MAGICS:
         raise ValueError(f"{src}: not a classic pcap file (pcapng is not supported)")
@@ -100,7 +103,7 @@ def concat(src: Path, dst: Path, copies: int, gap: float = 1.0) -> tuple[int, in
             for pos, sec, frac, incl in _records(data, e):
                 t = sec * scale + frac + shift
                 body = data[pos + 16 : pos + 16 + incl]
-                if k and linktype == LinkType.ETHERNET:
+                if k and rewrite and linktype == LinkType.ETHERNET:
                     body = bytearray(body)
                     _rewrite(body, k)
                 orig = struct.unpack_from(e + "I", data, pos + 12)[0]
@@ -123,9 +126,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-n", "--copies", type=int, default=4)
     ap.add_argument("-o", "--output", type=Path, required=True)
     ap.add_argument("--gap", type=float, default=1.0, help="seconds between copies")
+    ap.add_argument(
+        "--same-addresses", action="store_true", help="keep every copy's addresses (as tcpreplay --loop)"
+    )
     args = ap.parse_args(argv)
     try:
-        packets, size = concat(args.src, args.output, args.copies, args.gap)
+        packets, size = concat(args.src, args.output, args.copies, args.gap, not args.same_addresses)
     except (OSError, ValueError) as exc:
         print(f"pcapcat: {exc}", file=sys.stderr)
         return 2

@@ -188,6 +188,7 @@ def builtin_rules() -> list[Rule]:
                 and i.severity == Severity.WARNING
                 and i.code != RECORDS_CRC_MISMATCH.code
             ),
+            records=True,  # records are validated one by one only when their bodies are decoded
             help="Record batches pass the checks Kafka brokers apply (LogValidator, "
             "ProduceRequest.validateRecords): a record count above 0, last_offset_delta = count - 1, "
             "offset deltas 0..n-1 and timestamps within the batch (when record bodies are decoded), "

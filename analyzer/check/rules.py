@@ -147,9 +147,12 @@ class Rule:
     issues: Callable[[Issue], bool] | None = None
     help: str = ""  # what the rule is for (SARIF, docs)
     texts: dict[str, str] = field(default_factory=dict)  # the filters as written, for reports
+    records: bool = False  # its findings are only seen with record bodies decoded
 
     @property
     def needs_records(self) -> bool:
+        if self.records:
+            return True
         fs = [self.where] + [getattr(self.check, "filter", None)]
         needs = any(f is not None and f.needs_records for f in fs)
         return needs or bool(self.aggregate and self.aggregate.values and self.aggregate.values.needs_records)

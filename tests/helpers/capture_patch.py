@@ -56,6 +56,13 @@ def exchanges(path: Path) -> list[Exchange]:
 
 def field_position(raw: bytes, ex: Exchange, kind: str, f: Field) -> int:
     """File offset of the first byte of decoded field ``f`` of the request or response."""
+    return frame_positions(raw, ex, kind, f.offset, 1)[0]
+
+
+def frame_positions(raw: bytes, ex: Exchange, kind: str, start: int, n: int) -> list[int]:
+    """File offsets of ``n`` bytes of the request's or response's frame from byte ``start`` of its
+    payload (after the size prefix: the header's api_version is at 2, its client id from 10); the
+    bytes may span several packets."""
     msg = ex.request if kind == "request" else ex.response
     assert msg is not None
     info = ex.conn
@@ -63,11 +70,14 @@ def field_position(raw: bytes, ex: Exchange, kind: str, f: Field) -> int:
     sender = info.a if frm.direction == 0 else info.b
     receiver = info.b if frm.direction == 0 else info.a
     key = (_ip(sender.ip), sender.port, _ip(receiver.ip), receiver.port)
-    target = frm.offset + 4 + f.offset
-    for off, at, n in stream_map(raw)[key]:
-        if off <= target < off + n:
-            return at + (target - off)
-    raise AssertionError(f"stream offset {target} not in the capture")
+    payloads = stream_map(raw)[key]
+    out = []
+    for target in range(frm.offset + 4 + start, frm.offset + 4 + start + n):
+        at = next((a + (target - off) for off, a, m in payloads if off <= target < off + m), None)
+        if at is None:
+            raise AssertionError(f"stream offset {target} not in the capture")
+        out.append(at)
+    return out
 
 
 def _ip(text: str) -> bytes:
@@ -101,6 +111,52 @@ def patch_field(path: Path, out: Path, select, kind: str, name: str, value: byte
         done += 1
     out.write_bytes(bytes(raw))
     return done
+
+
+def patch_frame(path: Path, out: Path, select, kind: str, start: int, value: bytes, count: int = 1) -> int:
+    """Write ``out``: ``path`` with the bytes at ``start`` of the ``kind`` frame's payload (see
+    :func:`frame_positions`) of the first ``count`` selected exchanges replaced by ``value``."""
+    raw = bytearray(path.read_bytes())
+    done = 0
+    for ex in exchanges(path):
+        if done >= count or not select(ex) or (ex.request if kind == "request" else ex.response) is None:
+            continue
+        for at, b in zip(frame_positions(bytes(raw), ex, kind, start, len(value)), value, strict=True):
+            raw[at] = b
+        done += 1
+    out.write_bytes(bytes(raw))
+    return done
+
+
+def patch_batch_field(
+    path: Path, out: Path, select, name: str, value: bytes, after: str | None = None
+) -> int:
+    """Write ``out``: ``path`` with field ``name`` (the first after field ``after``, if given) of
+    the first selected exchange's request set to ``value``, and the CRC-32C of the record batch
+    holding it recomputed, so that the batch is what a client that meant it would have sent.
+    Returns the exchange's 1-based number (the order check and read number exchanges in)."""
+    from analyzer.dissect.crc import crc32c
+
+    raw = bytearray(path.read_bytes())
+    for n, ex in enumerate(exchanges(path), 1):
+        if not select(ex) or ex.request is None or ex.request.body is None:
+            continue
+        fields = list(ex.request.body.walk())
+        start = 0 if after is None else next(i for i, f in enumerate(fields) if f.name == after)
+        f = next(x for x in fields[start:] if x.name == name)
+        batch = [
+            b for b in fields if b.name == "record_batch" and b.offset <= f.offset < b.offset + b.length
+        ][-1]
+        assert f.length == len(value), (f.length, value)
+        pos = frame_positions(bytes(raw), ex, "request", batch.offset, batch.length)
+        for i, b in enumerate(value):
+            raw[pos[f.offset - batch.offset + i]] = b
+        crc = crc32c(bytes(raw[p] for p in pos[21:]))  # attributes to the end of the batch
+        for p, b in zip(pos[17:21], struct.pack(">I", crc), strict=True):
+            raw[p] = b
+        out.write_bytes(bytes(raw))
+        return n
+    raise AssertionError("no exchange selected")
 
 
 def delay_responses(path: Path, out: Path, select, seconds: float) -> int:

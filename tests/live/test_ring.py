@@ -1,5 +1,7 @@
-"""The AF_PACKET ring source on lo: the same exchanges as tcpdump + offline analysis, drops
-reported exactly as the kernel counted them, Ctrl-C, --user, --write rotation, fanout."""
+"""The AF_PACKET ring source on lo, in a network namespace of the module's own (tests/netns.py:
+its lo carries these tests' traffic only): the same exchanges as tcpdump + offline analysis,
+with one worker and with two (equal to one), drops reported exactly as the kernel counted them,
+Ctrl-C, --user, --write rotation by size and by time, fanout."""
 
 import contextlib
 import json
@@ -18,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.captures import ROOT
+from tests.helpers.netns import isolated
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 pytestmark = [
@@ -129,39 +132,53 @@ def export(path) -> list[dict]:
     return [json.loads(x) for x in r.stdout.splitlines()]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def netns():
+    with isolated("ring") as ns:
+        yield ns
+
+
 @pytest.fixture(scope="module")
-def mock():
+def mock(netns):
     return Mock()
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_ring_finds_what_tcpdump_finds(mock, tmp_path, workers):
-    """One process, or two in a fanout group whose outputs the parent merges: the same
-    exchanges as the offline analysis of tcpdump's recording."""
+def test_ring_finds_what_tcpdump_finds_with_one_worker_and_two(mock, tmp_path):
+    """One process, and two in a fanout group whose outputs the parent merges, on the same
+    traffic: each finds the exchanges the offline analysis of tcpdump's recording finds, so two
+    workers find what one finds; their summaries count the same exchanges per API."""
     td_pcap = tmp_path / "tcpdump.pcap"
     td_err = tmp_path / "tcpdump.err"
     with open(td_err, "wb") as ferr:
         td = subprocess.Popen(["tcpdump", "-i", "lo", "-n", "-U", "-w", str(td_pcap), mock.bpf], stderr=ferr)
     wait_for(td_err, td, b"listening on", 30)
-    proc, out, err = live(
-        tmp_path, "-f", mock.bpf, "--mode", "export", "--no-spans", "--workers", str(workers)
-    )
+    runs = {}
     try:
+        for w in (1, 2):
+            runs[w] = live(
+                tmp_path, "-f", mock.bpf, "--mode", "export", "--no-spans", "--workers", str(w), name=f"w{w}"
+            )
         mock.traffic(60)
         time.sleep(1.0)
     finally:
-        rc = interrupt(proc)
+        rcs = {w: interrupt(proc) for w, (proc, _, _) in runs.items()}
         td.send_signal(signal.SIGINT)
         td.wait(30)
-    assert rc == 0, err.read_text()
-    lines = [json.loads(x) for x in out.read_bytes().splitlines()]
-    assert lines[-1]["type"] == "summary"
-    summary = lines[-1]
-    assert summary["capture"]["dropped_packets"] == 0
-    offline = export(td_pcap)
-    ours = exchange_keys(lines)
-    assert len(ours) > 20
-    assert ours == exchange_keys(offline)
+    offline = exchange_keys(export(td_pcap))
+    assert len(offline) > 20
+    found = {}
+    for w, (_, out, err) in runs.items():
+        assert rcs[w] == 0, err.read_text()
+        lines = [json.loads(x) for x in out.read_bytes().splitlines()]
+        assert lines[-1]["type"] == "summary"
+        assert lines[-1]["capture"]["dropped_packets"] == 0
+        assert exchange_keys(lines) == offline, w
+        found[w] = sorted(
+            (o["api_name"], o["request"] is not None, o["response"] is not None)
+            for o in lines
+            if o["type"] == "exchange" and (o["client_id"] or "").startswith("ring-test")
+        )
+    assert found[2] == found[1]
 
 
 def test_drops_are_reported_as_the_kernel_counted(tmp_path):
@@ -201,39 +218,46 @@ def test_drops_are_reported_as_the_kernel_counted(tmp_path):
 
 
 def test_sigint_user_and_rotation(mock, tmp_path):
-    """Ctrl-C prints the summary; the --write files rotate by size, belong to --user, and
-    together hold every packet the live run analysed."""
+    """Ctrl-C prints the summary; the --write files rotate by size (-C) and, in a second run on
+    the same traffic, by time (-G), belong to --user, and together hold every packet the live
+    run analysed."""
     with tempfile.TemporaryDirectory(prefix="ring-user-") as d:  # pytest's tmp_path is 0700
         os.chmod(d, 0o777)
-        _user_and_rotation(mock, tmp_path, Path(d))
+        by_size, by_time = Path(d) / "size", Path(d) / "time"
+        for sub in (by_size, by_time):
+            sub.mkdir()
+            os.chmod(sub, 0o777)
+        common = ("-f", mock.bpf, "--mode", "stats", "--user", "nobody")
+        size = live(tmp_path, *common, "--write", str(by_size / "cap.pcap"), "-C", "0.05", name="size")
+        timed = live(tmp_path, *common, "--write", str(by_time / "cap-%H%M%S.pcap"), "-G", "1", name="time")
+        try:
+            mock.traffic(300, size=1000, compression="gzip")  # decoded after the privilege drop
+            time.sleep(2.5)  # the -G run's files span more than one second
+        finally:
+            rcs = [interrupt(size[0]), interrupt(timed[0])]
+        files = _user_and_rotation(*size, rcs[0], by_size)
+        assert files[:3] == ["cap.pcap", "cap.pcap1", "cap.pcap2"], files
+        for f in files:
+            assert (by_size / f).stat().st_size <= 50_000 or _packets(by_size / f) == 1  # a lone big packet
+        files = _user_and_rotation(*timed, rcs[1], by_time)
+        assert len(files) >= 2 and all(f.startswith("cap-") and f.endswith(".pcap") for f in files), files
 
 
-def _user_and_rotation(mock, tmp_path, out_dir):
-    proc, out, err = live(
-        tmp_path,
-        "-f",
-        mock.bpf,
-        "--mode",
-        "stats",
-        "--user",
-        "nobody",
-        "--write",
-        str(out_dir / "cap.pcap"),
-        "-C",
-        "0.05",
-    )
-    try:
-        mock.traffic(300, size=1000, compression="gzip")  # decoded after the privilege drop
-        time.sleep(1.0)
-    finally:
-        rc = interrupt(proc)
+def _packets(path: Path) -> int:
+    from analyzer.capture.files import CaptureFile
+
+    return sum(1 for _ in CaptureFile(str(path)))
+
+
+def _user_and_rotation(proc, out, err, rc, out_dir) -> list[str]:
+    """Check one run (exit 0 on Ctrl-C, its summary, its files: valid, nobody's, every packet
+    the run analysed in them); its file names in creation order."""
     assert rc == 0, err.read_text()
     text = out.read_text()
     head = text.splitlines()[0]
     assert "Kafka exchanges" in head and "0 dropped by the kernel" in head, text
     packets = int(head.split()[0])
     files = sorted(os.listdir(out_dir), key=lambda n: (len(n), n))
-    assert files[:3] == ["cap.pcap", "cap.pcap1", "cap.pcap2"], files
     nobody = pwd.getpwnam("nobody").pw_uid
     total = 0
     for f in files:
@@ -248,9 +272,9 @@ def _user_and_rotation(mock, tmp_path, out_dir):
         assert r.returncode in (0, 1), r.stderr  # 1: a file may hold no whole Kafka exchange
         cap = json.loads(r.stdout)["capture"]
         assert not [i for i in json.loads(r.stdout)["anomalies"] if i["anomaly"].startswith("capture.")]
-        assert path.stat().st_size <= 50_000 or cap["packets"] == 1  # only a lone big packet is over
         total += cap["packets"]
     assert total == packets
+    return files
 
 
 def test_sigint_with_no_traffic_leaves_a_valid_file(tmp_path):

@@ -1,0 +1,51 @@
+"""Running a test module inside a network namespace of its own (root only).
+
+:func:`isolated` creates the namespace (``ip netns add``, its ``lo`` up) and moves the test
+process's main thread into it with ``setns(2)``: the sockets, threads (a librdkafka mock
+cluster's) and subprocesses (``kafka-analyzer live``, tcpdump) made afterwards live in it, so the
+live tests' ``lo`` carries their traffic only, whatever else runs on the machine. At the end the
+thread goes back to its namespace and the namespace is deleted. Its name is
+``$KLA_TEST_NETNS_PREFIX-NAME-PID`` (prefix ``kla-test`` by default)."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import shutil
+import subprocess
+
+CLONE_NEWNET = 0x40000000
+
+
+def _setns(fd: int) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.setns(fd, CLONE_NEWNET) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"setns: {os.strerror(err)}")
+
+
+@contextlib.contextmanager
+def isolated(name: str):
+    """Yield the namespace's name, the calling thread inside it; None (nothing done) when not
+    root or without ``ip``."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        yield None
+        return
+    ns = f"{os.environ.get('KLA_TEST_NETNS_PREFIX', 'kla-test')}-{name}-{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", ns], check=True, capture_output=True)
+    home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    try:
+        subprocess.run(["ip", "-n", ns, "link", "set", "lo", "up"], check=True, capture_output=True)
+        fd = os.open(f"/run/netns/{ns}", os.O_RDONLY)
+        try:
+            _setns(fd)
+        finally:
+            os.close(fd)
+        try:
+            yield ns
+        finally:
+            _setns(home)
+    finally:
+        os.close(home)
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
