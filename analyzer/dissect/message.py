@@ -18,6 +18,7 @@ from __future__ import annotations
 import struct
 
 from analyzer.dissect import schema
+from analyzer.dissect.codecs import DEFAULT_LIMITS
 from analyzer.dissect.constants import ApiKey, ErrorCode
 from analyzer.dissect.decoder import (
     Ctx,
@@ -65,8 +66,13 @@ def _records_hook(opts: Options):
     limits = opts.limits or records.DEFAULT_LIMITS
 
     def hook(buf, start, end, field: Field, ctx: Ctx) -> None:
-        entries, issues = records.decode_records(
-            memoryview(buf)[start:end], start, limits=limits, bodies=ctx.records_bodies
+        # one decompression budget for the whole message: every partition's records field
+        entries, issues, ctx.records_budget = records.decode_records_budget(
+            memoryview(buf)[start:end],
+            start,
+            limits=limits,
+            bodies=ctx.records_bodies,
+            budget=ctx.records_budget,
         )
         field.children = entries
         ctx.issues.extend(issues)
@@ -78,7 +84,12 @@ def _ctx(opts: Options) -> Ctx:
     hook = opts._hook
     if hook is None:
         hook = opts._hook = _records_hook(opts)
-    return Ctx(records_bodies=opts.records_bodies, records_hook=hook)
+    limits = opts.limits
+    return Ctx(
+        records_bodies=opts.records_bodies,
+        records_hook=hook,
+        max_elements=(limits or DEFAULT_LIMITS).max_elements,
+    )
 
 
 def decode_request(frame: Frame, opts: Options = DEFAULT_OPTIONS) -> Message:
@@ -285,7 +296,7 @@ def _consumer(f: Field | None, schema_name: str, ptype: str | None, payload, ctx
     plan = data_plan(schema_name, version if known else 3)
     if plan is None:
         return
-    sub = Ctx(ctx.records_bodies, ctx.records_hook)
+    sub = Ctx(ctx.records_bodies, ctx.records_hook, ctx.elements)
     vfield = Field("version", "int16", version, start, 2)
     decoded, stop = decode_struct(
         plan, payload, start + 2, start + n, schema_name[16:].lower(), schema_name, sub
