@@ -94,10 +94,10 @@ class Limits:
     max_ratio: int = 1000
     ratio_grace: int = 1 * MiB
     max_depth: int = 4
-    max_total_output: int = 128 * MiB
+    max_total_output: int = 64 * MiB
     max_records: int = 100_000
     max_issues: int = 5
-    max_elements: int = 200_000
+    max_elements: int = 100_000
     max_connections: int = 20_000
 
     @classmethod

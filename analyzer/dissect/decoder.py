@@ -144,7 +144,7 @@ class Ctx:
         "records_budget",
     )
 
-    def __init__(self, records_bodies: bool = False, records_hook=None, max_elements: int = 200_000):
+    def __init__(self, records_bodies: bool = False, records_hook=None, max_elements: int = 100_000):
         self.issues: list[Issue] = []
         self.errors: list[int] = []  # every non-zero error code met, so front ends need no tree walk
         self.records_bodies = records_bodies
@@ -429,8 +429,8 @@ def _array_reader(name, ftype, elem_reader, nullable: bool, flex: bool, scalar=N
                     name,
                 )
             )
+            n_ok = max(ctx.elements, 0)  # the budget's worth is decoded, then decoding stops
             ctx.elements = 0
-            n_ok = 0
         else:
             ctx.elements -= n
             n_ok = n

@@ -406,21 +406,27 @@ class _Ctx:
         self.limits = limits
         self.bodies = bodies
         self.issues: list[Issue] = _Issues(limits.max_issues)
-        self.budget = limits.max_total_output if budget is None else budget
+        # a negative budget: spent, and said (records.decompression_budget is said once a message)
+        self.budget = limits.max_total_output if budget is None else max(budget, 0)
         self.max_depth = min(limits.max_depth, _MAX_DEPTH_CAP)
         # what the last _decode_set only counted past max_records: (entries, last offset)
         self.light: tuple[int, int | None] = (0, None)
-        self.budget_said = False
+        self.budget_said = budget is not None and budget < 0
 
     def inflate(self, codec: int, data, ioff: int, where: str) -> tuple[bytes | None, Issue | None]:
         """Decompress one blob within the request's remaining budget; a refusal caused by the
         budget (not by the blob's own limits) is ``records.decompression_budget``, said once."""
-        raw, issue = decompress_capped(codec, data, self.limits, self.budget)
+        limits = self.limits
+        raw, issue = decompress_capped(codec, data, limits, self.budget)
+        # the blob's own cap (size and ratio): a refusal under a smaller budget is the budget's
+        own = limits.max_output
+        if limits.max_ratio > 0:
+            own = min(own, max(limits.ratio_grace, limits.max_ratio * len(data)))
         if (
             raw is None
             and issue is not None
             and issue.code == RECORDS_DECOMPRESSION_LIMIT.code
-            and decompress_capped(codec, data, self.limits, self.limits.max_output)[0] is not None
+            and self.budget < own
         ):
             issue = None
             if not self.budget_said:
@@ -465,11 +471,12 @@ def decode_records_budget(
 ) -> tuple[list[Field], list[Issue], int]:
     """:func:`decode_records` within ``budget`` decompressed bytes (default: the whole
     ``limits.max_total_output``); also returns the budget left, for the next records field of
-    the same message."""
+    the same message; -1 once ``records.decompression_budget`` was said, so it is said once)."""
     buf = data if type(data) is bytes else bytes(data)
     ctx = _Ctx(limits, bodies, budget)
     fields = _decode_set(ctx, buf, TOP if base == 0 else RecordScope(base))
-    return fields, ctx.issues.close(), ctx.budget  # type: ignore[attr-defined]  # an _Issues
+    left = -1 if ctx.budget_said else ctx.budget
+    return fields, ctx.issues.close(), left  # type: ignore[attr-defined]  # an _Issues
 
 
 def _decode_set(ctx: _Ctx, buf: bytes, scope: RecordScope) -> list[Field]:
