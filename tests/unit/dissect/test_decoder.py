@@ -204,3 +204,29 @@ def test_librdkafka_mock_api_versions_fallback_is_a_named_quirk():
     # one byte more: not the mock's shape, so not recognised as it
     m = decode_response(Frame(1, 1, 0, len(body) + 1, body + b"\0", 0.0, 0.0, (1,), "response"), 18, 3)
     assert "quirk.mock_api_versions" not in [i.code for i in m.issues]
+
+
+def test_scram_server_signature_is_masked_in_the_value_and_the_hex():
+    from analyzer.dissect.message import decode_response, masked_payload
+
+    final = b"v=SERVERSIGNATURE0123456789="
+    p = struct.pack(">ihh", 5, 0, -1) + struct.pack(">i", len(final)) + final + struct.pack(">q", 0)
+    m = decode_response(frame(p), 36, 1)
+    f = m.body.child("auth_bytes")
+    assert f.value == b"v=********" and f.display == "SCRAM server-final-message (signature masked)"
+    hexed = masked_payload(m)
+    assert b"SERVERSIGNATURE" not in hexed and len(hexed) == len(p) and hexed.endswith(b"*" * 26 + bytes(8))
+    shown = decode_response(frame(p), 36, 1, Options(show_secrets=True))
+    assert shown.body.child("auth_bytes").value == final and masked_payload(shown, True) == p
+
+
+def test_oauthbearer_token_and_unknown_mechanisms_are_masked():
+    from analyzer.dissect.message import masked_payload
+
+    tok = b"n,,\x01auth=Bearer eyJTOKEN.x.y\x01\x01"
+    m = decode_sasl_token(frame(tok), "OAUTHBEARER")
+    f = m.body.children[0]
+    assert b"eyJTOKEN" not in f.value and "token masked" in f.display
+    assert b"eyJTOKEN" not in masked_payload(m)
+    gss = decode_sasl_token(frame(b"\x60\x82KERBEROS-TICKET"), "GSSAPI")
+    assert b"KERBEROS" not in gss.body.children[0].value and b"KERBEROS" not in masked_payload(gss)
