@@ -94,8 +94,8 @@ def _pack_message(kind: str, key: int, version: int, payload: bytes) -> bytes:
     return struct.pack(">bhh", kind == "request", key, version) + payload
 
 
-def seeds(entry: str) -> list[bytes]:
-    caps = _small_captures()
+def seeds(entry: str, max_captures: int | None = None) -> list[bytes]:
+    caps = _small_captures()[:max_captures]
     if entry == "capture":
         out = []
         for p in caps:
@@ -112,8 +112,8 @@ def seeds(entry: str) -> list[bytes]:
         return out
     if entry in ("framing", "tls"):
         out = []
-        pool = _small_captures(400_000) if entry == "tls" else caps
-        names = [p for p in pool if ("tls" in p.name) == (entry == "tls")]
+        pool = _small_captures(400_000) if entry == "tls" else _small_captures()
+        names = [p for p in pool if ("tls" in p.name) == (entry == "tls")][:max_captures]
         for p in names:
             for a, b in _streams(p)[:3]:
                 a, b = a[:2500], b[:2500]
@@ -381,10 +381,28 @@ def _alarm(_sig, _frame):
     raise _Timeout
 
 
-def fuzz(entry: str, execs: int, seconds: float, seed: int, out: Path, timeout: float, mem_mb: int) -> dict:
-    resource.setrlimit(resource.RLIMIT_AS, (mem_mb << 20, mem_mb << 20))
-    signal.signal(signal.SIGALRM, _alarm)
-    corpus = [s for s in seeds(entry) if s is not None]
+def fuzz(
+    entry: str,
+    execs: int,
+    seconds: float,
+    seed: int,
+    out: Path,
+    timeout: float,
+    mem_mb: int,
+    max_captures: int | None = None,
+) -> dict:
+    """Run one entry point; ``mem_mb`` 0 leaves the address space unlimited (in a test run)."""
+    if mem_mb:
+        resource.setrlimit(resource.RLIMIT_AS, (mem_mb << 20, mem_mb << 20))
+    old = signal.signal(signal.SIGALRM, _alarm)
+    try:
+        return _fuzz(entry, execs, seconds, seed, out, timeout, mem_mb, max_captures)
+    finally:
+        signal.signal(signal.SIGALRM, old)
+
+
+def _fuzz(entry, execs, seconds, seed, out, timeout, mem_mb, max_captures) -> dict:
+    corpus = [s for s in seeds(entry, max_captures) if s is not None]
     run = target(entry)
     tokens = _FILTER_TOKENS + _INTERESTING[:4] if entry == "filter" else _INTERESTING
     rnd = random.Random(seed)
