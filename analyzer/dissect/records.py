@@ -1036,9 +1036,8 @@ def _decode_v2_records(  # noqa: C901 - hot path: the one record scan, varints i
     limit = ctx.limits.max_records
     bad_cap = ctx.limits.max_issues
     bad = 0
-    while len(rows) < want and p < end:
-        if len(rows) >= limit or bad > bad_cap:
-            break
+    stop_at = min(want, limit)
+    while len(rows) < stop_at and p < end and bad <= bad_cap:
         rstart = p
         b = buf[p]
         if b < 0x80:
