@@ -141,6 +141,7 @@ class Ctx:
         "records_hook",
         "elements",
         "max_elements",
+        "elements_said",
         "records_budget",
     )
 
@@ -151,6 +152,7 @@ class Ctx:
         self.records_hook = records_hook
         self.elements = max_elements
         self.max_elements = max_elements
+        self.elements_said = False
         self.records_budget: int | None = None
 
 
@@ -420,30 +422,36 @@ def _array_reader(name, ftype, elem_reader, nullable: bool, flex: bool, scalar=N
                 ScalarArrayField(name, ftype, start, pos + n * esize - start, values, elem, esize, pos)
             )
             return pos + n * esize
-        if n > ctx.elements:
+        items: list[Field] = []
+        f = Field(name, ftype, n, start, 0, items)
+        out.append(f)
+        if n <= ctx.elements:
+            ctx.elements -= n
+            try:
+                for _ in range(n):
+                    pos = elem_reader(buf, pos, end, items, ctx)
+            finally:
+                f.length = pos - start
+            return pos
+        if not ctx.elements_said:
+            ctx.elements_said = True
             ctx.issues.append(
                 DECODE_ELEMENT_LIMIT(
                     f"{name}: {n} elements, {max(ctx.elements, 0)} left of the message's budget of"
-                    f" {ctx.max_elements} (max_elements; raise it with --max-elements): decoding stops here",
+                    f" {ctx.max_elements} (max_elements; raise it with --max-elements): decoding stops"
+                    " when it is spent",
                     start,
                     name,
                 )
             )
-            n_ok = max(ctx.elements, 0)  # the budget's worth is decoded, then decoding stops
-            ctx.elements = 0
-        else:
-            ctx.elements -= n
-            n_ok = n
-        items: list[Field] = []
-        f = Field(name, ftype, n, start, 0, items)
-        out.append(f)
-        try:
-            for _ in range(n_ok):
+        try:  # element by element (nested arrays spend the budget too), then stop
+            for _ in range(n):
+                if ctx.elements <= 0:
+                    raise _Stop(pos)
+                ctx.elements -= 1
                 pos = elem_reader(buf, pos, end, items, ctx)
         finally:
             f.length = pos - start
-        if n_ok < n:
-            raise _Stop(pos)
         return pos
 
     return read_array
