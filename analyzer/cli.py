@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from analyzer import __version__
 from analyzer.capture.files import check_readable
 from analyzer.dissect import schema
+from analyzer.dissect.codecs import DEFAULT_LIMITS, Limits
 from analyzer.dissect.message import Options
 from analyzer.events import CaptureIssue, CaptureStats, ConnectionEnd, ConnIssue
 from analyzer.model import Exchange
@@ -46,6 +47,7 @@ def options(args, records: bool = False) -> Options:
     return Options(
         records_bodies=records or getattr(args, "records", False),
         show_secrets=getattr(args, "show_secrets", False),
+        limits=Limits.from_settings(args),
     )
 
 
@@ -673,7 +675,7 @@ def cmd_tui(args) -> int:
 
     return run_tui(
         args.capture,
-        Options(records_bodies=True, show_secrets=args.show_secrets),
+        Options(records_bodies=True, show_secrets=args.show_secrets, limits=Limits.from_settings(args)),
         tuple(args.port or ()),
         tls_keylog=args.tls_keylog,
     )
@@ -788,7 +790,35 @@ def _common(p: argparse.ArgumentParser, capture: bool = True) -> None:
         metavar="PORT",
         help="a broker port (repeatable); Kafka is found by content anyway, this settles roles",
     )
-    p.add_argument("--show-secrets", action="store_true", help="do not mask SASL passwords and SCRAM proofs")
+    p.add_argument(
+        "--show-secrets", action="store_true", help="do not mask SASL passwords, SCRAM proofs and signatures"
+    )
+    lim = p.add_argument_group("limits (hostile or huge captures; each limit hit is reported as an issue)")
+    lim.add_argument(
+        "--max-records",
+        type=int,
+        metavar="N",
+        help=f"records decoded one by one per batch or wrapper (default {DEFAULT_LIMITS.max_records})",
+    )
+    lim.add_argument(
+        "--max-decompressed",
+        type=int,
+        metavar="MIB",
+        help="decompressed record bytes per request or response "
+        f"(default {DEFAULT_LIMITS.max_total_output >> 20} MiB)",
+    )
+    lim.add_argument(
+        "--max-elements",
+        type=int,
+        metavar="N",
+        help=f"array elements decoded per message (default {DEFAULT_LIMITS.max_elements})",
+    )
+    lim.add_argument(
+        "--max-connections",
+        type=int,
+        metavar="N",
+        help=f"TCP connections tracked at once (default {DEFAULT_LIMITS.max_connections})",
+    )
     p.add_argument(
         "--tls-keylog",
         metavar="FILE",

@@ -214,6 +214,14 @@ STREAM_GAP = _declare(
     "Bytes of one direction of a connection were never captured; the frame in progress is lost.",
 )
 
+STREAM_EVICTED = _declare(
+    "stream.evicted",
+    WARNING,
+    "reassembly",
+    "More TCP connections were open at once than are tracked (``max_connections``, "
+    "``--max-connections``): the longest-idle ones were closed early, their frames in progress lost.",
+)
+
 # -- TLS -----------------------------------------------------------------------------------------
 
 TLS_NOT_DECRYPTED = _declare(
@@ -364,6 +372,13 @@ DECODE_BAD_COUNT = _declare(
     ERROR,
     "decode",
     "An array or tagged-field count cannot fit in the bytes left: decoding stops there.",
+)
+DECODE_ELEMENT_LIMIT = _declare(
+    "decode.element_limit",
+    WARNING,
+    "decode",
+    "A message holds more array elements than are decoded (the per-message ``max_elements`` "
+    "budget, ``--max-elements``): decoding stops at the limit, the rest of the message is not shown.",
 )
 DECODE_UNEXPECTED_NULL = _declare(
     "decode.unexpected_null",
@@ -555,6 +570,29 @@ RECORDS_BAD_CONTROL_RECORD = _declare(
     ERROR,
     "records",
     "A control record (transaction marker...) has a key or value too short for its type.",
+)
+
+RECORDS_RECORD_LIMIT = _declare(
+    "records.record_limit",
+    WARNING,
+    "records",
+    "A batch or compressed wrapper holds more records than are decoded one by one (the "
+    "``max_records`` limit, ``--max-records``): the rest are counted, not decoded.",
+)
+RECORDS_ISSUES_SUPPRESSED = _declare(
+    "records.issues_suppressed",
+    WARNING,
+    "records",
+    "A records field repeats the same problem many times: the first few are listed, the rest "
+    "counted in this one issue.",
+)
+RECORDS_DECOMPRESSION_BUDGET = _declare(
+    "records.decompression_budget",
+    ERROR,
+    "records",
+    "The records of one request or response (all its partitions and nested wrappers) would "
+    "decompress to more than the per-message budget (``max_total_output``, "
+    "``--max-decompressed``): the rest is not decompressed.",
 )
 
 QUIRK_MOCK_ZERO_CRC = _declare(

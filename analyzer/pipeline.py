@@ -30,6 +30,7 @@ from contextlib import AbstractContextManager, nullcontext
 from enum import IntEnum
 from typing import TYPE_CHECKING, BinaryIO, Protocol
 
+from analyzer.dissect.codecs import DEFAULT_LIMITS
 from analyzer.dissect.framing import KafkaConnection
 from analyzer.dissect.message import DEFAULT_OPTIONS, Options
 from analyzer.events import (
@@ -52,6 +53,7 @@ from analyzer.issues import (
     CAPTURE_SOURCE_FAILED,
     CAPTURE_UNKNOWN_FORMAT,
     CAPTURE_UNREADABLE,
+    STREAM_EVICTED,
 )
 from analyzer.model import ConnInfo, Endpoint, Exchange, Issue, Severity
 from analyzer.reassembly.packet import decode_tcp
@@ -93,7 +95,10 @@ class Pipeline:
         self.tls_connections = 0  # connections found to be TLS
         self.tls_decrypted = 0  # ... of which some records were decrypted (counted at their end)
         self.ports = frozenset(ports)
-        self.reasm = Reassembler(max_buffer=max_buffer, idle_timeout=idle_timeout)
+        limits = opts.limits or DEFAULT_LIMITS
+        self.reasm = Reassembler(
+            max_buffer=max_buffer, idle_timeout=idle_timeout, max_connections=limits.max_connections
+        )
         self.conns: dict[int, _Conn] = {}
         self.knowledge = Knowledge()
         self.packets = 0
@@ -451,6 +456,15 @@ class Analysis:
         issues = list(getattr(self.source, "issues", ())) + p.keylog.issues
         if p.packets and not p.connections:
             issues.append(CAPTURE_NO_TCP("no TCP traffic in the capture"))
+        if p.reasm.evicted:
+            n = p.reasm.max_connections
+            issues.append(
+                STREAM_EVICTED(
+                    f"{p.reasm.evicted} of {p.connections} TCP connections were closed early, the"
+                    f" longest-idle first: more than {n} were open at once (max_connections; raise"
+                    " it with --max-connections); their frames in progress are lost"
+                )
+            )
         self.capture_issues = issues
         if self.progress is not None:
             self.progress(self)

@@ -18,6 +18,7 @@ from analyzer.check import baseline, report
 from analyzer.check.engine import Engine, Finding, Result
 from analyzer.check.pack import BUILTIN_IDS, builtin_rules
 from analyzer.check.rules import Config, ConfigError, build_rule, load, tune
+from analyzer.dissect.codecs import Limits
 from analyzer.dissect.message import Options
 from analyzer.filter import FilterError, compile_filter, quote
 from analyzer.model import Exchange
@@ -141,7 +142,11 @@ def analyse_chain(args, chain: list[str], want_profile: bool) -> dict:
     source: str | CaptureSet = chain[0] if len(chain) == 1 else CaptureSet(chain)
     a = Analysis(
         source,
-        Options(records_bodies=records, show_secrets=getattr(args, "show_secrets", False)),
+        Options(
+            records_bodies=records,
+            show_secrets=getattr(args, "show_secrets", False),
+            limits=Limits.from_settings(args),
+        ),
         ports=args.port or (),
         tls_keylog=getattr(args, "tls_keylog", None),
     )

@@ -74,16 +74,48 @@ class Limits:
     ratio_grace: outputs up to this size are never refused for their ratio.
     max_depth: nesting of compressed message sets inside compressed wrappers (magic 0/1). One
         level is what producers write; 4 leaves room for odd tools and bounds recursion.
-    max_total_output: decompressed bytes one ``decode_records`` call may produce over all its
-        blobs (decompressed buffers are kept in the Field tree): a frame packed with many
-        small bombs, each under ``max_output``, is still bounded.
+    max_total_output: decompressed bytes one request or response may produce over all its
+        records fields and blobs, nested wrappers included (decompressed buffers are kept in
+        the Field tree): a frame packed with many small bombs, each under ``max_output``, or
+        many partitions each under it, is still bounded (``--max-decompressed``).
+    max_records: records decoded one by one per v2 batch or per compressed legacy wrapper
+        (``--max-records``); the rest are counted (v2: framed by their lengths) and reported
+        once. A real batch holds at most a few thousand records (max.message.bytes).
+    max_issues: issues of one code listed per records field; the rest are counted in one
+        ``records.issues_suppressed`` (a batch of a million malformed records says so once).
+    max_connections: TCP connections tracked at once (``--max-connections``); past it the
+        longest-idle are closed early (``stream.evicted``, counted once). ~4 KB each at rest.
+    max_elements: array elements one message body may decode (``--max-elements``): past it
+        decoding stops with ``decode.element_limit``. Arrays of fixed-size scalars are kept
+        compact and count one per 64 elements.
     """
 
     max_output: int = 64 * MiB
     max_ratio: int = 1000
     ratio_grace: int = 1 * MiB
     max_depth: int = 4
-    max_total_output: int = 256 * MiB
+    max_total_output: int = 64 * MiB
+    max_records: int = 100_000
+    max_issues: int = 5
+    max_elements: int = 100_000
+    max_connections: int = 20_000
+
+    @classmethod
+    def from_settings(cls, settings: object) -> Limits:
+        """The defaults overridden by ``max_records``, ``max_decompressed`` (MiB),
+        ``max_elements`` and ``max_connections`` attributes of ``settings`` (a command line's
+        namespace) when set."""
+        kw: dict[str, int] = {}
+        for attr, key, scale in (
+            ("max_records", "max_records", 1),
+            ("max_decompressed", "max_total_output", MiB),
+            ("max_elements", "max_elements", 1),
+            ("max_connections", "max_connections", 1),
+        ):
+            v = getattr(settings, attr, None)
+            if v is not None:
+                kw[key] = int(v) * scale
+        return cls(**kw) if kw else DEFAULT_LIMITS
 
 
 DEFAULT_LIMITS = Limits()

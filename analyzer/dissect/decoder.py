@@ -28,6 +28,7 @@ from analyzer.issues import (
     DECODE_BAD_LENGTH,
     DECODE_BAD_UTF8,
     DECODE_BAD_VARINT,
+    DECODE_ELEMENT_LIMIT,
     DECODE_TAGGED_SIZE,
     DECODE_TRAILING_BYTES,
     DECODE_TRUNCATED,
@@ -40,6 +41,14 @@ from analyzer.issues import (
 from analyzer.model import Field, Issue
 
 OPEN = 0x7FFF
+
+
+class _Stop(Exception):  # noqa: N818 - internal control flow
+    """Internal: a budget stopped decoding at ``pos``; its issue is already recorded."""
+
+    def __init__(self, pos: int) -> None:
+        super().__init__()
+        self.pos = pos
 
 
 class Fault(Exception):
@@ -121,15 +130,69 @@ def _in(rng, v: int) -> bool:
 
 
 class Ctx:
-    """What a decode needs besides the bytes: options and where issues go."""
+    """What a decode needs besides the bytes: options, where issues go, and the message's
+    budgets (array elements left to decode; decompressed bytes left for its records fields,
+    None until the first records field)."""
 
-    __slots__ = ("issues", "errors", "records_bodies", "records_hook")
+    __slots__ = (
+        "issues",
+        "errors",
+        "records_bodies",
+        "records_hook",
+        "elements",
+        "max_elements",
+        "elements_said",
+        "records_budget",
+    )
 
-    def __init__(self, records_bodies: bool = False, records_hook=None):
+    def __init__(self, records_bodies: bool = False, records_hook=None, max_elements: int = 100_000):
         self.issues: list[Issue] = []
         self.errors: list[int] = []  # every non-zero error code met, so front ends need no tree walk
         self.records_bodies = records_bodies
         self.records_hook = records_hook
+        self.elements = max_elements
+        self.max_elements = max_elements
+        self.elements_said = False
+        self.records_budget: int | None = None
+
+
+class ScalarArrayField(Field):
+    """An array of fixed-size scalars (``[]int32``...) kept compact: the values as one tuple,
+    element Fields built only when someone asks for ``children`` (the field tree, a filter),
+    exactly as the per-element decoding made them. The export reads ``values`` directly."""
+
+    __slots__ = ("values", "elem", "size", "first")
+
+    def __init__(
+        self, name: str, ftype: str, offset: int, length: int, values: tuple, elem: str, size: int, first: int
+    ) -> None:
+        self.name = name
+        self.type = ftype
+        self.value = len(values)
+        self.offset = offset
+        self.length = length
+        self.display = None
+        _CHILDREN.__set__(self, None)
+        self.values = values
+        self.elem = elem
+        self.size = size  # bytes per element; element i is at ``first + i * size``
+        self.first = first
+
+    @property
+    def children(self) -> list[Field]:
+        kids = _CHILDREN.__get__(self)
+        if kids is None:
+            e, sz, p = self.elem, self.size, self.first
+            kids = [Field(e, e, v, p + i * sz, sz) for i, v in enumerate(self.values)]
+            _CHILDREN.__set__(self, kids)
+        return kids
+
+    @children.setter
+    def children(self, kids: list[Field] | None) -> None:
+        _CHILDREN.__set__(self, kids)
+
+
+_CHILDREN = Field.__dict__["children"]  # the slot under ScalarArrayField's lazy property
 
 
 def _compile_fields(fields: tuple, version: int, flexible: bool, path: str) -> tuple:
@@ -166,6 +229,10 @@ def _compile_field(name, ftype, nullable, flex, children, version, struct_flex, 
             elem_reader = _struct_reader(elem, sub, struct_flex)
         else:
             elem_reader = _primitive_reader(elem, elem.lower(), False, flex)
+            if elem.lower() in _FIXED:
+                return _array_reader(
+                    name, ftype, elem_reader, nullable, flex, _FIXED[elem.lower()], elem.lower()
+                )
         return _array_reader(name, ftype, elem_reader, nullable, flex)
     if children is not None:
         sub = _compile_struct(children, version, struct_flex, path)
@@ -295,7 +362,23 @@ def _varlen_reader(name: str, ftype: str, nullable: bool, flex: bool):
     return read_varlen
 
 
-def _array_reader(name, ftype, elem_reader, nullable: bool, flex: bool):
+_MANY: dict[tuple[str, int], struct.Struct] = {}
+
+
+def _many(fmt: str, n: int) -> struct.Struct:
+    key = (fmt, n)
+    st = _MANY.get(key)
+    if st is None:
+        st = struct.Struct(f">{n}{fmt}")
+        if len(_MANY) < 256:
+            _MANY[key] = st
+    return st
+
+
+def _array_reader(name, ftype, elem_reader, nullable: bool, flex: bool, scalar=None, elem: str = ""):
+    fmt = scalar.format[-1] if scalar is not None else ""
+    esize = scalar.size if scalar is not None else 0
+
     def read_array(buf, pos, end, out, ctx):
         start = pos
         try:
@@ -324,11 +407,48 @@ def _array_reader(name, ftype, elem_reader, nullable: bool, flex: bool):
                 start,
                 name,
             )
+        if scalar is not None:
+            if pos + n * esize > end:
+                raise Fault(
+                    DECODE_TRUNCATED,
+                    f"{name} ({ftype}): {n} elements need {n * esize} bytes, {end - pos} left",
+                    start,
+                    name,
+                )
+            # compact: one unpack, element Fields only on demand; one budget unit per 64
+            ctx.elements -= n >> 6
+            values = _many(fmt, n).unpack_from(buf, pos) if n else ()
+            out.append(
+                ScalarArrayField(name, ftype, start, pos + n * esize - start, values, elem, esize, pos)
+            )
+            return pos + n * esize
         items: list[Field] = []
         f = Field(name, ftype, n, start, 0, items)
         out.append(f)
-        try:
+        if n <= ctx.elements:
+            ctx.elements -= n
+            try:
+                for _ in range(n):
+                    pos = elem_reader(buf, pos, end, items, ctx)
+            finally:
+                f.length = pos - start
+            return pos
+        if not ctx.elements_said:
+            ctx.elements_said = True
+            ctx.issues.append(
+                DECODE_ELEMENT_LIMIT(
+                    f"{name}: {n} elements, {max(ctx.elements, 0)} left of the message's budget of"
+                    f" {ctx.max_elements} (max_elements; raise it with --max-elements): decoding stops"
+                    " when it is spent",
+                    start,
+                    name,
+                )
+            )
+        try:  # element by element (nested arrays spend the budget too), then stop
             for _ in range(n):
+                if ctx.elements <= 0:
+                    raise _Stop(pos)
+                ctx.elements -= 1
                 pos = elem_reader(buf, pos, end, items, ctx)
         finally:
             f.length = pos - start
@@ -470,6 +590,9 @@ def decode_struct(plan, buf, pos: int, end: int, name: str, type_name: str, ctx:
             where += "." + exc.field
         ctx.issues.append(exc.kind(str(exc), exc.offset, where))
         f.length = max(exc.offset, start) - start
+        return f, -1
+    except _Stop as stop:  # a budget: its issue is recorded, the rest is not decoded
+        f.length = stop.pos - start
         return f, -1
     f.length = pos - start
     return f, pos

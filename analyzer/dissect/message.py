@@ -9,7 +9,9 @@
   without them only the correlation id is known.
 * After SaslHandshake v0 the connection carries raw SASL tokens (:func:`decode_sasl_token`).
 * Embedded payloads: the consumer protocol's Subscription/Assignment inside JoinGroup and
-  SyncGroup; SASL PLAIN passwords and SCRAM proofs are masked unless ``show_secrets``.
+  SyncGroup; SASL secrets (PLAIN passwords, SCRAM proofs and server signatures, OAUTHBEARER
+  tokens, tokens of unknown mechanisms) are masked unless ``show_secrets``, in the Field values
+  and (:func:`masked_payload`) in the bytes a hex view shows.
 * Records fields (Produce, Fetch, ShareFetch...) go to :mod:`analyzer.dissect.records`; the
   batches of a Produce request are then validated as Kafka's brokers do
   (:mod:`analyzer.dissect.validate`).
@@ -21,9 +23,11 @@
 
 from __future__ import annotations
 
+import re
 import struct
 
 from analyzer.dissect import layout, schema
+from analyzer.dissect.codecs import DEFAULT_LIMITS
 from analyzer.dissect.constants import ApiKey, ErrorCode
 from analyzer.dissect.decoder import (
     Ctx,
@@ -82,8 +86,13 @@ def _records_hook(opts: Options):
     limits = opts.limits or records.DEFAULT_LIMITS
 
     def hook(buf, start, end, field: Field, ctx: Ctx) -> None:
-        entries, issues = records.decode_records(
-            memoryview(buf)[start:end], start, limits=limits, bodies=ctx.records_bodies
+        # one decompression budget for the whole message: every partition's records field
+        entries, issues, ctx.records_budget = records.decode_records_budget(
+            memoryview(buf)[start:end],
+            start,
+            limits=limits,
+            bodies=ctx.records_bodies,
+            budget=ctx.records_budget,
         )
         field.children = entries
         ctx.issues.extend(issues)
@@ -95,7 +104,12 @@ def _ctx(opts: Options) -> Ctx:
     hook = opts._hook
     if hook is None:
         hook = opts._hook = _records_hook(opts)
-    return Ctx(records_bodies=opts.records_bodies, records_hook=hook)
+    limits = opts.limits
+    return Ctx(
+        records_bodies=opts.records_bodies,
+        records_hook=hook,
+        max_elements=(limits or DEFAULT_LIMITS).max_elements,
+    )
 
 
 def decode_request(frame: Frame, opts: Options = DEFAULT_OPTIONS) -> Message:
@@ -387,7 +401,7 @@ def _embedded(api_key: int, kind: str, body: Field, payload, ctx: Ctx, opts: Opt
                 _consumer(a.child("assignment"), "ConsumerProtocolAssignment", ptype, payload, ctx)
         else:
             _consumer(body.child("assignment"), "ConsumerProtocolAssignment", ptype, payload, ctx)
-    elif api_key == ApiKey.SASL_AUTHENTICATE and kind == "request":
+    elif api_key == ApiKey.SASL_AUTHENTICATE:
         _mask_sasl(body.child("auth_bytes"), None, opts)
 
 
@@ -417,7 +431,7 @@ def _consumer(f: Field | None, schema_name: str, ptype: str | None, payload, ctx
     plan = data_plan(schema_name, version if known else 3)
     if plan is None:
         return
-    sub = Ctx(ctx.records_bodies, ctx.records_hook)
+    sub = Ctx(ctx.records_bodies, ctx.records_hook, ctx.elements)
     vfield = Field("version", "int16", version, start, 2)
     decoded, stop = decode_struct(
         plan, payload, start + 2, start + n, schema_name[16:].lower(), schema_name, sub
@@ -442,7 +456,7 @@ def _subscription_v0(payload, start: int, n: int, version: int, ctx: Ctx):
     plan = data_plan("ConsumerProtocolSubscription", 0)
     if plan is None:
         return None
-    sub = Ctx(ctx.records_bodies, ctx.records_hook)
+    sub = Ctx(ctx.records_bodies, ctx.records_hook, ctx.elements)
     decoded, stop = decode_struct(
         plan, payload, start + 2, start + n, "subscription", "ConsumerProtocolSubscription", sub
     )
@@ -457,23 +471,116 @@ def _subscription_v0(payload, start: int, n: int, version: int, ctx: Ctx):
     )
 
 
+_OAUTH = re.compile(rb"auth=Bearer ([^\x01]*)")
+_SCRAM_VALUE = re.compile(rb"(?:^|,)(p|v)=([^,]*)")
+_KNOWN_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+
+
+def secret_spans(raw: bytes, mechanism: str | None = None) -> list[tuple[int, int, str]]:
+    """Where a SASL token holds a secret: ``(start, end, what)`` in ``raw``.
+
+    PLAIN's password (after the second NUL), SCRAM's client proof (``p=`` of the
+    client-final-message) and server signature (``v=`` of the server-final-message: with the
+    salt and iteration count of the server-first-message it allows the same offline guessing as
+    the proof), OAUTHBEARER's token (``auth=Bearer ...``); the whole token of a mechanism this
+    analyzer does not know (GSSAPI...: opaque, possibly a credential)."""
+    if not raw:
+        return []
+    if mechanism is not None and mechanism.upper() not in _KNOWN_MECHANISMS:
+        return [(0, len(raw), f"{mechanism} token")]
+    parts = raw.split(b"\x00")
+    if len(parts) == 3 and mechanism in (None, "PLAIN"):
+        start = len(parts[0]) + len(parts[1]) + 2
+        return [(start, len(raw), "password")] if start < len(raw) else []
+    if mechanism in (None, "OAUTHBEARER") and (m := _OAUTH.search(raw)) is not None:
+        return [(m.start(1), m.end(1), "token")]
+    if raw.startswith((b"c=", b"v=")) or (b",p=" in raw and raw.startswith(b"c=")):
+        out = []
+        for m in _SCRAM_VALUE.finditer(raw):
+            out.append((m.start(2), m.end(2), "proof" if m.group(1) == b"p" else "signature"))
+        return out
+    return []
+
+
 def _mask_sasl(f: Field | None, mechanism: str | None, opts: Options) -> None:
-    """Mask the secret part of a SASL token: PLAIN's password, SCRAM's client proof."""
+    """Mask the secrets of a SASL token (:func:`secret_spans`) in its Field's value; its
+    display says what it is and what was masked."""
     if f is None or not f.value or opts.show_secrets:
         return
     raw: bytes = f.value
-    parts = raw.split(b"\x00")
-    if len(parts) == 3 and mechanism in (None, "PLAIN"):
-        f.value = parts[0] + b"\x00" + parts[1] + b"\x00" + b"*" * 8
+    spans = secret_spans(raw, mechanism)
+    kind = _sasl_kind(raw, mechanism)
+    if not spans:
+        f.display = kind
+        return
+    out = bytearray()
+    p = 0
+    for a, b, _what in spans:
+        out += raw[p:a] + b"*" * 8
+        p = b
+    out += raw[p:]
+    f.value = bytes(out)
+    what = ", ".join(sorted({w for _a, _b, w in spans}))
+    if kind.startswith("PLAIN"):
+        parts = raw.split(b"\x00")
         f.display = (
             f"PLAIN authzid={parts[0].decode(errors='replace')!r} "
             f"user={parts[1].decode(errors='replace')!r} password=********"
         )
-        return
+    elif spans == [(0, len(raw), f"{mechanism} token")]:
+        f.display = f"{kind} (masked)"  # a mechanism this analyzer does not know: all of it
+    else:
+        f.display = f"{kind} ({what} masked)"
+
+
+def _sasl_kind(raw: bytes, mechanism: str | None) -> str:
+    if mechanism is not None and mechanism.upper() not in _KNOWN_MECHANISMS:
+        return f"{mechanism} token"
+    if len(raw.split(b"\x00")) == 3 and mechanism in (None, "PLAIN"):
+        return "PLAIN"
+    if _OAUTH.search(raw) is not None:
+        return "OAUTHBEARER client-first-message"
     if raw.startswith(b"c=") and b",p=" in raw:
-        head = raw[: raw.index(b",p=")]
-        f.value = head + b",p=********"
-        f.display = "SCRAM client-final-message (proof masked)"
-        return
-    if raw.startswith(b"n,") or raw.startswith(b"y,") or raw.startswith(b"p="):
-        f.display = "SCRAM client-first-message"
+        return "SCRAM client-final-message"
+    if raw.startswith(b"v="):
+        return "SCRAM server-final-message"
+    if raw.startswith((b"n,", b"y,", b"p=")):
+        return "SCRAM client-first-message"
+    if raw.startswith(b"r=") and b",s=" in raw:
+        return "SCRAM server-first-message"
+    return "SASL token"
+
+
+def masked_payload(m: Message, show_secrets: bool = False) -> bytes:
+    """A message's frame payload with the bytes of its SASL secrets overwritten by ``*`` (same
+    length, so every span still points at the right bytes): what a hex view shows."""
+    data = bytes(m.frame.payload)
+    if show_secrets or m.body is None:
+        return data
+    f = m.body.child("auth_bytes") or m.body.child("sasl_token")
+    if f is None or f.value is None:
+        return data
+    end = f.offset + f.length
+    start = _data_start(data, f)
+    if start is None:
+        return data
+    # a token of a mechanism the decoder did not know was masked whole (its display says so)
+    unknown = (f.display or "").endswith(" token (masked)")
+    spans = [(0, end - start, "token")] if unknown else secret_spans(data[start:end])
+    out = bytearray(data)
+    for a, b, _ in spans:
+        out[start + a : start + b] = b"*" * (b - a)
+    return bytes(out)
+
+
+def _data_start(payload: bytes, f: Field) -> int | None:
+    """Where the bytes of a length-prefixed bytes Field start in the payload."""
+    if f.name == "sasl_token":
+        return f.offset
+    end = f.offset + f.length
+    if f.length >= 4 and _i32(payload, f.offset)[0] + 4 == f.length:
+        return f.offset + 4
+    p = f.offset  # compact: uvarint N+1
+    while p < end and payload[p] & 0x80:
+        p += 1
+    return p + 1 if p < end else None

@@ -94,12 +94,15 @@ from analyzer.issues import (
     RECORDS_BAD_RECORD,
     RECORDS_BAD_VARINT,
     RECORDS_CRC_MISMATCH,
+    RECORDS_DECOMPRESSION_BUDGET,
     RECORDS_DECOMPRESSION_LIMIT,
     RECORDS_INNER_MAGIC_MISMATCH,
+    RECORDS_ISSUES_SUPPRESSED,
     RECORDS_LZ4_LEGACY_CHECKSUM,
     RECORDS_PARTIAL_BATCH,
     RECORDS_PARTIAL_MESSAGE,
     RECORDS_RECORD_COUNT_MISMATCH,
+    RECORDS_RECORD_LIMIT,
     RECORDS_TRAILING_BYTES,
     RECORDS_TRUNCATED,
     RECORDS_UNKNOWN_MAGIC,
@@ -109,6 +112,7 @@ from analyzer.model import Field, Issue, Severity
 
 __all__ = [
     "decode_records",
+    "decode_records_budget",
     "Limits",
     "DEFAULT_LIMITS",
     "CONTROL_TYPES",
@@ -359,15 +363,86 @@ class Record(NamedTuple):
     control_type: str | None  # "COMMIT", "ABORT"... for control records
 
 
-class _Ctx:
-    __slots__ = ("limits", "bodies", "issues", "budget", "max_depth")
+class _Issues(list):
+    """The issues of one records field: at most ``cap`` of each code are kept, the rest counted
+    and summarised by :meth:`close` in one ``records.issues_suppressed`` per code (a batch of a
+    million malformed records must not cost a million Issue objects)."""
 
-    def __init__(self, limits: Limits, bodies: bool) -> None:
+    __slots__ = ("cap", "counts", "dropped")
+
+    def __init__(self, cap: int) -> None:
+        super().__init__()
+        self.cap = max(cap, 1)
+        self.counts: dict[str, int] = {}
+        self.dropped: dict[str, Issue] = {}  # code -> the first issue not listed
+
+    def append(self, issue: Issue) -> None:
+        code = issue.code
+        n = self.counts[code] = self.counts.get(code, 0) + 1
+        if n <= self.cap:
+            list.append(self, issue)
+        elif code not in self.dropped:
+            self.dropped[code] = issue
+
+    def close(self) -> list[Issue]:
+        for code, first in self.dropped.items():
+            more = self.counts[code] - self.cap
+            list.append(
+                self,
+                RECORDS_ISSUES_SUPPRESSED(
+                    f"{more} more {code} issues in this records field are not listed (the first "
+                    f"{self.cap} are; the next was: {first.message})",
+                    first.offset,
+                    first.where,
+                ),
+            )
+        return self
+
+
+class _Ctx:
+    __slots__ = ("limits", "bodies", "issues", "budget", "max_depth", "light", "budget_said")
+
+    def __init__(self, limits: Limits, bodies: bool, budget: int | None = None) -> None:
         self.limits = limits
         self.bodies = bodies
-        self.issues: list[Issue] = []
-        self.budget = limits.max_total_output
+        self.issues: list[Issue] = _Issues(limits.max_issues)
+        # a negative budget: spent, and said (records.decompression_budget is said once a message)
+        self.budget = limits.max_total_output if budget is None else max(budget, 0)
         self.max_depth = min(limits.max_depth, _MAX_DEPTH_CAP)
+        # what the last _decode_set only counted past max_records: (entries, last offset)
+        self.light: tuple[int, int | None] = (0, None)
+        self.budget_said = budget is not None and budget < 0
+
+    def inflate(self, codec: int, data, ioff: int, where: str) -> tuple[bytes | None, Issue | None]:
+        """Decompress one blob within the request's remaining budget; a refusal caused by the
+        budget (not by the blob's own limits) is ``records.decompression_budget``, said once."""
+        limits = self.limits
+        raw, issue = decompress_capped(codec, data, limits, self.budget)
+        # the blob's own cap (size and ratio): a refusal under a smaller budget is the budget's
+        own = limits.max_output
+        if limits.max_ratio > 0:
+            own = min(own, max(limits.ratio_grace, limits.max_ratio * len(data)))
+        if (
+            raw is None
+            and issue is not None
+            and issue.code == RECORDS_DECOMPRESSION_LIMIT.code
+            and self.budget < own
+        ):
+            issue = None
+            if not self.budget_said:
+                self.budget_said = True
+                self.issues.append(
+                    RECORDS_DECOMPRESSION_BUDGET(
+                        f"the records of this message would decompress to more than"
+                        f" {self.limits.max_total_output} bytes (max_total_output; raise it with"
+                        f" --max-decompressed): this and later compressed batches are not decompressed",
+                        ioff,
+                        where,
+                    )
+                )
+        if raw is not None:
+            self.budget -= len(raw)
+        return raw, issue
 
     def add(self, issue: Issue, offset: int, where: str) -> None:
         """A codec's issue (built without a location), placed at ``offset`` and ``where``."""
@@ -382,10 +457,26 @@ def decode_records(
     bodies: bool = True,
 ) -> tuple[list[Field], list[Issue]]:
     """Decode a records field; see the module docstring. Never raises on bad bytes."""
+    fields, issues, _ = decode_records_budget(data, base, limits=limits, bodies=bodies)
+    return fields, issues
+
+
+def decode_records_budget(
+    data: bytes | bytearray | memoryview,
+    base: int,
+    *,
+    limits: Limits = DEFAULT_LIMITS,
+    bodies: bool = True,
+    budget: int | None = None,
+) -> tuple[list[Field], list[Issue], int]:
+    """:func:`decode_records` within ``budget`` decompressed bytes (default: the whole
+    ``limits.max_total_output``); also returns the budget left, for the next records field of
+    the same message; -1 once ``records.decompression_budget`` was said, so it is said once)."""
     buf = data if type(data) is bytes else bytes(data)
-    ctx = _Ctx(limits, bodies)
+    ctx = _Ctx(limits, bodies, budget)
     fields = _decode_set(ctx, buf, TOP if base == 0 else RecordScope(base))
-    return fields, ctx.issues
+    left = -1 if ctx.budget_said else ctx.budget
+    return fields, ctx.issues.close(), left  # type: ignore[attr-defined]  # an _Issues
 
 
 def _decode_set(ctx: _Ctx, buf: bytes, scope: RecordScope) -> list[Field]:
@@ -395,7 +486,11 @@ def _decode_set(ctx: _Ctx, buf: bytes, scope: RecordScope) -> list[Field]:
     n = len(buf)
     mv = memoryview(buf)
     pos = 0
+    limit = ctx.limits.max_records if anchor is not None else n + 1
     while pos < n:
+        if len(out) >= limit:
+            ctx.light = _count_set(ctx, buf, mv, pos, scope, len(out))
+            return out
         rem = n - pos
         at = base + pos
         ioff = at if anchor is None else anchor
@@ -472,7 +567,45 @@ def _decode_set(ctx: _Ctx, buf: bytes, scope: RecordScope) -> list[Field]:
         else:
             out.append(_decode_message(ctx, buf, mv, pos, end, scope))
         pos = end
+    ctx.light = (0, None)
     return out
+
+
+def _count_set(ctx: _Ctx, buf: bytes, mv: memoryview, pos: int, scope: RecordScope, done: int):
+    """Past ``max_records`` entries of a decompressed set: frame the rest by their sizes, check
+    legacy CRCs, count them; one issue says so. Returns (entries counted, last offset)."""
+    n = len(buf)
+    count = bad_crc = 0
+    last = None
+    while n - pos >= 17:
+        off, size = _OFF_SIZE.unpack_from(buf, pos)
+        magic = buf[pos + 16]
+        if size < _LEGACY_MIN[0] or 12 + size > n - pos:
+            break
+        if magic < 2:
+            (crc,) = _I32U.unpack_from(buf, pos + 12)
+            if zlib.crc32(mv[pos + 16 : pos + 12 + size]) != crc:
+                bad_crc += 1
+        count += 1
+        last = off
+        pos += 12 + size
+    crcs = f", {bad_crc} of them with a bad CRC" if bad_crc and scope.trusted else ""
+    rest = f"; {n - pos} bytes after them do not frame" if pos < n else ""
+    ctx.issues.append(
+        RECORDS_RECORD_LIMIT(
+            f"{done + count} inner messages: the first {done} are decoded, {count} more only counted"
+            f"{crcs} (max_records={ctx.limits.max_records}; raise it with --max-records){rest}",
+            scope.anchor,
+            scope.where,
+        )
+    )
+    if bad_crc and scope.trusted:
+        ctx.issues.append(
+            RECORDS_CRC_MISMATCH(
+                f"{bad_crc} inner messages past the first {done} fail their CRC-32", scope.anchor, scope.where
+            )
+        )
+    return count, last
 
 
 def _entry_where(parent_where: str | None, at: int, pos: int) -> str:
@@ -672,7 +805,7 @@ def _unwrap(
             )
         )
         return
-    raw, issue = decompress_capped(attrs & 7, value, ctx.limits, ctx.budget)
+    raw, issue = ctx.inflate(attrs & 7, value, ioff, where)
     if issue is not None:
         if issue.code == RECORDS_LZ4_LEGACY_CHECKSUM.code:
             if magic != 0:  # expected for magic 0, a producer bug for magic 1
@@ -685,15 +818,17 @@ def _unwrap(
             ctx.add(issue, ioff, where)
     if raw is None:
         return
-    ctx.budget -= len(raw)
     inner = _decode_set(ctx, raw, RecordScope(0, scope.depth + 1, ioff, where, trusted, magic))
+    counted, counted_last = ctx.light
+    ctx.light = (0, None)
     msgs = [f for f in inner if f.type == "message"]
     wrapper_offset = children[0].value
     shift = 0
     if magic >= 1 and msgs:
         last = msgs[-1].children
         assert last is not None  # a message Field always has its header children
-        shift = 0 if wrapper_offset == 0 else wrapper_offset - last[0].value
+        last_off = counted_last if counted_last is not None else last[0].value
+        shift = 0 if wrapper_offset == 0 else wrapper_offset - last_off
         if shift < 0:
             shift = 0  # below its last inner offset (Kafka rejects it): the offsets as written
     log_append = magic == 1 and attrs & 0x08
@@ -714,10 +849,12 @@ def _unwrap(
                 o = fc[0]
                 fc.insert(1, Field("absolute_offset", "int64", absolute, o.offset, o.length))
         count += s["record_count"]
-    summary["record_count"] = count
+    summary["record_count"] = count + counted
     if inner and inner[0].value["base_offset"] is not None:
         summary["base_offset"] = inner[0].value["base_offset"]
         summary["last_offset"] = inner[-1].value["last_offset"]
+        if counted_last is not None:
+            summary["last_offset"] = counted_last + shift
     if ctx.bodies:
         children.append(Field("decompressed", "decompressed", raw, scope.base + vdata, vend - vdata, inner))
 
@@ -786,7 +923,9 @@ def _decode_batch(ctx: _Ctx, buf: bytes, mv: memoryview, pos: int, end: int, sco
     summary["crc"] = crc
     summary["crc_ok"] = crc_ok
     field = Field("record_batch", "record_batch", summary, at, 12 + blen, children)
-    if not ctx.bodies and not control:
+    if not ctx.bodies and (not control or codec):
+        # without bodies only an uncompressed control batch's first record is read (its type);
+        # brokers never compress control batches, a compressed one is not inflated for a count
         return field
     rstart = pos + _V2_HEADER
     batch = BatchInfo(bo, bts, mts, attrs, count, where, ioff)
@@ -796,8 +935,8 @@ def _decode_batch(ctx: _Ctx, buf: bytes, mv: memoryview, pos: int, end: int, sco
         records = _decode_v2_records(ctx, buf, rstart, end, base, batch)
         children.append(records)
     else:
-        raw, issue = decompress_capped(codec, mv[rstart:end], ctx.limits, ctx.budget)
         cioff = base + rstart if anchor is None else anchor
+        raw, issue = ctx.inflate(codec, mv[rstart:end], cioff, where)
         if issue is not None:
             if issue.code == RECORDS_LZ4_LEGACY_CHECKSUM.code:
                 ctx.issues.append(
@@ -809,7 +948,6 @@ def _decode_batch(ctx: _Ctx, buf: bytes, mv: memoryview, pos: int, end: int, sco
                 ctx.add(issue, cioff, where)
         if raw is None:
             return field
-        ctx.budget -= len(raw)
         records = _decode_v2_records(ctx, raw, 0, len(raw), 0, batch._replace(ioff=cioff))
         children.append(Field("decompressed", "decompressed", raw, base + rstart, end - rstart, [records]))
     if control and records.rows:
@@ -892,7 +1030,14 @@ def _decode_v2_records(  # noqa: C901 - hot path: the one record scan, varints i
     varint = _varint
     p = start
     framed = True
-    while len(rows) < count and p < end:
+    # without bodies only a control batch gets here, for its first record's type
+    first_only = not ctx.bodies
+    want = min(count, 1) if first_only else count
+    limit = ctx.limits.max_records
+    bad_cap = ctx.limits.max_issues
+    bad = 0
+    stop_at = min(want, limit)
+    while len(rows) < stop_at and p < end and bad <= bad_cap:
         rstart = p
         b = buf[p]
         if b < 0x80:
@@ -989,11 +1134,38 @@ def _decode_v2_records(  # noqa: C901 - hot path: the one record scan, varints i
         except _Malformed as e:
             ctx.issues.append(e.kind(e.message, ioff, f"record {len(rows)} of {where}"))
             append((rstart, body, rend, a, tsd, tse, od, ode, kd, ke, vd, ve, hc, hce, hdrs, False))
+            bad += 1
         p = rend
-    if framed and count >= 0 and len(rows) < count:
+    if first_only:
+        return RecordsField(base + start, p - start, rows, buf, base, batch)
+    counted = 0
+    if framed and len(rows) < count and p < end:  # stopped by max_records or malformed records
+        decoded = len(rows)
+        while decoded + counted < count and p < end:
+            try:
+                length, q = varint(buf, p, end)
+            except _Malformed:
+                break
+            if length < 0 or length > end - q:
+                break
+            p = q + length
+            counted += 1
+        why = (
+            f"after {bad} malformed records the rest are only framed by their lengths"
+            if bad > bad_cap
+            else f"max_records={limit}; raise it with --max-records"
+        )
+        ctx.issues.append(
+            RECORDS_RECORD_LIMIT(
+                f"the first {decoded} records are decoded, {counted} more only counted ({why})",
+                ioff,
+                where,
+            )
+        )
+    if framed and count >= 0 and len(rows) + counted < count:
         ctx.issues.append(
             RECORDS_RECORD_COUNT_MISMATCH(
-                f"batch declares {count} records, its data holds {len(rows)}",
+                f"batch declares {count} records, its data holds {len(rows) + counted}",
                 ioff,
                 where,
             )

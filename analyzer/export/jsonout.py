@@ -23,6 +23,7 @@ import base64
 from typing import Any
 
 from analyzer.dissect import schema
+from analyzer.dissect.decoder import ScalarArrayField
 from analyzer.dissect.records import (
     Record,
     RecordsField,
@@ -35,6 +36,9 @@ from analyzer.events import CaptureIssue, ConnIssue
 from analyzer.issues import STREAM_GAP
 from analyzer.model import ConnInfo, Exchange, Field, Message
 
+# a compact scalar array gets one span per element up to this many (beyond: the array's span only,
+# a hostile array of millions of int32 must not cost a dict entry each)
+_ELEMENT_SPANS = 10_000
 _INT_TYPES = frozenset(("int8", "int16", "uint16", "int32", "uint32", "int64"))
 
 
@@ -69,6 +73,12 @@ def field_json(f: Field, spans: dict | None, path: str, records: bool = False) -
     then carry every batch's ``record_list``."""
     if spans is not None:
         spans[path or "/"] = [f.offset, f.length]
+    if type(f) is ScalarArrayField:  # compact: no element Fields built for the export
+        if spans is not None and f.value <= _ELEMENT_SPANS:
+            p, sz = f.first, f.size
+            for i in range(f.value):
+                spans[f"{path}/{i}"] = [p + i * sz, sz]
+        return list(f.values)
     ch = f.children
     t = f.type
     if t == "records":

@@ -66,7 +66,11 @@ class Connection:
 
 class Reassembler:
     def __init__(
-        self, max_buffer: int = 4 << 20, idle_timeout: float | None = None, max_segments: int | None = None
+        self,
+        max_buffer: int = 4 << 20,
+        idle_timeout: float | None = None,
+        max_segments: int | None = None,
+        max_connections: int = 20_000,
     ):
         self.max_buffer = max_buffer
         # each buffered segment costs ~300 bytes of bookkeeping whatever its size: a sender of
@@ -76,6 +80,11 @@ class Reassembler:
         self.table: dict[tuple, tuple[Connection, int]] = {}
         self.next_id = 1
         self.connections = 0
+        # connections tracked at once: past it the longest-idle tenth are closed ("evicted"),
+        # so a flood of half-open connections costs bounded memory; sorting a tenth at a time
+        # keeps eviction O(log n) per connection and the per-packet path untouched
+        self.max_connections = max(max_connections, 1)
+        self.evicted = 0
 
     # -- public -------------------------------------------------------------------------------
     def feed(self, ts: float, index: int, seg: Segment) -> list:
@@ -159,6 +168,8 @@ class Reassembler:
         return not (me.syn and d == 0 and conn.isn0 == seq)  # else: a retransmitted SYN
 
     def _open(self, src, sport, dst, dport, ts, index, syn, out) -> Connection:
+        if len(self.table) >= 2 * self.max_connections:
+            self._evict(ts, out)
         conn = Connection(self.next_id, (src, sport, dst, dport))
         self.next_id += 1
         self.connections += 1
@@ -166,6 +177,13 @@ class Reassembler:
         self.table[(dst, dport, src, sport)] = (conn, 1)
         out.append(ConnOpen(conn.id, ip_text(src), sport, ip_text(dst), dport, ts, syn, index))
         return conn
+
+    def _evict(self, ts: float, out: list) -> None:
+        live = [conn for conn, d in self.table.values() if d == 0]
+        live.sort(key=lambda c: c.last_ts)
+        for conn in live[: max(1, len(live) // 10)]:
+            self.evicted += 1
+            self._close(conn, ts, "evicted", out)
 
     def _close(self, conn: Connection, ts: float, reason: str, out: list) -> None:
         for d in (0, 1):

@@ -359,7 +359,7 @@ class AnalyzerApp(App[int]):
         if self.view is None:
             hv.set_data(b"", "no exchange selected")
             return
-        target = hex_target(self.view, self.hex_kind, self.selected)
+        target = hex_target(self.view, self.hex_kind, self.selected, self.opts.show_secrets)
         if target is None:
             hv.set_data(b"", f"{self.hex_kind}: not captured")
             return

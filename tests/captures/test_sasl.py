@@ -168,13 +168,29 @@ def scram_proofs(entry) -> list[bytes]:
     return sorted(set(re.findall(rb"c=biws,r=[^,]+,p=([A-Za-z0-9+/]+=*)", raw)))
 
 
+def scram_signatures(entry) -> list[bytes]:
+    """The server signatures in the capture's bytes (the ``v=`` of every server-final-message):
+    with the salt and iteration count beside them they allow the same guessing as the proofs."""
+    raw = (CAPTURES / entry["file"]).read_bytes()
+    return sorted(set(re.findall(rb"v=([A-Za-z0-9+/]{20,}=*)", raw)))
+
+
 def secrets(entry) -> list[bytes]:
     out = [entry["sasl"]["password"].encode()]
     if entry["sasl"]["mechanism"].startswith("SCRAM"):
         proofs = scram_proofs(entry)
-        assert len(proofs) >= 3  # one per connection
-        out += proofs
+        signatures = scram_signatures(entry)
+        assert len(proofs) >= 3 and len(signatures) >= 3  # one per connection
+        out += proofs + signatures
     return out
+
+
+def shown_secrets(entry) -> list[bytes]:
+    """What --show-secrets must reveal: the password (PLAIN), the proofs and signatures (SCRAM
+    sends no password)."""
+    if entry["sasl"]["mechanism"] == "PLAIN":
+        return [entry["sasl"]["password"].encode()]
+    return scram_proofs(entry) + scram_signatures(entry)
 
 
 def b64_forms(secret: bytes) -> list[bytes]:
@@ -220,7 +236,7 @@ def shows(output: bytes, secret: bytes, is_json: bool) -> bool:
     return is_json and any(secret in b for b in json_bytes(output.decode()))
 
 
-def run(*args: str) -> bytes:
+def run(*args: str, ok=(0,)) -> bytes:
     r = subprocess.run(
         [sys.executable, "-m", "analyzer", *args],
         capture_output=True,
@@ -228,7 +244,7 @@ def run(*args: str) -> bytes:
         timeout=120,
         env={**os.environ, "COLUMNS": "200"},
     )
-    assert r.returncode == 0, r.stderr
+    assert r.returncode in ok, r.stderr
     return r.stdout + r.stderr
 
 
@@ -237,28 +253,76 @@ OUTPUTS = [
     ("read", "-v"),
     ("read", "--api", "SaslHandshake,SaslAuthenticate"),
     ("stats",),
+    ("stats", "--format", "json"),
     ("export",),
+    ("export", "--format", "ndjson"),
     ("export", "--records", "--format", "ndjson"),
+    ("check",),
+    ("check", "-v", "--format", "json"),
+    ("check", "--format", "github"),
 ]
+# the outputs that carry message bytes: --show-secrets must put the secrets there
+BYTES_OUTPUTS = [("export",), ("export", "--format", "ndjson"), ("export", "--records", "--format", "ndjson")]
+
+
+def command_output(args, path: str, tmp_path) -> list[tuple[bytes, bool]]:
+    """Everything the command wrote, each with whether it is JSON; check's JUnit report too."""
+    if args[0] == "check":
+        junit = tmp_path / "report.xml"
+        out = run(*args, "--junit", str(junit), path, ok=(0, 1))
+        return [(out, "json" in args), (junit.read_bytes(), False)]
+    return [(run(*args, path), args[0] == "export" or "json" in args)]
 
 
 @pytest.mark.parametrize("args", OUTPUTS, ids=" ".join)
 @pytest.mark.parametrize("entry", SASL, ids=lambda e: e["file"])
-def test_secrets_are_in_no_output(entry, args):
-    out = run(*args, str((CAPTURES / entry["file"]).relative_to(ROOT)))
-    assert b"SaslHandshake" in out
-    for secret in secrets(entry):
-        assert not shows(out, secret, args[0] == "export"), secret
+def test_secrets_are_in_no_output(entry, args, tmp_path):
+    outs = command_output(args, str((CAPTURES / entry["file"]).relative_to(ROOT)), tmp_path)
+    if args[0] in ("read", "export"):
+        assert b"SaslHandshake" in outs[0][0]
+    for out, is_json in outs:
+        for secret in secrets(entry):
+            assert not shows(out, secret, is_json), secret
+
+
+@pytest.mark.parametrize("args", BYTES_OUTPUTS, ids=" ".join)
+@pytest.mark.parametrize("entry", SASL, ids=lambda e: e["file"])
+def test_show_secrets_shows_them(entry, args, tmp_path):
+    """The same check fails with --show-secrets: the secrets are there, so the test sees them."""
+    path = str((CAPTURES / entry["file"]).relative_to(ROOT))
+    ((out, is_json),) = command_output((*args, "--show-secrets"), path, tmp_path)
+    for secret in shown_secrets(entry):
+        assert shows(out, secret, is_json), secret
+    if entry["sasl"]["mechanism"] != "PLAIN":  # SCRAM sends no password, only proofs
+        assert not shows(out, entry["sasl"]["password"].encode(), is_json)
+
+
+def tui_views(entry, show: bool) -> bytes:
+    """What the TUI shows of every message: its field tree labels and its hex view's bytes."""
+    from analyzer.tui.widgets.labels import field_label, hex_target, message_label, message_roots
+
+    out = []
+    a = Analysis(CAPTURES / entry["file"], Options(records_bodies=True, show_secrets=show))
+    for ev in a.events():
+        if not isinstance(ev, Exchange):
+            continue
+        for kind, m in (("request", ev.request), ("response", ev.response)):
+            if m is None:
+                continue
+            out.append(message_label(m).plain.encode())
+            for root in message_roots(m):
+                for f in root.walk():
+                    out.append(field_label(f).plain.encode())
+            target = hex_target(ev, kind, None, show)
+            out.append(target.data if target is not None else b"")
+    return b"\n".join(out)
 
 
 @pytest.mark.parametrize("entry", SASL, ids=lambda e: e["file"])
-def test_show_secrets_shows_them(entry):
-    path = str((CAPTURES / entry["file"]).relative_to(ROOT))
-    out = run("export", "--show-secrets", "--format", "ndjson", path)
-    password = entry["sasl"]["password"].encode()
-    if entry["sasl"]["mechanism"] == "PLAIN":
-        assert shows(out, password, True)
-    else:  # SCRAM sends no password, only proofs
-        assert not shows(out, password, True)
-        for proof in scram_proofs(entry):
-            assert shows(out, proof, True), proof
+def test_tui_field_tree_and_hex_mask_secrets(entry):
+    out = tui_views(entry, show=False)
+    for secret in secrets(entry):
+        assert not shows(out, secret, False), secret
+    shown = tui_views(entry, show=True)
+    for secret in shown_secrets(entry):
+        assert secret in shown, secret

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from rich.style import Style
 from rich.text import Text
 
+from analyzer.dissect.message import masked_payload
 from analyzer.model import Exchange, Field, Issue, Message, Severity
 from analyzer.session.report import api_text
 
@@ -158,17 +159,19 @@ class HexTarget:
     title: str
 
 
-def hex_target(ex: Exchange, kind: str, node: NodeData | None) -> HexTarget | None:
+def hex_target(
+    ex: Exchange, kind: str, node: NodeData | None, show_secrets: bool = False
+) -> HexTarget | None:
     """The bytes a hex view shows for a node of message ``kind`` and the span to highlight.
 
     Fields below a ``decompressed`` field have offsets in its (decompressed) value: the view
     then shows those bytes. A ``decompressed`` field itself spans the compressed bytes in the
-    enclosing coordinates.
+    enclosing coordinates. SASL secrets are overwritten with ``*`` unless ``show_secrets``.
     """
     m = ex.request if kind == "request" else ex.response
     if m is None:
         return None
-    data: bytes = bytes(m.frame.payload)
+    data: bytes = masked_payload(m, show_secrets)
     title = f"{kind} frame payload"
     start = end = None
     if node is not None and node.kind == kind:

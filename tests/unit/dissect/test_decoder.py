@@ -204,3 +204,62 @@ def test_librdkafka_mock_api_versions_fallback_is_a_named_quirk():
     # one byte more: not the mock's shape, so not recognised as it
     m = decode_response(Frame(1, 1, 0, len(body) + 1, body + b"\0", 0.0, 0.0, (1,), "response"), 18, 3)
     assert "quirk.mock_api_versions" not in [i.code for i in m.issues]
+
+
+def test_scram_server_signature_is_masked_in_the_value_and_the_hex():
+    from analyzer.dissect.message import decode_response, masked_payload
+
+    final = b"v=SERVERSIGNATURE0123456789="
+    p = struct.pack(">ihh", 5, 0, -1) + struct.pack(">i", len(final)) + final + struct.pack(">q", 0)
+    m = decode_response(frame(p), 36, 1)
+    f = m.body.child("auth_bytes")
+    assert f.value == b"v=********" and f.display == "SCRAM server-final-message (signature masked)"
+    hexed = masked_payload(m)
+    assert b"SERVERSIGNATURE" not in hexed and len(hexed) == len(p) and hexed.endswith(b"*" * 26 + bytes(8))
+    shown = decode_response(frame(p), 36, 1, Options(show_secrets=True))
+    assert shown.body.child("auth_bytes").value == final and masked_payload(shown, True) == p
+
+
+def test_oauthbearer_token_and_unknown_mechanisms_are_masked():
+    from analyzer.dissect.message import masked_payload
+
+    tok = b"n,,\x01auth=Bearer eyJTOKEN.x.y\x01\x01"
+    m = decode_sasl_token(frame(tok), "OAUTHBEARER")
+    f = m.body.children[0]
+    assert b"eyJTOKEN" not in f.value and "token masked" in f.display
+    assert b"eyJTOKEN" not in masked_payload(m)
+    gss = decode_sasl_token(frame(b"\x60\x82KERBEROS-TICKET"), "GSSAPI")
+    assert b"KERBEROS" not in gss.body.children[0].value and b"KERBEROS" not in masked_payload(gss)
+
+
+def _metadata_v0_response(topics: int, replicas: int) -> bytes:
+    brokers = struct.pack(">iih", 1, 1, 1) + b"b" + struct.pack(">i", 9092)
+    part = struct.pack(">hiii", 0, 0, 1, replicas) + struct.pack(f">{replicas}i", *range(replicas))
+    part += struct.pack(">i", 0)
+    topic = struct.pack(">hh", 0, 1) + b"t" + struct.pack(">i", 1) + part
+    return struct.pack(">i", 7) + brokers + struct.pack(">i", topics) + topic * topics
+
+
+def test_element_budget_stops_decoding_with_one_issue():
+    from analyzer.dissect.codecs import Limits
+
+    m = decode_response(frame(_metadata_v0_response(50, 2)), 3, 0, Options(limits=Limits(max_elements=10)))
+    (issue,) = [i for i in m.issues if i.code == "decode.element_limit"]
+    assert "max_elements" in issue.message and "--max-elements" in issue.message
+    topics = m.body.child("topics")
+    assert topics.value == 50 and len(topics.children) <= 10
+
+
+def test_scalar_arrays_are_compact_and_show_the_same_fields():
+    from analyzer.dissect.decoder import ScalarArrayField
+    from analyzer.export.jsonout import message_json
+
+    m = decode_response(frame(_metadata_v0_response(1, 5)), 3, 0)
+    part = m.body.child("topics").children[0].child("partitions").children[0]
+    reps = part.child("replica_nodes")
+    assert type(reps) is ScalarArrayField and reps.values == (0, 1, 2, 3, 4)
+    kids = reps.children  # built on demand, as the per-element decoding made them
+    assert [(k.name, k.type, k.value, k.length) for k in kids] == [("int32", "int32", i, 4) for i in range(5)]
+    assert kids[0].offset == reps.offset + 4 and kids[4].offset == reps.offset + 4 + 16
+    j = message_json(m)
+    assert j["body"]["topics"][0]["partitions"][0]["replica_nodes"] == [0, 1, 2, 3, 4]

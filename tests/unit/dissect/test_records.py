@@ -650,7 +650,55 @@ def test_total_output_budget():
     one = v2_batch([(None, bytes(100_000), [])], codec=1)
     fields, issues = decode_checked(one * 4, limits=Limits(max_total_output=250_000))
     assert [f.child("decompressed") is not None for f in fields] == [True, True, False, False]
-    assert codes(issues) == ["records.decompression_limit"] * 2
+    # the budget is said once, naming the setting that raises it
+    assert codes(issues) == ["records.decompression_budget"]
+    assert "--max-decompressed" in issues[0].message
+
+
+def test_budget_spans_the_records_fields_of_a_message():
+    from analyzer.dissect.records import decode_records_budget
+
+    one = v2_batch([(None, bytes(100_000), [])], codec=1)
+    left = 250_000
+    got = []
+    for _ in range(4):  # four partitions of one request
+        fields, issues, left = decode_records_budget(
+            one, 0, limits=Limits(max_total_output=250_000), budget=left
+        )
+        got.append(fields[0].child("decompressed") is not None)
+    assert got == [True, True, False, False]
+
+
+def raw_v2(payload: bytes, attrs: int, count: int, base_offset: int = 0) -> bytes:
+    """A v2 batch around ``payload`` (compressed or not) exactly as given, with a good CRC."""
+    after_crc = struct.pack(">hiqqqhii", attrs, 0, 0, 0, -1, -1, -1, count) + payload
+    body = struct.pack(">ib", 0, 2) + struct.pack(">I", calc_crc32c(after_crc)) + after_crc
+    return struct.pack(">qi", base_offset, len(body)) + body
+
+
+def test_malformed_records_are_reported_once_with_a_count():
+    import zstandard
+
+    # a control batch whose zstd data inflates to 1 MiB of zeros, record count 2^31-1
+    zeros = zstandard.ZstdCompressor().compress(bytes(1 << 20))
+    batch = raw_v2(zeros, 0x34, 2**31 - 1)
+    fields, issues = decode_checked(batch)
+    cs = codes(issues)
+    assert cs.count("records.bad_record") == 5 and cs.count("records.issues_suppressed") <= 1
+    assert "records.record_limit" in cs and len(issues) < 12
+    (limit,) = [i for i in issues if i.code == "records.record_limit"]
+    assert "only counted" in limit.message
+    # without bodies a compressed control batch is not even inflated
+    fields, issues = decode_checked(batch, bodies=False)
+    assert issues == [] and fields[0].value["record_count"] == 2**31 - 1
+
+
+def test_records_past_max_records_are_counted():
+    data = v2_batch([(None, b"v%d" % i, []) for i in range(50)])
+    fields, issues = decode_checked(data, limits=Limits(max_records=10))
+    assert codes(issues) == ["records.record_limit"]
+    assert "max_records=10" in issues[0].message and "--max-records" in issues[0].message
+    assert len(list(entry_records(fields[0]))) == 10 and fields[0].value["record_count"] == 50
 
 
 def test_decompression_failure_reported():
@@ -878,7 +926,7 @@ def test_export_json_of_rows_for_every_project_capture_batch():
     from tests.helpers.captures import project_captures
 
     seen = []
-    real = records_mod.decode_records
+    real = records_mod.decode_records_budget  # what the message decoder calls
 
     def spy(data, base, **kw):
         seen.append(bytes(data))
@@ -889,11 +937,11 @@ def test_export_json_of_rows_for_every_project_capture_batch():
     assert paths
     for path in paths:
         seen.clear()
-        records_mod.decode_records = spy
+        records_mod.decode_records_budget = spy
         try:
             for _ in Analysis(path, Options(records_bodies=True)).events():
                 pass
         finally:
-            records_mod.decode_records = real
+            records_mod.decode_records_budget = real
         total += sum(_json_views_agree(d) for d in seen)
     assert total > 0

@@ -210,3 +210,22 @@ def test_who_closed_first_is_told():
         write_pcap(p, [(1.0 + i * 0.001, bytes(x)) for i, x in enumerate(c.pkts)])
         ends = [ev.conn for ev in Analysis(p).events() if type(ev) is ConnectionEnd]
     assert [(e.closed, e.closed_by) for e in ends] == [("fin", "client")]
+
+
+def test_connection_flood_evicts_the_longest_idle():
+    from analyzer.events import ConnClose, StreamData
+    from analyzer.reassembly.tcp import Reassembler
+
+    r = Reassembler(max_connections=10)
+    evs = []
+    for i in range(40):  # each opens with data and is never closed
+        seg = (b"\x0a\x00\x00\x01", 1024 + i, b"\x0a\x00\x00\x02", 9092, 1000, 0, 0x18, b"half")
+        evs += r.feed(1.0 + i, i + 1, seg)
+        if i == 9:  # the first connection is busy again just before the table fills
+            more = (b"\x0a\x00\x00\x01", 1024, b"\x0a\x00\x00\x02", 9092, 1004, 0, 0x18, b"more")
+            evs += r.feed(10.5, 99, more)
+    closed = [e for e in evs if type(e) is ConnClose]
+    assert r.evicted == len(closed) > 0 and all(e.reason == "evicted" for e in closed)
+    assert len(r.table) <= 2 * 10
+    assert closed[0].conn == 2  # the longest idle, not the busy first one
+    assert sum(1 for e in evs if type(e) is StreamData) == 41  # nothing delivered twice or lost
