@@ -1,10 +1,13 @@
-"""A Textual TUI to browse a capture: exchange list, decoded field tree, hex view, and views of
-the connections, statistics, issues and groups (``:`` command line, ``?`` help).
+"""A Textual TUI to browse a capture or a live interface: exchange list, decoded field tree, hex
+view, and views of the connections, statistics, issues and groups (``:`` command line, ``?``
+help).
 
-The capture is read once by the one driver, :class:`~analyzer.pipeline.Analysis`, in a worker
-thread, without record bodies; the index (:mod:`analyzer.tui.model`) keeps a small row per
-exchange and spools the frame payloads to a temporary file; an exchange is decoded again, with
-its records, when it is shown. Rows reach the UI in batches (at most one in flight).
+The app is thin: what it browses (the analysis, its index, the list's state, the decoded
+exchanges, the display filter glue) is a :class:`~analyzer.tui.session.Session`, without
+Textual; the widgets (``widgets/``) and views (``screens/``) are one per file. The capture is
+read once by the one driver, :class:`~analyzer.pipeline.Analysis`, in a worker thread; rows
+reach the UI in batches (at most one in flight). A live session (``tui -i IFACE``) follows the
+new exchanges until the user scrolls away, and ``c`` stops the capture (the session stays).
 """
 
 from __future__ import annotations
@@ -12,8 +15,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-import time
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import orjson
 from rich.text import Text
@@ -27,13 +29,12 @@ from textual.worker import get_current_worker
 
 from analyzer.dissect.message import Options
 from analyzer.filter import FilterError, compile_filter, plain_words
-from analyzer.model import Exchange, Field, Issue
-from analyzer.pipeline import Analysis, Exit
-from analyzer.session.report import api_text, stats_tables
-from analyzer.session.stats import Stats
-from analyzer.tui.indexer import Indexer, Progress
+from analyzer.model import Exchange, Field
+from analyzer.pipeline import Exit
+from analyzer.session.report import api_text
+from analyzer.tui.indexer import Progress
 from analyzer.tui.messages import AnalysisBatch, RowChosen, RowHighlighted, ShowExchanges
-from analyzer.tui.model import COLUMNS, Index, ListView, Row, SortedRows
+from analyzer.tui.model import COLUMNS, Row, SortedRows
 from analyzer.tui.screens.base import View
 from analyzer.tui.screens.command import CommandScreen, parse_command
 from analyzer.tui.screens.connections import ConnectionsScreen
@@ -43,18 +44,20 @@ from analyzer.tui.screens.io import IOScreen
 from analyzer.tui.screens.issues import IssuesScreen
 from analyzer.tui.screens.records import RecordsScreen, record_rows
 from analyzer.tui.screens.stats import StatsScreen
+from analyzer.tui.session import Session
 from analyzer.tui.widgets.detail_tree import DetailTree
 from analyzer.tui.widgets.exchange_list import ExchangeList
 from analyzer.tui.widgets.hex_view import HexView
 from analyzer.tui.widgets.labels import NodeData, hex_target, message_roots
-from analyzer.tui.widgets.status import problem_lines, status_text
+from analyzer.tui.widgets.status import live_text, status_text
 
 LAYOUTS = ("both", "list", "detail")
 NARROW = 100  # below this width the hex pane starts hidden
 
 
 class AnalyzerApp(App[int]):
-    """Browse the Kafka exchanges of one capture (a path, or a binary file object such as stdin)."""
+    """Browse the Kafka exchanges of one capture (a path, a binary file object such as stdin)
+    or of a live source (a :class:`~analyzer.capture.ring.RingCapture`)."""
 
     CSS_PATH = "app.tcss"
     TITLE = "kafka-analyzer"
@@ -72,57 +75,53 @@ class AnalyzerApp(App[int]):
         Binding("x", "export", "Export"),
         Binding("y", "copy", "Copy JSON", show=False),
         Binding("z", "layout", "Layout"),
+        Binding("c", "stop_capture", "Stop capture"),
         Binding("w", "hex_pane", "Hex", show=False),
         Binding("s", "stats", "Stats", show=False),
         Binding("t", "theme", "Theme", show=False),
         Binding("escape", "back", "Back", show=False),
     ]
 
-    BATCH_SECONDS = 0.25  # how often the worker posts rows while reading
-    FIRST_BATCH_SECONDS = 0.02  # ... and the first rows, sooner
-    SLICE_SECONDS = 0.05  # how long the worker holds the lock at a time
-    VIEW_CACHE = 8  # decoded exchanges kept
-    FREEZE_ROWS = 4000  # gc.freeze() every so many rows indexed
-
     def __init__(
         self,
-        source: str | BinaryIO,
+        source: str | BinaryIO | Any,
         opts: Options | None = None,
         ports: tuple[int, ...] = (),
         name: str | None = None,
         tls_keylog: str | None = None,
+        display_filter: str | None = None,
     ) -> None:
         super().__init__()
-        self.source = source
+        self.session = s = Session(source, opts, ports, tls_keylog)
+        self.live = s.live
         self.path = name or (source if isinstance(source, str) else getattr(source, "name", "-"))
-        self.opts = opts if opts is not None else Options(records_bodies=True)
-        self._lock = threading.Lock()  # the analysis, stats and index, shared with the worker
-        # indexing decodes without record bodies; the view decodes them (self.opts)
-        scan = Options(records_bodies=False, show_secrets=self.opts.show_secrets, limits=self.opts.limits)
-        self.analysis = Analysis(source, scan, ports=ports, lock=self._lock, tls_keylog=tls_keylog)
-        self.stats = Stats(self.analysis.knowledge.topic_ids)
-        self.index = Index(Options(True, self.opts.show_secrets, self.opts.limits))
-        self.list = ListView()  # the rows taken, filtered, scoped and sorted
-        self.filter_error = None  # the filter text does not compile (shown, the list unchanged)
+        if self.live:
+            self.path = source.interface
+        self.initial_filter = display_filter
+        self.filter_error: FilterError | None = None  # the filter text does not compile (the list unchanged)
         self.current: Row | None = None
         self.view: Exchange | None = None  # the current exchange with its field trees
-        self._views: dict[int, Exchange] = {}
         self.hex_kind = "request"
         self.selected: NodeData | None = None
         self.layout_mode = "both"
-        self.error_rows = 0  # exchanges with error codes or problems
-        self.packets = 0
-        self.connections = 0
-        self.fraction: float | None = 0.0
-        self.done = False
-        self.load_error: str | None = None
-        self.first_row_at: float | None = None  # monotonic time the first rows were shown
-        self.started_at = time.monotonic()
+        self.follow = self.live  # the list follows new exchanges (live, until the user moves up)
         self._ack = threading.Event()  # the UI has taken the last batch
         self._ack.set()
         self._stop = threading.Event()
         self._filter_timer: Timer | None = None
-        self.sub_title = os.path.basename(str(self.path))
+        self.sub_title = f"live on {self.path}" if self.live else os.path.basename(str(self.path))
+
+    # what the session holds, as the app's (tests and the bench read these) ------------------------
+    analysis = property(lambda self: self.session.analysis)
+    stats = property(lambda self: self.session.stats)
+    index = property(lambda self: self.session.index)
+    list = property(lambda self: self.session.list)
+    done = property(lambda self: self.session.done)
+    packets = property(lambda self: self.session.packets)
+    first_row_at = property(lambda self: self.session.first_row_at)
+    started_at = property(lambda self: self.session.started_at)
+    capture_issues = property(lambda self: self.session.capture_issues)
+    exit_code = property(lambda self: self.session.exit_code)
 
     # the list's state ----------------------------------------------------------------------------
     @property
@@ -175,6 +174,10 @@ class AnalyzerApp(App[int]):
             self.query_one("#hex").display = False
         table.focus()
         self._update_status()
+        if self.initial_filter:
+            self.set_filter(self.initial_filter)
+        if self.live:
+            self.set_interval(1.0, self._update_status)
         self._analyze()
 
     def on_unmount(self) -> None:
@@ -189,30 +192,17 @@ class AnalyzerApp(App[int]):
         def cancelled() -> bool:
             return worker.is_cancelled or self._stop.is_set()
 
-        def post(batch: AnalysisBatch) -> bool:
+        def post(p: Progress) -> bool:
             while not self._ack.wait(0.05):
                 if cancelled():
                     return False
             if cancelled():
                 return False
             self._ack.clear()
-            self.post_message(batch)
+            self.post_message(AnalysisBatch(p))
             return True
 
-        def post_progress(p: Progress) -> bool:
-            return post(AnalysisBatch(p))
-
-        indexer = Indexer(
-            self.analysis,
-            self.index,
-            self.stats,
-            self._lock,
-            first_batch=self.FIRST_BATCH_SECONDS,
-            batch=self.BATCH_SECONDS,
-            slice_seconds=self.SLICE_SECONDS,
-            freeze_rows=self.FREEZE_ROWS,
-        )
-        indexer.run(post_progress, cancelled, self.source if isinstance(self.source, str) else None)
+        self.session.run_indexer(post, cancelled, self._ack.is_set)
 
     # batches (UI thread) ------------------------------------------------------------------------------
     @on(AnalysisBatch)
@@ -225,36 +215,21 @@ class AnalyzerApp(App[int]):
     def _take_batch(self, batch: AnalysisBatch) -> None:
         table = self.query_one(ExchangeList)
         table.origin = self.index.origin
-        added = self.list.add(batch.rows)
-        self.error_rows += sum(1 for r in batch.rows if r.has_errors)
-        if batch.rows and self.first_row_at is None:
-            self.first_row_at = time.monotonic()
+        added = self.session.take(batch.progress)
         if added is None:
             table.set_rows(self.rows, self.shown, self.current.index if self.current else None)
         elif added:
             table.rows_added(added)
-        self.packets = batch.packets
-        self.connections = batch.connections
-        self.fraction = batch.fraction
-        if batch.error:
-            self.load_error = batch.error
-        if batch.done:
-            self.done = True
+        if batch.progress.done:
             self._show_problems()
-        if self.current is None and self.shown:
-            table.move_cursor(0)
-            self._show(self.rows[self.shown[0]])
+        if self.shown and (self.current is None or (self.follow and batch.rows)):
+            last = len(self.shown) - 1 if self.follow else 0
+            table.move_cursor(last)
+            self._show(self.rows[self.shown[last]])
         self._update_status()
 
     def _show_problems(self) -> None:
-        lines = problem_lines(
-            self.load_error,
-            self.capture_issues,
-            len(self.rows),
-            self.analysis.unusable(),
-            self.packets,
-            self.connections,
-        )
+        lines = self.session.problem_lines()
         msg = self.query_one("#message", Static)
         if lines:
             msg.update(Text("\n").join(lines))
@@ -262,20 +237,6 @@ class AnalyzerApp(App[int]):
             self.notify(str(lines[0]), severity="error" if self.exit_code else "warning", timeout=8)
         else:
             msg.remove_class("shown")
-
-    @property
-    def capture_issues(self) -> list[Issue]:
-        return self.analysis.capture_issues if self.done else []
-
-    @property
-    def exit_code(self) -> int:
-        """What ``run_tui`` returns: the analysis' exit code (see :class:`~analyzer.pipeline.Exit`);
-        an unreadable file is 2, a failure of the analysis itself 1; 0 when quit before the end."""
-        if self.load_error:
-            return Exit.USAGE if not self.rows and not self.packets else Exit.DAMAGED
-        if not self.done:
-            return Exit.OK
-        return int(self.analysis.exit_code())
 
     def _title_list(self) -> None:
         table = self.query_one(ExchangeList)
@@ -287,24 +248,44 @@ class AnalyzerApp(App[int]):
         table.sort = (col, rev)
 
     def _update_status(self) -> None:
+        se = self.session
         t = status_text(
             str(self.path),
-            self.done,
-            self.fraction,
-            self.packets,
+            se.done,
+            se.fraction,
+            se.packets,
             len(self.rows),
-            self.error_rows,
+            se.error_rows,
             self.filter_text,
             self.conn_scope,
             len(self.shown),
-            bool(self.capture_issues or self.load_error),
+            bool(se.capture_issues or se.load_error),
         )
+        if self.live:
+            received, dropped = se.kernel_drops
+            head = live_text(
+                str(self.path),
+                not se.done,
+                se.rate(),
+                max(se.packets, se.analysis.packets),
+                len(self.rows),
+                received,
+                dropped,
+                se.ring_full,
+                se.index.dropped,
+            )
+            if self.follow and not se.done:
+                head.append("  following", style="cyan")
+            tail = t[t.plain.index(" exchanges") + len(" exchanges") :] if " exchanges" in t.plain else Text()
+            t = head + tail
         self.query_one("#status", Static).update(t)
 
     # selection --------------------------------------------------------------------------------------------
     @on(RowHighlighted)
     def _row_highlighted(self, event: RowHighlighted) -> None:
         row = self.rows[event.index]
+        if self.live:  # moving up stops following new exchanges; the last row (G) follows again
+            self.follow = event.cursor_row == len(self.shown) - 1
         if row is not self.current:
             self._show(row)
 
@@ -335,14 +316,8 @@ class AnalyzerApp(App[int]):
         self._update_hex()
 
     def full_exchange(self, row: Row) -> Exchange:
-        """The exchange of ``row`` with its field trees, decoded from the spool (a few cached)."""
-        view = self._views.pop(row.index, None)
-        if view is None:
-            view = self.index.exchange(row)
-        self._views[row.index] = view
-        while len(self._views) > self.VIEW_CACHE:
-            del self._views[next(iter(self._views))]
-        return view
+        """The exchange of ``row`` with its field trees and record bodies (cached)."""
+        return self.session.exchange(row)
 
     @on(Tree.NodeHighlighted, "#tree")
     def _node_highlighted(self, event: Tree.NodeHighlighted) -> None:
@@ -447,11 +422,7 @@ class AnalyzerApp(App[int]):
                     return
                 self.notify(f"text search: {text!r} is not a display filter ({exc.message})", timeout=4)
             else:
-                flt.knowledge = self.analysis.knowledge
-                index = self.index
-
-                def predicate(row, flt=flt, index=index) -> bool:
-                    return flt(index.exchange(row))
+                predicate = self.session.predicate(flt)
 
         self.filter_error = None
         self.list.text = text
@@ -481,11 +452,20 @@ class AnalyzerApp(App[int]):
             "copy",
             "layout",
             "hex_pane",
+            "stop_capture",
         )
     )
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "stop_capture" and (not self.live or self.done):
+            return False  # (not in the footer)
         return not (action in self.MAIN_ONLY and isinstance(self.screen, View | CommandScreen))
+
+    def action_stop_capture(self) -> None:
+        """End the live capture; its exchanges stay browsable."""
+        if self.session.stop_capture():
+            self.notify("stopping the capture: the exchanges stay (q quits)", timeout=3)
+            self.refresh_bindings()
 
     def action_back(self) -> None:
         """Esc: close the view on top; on the list, close the filter, then the connection scope."""
@@ -653,19 +633,15 @@ class AnalyzerApp(App[int]):
             return
         note = "" if self.done else "analysis still running: partial numbers"
         screen: View
+        se = self.session
         if what == "conn":
-            with self._lock:
-                screen = ConnectionsScreen(self.index.connection_rows(self.analysis.knowledge), note)
+            screen = ConnectionsScreen(se.connection_rows(), note)
         elif what == "stats":
-            with self._lock:
-                lat = {name: list(a.latencies) for (_, name), a in self.stats.apis.items() if a.latencies}
-            screen = StatsScreen(self.stats_snapshot(), note, lat)
+            screen = StatsScreen(se.stats_snapshot(), note, se.latencies())
         elif what == "issues":
-            with self._lock:
-                groups = self.index.issue_rows()
-            screen = IssuesScreen(groups, self.rows, self.index.origin)
+            screen = IssuesScreen(se.issue_rows(), self.rows, self.index.origin)
         elif what == "groups":
-            screen = GroupsScreen(self.stats_snapshot())
+            screen = GroupsScreen(se.stats_snapshot())
         elif what == "io":
             screen = IOScreen(self.rows, self.index.origin)
         else:
@@ -691,16 +667,20 @@ class AnalyzerApp(App[int]):
         self.open_view("stats")
 
     def stats_snapshot(self) -> dict:
-        with self._lock:
-            return stats_tables(self.stats, self.analysis)
+        return self.session.stats_snapshot()
 
 
 def run_tui(
-    source: str, opts: Options | None = None, ports: tuple[int, ...] = (), tls_keylog: str | None = None
+    source: str | Any,
+    opts: Options | None = None,
+    ports: tuple[int, ...] = (),
+    tls_keylog: str | None = None,
+    display_filter: str | None = None,
 ) -> int:
-    """Run the TUI on a capture file, or ``-``: stdin, read once (the keyboard is then read from
-    the terminal); returns an exit code (0 ok, 1 damaged or no Kafka, 2 unusable)."""
-    src: str | BinaryIO = source
+    """Run the TUI on a capture file, ``-`` (stdin, read once; the keyboard is then read from
+    the terminal) or a live source opened by the caller; returns an exit code (0 ok, 1 damaged
+    or no Kafka, 2 unusable)."""
+    src: str | BinaryIO | Any = source
     if source == "-":
         if sys.stdin.isatty():
             print("kafka-analyzer: tui -: stdin is a terminal, not a capture", file=sys.stderr)
@@ -713,10 +693,17 @@ def run_tui(
             return Exit.USAGE
         os.dup2(tty, 0)
         os.close(tty)
-    app = AnalyzerApp(src, opts, tuple(ports), name="-" if source == "-" else None, tls_keylog=tls_keylog)
+    app = AnalyzerApp(
+        src,
+        opts,
+        tuple(ports),
+        name="-" if source == "-" else None,
+        tls_keylog=tls_keylog,
+        display_filter=display_filter,
+    )
     try:
         app.run()
     finally:
-        app.index.close()
+        app.session.close()
     rc = app.return_code or 0
     return rc if rc else app.exit_code

@@ -35,6 +35,9 @@ KEYS = [
     ("x", "export the exchange as JSON to a file in the current directory"),
     ("y", "copy the exchange as JSON to the clipboard (OSC 52)"),
     ("s", "statistics"),
+    ("Live (tui -i IFACE)", None),
+    ("c", "stop the capture (the exchanges stay browsable)"),
+    ("G / end", "follow new exchanges again (moving up stops following)"),
 ]
 
 

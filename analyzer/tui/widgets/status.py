@@ -17,6 +17,7 @@ def problem_lines(
     unusable: bool,
     packets: int,
     connections: int,
+    live: bool = False,
 ) -> list[Text]:
     """What the user must know about the input: why it could not be read, its damage, or why
     no Kafka was found."""
@@ -36,7 +37,8 @@ def problem_lines(
             if connections == 0
             else f"{connections} TCP connections, none carrying Kafka"
         )
-        lines.append(Text(f"No Kafka traffic found in {packets} packets ({where})."))
+        seen = "captured" if live else "found"
+        lines.append(Text(f"No Kafka traffic {seen} in {packets} packets ({where})."))
     return lines
 
 
@@ -72,4 +74,36 @@ def status_text(
         t.append(f"  {shown} match (filter: {what}{scope})", style="cyan")
     if problems:
         t.append("  capture problems: see top", style="bold red")
+    return t
+
+
+def live_text(
+    interface: str,
+    running: bool,
+    rate: float,
+    packets: int,
+    exchanges: int,
+    received: int,
+    dropped: int,
+    ring_full: int,
+    not_kept: int,
+) -> Text:
+    """``LIVE eth0  N pkt/s  N packets  N exchanges  drops: kernel N, queue N`` (``stopped``
+    once the capture ended): what the status line starts with in a live session."""
+    t = Text()
+    if running:
+        t.append(" LIVE ", style="bold white on red")
+    else:
+        t.append(" stopped ", style="bold black on yellow")
+    t.append(f" {interface}", style="bold")
+    if running:
+        t.append(f"  {rate:,.0f} pkt/s")
+    t.append(f"  {packets:,} packets  {exchanges:,} exchanges")
+    bad = dropped or not_kept
+    t.append(
+        f"  drops: kernel {dropped:,}" + (f" of {received:,}" if dropped else "") + f", queue {not_kept:,}",
+        style="bold red" if bad else "green",
+    )
+    if ring_full:
+        t.append(f" (ring full {ring_full}x)", style="red")
     return t
