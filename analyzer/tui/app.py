@@ -46,9 +46,9 @@ from analyzer.tui.screens.records import RecordsScreen, record_rows
 from analyzer.tui.screens.stats import StatsScreen
 from analyzer.tui.session import Session
 from analyzer.tui.widgets.detail_tree import DetailTree
+from analyzer.tui.widgets.exchange_hex import ExchangeHex
 from analyzer.tui.widgets.exchange_list import ExchangeList
-from analyzer.tui.widgets.hex_view import HexView
-from analyzer.tui.widgets.labels import NodeData, hex_target, message_roots
+from analyzer.tui.widgets.labels import NodeData, message_roots
 from analyzer.tui.widgets.status import live_text, status_text
 
 LAYOUTS = ("both", "list", "detail")
@@ -158,7 +158,7 @@ class AnalyzerApp(App[int]):
         yield ExchangeList(id="exchanges")
         with Horizontal(id="detail"):
             yield DetailTree(id="tree")
-            yield HexView(id="hex")
+            yield ExchangeHex(id="hex")
         yield Static(id="status")
         yield Footer()
 
@@ -169,7 +169,7 @@ class AnalyzerApp(App[int]):
         tree = self.query_one(DetailTree)
         tree.border_title = "Decoded"
         tree.show_exchange(None)
-        self.query_one(HexView).set_data(b"", "frame payload")
+        self.query_one(ExchangeHex).show(None)
         if self.size.width < NARROW:
             self.query_one("#hex").display = False
         table.focus()
@@ -302,7 +302,7 @@ class AnalyzerApp(App[int]):
         tree = self.query_one(DetailTree)
         if row is None:
             tree.show_exchange(None)
-            self._update_hex()
+            self.query_one(ExchangeHex).show(None)
             return
         ex = self.view = self.full_exchange(row)
         c = ex.conn
@@ -313,7 +313,7 @@ class AnalyzerApp(App[int]):
         )
         tree.show_exchange(ex, title)
         self.hex_kind = "request" if ex.request is not None else "response"
-        self._update_hex()
+        self.query_one(ExchangeHex).show(ex)
 
     def full_exchange(self, row: Row) -> Exchange:
         """The exchange of ``row`` with its field trees and record bodies (cached)."""
@@ -330,17 +330,8 @@ class AnalyzerApp(App[int]):
         self._update_hex()
 
     def _update_hex(self) -> None:
-        hv = self.query_one(HexView)
-        if self.view is None:
-            hv.set_data(b"", "no exchange selected")
-            return
-        target = hex_target(self.view, self.hex_kind, self.selected)
-        if target is None:
-            hv.set_data(b"", f"{self.hex_kind}: not captured")
-            return
-        if target.data != hv.data or target.title != hv.title:
-            hv.set_data(target.data, target.title)
-        hv.set_highlight(target.start, target.end)
+        """The selected node's bytes highlighted in its message's hex view."""
+        self.query_one(ExchangeHex).select(self.selected)
 
     def select_exchange(self, index: int) -> bool:
         """Move the list cursor to exchange ``index`` (0-based) if the list shows it."""
@@ -515,6 +506,7 @@ class AnalyzerApp(App[int]):
         self.set_sort(self.order.sort, not self.order.reverse)
 
     def action_toggle_hex(self) -> None:
+        """Focus the other message's hex view (the request's, the response's)."""
         if self.view is None:
             return
         ex = self.view
@@ -523,7 +515,9 @@ class AnalyzerApp(App[int]):
             self.notify(f"no {other} in this exchange", timeout=2)
             return
         self.hex_kind = other
-        self._update_hex()
+        hexes = self.query_one(ExchangeHex)
+        if hexes.display:
+            hexes.view(other).focus()
 
     def action_next_error(self) -> None:
         if not self.shown:
