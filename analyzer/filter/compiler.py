@@ -350,15 +350,16 @@ def _decoded_getter(by_key: dict[int, list[tuple[tuple[str, ...], bool, bool]]])
     """Values of decoded paths: api key -> [(path, in request, in response)]."""
 
     def get(ex: Exchange) -> list:
-        req = ex.request
-        m = req if req is not None else ex.response
-        if m is None or m.api_key is None:  # (no key: no paths, as by_key has int keys only)
+        # the API first (the request's, else the response's): an exchange of another API is
+        # not looked into (a front end that decodes on demand, the TUI, decodes it not at all)
+        key = ex.api_key
+        if key is None:  # (no key: no paths, as by_key has int keys only)
             return []
-        paths = by_key.get(m.api_key)
+        paths = by_key.get(key)
         if not paths:
             return []
         out: list = []
-        resp = ex.response
+        req, resp = ex.request, ex.response
         for comps, in_req, in_resp in paths:
             if in_req and req is not None and req.body is not None:
                 _collect(req.body, comps, 0, out)

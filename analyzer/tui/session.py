@@ -57,8 +57,13 @@ class DecodedCache:
         self.misses += 1
         return None
 
-    def put(self, index: int, bodies: bool, ex: Exchange, cost: int) -> None:
+    def put(self, index: int, bodies: bool, ex: Exchange, cost: int, evict: bool = True) -> None:
+        """Keep ``ex``; without ``evict`` (a filter scanning every row) only if it fits without
+        pushing others out: a scan longer than the cache would otherwise evict every entry
+        before it is used again, and keep none of the rows the next filter reads."""
         items = self._items
+        if not evict and self.used + cost > self.budget:
+            return
         key = (index, bodies)
         old = items.pop(key, None)
         if old is not None:
@@ -248,14 +253,16 @@ class Session:
     def rows(self) -> list[Row]:
         return self.list.rows
 
-    def exchange(self, row: Row, bodies: bool = True) -> Exchange:
+    def exchange(self, row: Row, bodies: bool = True, scan: bool = False) -> Exchange:
         """The exchange of ``row`` with its field trees (record bodies with ``bodies``), decoded
-        from the spool or taken from the cache."""
+        from the spool or taken from the cache (``scan``: a filter reading every row, which
+        only fills the cache's free room)."""
         ex = self.cache.get(row.index, bodies)
         if ex is None:
             ex = self.index.exchange(row, None if bodies else self.lean_opts)
+            # the frames' bytes stay with the exchange; its tree costs a fraction more
             cost = max(row.req_bytes, 0) + max(row.resp_bytes, 0) + 512
-            self.cache.put(row.index, bodies, ex, cost)
+            self.cache.put(row.index, bodies, ex, cost, evict=not scan)
         return ex
 
     def predicate(self, flt) -> Callable[[Row], bool]:
@@ -266,7 +273,7 @@ class Session:
         bodies = bool(flt.needs_records)
 
         def decode(row: Row) -> Exchange:
-            return self.exchange(row, bodies)
+            return self.exchange(row, bodies, scan=True)
 
         return lambda row: flt(LazyExchange(row, decode))
 
