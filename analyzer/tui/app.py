@@ -17,18 +17,15 @@ import sys
 import threading
 from typing import Any, BinaryIO
 
-import orjson
-from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.timer import Timer
-from textual.widgets import Footer, Header, Input, Static, Tree
+from textual.widgets import Footer, Header, Input, Tree
 from textual.worker import get_current_worker
 
 from analyzer.dissect.message import Options
-from analyzer.filter import FilterError, compile_filter, plain_words
+from analyzer.filter import FilterError
 from analyzer.model import Exchange, Field
 from analyzer.pipeline import Exit
 from analyzer.session.report import api_text
@@ -37,19 +34,16 @@ from analyzer.tui.messages import AnalysisBatch, RowChosen, RowHighlighted, Show
 from analyzer.tui.model import COLUMNS, Row, SortedRows
 from analyzer.tui.screens.base import View
 from analyzer.tui.screens.command import CommandScreen, parse_command
-from analyzer.tui.screens.connections import ConnectionsScreen
-from analyzer.tui.screens.groups import GroupsScreen
-from analyzer.tui.screens.help import HelpScreen
-from analyzer.tui.screens.io import IOScreen
-from analyzer.tui.screens.issues import IssuesScreen
 from analyzer.tui.screens.records import RecordsScreen, record_rows
-from analyzer.tui.screens.stats import StatsScreen
+from analyzer.tui.screens.views import make_view
 from analyzer.tui.session import Session
 from analyzer.tui.widgets.detail_tree import DetailTree
 from analyzer.tui.widgets.exchange_hex import ExchangeHex
 from analyzer.tui.widgets.exchange_list import ExchangeList
+from analyzer.tui.widgets.filter_bar import FilterBar
 from analyzer.tui.widgets.labels import NodeData, message_roots
-from analyzer.tui.widgets.status import live_text, status_text
+from analyzer.tui.widgets.problem_banner import ProblemBanner
+from analyzer.tui.widgets.status_bar import StatusBar
 
 LAYOUTS = ("both", "list", "detail")
 NARROW = 100  # below this width the hex pane starts hidden
@@ -108,7 +102,6 @@ class AnalyzerApp(App[int]):
         self._ack = threading.Event()  # the UI has taken the last batch
         self._ack.set()
         self._stop = threading.Event()
-        self._filter_timer: Timer | None = None
         self.sub_title = f"live on {self.path}" if self.live else os.path.basename(str(self.path))
 
     # what the session holds, as the app's (tests and the bench read these) ------------------------
@@ -149,17 +142,13 @@ class AnalyzerApp(App[int]):
     # layout -------------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Static(id="message")
-        yield Input(
-            placeholder="filter: words in API, topic or client id (api:, topic:, client:), errors; "
-            "enter applies, esc closes",
-            id="filter",
-        )
+        yield ProblemBanner(id="message")
+        yield FilterBar(id="filter")
         yield ExchangeList(id="exchanges")
         with Horizontal(id="detail"):
             yield DetailTree(id="tree")
             yield ExchangeHex(id="hex")
-        yield Static(id="status")
+        yield StatusBar(id="status")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -230,13 +219,8 @@ class AnalyzerApp(App[int]):
 
     def _show_problems(self) -> None:
         lines = self.session.problem_lines()
-        msg = self.query_one("#message", Static)
-        if lines:
-            msg.update(Text("\n").join(lines))
-            msg.add_class("shown")
+        if self.query_one(ProblemBanner).show(lines):
             self.notify(str(lines[0]), severity="error" if self.exit_code else "warning", timeout=8)
-        else:
-            msg.remove_class("shown")
 
     def _title_list(self) -> None:
         table = self.query_one(ExchangeList)
@@ -248,37 +232,7 @@ class AnalyzerApp(App[int]):
         table.sort = (col, rev)
 
     def _update_status(self) -> None:
-        se = self.session
-        t = status_text(
-            str(self.path),
-            se.done,
-            se.fraction,
-            se.packets,
-            len(self.rows),
-            se.error_rows,
-            self.filter_text,
-            self.conn_scope,
-            len(self.shown),
-            bool(se.capture_issues or se.load_error),
-        )
-        if self.live:
-            received, dropped = se.kernel_drops
-            head = live_text(
-                str(self.path),
-                not se.done,
-                se.rate(),
-                max(se.packets, se.analysis.packets),
-                len(self.rows),
-                received,
-                dropped,
-                se.ring_full,
-                se.index.dropped,
-            )
-            if self.follow and not se.done:
-                head.append("  following", style="cyan")
-            tail = t[t.plain.index(" exchanges") + len(" exchanges") :] if " exchanges" in t.plain else Text()
-            t = head + tail
-        self.query_one("#status", Static).update(t)
+        self.query_one(StatusBar).show(self.session, str(self.path), self.follow)
 
     # selection --------------------------------------------------------------------------------------------
     @on(RowHighlighted)
@@ -384,37 +338,26 @@ class AnalyzerApp(App[int]):
 
     def set_filter(self, text: str) -> None:
         """Filter the list as if ``text`` had been typed in the filter input."""
-        inp = self.query_one("#filter", Input)
-        with inp.prevent(Input.Changed):
-            inp.value = text
-        inp.set_class(bool(text.strip()), "shown")
+        self.query_one(FilterBar).set_text(text)
         self._apply_filter(text)
 
     def _apply_filter(self, text: str) -> None:
         """A display filter (``kafka-analyzer filters``) when ``text`` compiles; plain words
         that do not are a text search over the rows (and the message says so); anything else is
         an error shown with its position, and the list stays as it was."""
-        if self._filter_timer is not None:
-            self._filter_timer.stop()
-            self._filter_timer = None
+        self.query_one(FilterBar).cancel_pending()
         text = " ".join(text.split())
         if text == self.filter_text:
             return
-        predicate = None
-        if text:
-            try:
-                flt = compile_filter(text)
-            except FilterError as exc:
-                if not plain_words(text):
-                    self.filter_error = exc
-                    self.notify(
-                        f"bad display filter: {exc.message}\n{exc.caret(text)}", severity="error", timeout=6
-                    )
-                    return
-                self.notify(f"text search: {text!r} is not a display filter ({exc.message})", timeout=4)
-            else:
-                predicate = self.session.predicate(flt)
-
+        predicate, error, note = self.session.filter_choice(text)
+        if error is not None:
+            self.filter_error = error
+            self.notify(
+                f"bad display filter: {error.message}\n{error.caret(text)}", severity="error", timeout=6
+            )
+            return
+        if note:
+            self.notify(note, timeout=4)
         self.filter_error = None
         self.list.text = text
         self.list.predicate = predicate
@@ -481,19 +424,13 @@ class AnalyzerApp(App[int]):
         inp.add_class("shown")
         inp.focus()
 
-    @on(Input.Submitted, "#filter")
-    def _filter_submitted(self, event: Input.Submitted) -> None:
-        self._apply_filter(event.value)
-        if not event.value.strip():
-            event.input.remove_class("shown")
-        self.query_one(ExchangeList).focus()
-
-    @on(Input.Changed, "#filter")
-    def _filter_changed(self, event: Input.Changed) -> None:
-        if self._filter_timer is not None:
-            self._filter_timer.stop()
-        value = event.value
-        self._filter_timer = self.set_timer(0.3, lambda: self._apply_filter(value))
+    @on(FilterBar.Apply)
+    def _filter_apply(self, event: FilterBar.Apply) -> None:
+        self._apply_filter(event.text)
+        if event.submitted:
+            if not event.text.strip():
+                self.query_one(FilterBar).remove_class("shown")
+            self.query_one(ExchangeList).focus()
 
     def action_sort(self) -> None:
         """The next column shown, ascending (time order again after the last column)."""
@@ -560,12 +497,10 @@ class AnalyzerApp(App[int]):
         if self.view is None or self.current is None:
             self.notify("no exchange selected", timeout=2)
             return
-        from analyzer.export.jsonout import exchange_json
-
         path = os.path.abspath(f"kafka-exchange-{self.current.index + 1}.json")
         try:
             with open(path, "wb") as f:
-                f.write(orjson.dumps(exchange_json(self.view), option=orjson.OPT_INDENT_2))
+                f.write(self.session.exchange_json(self.view))
         except OSError as e:
             self.notify(f"cannot write {path}: {e.strerror}", severity="error")
             return
@@ -579,9 +514,7 @@ class AnalyzerApp(App[int]):
         if self.view is None or self.current is None:
             self.notify("no exchange selected", timeout=2)
             return
-        from analyzer.export.jsonout import exchange_json
-
-        text = orjson.dumps(exchange_json(self.view), option=orjson.OPT_INDENT_2).decode()
+        text = self.session.exchange_json(self.view).decode()
         self.copy_to_clipboard(text)
         self.notify(
             f"exchange #{self.current.index + 1} copied as JSON ({len(text)} characters) to the "
@@ -625,21 +558,7 @@ class AnalyzerApp(App[int]):
             self.pop_screen()
         if what == "ex":
             return
-        note = "" if self.done else "analysis still running: partial numbers"
-        screen: View
-        se = self.session
-        if what == "conn":
-            screen = ConnectionsScreen(se.connection_rows(), note)
-        elif what == "stats":
-            screen = StatsScreen(se.stats_snapshot(), note, se.latencies())
-        elif what == "issues":
-            screen = IssuesScreen(se.issue_rows(), self.rows, self.index.origin)
-        elif what == "groups":
-            screen = GroupsScreen(se.stats_snapshot())
-        elif what == "io":
-            screen = IOScreen(self.rows, self.index.origin)
-        else:
-            screen = HelpScreen()
+        screen = make_view(what, self.session)
         self.push_screen(screen)
 
     @on(ShowExchanges)

@@ -12,8 +12,9 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
+import orjson
 from rich.text import Text
 
 from analyzer.dissect.message import Options
@@ -24,6 +25,9 @@ from analyzer.session.stats import Stats
 from analyzer.tui.indexer import Indexer, Progress
 from analyzer.tui.model import Index, ListView, Row
 from analyzer.tui.widgets.status import problem_lines
+
+if TYPE_CHECKING:
+    from analyzer.filter import FilterError
 
 LIVE_IDLE_TIMEOUT = 300.0  # seconds: live connections idle longer are closed (as `live` does)
 LIVE_MAX_ROWS = 1_000_000  # exchanges a live session keeps; later ones are counted, not kept
@@ -276,6 +280,29 @@ class Session:
             return self.exchange(row, bodies, scan=True)
 
         return lambda row: flt(LazyExchange(row, decode))
+
+    def filter_choice(self, text: str) -> tuple[Callable[[Row], bool] | None, FilterError | None, str | None]:
+        """What the filter bar's ``text`` does: ``(predicate, None, None)`` for a display filter;
+        ``(None, None, note)`` for plain words that are not one (a text search over the rows,
+        the note says so); ``(None, error, None)`` for anything else (the list stays)."""
+        if not text:
+            return None, None, None
+        from analyzer.filter import FilterError, compile_filter, plain_words
+
+        try:
+            flt = compile_filter(text)
+        except FilterError as exc:
+            if not plain_words(text):
+                return None, exc, None
+            return None, None, f"text search: {text!r} is not a display filter ({exc.message})"
+        return self.predicate(flt), None, None
+
+    @staticmethod
+    def exchange_json(ex: Exchange) -> bytes:
+        """An exchange as the export writes it (decoded, with record bodies), indented."""
+        from analyzer.export.jsonout import exchange_json
+
+        return orjson.dumps(exchange_json(ex), option=orjson.OPT_INDENT_2)
 
     # what the views show ----------------------------------------------------------------------------
     @property
