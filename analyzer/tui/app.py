@@ -20,15 +20,13 @@ from typing import Any, BinaryIO
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal
-from textual.widgets import Footer, Header, Input, Tree
+from textual.widgets import Footer, Header, Input
 from textual.worker import get_current_worker
 
 from analyzer.dissect.message import Options
 from analyzer.filter import FilterError
 from analyzer.model import Exchange, Field
 from analyzer.pipeline import Exit
-from analyzer.session.report import api_text
 from analyzer.tui.indexer import Progress
 from analyzer.tui.messages import AnalysisBatch, RowChosen, RowHighlighted, ShowExchanges
 from analyzer.tui.model import COLUMNS, Row, SortedRows
@@ -37,11 +35,11 @@ from analyzer.tui.screens.command import CommandScreen, parse_command
 from analyzer.tui.screens.records import RecordsScreen, record_rows
 from analyzer.tui.screens.views import make_view
 from analyzer.tui.session import Session
+from analyzer.tui.widgets.detail_pane import DetailPane
 from analyzer.tui.widgets.detail_tree import DetailTree
-from analyzer.tui.widgets.exchange_hex import ExchangeHex
 from analyzer.tui.widgets.exchange_list import ExchangeList
 from analyzer.tui.widgets.filter_bar import FilterBar
-from analyzer.tui.widgets.labels import NodeData, message_roots
+from analyzer.tui.widgets.labels import NodeData
 from analyzer.tui.widgets.problem_banner import ProblemBanner
 from analyzer.tui.widgets.status_bar import StatusBar
 
@@ -95,8 +93,6 @@ class AnalyzerApp(App[int]):
         self.filter_error: FilterError | None = None  # the filter text does not compile (the list unchanged)
         self.current: Row | None = None
         self.view: Exchange | None = None  # the current exchange with its field trees
-        self.hex_kind = "request"
-        self.selected: NodeData | None = None
         self.layout_mode = "both"
         self.follow = self.live  # the list follows new exchanges (live, until the user moves up)
         self._ack = threading.Event()  # the UI has taken the last batch
@@ -145,9 +141,7 @@ class AnalyzerApp(App[int]):
         yield ProblemBanner(id="message")
         yield FilterBar(id="filter")
         yield ExchangeList(id="exchanges")
-        with Horizontal(id="detail"):
-            yield DetailTree(id="tree")
-            yield ExchangeHex(id="hex")
+        yield DetailPane(id="detail")
         yield StatusBar(id="status")
         yield Footer()
 
@@ -155,10 +149,6 @@ class AnalyzerApp(App[int]):
         table = self.query_one(ExchangeList)
         table.set_rows(self.rows, self.shown)
         self._title_list()
-        tree = self.query_one(DetailTree)
-        tree.border_title = "Decoded"
-        tree.show_exchange(None)
-        self.query_one(ExchangeHex).show(None)
         if self.size.width < NARROW:
             self.query_one("#hex").display = False
         table.focus()
@@ -251,41 +241,20 @@ class AnalyzerApp(App[int]):
 
     def _show(self, row: Row | None) -> None:
         self.current = row
-        self.selected = None
-        self.view = None
-        tree = self.query_one(DetailTree)
-        if row is None:
-            tree.show_exchange(None)
-            self.query_one(ExchangeHex).show(None)
-            return
-        ex = self.view = self.full_exchange(row)
-        c = ex.conn
-        known = c.client_direction is not None
-        title = (
-            f"#{row.index + 1}  {api_text(ex.api_key, ex.api_version)}  corr={ex.correlation_id}  "
-            f"{c.client if known else c.a} -> {c.broker if known else c.b}"
-        )
-        tree.show_exchange(ex, title)
-        self.hex_kind = "request" if ex.request is not None else "response"
-        self.query_one(ExchangeHex).show(ex)
+        self.view = self.full_exchange(row) if row is not None else None
+        self.query_one(DetailPane).show(self.view, row.index if row is not None else 0)
 
     def full_exchange(self, row: Row) -> Exchange:
         """The exchange of ``row`` with its field trees and record bodies (cached)."""
         return self.session.exchange(row)
 
-    @on(Tree.NodeHighlighted, "#tree")
-    def _node_highlighted(self, event: Tree.NodeHighlighted) -> None:
-        data = event.node.data
-        if not isinstance(data, NodeData):
-            return
-        self.selected = data
-        if data.kind is not None:
-            self.hex_kind = data.kind
-        self._update_hex()
+    @property
+    def selected(self) -> NodeData | None:
+        return self.query_one(DetailPane).selected
 
-    def _update_hex(self) -> None:
-        """The selected node's bytes highlighted in its message's hex view."""
-        self.query_one(ExchangeHex).select(self.selected)
+    @property
+    def hex_kind(self) -> str:
+        return self.query_one(DetailPane).hex_kind
 
     def select_exchange(self, index: int) -> bool:
         """Move the list cursor to exchange ``index`` (0-based) if the list shows it."""
@@ -300,24 +269,11 @@ class AnalyzerApp(App[int]):
     def reveal_field(self, kind: str, target: Field) -> bool:
         """Open the tree down to ``target`` (a field of the current exchange's ``kind`` message),
         put the cursor on it and highlight its bytes."""
-        node = self.query_one(DetailTree).reveal(kind, target)
-        if node is None:
-            return False
-        self.selected = node.data
-        self.hex_kind = kind
-        self._update_hex()
-        return True
+        return self.query_one(DetailPane).reveal(kind, target)
 
     def find_field(self, kind: str, pred) -> Field | None:
         """The first field of the current exchange's ``kind`` message for which ``pred`` is true."""
-        if self.view is None:
-            return None
-        m = self.view.request if kind == "request" else self.view.response
-        for root in message_roots(m):
-            for f in root.walk():
-                if pred(f):
-                    return f
-        return None
+        return self.query_one(DetailPane).find_field(kind, pred)
 
     # the list: filter, scope, sort ------------------------------------------------------------------
     def _refresh_list(self) -> None:
@@ -444,17 +400,9 @@ class AnalyzerApp(App[int]):
 
     def action_toggle_hex(self) -> None:
         """Focus the other message's hex view (the request's, the response's)."""
-        if self.view is None:
-            return
-        ex = self.view
-        other = "response" if self.hex_kind == "request" else "request"
-        if (ex.response if other == "response" else ex.request) is None:
-            self.notify(f"no {other} in this exchange", timeout=2)
-            return
-        self.hex_kind = other
-        hexes = self.query_one(ExchangeHex)
-        if hexes.display:
-            hexes.view(other).focus()
+        note = self.query_one(DetailPane).other_hex()
+        if note:
+            self.notify(note, timeout=2)
 
     def action_next_error(self) -> None:
         if not self.shown:
