@@ -56,6 +56,7 @@ class AnalyzerApp(App[int]):
 
     BINDINGS = [
         Binding("q", "quit", "Quit"),
+        Binding("c", "stop_capture", "Stop capture"),  # live only (hidden otherwise)
         Binding("colon", "command", ":cmd"),
         Binding("question_mark", "help", "Help"),
         Binding("slash", "filter", "Filter"),
@@ -67,7 +68,6 @@ class AnalyzerApp(App[int]):
         Binding("x", "export", "Export"),
         Binding("y", "copy", "Copy JSON", show=False),
         Binding("z", "layout", "Layout"),
-        Binding("c", "stop_capture", "Stop capture"),
         Binding("w", "hex_pane", "Hex", show=False),
         Binding("s", "stats", "Stats", show=False),
         Binding("t", "theme", "Theme", show=False),

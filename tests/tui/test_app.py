@@ -276,6 +276,9 @@ def test_filter():
 
             shown = await apply("sampletopic")
             assert shown and all("sampleTopic" in e.topics for e in shown)
+            # the match count comes first on the status line (80 columns cut its end)
+            st = widget_text(app, "#status")
+            assert st.startswith(f"{len(shown)} of {len(expected)} match (sampletopic)  "), st
 
             shown = await apply("client:console-producer api:produce")  # terms are ANDed
             assert [(e.client_id, e.api_key) for e in shown] == [

@@ -54,7 +54,7 @@ def status_text(
     shown: int,
     problems: bool,
 ) -> Text:
-    """``file  done  N packets  N exchanges  N with errors  N match (filter: ...)``."""
+    """``[N of M match (filter)]  file  done  N packets  N exchanges  N with errors``."""
     if done:
         state = Text("done", style="green")
     elif fraction is not None:
@@ -62,16 +62,17 @@ def status_text(
     else:
         state = Text("analysing…", style="yellow")
     t = Text()
+    if filter_text or conn_scope is not None:  # first: what the list shows (80 columns cut the end)
+        what = " ".join(filter_text.split())
+        scope = f"conn {conn_scope}" if conn_scope is not None else ""
+        t.append(f"{shown} of {exchanges} match ({' '.join(x for x in (what, scope) if x)})", style="cyan")
+        t.append("  ")
     t.append(os.path.basename(path), style="bold")
     t.append("  ")
     t.append_text(state)
     t.append(f"  {packets} packets  {exchanges} exchanges")
     if error_rows:
         t.append(f"  {error_rows} with errors", style="red")
-    if filter_text or conn_scope is not None:
-        what = " ".join(filter_text.split())
-        scope = f" conn {conn_scope}" if conn_scope is not None else ""
-        t.append(f"  {shown} match (filter: {what}{scope})", style="cyan")
     if problems:
         t.append("  capture problems: see top", style="bold red")
     return t
@@ -87,9 +88,12 @@ def live_text(
     dropped: int,
     ring_full: int,
     not_kept: int,
+    following: bool = False,
 ) -> Text:
-    """``LIVE eth0  N pkt/s  N packets  N exchanges  drops: kernel N, queue N`` (``stopped``
-    once the capture ended): what the status line starts with in a live session."""
+    """`` LIVE  eth0  following  N pkt/s  N pkts  N exchanges  drops kernel N queue N`` (``stopped``
+    once the capture ended; 80 columns wide at most with counts below a million): what the
+    status line starts with in a live session. Queue drops are exchanges not kept (the live
+    session keeps a bounded number)."""
     t = Text()
     if running:
         t.append(" LIVE ", style="bold white on red")
@@ -97,11 +101,13 @@ def live_text(
         t.append(" stopped ", style="bold black on yellow")
     t.append(f" {interface}", style="bold")
     if running:
+        if following:
+            t.append("  following", style="cyan")
         t.append(f"  {rate:,.0f} pkt/s")
-    t.append(f"  {packets:,} packets  {exchanges:,} exchanges")
+    t.append(f"  {packets:,} pkts  {exchanges:,} exchanges")
     bad = dropped or not_kept
     t.append(
-        f"  drops: kernel {dropped:,}" + (f" of {received:,}" if dropped else "") + f", queue {not_kept:,}",
+        f"  drops kernel {dropped:,}" + (f" of {received:,}" if dropped else "") + f" queue {not_kept:,}",
         style="bold red" if bad else "green",
     )
     if ring_full:

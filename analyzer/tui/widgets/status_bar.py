@@ -39,9 +39,13 @@ class StatusBar(Static):
                 dropped,
                 se.ring_full,
                 se.index.dropped,
+                following=follow,
             )
-            if follow and not se.done:
-                head.append("  following", style="cyan")
             cut = t.plain.find(" exchanges")
-            t = head + (t[cut + len(" exchanges") :] if cut >= 0 else Text())
+            rest = t[cut + len(" exchanges") :] if cut >= 0 else Text()
+            if lv.text or lv.conn is not None:  # the match count first, as for a file
+                first = t.plain.find("  ")
+                t = t[: first + 2] + head + rest
+            else:
+                t = head + rest
         self.update(t)
