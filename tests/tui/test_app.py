@@ -757,3 +757,18 @@ def test_record_labels_show_the_record_shape(name):
     assert seen & {1, 2}
     if name == "librdkafka-txn.pcap":
         assert {"COMMIT", "ABORT"} <= seen
+
+
+def test_display_filter_given_on_the_command_line():
+    """``tui -Y EXPR``: the filter bar starts with EXPR, rows are filtered as they stream in."""
+
+    async def go():
+        app = AnalyzerApp(str(GZIP), display_filter="api == Produce")
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_done(app, pilot)
+            assert app.filter_text == "api == Produce"
+            assert app.shown and all(app.rows[i].api_key == 0 for i in app.shown)
+            assert len(app.shown) == sum(1 for r in app.rows if r.api_key == 0)
+            assert app.query_one("#filter").value == "api == Produce"
+
+    asyncio.run(go())
