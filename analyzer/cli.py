@@ -570,9 +570,16 @@ def cmd_tui(args) -> int:
         source = _tui_live_source(args)
         if source is None:
             return EXIT_USAGE
-        return run_tui(source, opts, tuple(args.port or ()), tls_keylog=args.tls_keylog, display_filter=flt)
-    if args.filter or args.write:
-        _usage("tui: -f and --write go with -i INTERFACE (a live capture)")
+        return run_tui(
+            source,
+            opts,
+            tuple(args.port or ()),
+            tls_keylog=args.tls_keylog,
+            display_filter=flt,
+            max_exchanges=args.max_exchanges,
+        )
+    if args.filter or args.write or args.max_exchanges:
+        _usage("tui: -f, --write and --max-exchanges go with -i INTERFACE (a live capture)")
         return EXIT_USAGE
     if not args.capture:
         _usage("tui: give a capture file, - (stdin), or -i INTERFACE")
@@ -873,6 +880,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-f", "--filter", metavar="BPF", help="(-i) capture filter, e.g. 'tcp port 9092'")
     p.add_argument("--write", metavar="FILE.pcap", help="(-i) also save the packets")
     p.add_argument("--buffer", type=int, default=32, metavar="MB", help="(-i) kernel ring size")
+    p.add_argument(
+        "--max-exchanges",
+        type=int,
+        metavar="N",
+        help="(-i) keep at most N exchanges (default 500000, about 300 MB); later ones are counted "
+        "as queue drops in the status line",
+    )
     p.set_defaults(func=cmd_tui)
 
     p = sub.add_parser("filters", help="the display-filter fields (-Y), their types and examples")

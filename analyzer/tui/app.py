@@ -82,9 +82,10 @@ class AnalyzerApp(App[int]):
         name: str | None = None,
         tls_keylog: str | None = None,
         display_filter: str | None = None,
+        max_exchanges: int | None = None,
     ) -> None:
         super().__init__()
-        self.session = s = Session(source, opts, ports, tls_keylog)
+        self.session = s = Session(source, opts, ports, tls_keylog, max_exchanges)
         self.live = s.live
         self.path = name or (source if isinstance(source, str) else getattr(source, "name", "-"))
         if self.live:
@@ -537,6 +538,7 @@ def run_tui(
     ports: tuple[int, ...] = (),
     tls_keylog: str | None = None,
     display_filter: str | None = None,
+    max_exchanges: int | None = None,
 ) -> int:
     """Run the TUI on a capture file, ``-`` (stdin, read once; the keyboard is then read from
     the terminal) or a live source opened by the caller; returns an exit code (0 ok, 1 damaged
@@ -561,6 +563,7 @@ def run_tui(
         name="-" if source == "-" else None,
         tls_keylog=tls_keylog,
         display_filter=display_filter,
+        max_exchanges=max_exchanges,
     )
     try:
         app.run()

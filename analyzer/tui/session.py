@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from analyzer.filter import FilterError
 
 LIVE_IDLE_TIMEOUT = 300.0  # seconds: live connections idle longer are closed (as `live` does)
-LIVE_MAX_ROWS = 1_000_000  # exchanges a live session keeps; later ones are counted, not kept
+LIVE_MAX_ROWS = 500_000  # exchanges a live session keeps (about 300 MB); later ones are counted, not kept
 
 
 # -- decoded exchanges ------------------------------------------------------------------------------
@@ -148,6 +148,7 @@ class Session:
         opts: Options | None = None,
         ports: tuple[int, ...] = (),
         tls_keylog: str | None = None,
+        max_rows: int | None = None,
     ) -> None:
         self.source = source
         self.live = (
@@ -170,7 +171,7 @@ class Session:
         self.stats = Stats(self.analysis.knowledge.topic_ids)
         self.index = Index(
             Options(True, self.opts.show_secrets, self.opts.limits),
-            limit=LIVE_MAX_ROWS if self.live else None,
+            limit=(max_rows or LIVE_MAX_ROWS) if self.live else max_rows,
         )
         self.lean_opts = Options(False, self.opts.show_secrets, self.opts.limits)
         self.list = ListView()  # the rows taken, filtered, scoped and sorted

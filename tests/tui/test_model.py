@@ -386,3 +386,20 @@ def test_decoded_cache_is_bounded_and_a_scan_does_not_evict():
     assert c.get(4, False) == "ex4"  # with bodies answers without
     c.put(9, False, "scan", 30, evict=False)  # no room: not kept, nothing evicted
     assert c.get(9, False) is None and len(c) == 3
+
+
+def test_index_limit_counts_what_it_does_not_keep():
+    """A live session keeps a bounded number of exchanges; the others are counted (the status
+    line's queue drops), not indexed."""
+    from analyzer.tui.model import Index
+
+    path = ROOT / "captures" / "librdkafka-produce-consume-gzip.pcap"
+    events = list(Analysis(path, Options(records_bodies=False)).events())
+    n = sum(1 for e in events if type(e) is Exchange)
+    idx = Index(Options(True), limit=5)
+    try:
+        idx.add(events)
+        assert len(idx.rows) == 5 and idx.dropped == n - 5
+        assert [r.index for r in idx.rows] == list(range(5))
+    finally:
+        idx.close()

@@ -89,7 +89,7 @@ def test_tui_arguments_are_checked_before_the_screen_opens():
     cases = [
         ((), "give a capture file, - (stdin), or -i INTERFACE"),
         ((cap, "-i", "lo"), "a capture file or -i INTERFACE, not both"),
-        ((cap, "-f", "tcp"), "-f and --write go with -i INTERFACE"),
+        ((cap, "-f", "tcp"), "-f, --write and --max-exchanges go with -i INTERFACE"),
         ((cap, "-Y", "api =="), "bad display filter"),
     ]
     for args, said in cases:
