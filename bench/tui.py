@@ -154,7 +154,8 @@ def main() -> int:
         r[k] = statistics.median(t[k] for t, _ in tui_runs)
     for expr in r["filters"]:
         r["filters"][expr] = {
-            k: statistics.median(t["filters"][expr][k] for t, _ in tui_runs) for k in r["filters"][expr]
+            k: statistics.median(t["filters"][expr][k] for t, _ in tui_runs) if k.endswith("_s") else v
+            for k, v in r["filters"][expr].items()
         }
     tui_rss = max(m for _, m in tui_runs)
     r.update(
