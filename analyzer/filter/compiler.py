@@ -434,7 +434,16 @@ class _Compiler:
                     stack += (x.right, x.left)
                 else:
                     operands.append(x)
-            preds = [self.node(x) for x in operands]
+            # the operands that read no decoded field first (and/or are commutative: filters
+            # have no side effects), so that a front end decoding on demand (the TUI) decodes
+            # only the exchanges the cheap operands did not decide
+            costed = []
+            for x in operands:
+                outer, self.needs_trees = self.needs_trees, False
+                p = self.node(x)
+                costed.append((self.needs_trees, p))
+                self.needs_trees = outer or self.needs_trees
+            preds = [p for _, p in sorted(costed, key=lambda c: c[0])]
             if len(preds) == 2:
                 a, b = preds
                 if n.op == "and":

@@ -372,6 +372,15 @@ def test_session_filter_decodes_only_what_the_index_cannot_answer():
         decoded.clear()
         assert [r.index for r in s.rows if pred(r)] == kept
         assert decoded == []  # cached
+        # the operand the index answers is tried first, whatever its place in the text
+        s.cache.clear()
+        slow = {r.index for r in s.rows if r.api_key == 0 and r.latency is not None and r.latency > 0.001}
+        assert slow
+        pred = s.predicate(compile_filter("produce.acks == -1 and latency > 1ms"))
+        assert {r.index for r in s.rows if pred(r)} <= slow
+        assert {i for i, _ in decoded} == {
+            r.index for r in s.rows if r.latency is not None and r.latency > 0.001 and r.api_key == 0
+        }
     finally:
         s.close()
 
