@@ -28,7 +28,7 @@ from analyzer.filter import FilterError
 from analyzer.model import Exchange, Field
 from analyzer.pipeline import Exit
 from analyzer.tui.indexer import Progress
-from analyzer.tui.messages import AnalysisBatch, RowChosen, RowHighlighted, ShowExchanges
+from analyzer.tui.messages import AnalysisBatch, ListScrolledUp, RowChosen, RowHighlighted, ShowExchanges
 from analyzer.tui.model import COLUMNS, Row, SortedRows
 from analyzer.tui.screens.base import View
 from analyzer.tui.screens.command import CommandScreen, parse_command
@@ -233,6 +233,12 @@ class AnalyzerApp(App[int]):
             self.follow = event.cursor_row == len(self.shown) - 1
         if row is not self.current:
             self._show(row)
+
+    @on(ListScrolledUp)
+    def _list_scrolled_up(self) -> None:
+        if self.follow:  # the user looks back: new exchanges no longer move the list
+            self.follow = False
+            self._update_status()
 
     @on(RowChosen)
     def _row_chosen(self, event: RowChosen) -> None:

@@ -26,6 +26,10 @@ class RowHighlighted(Message):
         self.index = index
 
 
+class ListScrolledUp(Message):
+    """The user scrolled the exchange list up (the mouse wheel): a live list stops following."""
+
+
 class RowChosen(Message):
     """Enter on the exchange list: open row ``index`` in the detail pane."""
 

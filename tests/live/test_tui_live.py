@@ -13,6 +13,7 @@ import sys
 
 import pytest
 from conftest import ROOT
+from textual import events
 
 pytest.importorskip("confluent_kafka")
 pytestmark = [
@@ -70,8 +71,19 @@ def test_tui_live_on_a_mock_cluster(tmp_path):
                 assert (
                     "LIVE" in st and "pkt/s" in st and "drops kernel 0 queue 0" in st and "following" in st
                 ), st
-                # moving up stops following; new rows no longer move the cursor
+                # scrolling the list away (the mouse wheel) stops following: new rows come, the
+                # cursor stays; G follows again; moving the cursor up stops following too
                 table.focus()
+                table.post_message(events.MouseScrollUp(table, 5, 5, 0, -1, 0, False, False, False))
+                await pilot.pause()
+                cursor, before = table.cursor_row, len(app.rows)
+                await asyncio.to_thread(mock.traffic, 3)
+                await until(pilot, lambda: len(app.rows) > before, 20, "more rows")
+                await pilot.pause(0.5)
+                assert not app.follow and table.cursor_row == cursor < len(app.shown) - 1
+                await pilot.press("G")
+                await pilot.pause()
+                assert app.follow and table.cursor_row == len(app.shown) - 1
                 await pilot.press("g")
                 await pilot.pause()
                 assert not app.follow and table.cursor_row == 0
