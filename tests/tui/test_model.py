@@ -412,3 +412,18 @@ def test_index_limit_counts_what_it_does_not_keep():
         assert [r.index for r in idx.rows] == list(range(5))
     finally:
         idx.close()
+
+
+def test_live_status_text():
+    from analyzer.tui.widgets.status import live_text
+
+    t = live_text("eth0", True, 1234.4, 56789, 321, 1000, 0, 0, 0, following=True)
+    assert (
+        t.plain == " LIVE  eth0  following  1,234 pkt/s  56,789 pkts  321 exchanges  drops kernel 0 queue 0"
+    )
+    assert len(t.plain) <= 90
+    t = live_text("eth0", False, 0.0, 56789, 321, 1000, 7, 2, 5)
+    assert (
+        t.plain
+        == " stopped  eth0  56,789 pkts  321 exchanges  drops kernel 7 of 1,000 queue 5 (ring full 2x)"
+    )
