@@ -261,7 +261,9 @@ class Source(Protocol):
     ``issues`` collects the damage found while reading; ``bytes_read`` and ``size`` (None when
     unknown) give progress. Live sources also have ``stop()`` and ``close()``, and may count
     what the kernel received and dropped in ``received`` and ``dropped`` (the driver streams
-    them as :class:`~analyzer.events.CaptureStats`; ``close()`` adds the final issue).
+    them as :class:`~analyzer.events.CaptureStats`; ``close()`` adds the final issue). A live
+    source may yield None while no packet comes (every few hundred ms): the driver then checks
+    :meth:`Analysis.stop` and its batch deadline, so a UI gets its batches while the line is idle.
     """
 
     name: str
@@ -399,7 +401,17 @@ class Analysis:
                 out: list[Event] = []
                 deadline = time.monotonic() + seconds if seconds is not None else None
                 with lock:
-                    for index, ts, linktype, data in it:
+                    for pkt in it:
+                        if pkt is None:  # an idle live source (idle_ticks): nothing came for a while
+                            if self._stop or (cancel is not None and cancel()):
+                                self.interrupted = True
+                                break
+                            if getattr(self.source, "dropped", 0) != self._dropped_seen:
+                                out.append(self._capture_stats(None))
+                            if deadline is not None and time.monotonic() >= deadline:
+                                break
+                            continue
+                        index, ts, linktype, data = pkt
                         evs = feed(index, ts, linktype, data)
                         n += 1
                         if evs:

@@ -8,7 +8,9 @@ Runs ``--rounds`` times, alternating, each in its own process (peak RSS is each 
 1. ``kafka-analyzer stats CAPTURE`` (the reference: reading, reassembly, decoding, statistics);
 2. the TUI, headless (Textual's ``run_test`` at ``--size``): the time from start to the first
    rows drawn, to the whole capture indexed, and to select the exchange with the most bytes
-   (decoded again from the spool with its records, its tree and hex view built).
+   (decoded again from the spool with its records, its tree and hex view built), and the
+   time to apply a few display filters to the whole index (decoding every row, as the filter
+   bar did before, and as it does now: index fields first, decoded trees cached).
 
 Make a big capture from a bundled one with ``bench/pcapcat.py``, e.g.
 ``python bench/pcapcat.py captures/librdkafka-produce-consume-none.pcap -n 2000 -o /tmp/big.pcap``.
@@ -44,6 +46,44 @@ def child_rss(cmd: list[str]) -> tuple[float, float, str]:
 
 # -- the TUI side (run in a child process: python bench/tui.py --child CAPTURE W H) -----------------
 
+# field filters timed on the whole index (one field the index has, two decoded fields)
+FILTERS = (
+    "api == Produce",
+    "produce.acks == -1",
+    "fetch.max_wait_ms >= 100 and fetch.responses.partitions.error_code == 0",
+)
+
+
+def measure_filter(app, expr: str) -> dict:
+    """Seconds to apply display filter ``expr`` to the whole index: decoding every row (what the
+    filter bar did before: ``flt(index.exchange(row))``), then the filter bar as it is (the row
+    answers what it can, decoded trees cached): first with an empty cache, then again."""
+    from analyzer.filter import compile_filter
+    from analyzer.tui.model import ListView
+
+    flt = compile_filter(expr)
+    flt.knowledge = app.analysis.knowledge
+    lv = ListView()
+    lv.rows = app.rows
+    index = app.index
+    lv.predicate = lambda row: flt(index.exchange(row))
+    t0 = time.perf_counter()
+    lv.rebuild()
+    every_row = time.perf_counter() - t0
+    matched = len(lv.shown)
+    app.session.cache.clear()
+    app.set_filter("")
+    t0 = time.perf_counter()
+    app.set_filter(expr)
+    cold = time.perf_counter() - t0
+    assert len(app.shown) == matched, (expr, len(app.shown), matched)
+    app.set_filter("")
+    t0 = time.perf_counter()
+    app.set_filter(expr)
+    warm = time.perf_counter() - t0
+    app.set_filter("")
+    return {"matched": matched, "decode_every_row_s": every_row, "cold_s": cold, "again_s": warm}
+
 
 def child(capture: str, width: int, height: int) -> None:
     import asyncio
@@ -66,7 +106,12 @@ def child(capture: str, width: int, height: int) -> None:
             app.select_exchange(biggest.index)
             await pilot.pause()
             select = time.perf_counter() - t1
+            filters = {}
+            for expr in FILTERS:
+                filters[expr] = measure_filter(app, expr)
+                await pilot.pause()
             out = {
+                "filters": filters,
                 "first_row_s": first,
                 "indexed_s": indexed,
                 "select_s": select,
@@ -107,6 +152,11 @@ def main() -> int:
     r = dict(tui_runs[0][0])
     for k in ("first_row_s", "indexed_s", "select_s"):
         r[k] = statistics.median(t[k] for t, _ in tui_runs)
+    for expr in r["filters"]:
+        r["filters"][expr] = {
+            k: statistics.median(t["filters"][expr][k] for t, _ in tui_runs) if k.endswith("_s") else v
+            for k, v in r["filters"][expr].items()
+        }
     tui_rss = max(m for _, m in tui_runs)
     r.update(
         {
@@ -134,6 +184,11 @@ def main() -> int:
         f"peak RSS {tui_rss:6.0f} MB; spool {r['spool_mb']:.0f} MB"
     )
     print(f"tui select biggest:  {r['select_s']:7.2f} s   ({r['select_exchange']})")
+    for expr, f in r["filters"].items():
+        print(
+            f"filter {expr!r}: {f['matched']} match; decoding every row {f['decode_every_row_s']:.2f} s, "
+            f"now {f['cold_s']:.2f} s (cache empty), {f['again_s']:.2f} s (again)"
+        )
     print(f"load average: {' / '.join(f'{x:.2f}' for x in r['load_average'])}")
     return 0
 

@@ -396,7 +396,8 @@ class RingCapture(SourceFailure):
     handler; ``write`` (with ``rotate_mb``/``rotate_seconds``) saves the raw packets; ``user``
     drops root once the socket is open, before any packet is decoded or file created.
     ``ring`` is an already opened :class:`Ring` (a fanout worker), else one is opened on
-    iteration.
+    iteration. ``idle_ticks``: yield None after every wait with no packets (at most 200 ms),
+    so the driver can hand out its batches while the line is idle (the TUI).
     """
 
     live = True
@@ -416,6 +417,7 @@ class RingCapture(SourceFailure):
         block_size: int = 1 << 20,
         ring: Ring | None = None,
         announce: bool = True,
+        idle_ticks: bool = False,
     ):
         self.interface = interface
         self.bpf = bpf
@@ -429,6 +431,7 @@ class RingCapture(SourceFailure):
         self.blocks = max(1, (buffer_mb << 20) // block_size)
         self.ring = ring
         self.announce = announce
+        self.idle_ticks = idle_ticks  # yield None after each 200 ms without packets
         self.name = f"live:{interface}"
         self.issues: list[Issue] = []
         self.bytes_read = 0
@@ -446,7 +449,8 @@ class RingCapture(SourceFailure):
 
     def open(self) -> bool:
         """Open the ring (as root), drop privileges, open the output file: False on failure
-        (the reason in :attr:`issues`)."""
+        (the reason in :attr:`issues`). Iterating opens it if this was not called."""
+        self._opened = True
         try:
             if self.ring is None:
                 self.ring = Ring(self.interface, self.bpf, self.block_size, self.blocks)
@@ -477,13 +481,12 @@ class RingCapture(SourceFailure):
             return
         self.received, self.dropped = ring.received, ring.dropped
 
-    def __iter__(self) -> Iterator[tuple]:
-        if not self._opened:
-            self._opened = True
-            if not self.open():
-                return
+    def __iter__(self) -> Iterator[tuple | None]:
+        if not self._opened and not self.open():
+            return
         ring = self.ring
-        assert ring is not None
+        if ring is None:  # open() was called and failed (the reason in issues)
+            return
         linktype = ring.linktype
         writer = self.writer
         index = 0
@@ -501,6 +504,8 @@ class RingCapture(SourceFailure):
             if deadline is not None and now >= deadline:
                 break
             if not ready:
+                if self.idle_ticks:
+                    yield None
                 continue
             packets = ring.block()
             self._idle = False

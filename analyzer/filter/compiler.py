@@ -350,15 +350,16 @@ def _decoded_getter(by_key: dict[int, list[tuple[tuple[str, ...], bool, bool]]])
     """Values of decoded paths: api key -> [(path, in request, in response)]."""
 
     def get(ex: Exchange) -> list:
-        req = ex.request
-        m = req if req is not None else ex.response
-        if m is None or m.api_key is None:  # (no key: no paths, as by_key has int keys only)
+        # the API first (the request's, else the response's): an exchange of another API is
+        # not looked into (a front end that decodes on demand, the TUI, decodes it not at all)
+        key = ex.api_key
+        if key is None:  # (no key: no paths, as by_key has int keys only)
             return []
-        paths = by_key.get(m.api_key)
+        paths = by_key.get(key)
         if not paths:
             return []
         out: list = []
-        resp = ex.response
+        req, resp = ex.request, ex.response
         for comps, in_req, in_resp in paths:
             if in_req and req is not None and req.body is not None:
                 _collect(req.body, comps, 0, out)
@@ -433,7 +434,16 @@ class _Compiler:
                     stack += (x.right, x.left)
                 else:
                     operands.append(x)
-            preds = [self.node(x) for x in operands]
+            # the operands that read no decoded field first (and/or are commutative: filters
+            # have no side effects), so that a front end decoding on demand (the TUI) decodes
+            # only the exchanges the cheap operands did not decide
+            costed = []
+            for x in operands:
+                outer, self.needs_trees = self.needs_trees, False
+                p = self.node(x)
+                costed.append((self.needs_trees, p))
+                self.needs_trees = outer or self.needs_trees
+            preds = [p for _, p in sorted(costed, key=lambda c: c[0])]
             if len(preds) == 2:
                 a, b = preds
                 if n.op == "and":

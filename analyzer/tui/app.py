@@ -1,10 +1,13 @@
-"""A Textual TUI to browse a capture: exchange list, decoded field tree, hex view, and views of
-the connections, statistics, issues and groups (``:`` command line, ``?`` help).
+"""A Textual TUI to browse a capture or a live interface: exchange list, decoded field tree, hex
+view, and views of the connections, statistics, issues and groups (``:`` command line, ``?``
+help).
 
-The capture is read once by the one driver, :class:`~analyzer.pipeline.Analysis`, in a worker
-thread, without record bodies; the index (:mod:`analyzer.tui.model`) keeps a small row per
-exchange and spools the frame payloads to a temporary file; an exchange is decoded again, with
-its records, when it is shown. Rows reach the UI in batches (at most one in flight).
+The app is thin: what it browses (the analysis, its index, the list's state, the decoded
+exchanges, the display filter glue) is a :class:`~analyzer.tui.session.Session`, without
+Textual; the widgets (``widgets/``) and views (``screens/``) are one per file. The capture is
+read once by the one driver, :class:`~analyzer.pipeline.Analysis`, in a worker thread; rows
+reach the UI in batches (at most one in flight). A live session (``tui -i IFACE``) follows the
+new exchanges until the user scrolls away, and ``c`` stops the capture (the session stays).
 """
 
 from __future__ import annotations
@@ -12,55 +15,48 @@ from __future__ import annotations
 import os
 import sys
 import threading
-import time
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
-import orjson
-from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal
-from textual.timer import Timer
-from textual.widgets import Footer, Header, Input, Static, Tree
+from textual.widgets import Footer, Header, Input
 from textual.worker import get_current_worker
 
 from analyzer.dissect.message import Options
-from analyzer.filter import FilterError, compile_filter, plain_words
-from analyzer.model import Exchange, Field, Issue
-from analyzer.pipeline import Analysis, Exit
-from analyzer.session.report import api_text, stats_tables
-from analyzer.session.stats import Stats
-from analyzer.tui.indexer import Indexer, Progress
-from analyzer.tui.messages import AnalysisBatch, RowChosen, RowHighlighted, ShowExchanges
-from analyzer.tui.model import COLUMNS, Index, ListView, Row, SortedRows
+from analyzer.filter import FilterError
+from analyzer.model import Exchange, Field
+from analyzer.pipeline import Exit
+from analyzer.tui.indexer import Progress
+from analyzer.tui.messages import AnalysisBatch, ListScrolledUp, RowChosen, RowHighlighted, ShowExchanges
+from analyzer.tui.model import COLUMNS, Row, SortedRows
 from analyzer.tui.screens.base import View
 from analyzer.tui.screens.command import CommandScreen, parse_command
-from analyzer.tui.screens.connections import ConnectionsScreen
-from analyzer.tui.screens.groups import GroupsScreen
-from analyzer.tui.screens.help import HelpScreen
-from analyzer.tui.screens.io import IOScreen
-from analyzer.tui.screens.issues import IssuesScreen
 from analyzer.tui.screens.records import RecordsScreen, record_rows
-from analyzer.tui.screens.stats import StatsScreen
+from analyzer.tui.screens.views import make_view
+from analyzer.tui.session import Session
+from analyzer.tui.widgets.detail_pane import DetailPane
 from analyzer.tui.widgets.detail_tree import DetailTree
 from analyzer.tui.widgets.exchange_list import ExchangeList
-from analyzer.tui.widgets.hex_view import HexView
-from analyzer.tui.widgets.labels import NodeData, hex_target, message_roots
-from analyzer.tui.widgets.status import problem_lines, status_text
+from analyzer.tui.widgets.filter_bar import FilterBar
+from analyzer.tui.widgets.labels import NodeData
+from analyzer.tui.widgets.problem_banner import ProblemBanner
+from analyzer.tui.widgets.status_bar import StatusBar
 
 LAYOUTS = ("both", "list", "detail")
 NARROW = 100  # below this width the hex pane starts hidden
 
 
 class AnalyzerApp(App[int]):
-    """Browse the Kafka exchanges of one capture (a path, or a binary file object such as stdin)."""
+    """Browse the Kafka exchanges of one capture (a path, a binary file object such as stdin)
+    or of a live source (a :class:`~analyzer.capture.ring.RingCapture`)."""
 
     CSS_PATH = "app.tcss"
     TITLE = "kafka-analyzer"
 
     BINDINGS = [
         Binding("q", "quit", "Quit"),
+        Binding("c", "stop_capture", "Stop capture"),  # live only (hidden otherwise)
         Binding("colon", "command", ":cmd"),
         Binding("question_mark", "help", "Help"),
         Binding("slash", "filter", "Filter"),
@@ -78,51 +74,44 @@ class AnalyzerApp(App[int]):
         Binding("escape", "back", "Back", show=False),
     ]
 
-    BATCH_SECONDS = 0.25  # how often the worker posts rows while reading
-    FIRST_BATCH_SECONDS = 0.02  # ... and the first rows, sooner
-    SLICE_SECONDS = 0.05  # how long the worker holds the lock at a time
-    VIEW_CACHE = 8  # decoded exchanges kept
-    FREEZE_ROWS = 4000  # gc.freeze() every so many rows indexed
-
     def __init__(
         self,
-        source: str | BinaryIO,
+        source: str | BinaryIO | Any,
         opts: Options | None = None,
         ports: tuple[int, ...] = (),
         name: str | None = None,
         tls_keylog: str | None = None,
+        display_filter: str | None = None,
+        max_exchanges: int | None = None,
     ) -> None:
         super().__init__()
-        self.source = source
+        self.session = s = Session(source, opts, ports, tls_keylog, max_exchanges)
+        self.live = s.live
         self.path = name or (source if isinstance(source, str) else getattr(source, "name", "-"))
-        self.opts = opts if opts is not None else Options(records_bodies=True)
-        self._lock = threading.Lock()  # the analysis, stats and index, shared with the worker
-        # indexing decodes without record bodies; the view decodes them (self.opts)
-        scan = Options(records_bodies=False, show_secrets=self.opts.show_secrets, limits=self.opts.limits)
-        self.analysis = Analysis(source, scan, ports=ports, lock=self._lock, tls_keylog=tls_keylog)
-        self.stats = Stats(self.analysis.knowledge.topic_ids)
-        self.index = Index(Options(True, self.opts.show_secrets, self.opts.limits))
-        self.list = ListView()  # the rows taken, filtered, scoped and sorted
-        self.filter_error = None  # the filter text does not compile (shown, the list unchanged)
+        if self.live:
+            self.path = source.interface
+        self.initial_filter = display_filter
+        self.filter_error: FilterError | None = None  # the filter text does not compile (the list unchanged)
         self.current: Row | None = None
         self.view: Exchange | None = None  # the current exchange with its field trees
-        self._views: dict[int, Exchange] = {}
-        self.hex_kind = "request"
-        self.selected: NodeData | None = None
         self.layout_mode = "both"
-        self.error_rows = 0  # exchanges with error codes or problems
-        self.packets = 0
-        self.connections = 0
-        self.fraction: float | None = 0.0
-        self.done = False
-        self.load_error: str | None = None
-        self.first_row_at: float | None = None  # monotonic time the first rows were shown
-        self.started_at = time.monotonic()
+        self.follow = self.live  # the list follows new exchanges (live, until the user moves up)
         self._ack = threading.Event()  # the UI has taken the last batch
         self._ack.set()
         self._stop = threading.Event()
-        self._filter_timer: Timer | None = None
-        self.sub_title = os.path.basename(str(self.path))
+        self.sub_title = f"live on {self.path}" if self.live else os.path.basename(str(self.path))
+
+    # what the session holds, as the app's (tests and the bench read these) ------------------------
+    analysis = property(lambda self: self.session.analysis)
+    stats = property(lambda self: self.session.stats)
+    index = property(lambda self: self.session.index)
+    list = property(lambda self: self.session.list)
+    done = property(lambda self: self.session.done)
+    packets = property(lambda self: self.session.packets)
+    first_row_at = property(lambda self: self.session.first_row_at)
+    started_at = property(lambda self: self.session.started_at)
+    capture_issues = property(lambda self: self.session.capture_issues)
+    exit_code = property(lambda self: self.session.exit_code)
 
     # the list's state ----------------------------------------------------------------------------
     @property
@@ -150,31 +139,25 @@ class AnalyzerApp(App[int]):
     # layout -------------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Static(id="message")
-        yield Input(
-            placeholder="filter: words in API, topic or client id (api:, topic:, client:), errors; "
-            "enter applies, esc closes",
-            id="filter",
-        )
+        yield ProblemBanner(id="message")
+        yield FilterBar(id="filter")
         yield ExchangeList(id="exchanges")
-        with Horizontal(id="detail"):
-            yield DetailTree(id="tree")
-            yield HexView(id="hex")
-        yield Static(id="status")
+        yield DetailPane(show_secrets=self.session.opts.show_secrets, id="detail")
+        yield StatusBar(id="status")
         yield Footer()
 
     def on_mount(self) -> None:
         table = self.query_one(ExchangeList)
         table.set_rows(self.rows, self.shown)
         self._title_list()
-        tree = self.query_one(DetailTree)
-        tree.border_title = "Decoded"
-        tree.show_exchange(None)
-        self.query_one(HexView).set_data(b"", "frame payload")
         if self.size.width < NARROW:
             self.query_one("#hex").display = False
         table.focus()
         self._update_status()
+        if self.initial_filter:
+            self.set_filter(self.initial_filter)
+        if self.live:
+            self.set_interval(1.0, self._update_status)
         self._analyze()
 
     def on_unmount(self) -> None:
@@ -189,30 +172,17 @@ class AnalyzerApp(App[int]):
         def cancelled() -> bool:
             return worker.is_cancelled or self._stop.is_set()
 
-        def post(batch: AnalysisBatch) -> bool:
+        def post(p: Progress) -> bool:
             while not self._ack.wait(0.05):
                 if cancelled():
                     return False
             if cancelled():
                 return False
             self._ack.clear()
-            self.post_message(batch)
+            self.post_message(AnalysisBatch(p))
             return True
 
-        def post_progress(p: Progress) -> bool:
-            return post(AnalysisBatch(p))
-
-        indexer = Indexer(
-            self.analysis,
-            self.index,
-            self.stats,
-            self._lock,
-            first_batch=self.FIRST_BATCH_SECONDS,
-            batch=self.BATCH_SECONDS,
-            slice_seconds=self.SLICE_SECONDS,
-            freeze_rows=self.FREEZE_ROWS,
-        )
-        indexer.run(post_progress, cancelled, self.source if isinstance(self.source, str) else None)
+        self.session.run_indexer(post, cancelled, self._ack.is_set)
 
     # batches (UI thread) ------------------------------------------------------------------------------
     @on(AnalysisBatch)
@@ -225,57 +195,23 @@ class AnalyzerApp(App[int]):
     def _take_batch(self, batch: AnalysisBatch) -> None:
         table = self.query_one(ExchangeList)
         table.origin = self.index.origin
-        added = self.list.add(batch.rows)
-        self.error_rows += sum(1 for r in batch.rows if r.has_errors)
-        if batch.rows and self.first_row_at is None:
-            self.first_row_at = time.monotonic()
+        added = self.session.take(batch.progress)
         if added is None:
             table.set_rows(self.rows, self.shown, self.current.index if self.current else None)
         elif added:
             table.rows_added(added)
-        self.packets = batch.packets
-        self.connections = batch.connections
-        self.fraction = batch.fraction
-        if batch.error:
-            self.load_error = batch.error
-        if batch.done:
-            self.done = True
+        if batch.progress.done:
             self._show_problems()
-        if self.current is None and self.shown:
-            table.move_cursor(0)
-            self._show(self.rows[self.shown[0]])
+        if self.shown and (self.current is None or (self.follow and batch.rows)):
+            last = len(self.shown) - 1 if self.follow else 0
+            table.move_cursor(last)
+            self._show(self.rows[self.shown[last]])
         self._update_status()
 
     def _show_problems(self) -> None:
-        lines = problem_lines(
-            self.load_error,
-            self.capture_issues,
-            len(self.rows),
-            self.analysis.unusable(),
-            self.packets,
-            self.connections,
-        )
-        msg = self.query_one("#message", Static)
-        if lines:
-            msg.update(Text("\n").join(lines))
-            msg.add_class("shown")
+        lines = self.session.problem_lines()
+        if self.query_one(ProblemBanner).show(lines):
             self.notify(str(lines[0]), severity="error" if self.exit_code else "warning", timeout=8)
-        else:
-            msg.remove_class("shown")
-
-    @property
-    def capture_issues(self) -> list[Issue]:
-        return self.analysis.capture_issues if self.done else []
-
-    @property
-    def exit_code(self) -> int:
-        """What ``run_tui`` returns: the analysis' exit code (see :class:`~analyzer.pipeline.Exit`);
-        an unreadable file is 2, a failure of the analysis itself 1; 0 when quit before the end."""
-        if self.load_error:
-            return Exit.USAGE if not self.rows and not self.packets else Exit.DAMAGED
-        if not self.done:
-            return Exit.OK
-        return int(self.analysis.exit_code())
 
     def _title_list(self) -> None:
         table = self.query_one(ExchangeList)
@@ -287,26 +223,22 @@ class AnalyzerApp(App[int]):
         table.sort = (col, rev)
 
     def _update_status(self) -> None:
-        t = status_text(
-            str(self.path),
-            self.done,
-            self.fraction,
-            self.packets,
-            len(self.rows),
-            self.error_rows,
-            self.filter_text,
-            self.conn_scope,
-            len(self.shown),
-            bool(self.capture_issues or self.load_error),
-        )
-        self.query_one("#status", Static).update(t)
+        self.query_one(StatusBar).show(self.session, str(self.path), self.follow)
 
     # selection --------------------------------------------------------------------------------------------
     @on(RowHighlighted)
     def _row_highlighted(self, event: RowHighlighted) -> None:
         row = self.rows[event.index]
+        if self.live:  # moving up stops following new exchanges; the last row (G) follows again
+            self.follow = event.cursor_row == len(self.shown) - 1
         if row is not self.current:
             self._show(row)
+
+    @on(ListScrolledUp)
+    def _list_scrolled_up(self) -> None:
+        if self.follow:  # the user looks back: new exchanges no longer move the list
+            self.follow = False
+            self._update_status()
 
     @on(RowChosen)
     def _row_chosen(self, event: RowChosen) -> None:
@@ -316,56 +248,20 @@ class AnalyzerApp(App[int]):
 
     def _show(self, row: Row | None) -> None:
         self.current = row
-        self.selected = None
-        self.view = None
-        tree = self.query_one(DetailTree)
-        if row is None:
-            tree.show_exchange(None)
-            self._update_hex()
-            return
-        ex = self.view = self.full_exchange(row)
-        c = ex.conn
-        known = c.client_direction is not None
-        title = (
-            f"#{row.index + 1}  {api_text(ex.api_key, ex.api_version)}  corr={ex.correlation_id}  "
-            f"{c.client if known else c.a} -> {c.broker if known else c.b}"
-        )
-        tree.show_exchange(ex, title)
-        self.hex_kind = "request" if ex.request is not None else "response"
-        self._update_hex()
+        self.view = self.full_exchange(row) if row is not None else None
+        self.query_one(DetailPane).show(self.view, row.index if row is not None else 0)
 
     def full_exchange(self, row: Row) -> Exchange:
-        """The exchange of ``row`` with its field trees, decoded from the spool (a few cached)."""
-        view = self._views.pop(row.index, None)
-        if view is None:
-            view = self.index.exchange(row)
-        self._views[row.index] = view
-        while len(self._views) > self.VIEW_CACHE:
-            del self._views[next(iter(self._views))]
-        return view
+        """The exchange of ``row`` with its field trees and record bodies (cached)."""
+        return self.session.exchange(row)
 
-    @on(Tree.NodeHighlighted, "#tree")
-    def _node_highlighted(self, event: Tree.NodeHighlighted) -> None:
-        data = event.node.data
-        if not isinstance(data, NodeData):
-            return
-        self.selected = data
-        if data.kind is not None:
-            self.hex_kind = data.kind
-        self._update_hex()
+    @property
+    def selected(self) -> NodeData | None:
+        return self.query_one(DetailPane).selected
 
-    def _update_hex(self) -> None:
-        hv = self.query_one(HexView)
-        if self.view is None:
-            hv.set_data(b"", "no exchange selected")
-            return
-        target = hex_target(self.view, self.hex_kind, self.selected, self.opts.show_secrets)
-        if target is None:
-            hv.set_data(b"", f"{self.hex_kind}: not captured")
-            return
-        if target.data != hv.data or target.title != hv.title:
-            hv.set_data(target.data, target.title)
-        hv.set_highlight(target.start, target.end)
+    @property
+    def hex_kind(self) -> str:
+        return self.query_one(DetailPane).hex_kind
 
     def select_exchange(self, index: int) -> bool:
         """Move the list cursor to exchange ``index`` (0-based) if the list shows it."""
@@ -380,24 +276,11 @@ class AnalyzerApp(App[int]):
     def reveal_field(self, kind: str, target: Field) -> bool:
         """Open the tree down to ``target`` (a field of the current exchange's ``kind`` message),
         put the cursor on it and highlight its bytes."""
-        node = self.query_one(DetailTree).reveal(kind, target)
-        if node is None:
-            return False
-        self.selected = node.data
-        self.hex_kind = kind
-        self._update_hex()
-        return True
+        return self.query_one(DetailPane).reveal(kind, target)
 
     def find_field(self, kind: str, pred) -> Field | None:
         """The first field of the current exchange's ``kind`` message for which ``pred`` is true."""
-        if self.view is None:
-            return None
-        m = self.view.request if kind == "request" else self.view.response
-        for root in message_roots(m):
-            for f in root.walk():
-                if pred(f):
-                    return f
-        return None
+        return self.query_one(DetailPane).find_field(kind, pred)
 
     # the list: filter, scope, sort ------------------------------------------------------------------
     def _refresh_list(self) -> None:
@@ -418,41 +301,26 @@ class AnalyzerApp(App[int]):
 
     def set_filter(self, text: str) -> None:
         """Filter the list as if ``text`` had been typed in the filter input."""
-        inp = self.query_one("#filter", Input)
-        with inp.prevent(Input.Changed):
-            inp.value = text
-        inp.set_class(bool(text.strip()), "shown")
+        self.query_one(FilterBar).set_text(text)
         self._apply_filter(text)
 
     def _apply_filter(self, text: str) -> None:
         """A display filter (``kafka-analyzer filters``) when ``text`` compiles; plain words
         that do not are a text search over the rows (and the message says so); anything else is
         an error shown with its position, and the list stays as it was."""
-        if self._filter_timer is not None:
-            self._filter_timer.stop()
-            self._filter_timer = None
+        self.query_one(FilterBar).cancel_pending()
         text = " ".join(text.split())
         if text == self.filter_text:
             return
-        predicate = None
-        if text:
-            try:
-                flt = compile_filter(text)
-            except FilterError as exc:
-                if not plain_words(text):
-                    self.filter_error = exc
-                    self.notify(
-                        f"bad display filter: {exc.message}\n{exc.caret(text)}", severity="error", timeout=6
-                    )
-                    return
-                self.notify(f"text search: {text!r} is not a display filter ({exc.message})", timeout=4)
-            else:
-                flt.knowledge = self.analysis.knowledge
-                index = self.index
-
-                def predicate(row, flt=flt, index=index) -> bool:
-                    return flt(index.exchange(row))
-
+        predicate, error, note = self.session.filter_choice(text)
+        if error is not None:
+            self.filter_error = error
+            self.notify(
+                f"bad display filter: {error.message}\n{error.caret(text)}", severity="error", timeout=6
+            )
+            return
+        if note:
+            self.notify(note, timeout=4)
         self.filter_error = None
         self.list.text = text
         self.list.predicate = predicate
@@ -481,11 +349,20 @@ class AnalyzerApp(App[int]):
             "copy",
             "layout",
             "hex_pane",
+            "stop_capture",
         )
     )
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "stop_capture" and (not self.live or self.done):
+            return False  # (not in the footer)
         return not (action in self.MAIN_ONLY and isinstance(self.screen, View | CommandScreen))
+
+    def action_stop_capture(self) -> None:
+        """End the live capture; its exchanges stay browsable."""
+        if self.session.stop_capture():
+            self.notify("stopping the capture: the exchanges stay (q quits)", timeout=3)
+            self.refresh_bindings()
 
     def action_back(self) -> None:
         """Esc: close the view on top; on the list, close the filter, then the connection scope."""
@@ -510,19 +387,13 @@ class AnalyzerApp(App[int]):
         inp.add_class("shown")
         inp.focus()
 
-    @on(Input.Submitted, "#filter")
-    def _filter_submitted(self, event: Input.Submitted) -> None:
-        self._apply_filter(event.value)
-        if not event.value.strip():
-            event.input.remove_class("shown")
-        self.query_one(ExchangeList).focus()
-
-    @on(Input.Changed, "#filter")
-    def _filter_changed(self, event: Input.Changed) -> None:
-        if self._filter_timer is not None:
-            self._filter_timer.stop()
-        value = event.value
-        self._filter_timer = self.set_timer(0.3, lambda: self._apply_filter(value))
+    @on(FilterBar.Apply)
+    def _filter_apply(self, event: FilterBar.Apply) -> None:
+        self._apply_filter(event.text)
+        if event.submitted:
+            if not event.text.strip():
+                self.query_one(FilterBar).remove_class("shown")
+            self.query_one(ExchangeList).focus()
 
     def action_sort(self) -> None:
         """The next column shown, ascending (time order again after the last column)."""
@@ -535,15 +406,10 @@ class AnalyzerApp(App[int]):
         self.set_sort(self.order.sort, not self.order.reverse)
 
     def action_toggle_hex(self) -> None:
-        if self.view is None:
-            return
-        ex = self.view
-        other = "response" if self.hex_kind == "request" else "request"
-        if (ex.response if other == "response" else ex.request) is None:
-            self.notify(f"no {other} in this exchange", timeout=2)
-            return
-        self.hex_kind = other
-        self._update_hex()
+        """Focus the other message's hex view (the request's, the response's)."""
+        note = self.query_one(DetailPane).other_hex()
+        if note:
+            self.notify(note, timeout=2)
 
     def action_next_error(self) -> None:
         if not self.shown:
@@ -586,12 +452,10 @@ class AnalyzerApp(App[int]):
         if self.view is None or self.current is None:
             self.notify("no exchange selected", timeout=2)
             return
-        from analyzer.export.jsonout import exchange_json
-
         path = os.path.abspath(f"kafka-exchange-{self.current.index + 1}.json")
         try:
             with open(path, "wb") as f:
-                f.write(orjson.dumps(exchange_json(self.view), option=orjson.OPT_INDENT_2))
+                f.write(self.session.exchange_json(self.view))
         except OSError as e:
             self.notify(f"cannot write {path}: {e.strerror}", severity="error")
             return
@@ -605,9 +469,7 @@ class AnalyzerApp(App[int]):
         if self.view is None or self.current is None:
             self.notify("no exchange selected", timeout=2)
             return
-        from analyzer.export.jsonout import exchange_json
-
-        text = orjson.dumps(exchange_json(self.view), option=orjson.OPT_INDENT_2).decode()
+        text = self.session.exchange_json(self.view).decode()
         self.copy_to_clipboard(text)
         self.notify(
             f"exchange #{self.current.index + 1} copied as JSON ({len(text)} characters) to the "
@@ -651,25 +513,7 @@ class AnalyzerApp(App[int]):
             self.pop_screen()
         if what == "ex":
             return
-        note = "" if self.done else "analysis still running: partial numbers"
-        screen: View
-        if what == "conn":
-            with self._lock:
-                screen = ConnectionsScreen(self.index.connection_rows(self.analysis.knowledge), note)
-        elif what == "stats":
-            with self._lock:
-                lat = {name: list(a.latencies) for (_, name), a in self.stats.apis.items() if a.latencies}
-            screen = StatsScreen(self.stats_snapshot(), note, lat)
-        elif what == "issues":
-            with self._lock:
-                groups = self.index.issue_rows()
-            screen = IssuesScreen(groups, self.rows, self.index.origin)
-        elif what == "groups":
-            screen = GroupsScreen(self.stats_snapshot())
-        elif what == "io":
-            screen = IOScreen(self.rows, self.index.origin)
-        else:
-            screen = HelpScreen()
+        screen = make_view(what, self.session)
         self.push_screen(screen)
 
     @on(ShowExchanges)
@@ -691,16 +535,21 @@ class AnalyzerApp(App[int]):
         self.open_view("stats")
 
     def stats_snapshot(self) -> dict:
-        with self._lock:
-            return stats_tables(self.stats, self.analysis)
+        return self.session.stats_snapshot()
 
 
 def run_tui(
-    source: str, opts: Options | None = None, ports: tuple[int, ...] = (), tls_keylog: str | None = None
+    source: str | Any,
+    opts: Options | None = None,
+    ports: tuple[int, ...] = (),
+    tls_keylog: str | None = None,
+    display_filter: str | None = None,
+    max_exchanges: int | None = None,
 ) -> int:
-    """Run the TUI on a capture file, or ``-``: stdin, read once (the keyboard is then read from
-    the terminal); returns an exit code (0 ok, 1 damaged or no Kafka, 2 unusable)."""
-    src: str | BinaryIO = source
+    """Run the TUI on a capture file, ``-`` (stdin, read once; the keyboard is then read from
+    the terminal) or a live source opened by the caller; returns an exit code (0 ok, 1 damaged
+    or no Kafka, 2 unusable)."""
+    src: str | BinaryIO | Any = source
     if source == "-":
         if sys.stdin.isatty():
             print("kafka-analyzer: tui -: stdin is a terminal, not a capture", file=sys.stderr)
@@ -713,10 +562,18 @@ def run_tui(
             return Exit.USAGE
         os.dup2(tty, 0)
         os.close(tty)
-    app = AnalyzerApp(src, opts, tuple(ports), name="-" if source == "-" else None, tls_keylog=tls_keylog)
+    app = AnalyzerApp(
+        src,
+        opts,
+        tuple(ports),
+        name="-" if source == "-" else None,
+        tls_keylog=tls_keylog,
+        display_filter=display_filter,
+        max_exchanges=max_exchanges,
+    )
     try:
         app.run()
     finally:
-        app.index.close()
+        app.session.close()
     rc = app.return_code or 0
     return rc if rc else app.exit_code

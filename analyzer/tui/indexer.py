@@ -55,7 +55,16 @@ class Indexer:
         self.slice_seconds = slice_seconds
         self.freeze_rows = freeze_rows
 
-    def run(self, post: Callable[[Progress], bool], cancelled: Callable[[], bool], path: str | None) -> None:
+    def run(
+        self,
+        post: Callable[[Progress], bool],
+        cancelled: Callable[[], bool],
+        path: str | None,
+        ready: Callable[[], bool] | None = None,
+    ) -> None:
+        """Index until the source ends or ``cancelled()``. With ``ready`` (a live source, which
+        must not wait for the UI), a batch is posted only when ``ready()`` says the UI took the
+        last one; until then its rows wait for the next."""
         if path is not None and path != "-":
             problem = check_readable(path)
             if problem:
@@ -85,7 +94,9 @@ class Indexer:
                     gc.freeze()
                     frozen = len(index.rows)
                 now = time.monotonic()
-                if rows and now - last_post >= wait and not a.finished:
+                if ready is not None and not ready():
+                    continue
+                if (rows or ready is not None) and now - last_post >= wait and not a.finished:
                     if not post(Progress(rows, a.packets, a.fraction, connections=a.connections)):
                         return
                     rows = []

@@ -12,12 +12,9 @@ class AnalysisBatch(Message):
 
     def __init__(self, p: Progress) -> None:
         super().__init__()
+        self.progress = p
         self.rows = p.rows
-        self.packets = p.packets
-        self.fraction = p.fraction
         self.done = p.done
-        self.error = p.error
-        self.connections = p.connections
 
 
 class RowHighlighted(Message):
@@ -27,6 +24,10 @@ class RowHighlighted(Message):
         super().__init__()
         self.cursor_row = cursor_row
         self.index = index
+
+
+class ListScrolledUp(Message):
+    """The user scrolled the exchange list up (the mouse wheel): a live list stops following."""
 
 
 class RowChosen(Message):

@@ -349,10 +349,12 @@ class Index:
     :meth:`add` takes the driver's events (on the indexing thread) and returns the new rows;
     :meth:`exchange` rebuilds an exchange with its field trees from the spool."""
 
-    def __init__(self, opts: Options, spool: Spool | None = None) -> None:
+    def __init__(self, opts: Options, spool: Spool | None = None, limit: int | None = None) -> None:
         self.opts = opts  # how exchanges are decoded when shown (record bodies on)
         self.spool = spool if spool is not None else Spool()
         self.rows: list[Row] = []
+        self.limit = limit  # rows kept at most (a live session); later exchanges are only counted
+        self.dropped = 0  # exchanges not kept because of the limit
         self.conns: dict[int, ConnSummary] = {}
         self.issue_groups: dict[str, IssueGroup] = {}
         self.error_rows = 0
@@ -367,6 +369,9 @@ class Index:
         for ev in events:
             t = type(ev)
             if t is Exchange:
+                if self.limit is not None and len(rows) >= self.limit:
+                    self.dropped += 1
+                    continue
                 row = Row(len(rows), ev, self.spool)  # type: ignore[arg-type]
                 rows.append(row)
                 out.append(row)
@@ -414,12 +419,13 @@ class Index:
             g = self.issue_groups[issue.code] = IssueGroup(issue.code, issue.severity, issue.message)
         g.events += 1
 
-    def exchange(self, row: Row) -> Exchange:
+    def exchange(self, row: Row, opts: Options | None = None) -> Exchange:
         """The exchange of ``row`` with its field trees, decoded again from the spooled payloads
-        (with ``opts``: record bodies included) as the pairing layer decoded them: responses with
-        their request's api key and version. Raw SASL tokens are kept as decoded at capture
-        time (with their connection's mechanism)."""
-        conn, spool, opts = row.conn, self.spool, self.opts
+        (with ``opts``, else :attr:`opts`: record bodies included) as the pairing layer decoded
+        them: responses with their request's api key and version. Raw SASL tokens are kept as
+        decoded at capture time (with their connection's mechanism)."""
+        conn, spool = row.conn, self.spool
+        opts = opts if opts is not None else self.opts
         req = resp = None
         if row.req is not None:
             frame = row.req.frame(conn.id, "request", spool)

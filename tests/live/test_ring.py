@@ -14,12 +14,12 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from pathlib import Path
 
 import pytest
 
 from tests.helpers.captures import ROOT
+from tests.helpers.kafkamock import Mock
 from tests.helpers.netns import isolated
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -28,50 +28,6 @@ pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="live capture needs root"),
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="AF_PACKET is Linux only"),
 ]
-
-
-class Mock:
-    """A librdkafka mock cluster of 3 brokers on 127.0.0.1."""
-
-    def __init__(self):
-        self.handle = confluent_kafka.Producer({"test.mock.num.brokers": 3, "bootstrap.servers": "x:1"})
-        md = self.handle.list_topics(timeout=10)
-        self.ports = sorted(b.port for b in md.brokers.values())
-        self.bootstrap = ",".join(f"127.0.0.1:{p}" for p in self.ports)
-        self.bpf = " or ".join(f"tcp port {p}" for p in self.ports)
-
-    def traffic(self, n: int, size: int = 100, compression: str = "none") -> None:
-        """Produce n records to a new topic and consume them back (client ids ``ring-test-*``)."""
-        topic = f"ring-{uuid.uuid4().hex[:8]}"
-        client = confluent_kafka.Producer(
-            {
-                "bootstrap.servers": self.bootstrap,
-                "linger.ms": 5,
-                "client.id": "ring-test-p",
-                "compression.type": compression,
-            }
-        )
-        for i in range(n):
-            client.produce(topic, value=os.urandom(size // 2).hex().encode(), partition=i % 2)
-        assert client.flush(30) == 0
-        consumer = confluent_kafka.Consumer(
-            {
-                "bootstrap.servers": self.bootstrap,
-                "group.id": topic,
-                "auto.offset.reset": "earliest",
-                "client.id": "ring-test-c",
-            }
-        )
-        consumer.subscribe([topic])
-        got = 0
-        deadline = time.monotonic() + 60
-        while got < n and time.monotonic() < deadline:
-            m = consumer.poll(0.5)
-            if m is not None and not m.error():
-                got += 1
-        consumer.close()
-        assert got == n
-        del client
 
 
 def wait_for(path, proc, text: bytes, timeout: float) -> None:

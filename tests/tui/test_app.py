@@ -128,9 +128,13 @@ def test_produce_tree_and_hex_highlight():
             assert app.select_exchange(produce[0])
             await pilot.pause()
             tree = app.query_one(DetailTree)
-            hv = app.query_one(HexView)
+            hv = app.query_one("#hex-request", HexView)
+            rv = app.query_one("#hex-response", HexView)
             ex = app.view
             assert ex.api_key == 0 and ex.api_version == 7
+            # request and response: each frame in its own hex view
+            assert hv.data == bytes(ex.request.frame.payload)
+            assert rv.data == bytes(ex.response.frame.payload)
             # the topic name is visible without any expansion
             assert any("quickstart-events" in label for label in tree.all_labels())
 
@@ -170,16 +174,22 @@ def test_produce_tree_and_hex_highlight():
             assert nxt is not None and nxt is not name
             assert hv.highlight == (nxt.offset, nxt.offset + nxt.length)
 
-            # r: the response bytes (nothing of the request highlighted), r again: back
-            await pilot.press("r")
+            assert rv.highlight is None  # the response's view is untouched
+            # a response field: highlighted in the response's view; the request's keeps its own
+            err = app.find_field("response", lambda f: f.name == "error_code")
+            assert err is not None and app.reveal_field("response", err)
             await pilot.pause()
-            assert app.hex_kind == "response"
-            assert hv.data == bytes(ex.response.frame.payload)
-            assert hv.highlight is None
-            await pilot.press("r")
-            await pilot.pause()
+            assert rv.data == bytes(ex.response.frame.payload)
+            assert rv.highlight == (err.offset, err.offset + err.length)
             assert hv.data == bytes(ex.request.frame.payload)
             assert hv.highlight == (nxt.offset, nxt.offset + nxt.length)
+            # r: focus the other message's hex view, r again: back
+            await pilot.press("r")
+            await pilot.pause()
+            assert app.hex_kind == "request" and app.focused is hv
+            await pilot.press("r")
+            await pilot.pause()
+            assert app.hex_kind == "response" and app.focused is rv
 
     asyncio.run(go())
 
@@ -206,7 +216,7 @@ def test_decompressed_fields_highlight_in_decompressed_bytes():
             key = next(f for f in container.walk() if f.name == "key" and f.type == "bytes")
             assert app.reveal_field("request", key)
             await pilot.pause()
-            hv = app.query_one(HexView)
+            hv = app.query_one("#hex-request", HexView)
             assert hv.data == bytes(container.value)
             assert "decompressed" in hv.title
             assert hv.highlight == (key.offset, key.offset + key.length)
@@ -266,6 +276,9 @@ def test_filter():
 
             shown = await apply("sampletopic")
             assert shown and all("sampleTopic" in e.topics for e in shown)
+            # the match count comes first on the status line (80 columns cut its end)
+            st = widget_text(app, "#status")
+            assert st.startswith(f"{len(shown)} of {len(expected)} match (sampletopic)  "), st
 
             shown = await apply("client:console-producer api:produce")  # terms are ANDed
             assert [(e.client_id, e.api_key) for e in shown] == [
@@ -744,3 +757,18 @@ def test_record_labels_show_the_record_shape(name):
     assert seen & {1, 2}
     if name == "librdkafka-txn.pcap":
         assert {"COMMIT", "ABORT"} <= seen
+
+
+def test_display_filter_given_on_the_command_line():
+    """``tui -Y EXPR``: the filter bar starts with EXPR, rows are filtered as they stream in."""
+
+    async def go():
+        app = AnalyzerApp(str(GZIP), display_filter="api == Produce")
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_done(app, pilot)
+            assert app.filter_text == "api == Produce"
+            assert app.shown and all(app.rows[i].api_key == 0 for i in app.shown)
+            assert len(app.shown) == sum(1 for r in app.rows if r.api_key == 0)
+            assert app.query_one("#filter").value == "api == Produce"
+
+    asyncio.run(go())

@@ -303,3 +303,127 @@ def test_list_view_takes_batches_filters_scopes_and_sorts():
     lv.sort_by(0, reverse=True)
     assert lv.shown == list(range(len(rows)))[::-1]
     index.close()
+
+
+# -- the session: display filters over the index --------------------------------------------------
+
+
+def _indexed_session(path):
+    from analyzer.tui.session import Session
+
+    s = Session(str(path))
+    s.indexer().run(lambda p: s.take(p) is not None or True, lambda: False, str(path))
+    assert s.done and s.rows
+    return s
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "api == Produce",
+        "produce.acks == -1",
+        "fetch.max_wait_ms >= 100 and not error",
+        'records.value contains "a"',
+        "latency > 1ms or api == Metadata",
+        'client == 127.0.0.0/8 and topic matches "^t" and conn > 1',
+    ],
+)
+def test_session_filter_matches_decoding_every_row(expr):
+    """The filter bar's predicate (rows answer what they can, decoded trees cached) keeps the
+    same rows as the filter on every exchange decoded in full."""
+    from analyzer.filter import compile_filter
+
+    path = ROOT / "captures" / "librdkafka-produce-consume-gzip.pcap"
+    s = _indexed_session(path)
+    try:
+        flt = compile_filter(expr)
+        flt.knowledge = s.analysis.knowledge
+        full = [r.index for r in s.rows if flt(s.index.exchange(r))]
+        pred = s.predicate(compile_filter(expr))
+        assert [r.index for r in s.rows if pred(r)] == full
+        assert [r.index for r in s.rows if pred(r)] == full  # again, from the cache
+    finally:
+        s.close()
+
+
+def test_session_filter_decodes_only_what_the_index_cannot_answer():
+    from analyzer.filter import compile_filter
+
+    path = ROOT / "captures" / "librdkafka-produce-consume-gzip.pcap"
+    s = _indexed_session(path)
+    decoded = []
+    real = s.index.exchange
+
+    def counting(row, opts=None):
+        decoded.append((row.index, opts is not None and opts.records_bodies))
+        return real(row, opts)
+
+    s.index.exchange = counting
+    try:
+        for expr in ("api == Produce", 'client_id contains "rdkafka"', "latency > 1ms"):
+            pred = s.predicate(compile_filter(expr))
+            assert any(pred(r) for r in s.rows), expr
+        assert decoded == []  # the index answers these
+        pred = s.predicate(compile_filter("produce.acks == -1"))
+        kept = [r.index for r in s.rows if pred(r)]
+        produce = [r.index for r in s.rows if r.api_key == 0]
+        assert kept and sorted({i for i, _ in decoded}) == produce  # the Produce exchanges only
+        assert all(not bodies for _, bodies in decoded)  # without record bodies
+        decoded.clear()
+        assert [r.index for r in s.rows if pred(r)] == kept
+        assert decoded == []  # cached
+        # the operand the index answers is tried first, whatever its place in the text
+        s.cache.clear()
+        slow = {r.index for r in s.rows if r.api_key == 0 and r.latency is not None and r.latency > 0.001}
+        assert slow
+        pred = s.predicate(compile_filter("produce.acks == -1 and latency > 1ms"))
+        assert {r.index for r in s.rows if pred(r)} <= slow
+        assert {i for i, _ in decoded} == {
+            r.index for r in s.rows if r.latency is not None and r.latency > 0.001 and r.api_key == 0
+        }
+    finally:
+        s.close()
+
+
+def test_decoded_cache_is_bounded_and_a_scan_does_not_evict():
+    from analyzer.tui.session import DecodedCache
+
+    c = DecodedCache(budget=100)
+    for i in range(5):
+        c.put(i, True, f"ex{i}", 30)  # type: ignore[arg-type]
+    assert c.used <= 100 and len(c) == 3 and c.get(0, True) is None and c.get(4, True) == "ex4"
+    assert c.get(4, False) == "ex4"  # with bodies answers without
+    c.put(9, False, "scan", 30, evict=False)  # no room: not kept, nothing evicted
+    assert c.get(9, False) is None and len(c) == 3
+
+
+def test_index_limit_counts_what_it_does_not_keep():
+    """A live session keeps a bounded number of exchanges; the others are counted (the status
+    line's queue drops), not indexed."""
+    from analyzer.tui.model import Index
+
+    path = ROOT / "captures" / "librdkafka-produce-consume-gzip.pcap"
+    events = list(Analysis(path, Options(records_bodies=False)).events())
+    n = sum(1 for e in events if type(e) is Exchange)
+    idx = Index(Options(True), limit=5)
+    try:
+        idx.add(events)
+        assert len(idx.rows) == 5 and idx.dropped == n - 5
+        assert [r.index for r in idx.rows] == list(range(5))
+    finally:
+        idx.close()
+
+
+def test_live_status_text():
+    from analyzer.tui.widgets.status import live_text
+
+    t = live_text("eth0", True, 1234.4, 56789, 321, 1000, 0, 0, 0, following=True)
+    assert (
+        t.plain == " LIVE  eth0  following  1,234 pkt/s  56,789 pkts  321 exchanges  drops kernel 0 queue 0"
+    )
+    assert len(t.plain) <= 90
+    t = live_text("eth0", False, 0.0, 56789, 321, 1000, 7, 2, 5)
+    assert (
+        t.plain
+        == " stopped  eth0  56,789 pkts  321 exchanges  drops kernel 7 of 1,000 queue 5 (ring full 2x)"
+    )

@@ -80,3 +80,20 @@ def test_stats_json_has_every_table():
     assert t["groups"] and t["groups"][0]["protocol_type"] == "consumer"
     api = {a["api_name"]: a for a in t["apis"]}
     assert api["Produce"]["p50_ms"] is not None and api["Produce"]["p99_ms"] >= api["Produce"]["p50_ms"]
+
+
+def test_tui_arguments_are_checked_before_the_screen_opens():
+    """``tui`` takes a capture or ``-i INTERFACE`` (not both, not neither); -f/--write go with
+    -i; a bad -Y, an unknown interface or a bad capture filter exit 2 with the reason."""
+    cap = CAPTURES / "librdkafka-produce-consume-gzip.pcap"
+    cases = [
+        ((), "give a capture file, - (stdin), or -i INTERFACE"),
+        ((cap, "-i", "lo"), "a capture file or -i INTERFACE, not both"),
+        ((cap, "-f", "tcp"), "-f, --write and --max-exchanges go with -i INTERFACE"),
+        ((cap, "-Y", "api =="), "bad display filter"),
+    ]
+    for args, said in cases:
+        rc, out, err = cli("tui", *args)
+        assert rc == 2 and said in err, (args, rc, err)
+    rc, out, err = cli("tui", "-i", "no-such-if0")  # (without root: no permission, said as well)
+    assert rc == 2 and err.startswith("kafka-analyzer: error: ") and out == "", err

@@ -30,11 +30,14 @@ KEYS = [
     ("z", "layout: list and detail, list only, detail only"),
     ("w", "show / hide the hex pane"),
     ("Detail", None),
-    ("r", "request / response bytes in the hex view"),
+    ("r", "the request's / the response's hex view (each keeps its highlight)"),
     ("v", "the records of the exchange (offset, timestamp, key, value, headers)"),
     ("x", "export the exchange as JSON to a file in the current directory"),
     ("y", "copy the exchange as JSON to the clipboard (OSC 52)"),
     ("s", "statistics"),
+    ("Live (tui -i IFACE)", None),
+    ("c", "stop the capture (the exchanges stay browsable)"),
+    ("G / end", "follow new exchanges again (moving up stops following)"),
 ]
 
 

@@ -11,7 +11,7 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from analyzer.tui.messages import RowChosen, RowHighlighted
+from analyzer.tui.messages import ListScrolledUp, RowChosen, RowHighlighted
 from analyzer.tui.model import COLUMNS, Row
 from analyzer.tui.widgets.labels import SEV_STYLES
 
@@ -174,6 +174,9 @@ class ExchangeList(ScrollView, can_focus=True):
         row = round(self.scroll_offset.y) + offset.y - 1
         if 0 <= row < len(self.shown):
             self.move_cursor(row, scroll=False)
+
+    def on_mouse_scroll_up(self, event) -> None:
+        self.post_message(ListScrolledUp())
 
     def on_resize(self) -> None:
         self._update_size()

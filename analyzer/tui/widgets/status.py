@@ -17,6 +17,7 @@ def problem_lines(
     unusable: bool,
     packets: int,
     connections: int,
+    live: bool = False,
 ) -> list[Text]:
     """What the user must know about the input: why it could not be read, its damage, or why
     no Kafka was found."""
@@ -36,7 +37,8 @@ def problem_lines(
             if connections == 0
             else f"{connections} TCP connections, none carrying Kafka"
         )
-        lines.append(Text(f"No Kafka traffic found in {packets} packets ({where})."))
+        seen = "captured" if live else "found"
+        lines.append(Text(f"No Kafka traffic {seen} in {packets} packets ({where})."))
     return lines
 
 
@@ -52,7 +54,7 @@ def status_text(
     shown: int,
     problems: bool,
 ) -> Text:
-    """``file  done  N packets  N exchanges  N with errors  N match (filter: ...)``."""
+    """``[N of M match (filter)]  file  done  N packets  N exchanges  N with errors``."""
     if done:
         state = Text("done", style="green")
     elif fraction is not None:
@@ -60,16 +62,54 @@ def status_text(
     else:
         state = Text("analysing…", style="yellow")
     t = Text()
+    if filter_text or conn_scope is not None:  # first: what the list shows (80 columns cut the end)
+        what = " ".join(filter_text.split())
+        scope = f"conn {conn_scope}" if conn_scope is not None else ""
+        t.append(f"{shown} of {exchanges} match ({' '.join(x for x in (what, scope) if x)})", style="cyan")
+        t.append("  ")
     t.append(os.path.basename(path), style="bold")
     t.append("  ")
     t.append_text(state)
     t.append(f"  {packets} packets  {exchanges} exchanges")
     if error_rows:
         t.append(f"  {error_rows} with errors", style="red")
-    if filter_text or conn_scope is not None:
-        what = " ".join(filter_text.split())
-        scope = f" conn {conn_scope}" if conn_scope is not None else ""
-        t.append(f"  {shown} match (filter: {what}{scope})", style="cyan")
     if problems:
         t.append("  capture problems: see top", style="bold red")
+    return t
+
+
+def live_text(
+    interface: str,
+    running: bool,
+    rate: float,
+    packets: int,
+    exchanges: int,
+    received: int,
+    dropped: int,
+    ring_full: int,
+    not_kept: int,
+    following: bool = False,
+) -> Text:
+    """`` LIVE  eth0  following  N pkt/s  N pkts  N exchanges  drops kernel N queue N`` (``stopped``
+    once the capture ended; 80 columns wide at most with counts below a million): what the
+    status line starts with in a live session. Queue drops are exchanges not kept (the live
+    session keeps a bounded number)."""
+    t = Text()
+    if running:
+        t.append(" LIVE ", style="bold white on red")
+    else:
+        t.append(" stopped ", style="bold black on yellow")
+    t.append(f" {interface}", style="bold")
+    if running:
+        if following:
+            t.append("  following", style="cyan")
+        t.append(f"  {rate:,.0f} pkt/s")
+    t.append(f"  {packets:,} pkts  {exchanges:,} exchanges")
+    bad = dropped or not_kept
+    t.append(
+        f"  drops kernel {dropped:,}" + (f" of {received:,}" if dropped else "") + f" queue {not_kept:,}",
+        style="bold red" if bad else "green",
+    )
+    if ring_full:
+        t.append(f" (ring full {ring_full}x)", style="red")
     return t

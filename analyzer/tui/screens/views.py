@@ -1,0 +1,30 @@
+"""The ``:`` views, built from a session's state (``:conn :stats :issues :groups :io :help``)."""
+
+from __future__ import annotations
+
+from analyzer.tui.screens.base import View
+from analyzer.tui.screens.connections import ConnectionsScreen
+from analyzer.tui.screens.groups import GroupsScreen
+from analyzer.tui.screens.help import HelpScreen
+from analyzer.tui.screens.io import IOScreen
+from analyzer.tui.screens.issues import IssuesScreen
+from analyzer.tui.screens.stats import StatsScreen
+from analyzer.tui.session import Session
+
+
+def make_view(what: str, session: Session) -> View:
+    """The view ``what`` (``conn``, ``stats``, ``issues``, ``groups``, ``io``; else help) over
+    what ``session`` holds now (a note says the numbers are partial while it is indexing)."""
+    se = session
+    note = "" if se.done else "analysis still running: partial numbers"
+    if what == "conn":
+        return ConnectionsScreen(se.connection_rows(), note)
+    if what == "stats":
+        return StatsScreen(se.stats_snapshot(), note, se.latencies())
+    if what == "issues":
+        return IssuesScreen(se.issue_rows(), se.rows, se.index.origin)
+    if what == "groups":
+        return GroupsScreen(se.stats_snapshot())
+    if what == "io":
+        return IOScreen(se.rows, se.index.origin)
+    return HelpScreen()

@@ -1,0 +1,351 @@
+"""What the TUI browses, without Textual (unit-tested alone): one analysis (a capture file, stdin
+or a live interface) with its statistics, its row index and the list's state, the decoded
+exchanges kept in memory (a bounded cache), the display filter glue and the live counters.
+
+The app (:mod:`analyzer.tui.app`) runs :meth:`Session.indexer` in a worker thread, hands the
+batches it posts to :meth:`Session.take` on the UI thread, and draws what this holds.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+import orjson
+from rich.text import Text
+
+from analyzer.dissect.message import Options
+from analyzer.model import Exchange, Issue
+from analyzer.pipeline import Analysis, Exit
+from analyzer.session.report import stats_tables
+from analyzer.session.stats import Stats
+from analyzer.tui.indexer import Indexer, Progress
+from analyzer.tui.model import Index, ListView, Row
+from analyzer.tui.widgets.status import problem_lines
+
+if TYPE_CHECKING:
+    from analyzer.filter import FilterError
+
+LIVE_IDLE_TIMEOUT = 300.0  # seconds: live connections idle longer are closed (as `live` does)
+LIVE_MAX_ROWS = 500_000  # exchanges a live session keeps (about 300 MB); later ones are counted, not kept
+
+
+# -- decoded exchanges ------------------------------------------------------------------------------
+
+
+class DecodedCache:
+    """Exchanges decoded again from the spool, least recently used first out, bounded by the
+    bytes of their frames (``budget``; a decoded tree costs a small multiple of its bytes).
+
+    Keys are ``(row index, with record bodies)``; an exchange decoded with its record bodies
+    also answers for one without."""
+
+    def __init__(self, budget: int = 64 << 20) -> None:
+        self.budget = budget
+        self.used = 0
+        self._items: OrderedDict[tuple[int, bool], tuple[Exchange, int]] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, index: int, bodies: bool) -> Exchange | None:
+        items = self._items
+        for key in ((index, True),) if bodies else ((index, False), (index, True)):
+            hit = items.get(key)
+            if hit is not None:
+                items.move_to_end(key)
+                self.hits += 1
+                return hit[0]
+        self.misses += 1
+        return None
+
+    def put(self, index: int, bodies: bool, ex: Exchange, cost: int, evict: bool = True) -> None:
+        """Keep ``ex``; without ``evict`` (a filter scanning every row) only if it fits without
+        pushing others out: a scan longer than the cache would otherwise evict every entry
+        before it is used again, and keep none of the rows the next filter reads."""
+        items = self._items
+        if not evict and self.used + cost > self.budget:
+            return
+        key = (index, bodies)
+        old = items.pop(key, None)
+        if old is not None:
+            self.used -= old[1]
+        if bodies:  # the one with bodies answers for both
+            lean = items.pop((index, False), None)
+            if lean is not None:
+                self.used -= lean[1]
+        items[key] = (ex, cost)
+        self.used += cost
+        while self.used > self.budget and len(items) > 1:
+            _, (_, c) = items.popitem(last=False)
+            self.used -= c
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def clear(self) -> None:
+        self._items.clear()
+        self.used = 0
+
+
+class LazyExchange:
+    """An exchange as the display filter sees it, answered from the row while it can be: the
+    connection, API, version, correlation id, client id, topics, latency and time come from the
+    index; anything else (the messages, their fields, errors and issues) decodes the exchange
+    (once, through the cache). A filter such as ``api == Fetch and fetch.max_wait_ms > 400``
+    decodes the Fetch exchanges only."""
+
+    __slots__ = ("_row", "_decode", "_ex", "conn", "api_key", "api_version", "correlation_id", "client_id")
+
+    def __init__(self, row: Row, decode: Callable[[Row], Exchange]) -> None:
+        self._row = row
+        self._decode = decode
+        self._ex: Exchange | None = None
+        self.conn = row.conn
+        self.api_key = row.api_key
+        self.api_version = row.api_version
+        self.correlation_id = row.corr
+        self.client_id = row.client_id
+
+    @property
+    def topics(self) -> dict[str, list[int]]:
+        return self._row.topic_dict()
+
+    @property
+    def latency(self) -> float | None:
+        return self._row.latency
+
+    @property
+    def ts(self) -> float:
+        return self._row.ts
+
+    def __getattr__(self, name: str) -> Any:  # request, response, issues, all_issues...
+        ex = self._ex
+        if ex is None:
+            ex = self._ex = self._decode(self._row)
+        return getattr(ex, name)
+
+
+# -- the session ----------------------------------------------------------------------------------
+
+
+class Session:
+    """One capture (a path, a binary file object) or live source (``source.live``) being
+    indexed, and the list's state. ``lock`` is held by the indexing thread while it changes the
+    analysis, the statistics and the index; the UI thread takes it to read them."""
+
+    BATCH_SECONDS = 0.25  # how often the worker posts rows while reading
+    FIRST_BATCH_SECONDS = 0.02  # ... and the first rows, sooner
+    SLICE_SECONDS = 0.05  # how long the worker holds the lock at a time
+    FREEZE_ROWS = 4000  # gc.freeze() every so many rows indexed
+    CACHE_BYTES = 64 << 20  # frame bytes of the decoded exchanges kept (view and filter)
+
+    def __init__(
+        self,
+        source: str | BinaryIO | Any,
+        opts: Options | None = None,
+        ports: tuple[int, ...] = (),
+        tls_keylog: str | None = None,
+        max_rows: int | None = None,
+    ) -> None:
+        self.source = source
+        self.live = (
+            not isinstance(source, str)
+            and not hasattr(source, "read")
+            and bool(getattr(source, "live", False))
+        )
+        self.opts = opts if opts is not None else Options(records_bodies=True)
+        self.lock = threading.Lock()
+        # indexing decodes without record bodies; the view decodes them (self.opts)
+        scan = Options(records_bodies=False, show_secrets=self.opts.show_secrets, limits=self.opts.limits)
+        self.analysis = Analysis(
+            source,
+            scan,
+            ports=ports,
+            lock=self.lock,
+            tls_keylog=tls_keylog,
+            idle_timeout=LIVE_IDLE_TIMEOUT if self.live else None,
+        )
+        self.stats = Stats(self.analysis.knowledge.topic_ids)
+        self.index = Index(
+            Options(True, self.opts.show_secrets, self.opts.limits),
+            limit=(max_rows or LIVE_MAX_ROWS) if self.live else max_rows,
+        )
+        self.lean_opts = Options(False, self.opts.show_secrets, self.opts.limits)
+        self.list = ListView()  # the rows taken, filtered, scoped and sorted
+        self.cache = DecodedCache(self.CACHE_BYTES)
+        self.error_rows = 0  # exchanges with error codes or problems
+        self.packets = 0
+        self.connections = 0
+        self.fraction: float | None = 0.0
+        self.done = False
+        self.load_error: str | None = None
+        self.first_row_at: float | None = None  # monotonic time the first rows were taken
+        self.started_at = time.monotonic()
+        # live: packets per second over the last interval of :meth:`rate`
+        self._rate_at = (self.started_at, 0)
+        self.packet_rate = 0.0
+
+    # indexing -------------------------------------------------------------------------------------
+    def indexer(self) -> Indexer:
+        return Indexer(
+            self.analysis,
+            self.index,
+            self.stats,
+            self.lock,
+            first_batch=self.FIRST_BATCH_SECONDS,
+            batch=self.BATCH_SECONDS,
+            slice_seconds=self.SLICE_SECONDS,
+            freeze_rows=self.FREEZE_ROWS,
+        )
+
+    def run_indexer(
+        self, post: Callable[[Progress], bool], cancelled: Callable[[], bool], ready: Callable[[], bool]
+    ) -> None:
+        """Index the whole source (the worker thread). A live source never waits for the UI
+        (``ready()`` false: the rows wait for the next batch), a file does (``post`` blocks)."""
+        path = self.source if isinstance(self.source, str) else None
+        self.indexer().run(post, cancelled, path, ready=ready if self.live else None)
+
+    def take(self, p: Progress) -> list[int] | None:
+        """Take a batch on the UI thread: the row indexes appended to the list (None: the list
+        was rebuilt, a new row sorts before rows already shown)."""
+        added = self.list.add(p.rows)
+        self.error_rows += sum(1 for r in p.rows if r.has_errors)
+        if p.rows and self.first_row_at is None:
+            self.first_row_at = time.monotonic()
+        self.packets = p.packets
+        self.connections = p.connections
+        self.fraction = p.fraction
+        if p.error:
+            self.load_error = p.error
+        if p.done:
+            self.done = True
+        return added
+
+    def stop_capture(self) -> bool:
+        """End a live capture (what was captured stays browsable); False when not live or done."""
+        if not self.live or self.done:
+            return False
+        self.analysis.stop()
+        return True
+
+    def rate(self) -> float:
+        """Packets per second since the last call (live status)."""
+        now = time.monotonic()
+        t0, n0 = self._rate_at
+        n = self.analysis.packets
+        if now - t0 >= 0.5:
+            self.packet_rate = (n - n0) / (now - t0)
+            self._rate_at = (now, n)
+        return self.packet_rate
+
+    @property
+    def kernel_drops(self) -> tuple[int, int]:
+        """(received, dropped) as the kernel counted them (live)."""
+        src = self.analysis.source
+        return int(getattr(src, "received", 0) or 0), int(getattr(src, "dropped", 0) or 0)
+
+    @property
+    def ring_full(self) -> int:
+        ring = getattr(self.analysis.source, "ring", None)
+        return int(getattr(ring, "freeze_q", 0) or 0)
+
+    # rows and exchanges ---------------------------------------------------------------------------
+    @property
+    def rows(self) -> list[Row]:
+        return self.list.rows
+
+    def exchange(self, row: Row, bodies: bool = True, scan: bool = False) -> Exchange:
+        """The exchange of ``row`` with its field trees (record bodies with ``bodies``), decoded
+        from the spool or taken from the cache (``scan``: a filter reading every row, which
+        only fills the cache's free room)."""
+        ex = self.cache.get(row.index, bodies)
+        if ex is None:
+            ex = self.index.exchange(row, None if bodies else self.lean_opts)
+            # the frames' bytes stay with the exchange; its tree costs a fraction more
+            cost = max(row.req_bytes, 0) + max(row.resp_bytes, 0) + 512
+            self.cache.put(row.index, bodies, ex, cost, evict=not scan)
+        return ex
+
+    def predicate(self, flt) -> Callable[[Row], bool]:
+        """The list predicate of a compiled display filter: the filter runs on a
+        :class:`LazyExchange` (rows are decoded only when the index cannot answer), record
+        bodies decoded only when it reads them."""
+        flt.knowledge = self.analysis.knowledge
+        bodies = bool(flt.needs_records)
+
+        def decode(row: Row) -> Exchange:
+            return self.exchange(row, bodies, scan=True)
+
+        return lambda row: flt(LazyExchange(row, decode))
+
+    def filter_choice(self, text: str) -> tuple[Callable[[Row], bool] | None, FilterError | None, str | None]:
+        """What the filter bar's ``text`` does: ``(predicate, None, None)`` for a display filter;
+        ``(None, None, note)`` for plain words that are not one (a text search over the rows,
+        the note says so); ``(None, error, None)`` for anything else (the list stays)."""
+        if not text:
+            return None, None, None
+        from analyzer.filter import FilterError, compile_filter, plain_words
+
+        try:
+            flt = compile_filter(text)
+        except FilterError as exc:
+            if not plain_words(text):
+                return None, exc, None
+            return None, None, f"text search: {text!r} is not a display filter ({exc.message})"
+        return self.predicate(flt), None, None
+
+    @staticmethod
+    def exchange_json(ex: Exchange) -> bytes:
+        """An exchange as the export writes it (decoded, with record bodies), indented."""
+        from analyzer.export.jsonout import exchange_json
+
+        return orjson.dumps(exchange_json(ex), option=orjson.OPT_INDENT_2)
+
+    # what the views show ----------------------------------------------------------------------------
+    @property
+    def capture_issues(self) -> list[Issue]:
+        return self.analysis.capture_issues if self.done else []
+
+    def problem_lines(self) -> list[Text]:
+        return problem_lines(
+            self.load_error,
+            self.capture_issues,
+            len(self.rows),
+            self.analysis.unusable(),
+            self.packets,
+            self.connections,
+            live=self.live,
+        )
+
+    @property
+    def exit_code(self) -> int:
+        """The analysis' exit code (see :class:`~analyzer.pipeline.Exit`); an unreadable file is
+        2, a failure of the analysis itself 1; 0 when quit before the end."""
+        if self.load_error:
+            return Exit.USAGE if not self.rows and not self.packets else Exit.DAMAGED
+        if not self.done:
+            return Exit.OK
+        return int(self.analysis.exit_code())
+
+    def stats_snapshot(self) -> dict:
+        with self.lock:
+            return stats_tables(self.stats, self.analysis)
+
+    def latencies(self) -> dict[str, list[float]]:
+        with self.lock:
+            return {name: list(a.latencies) for (_, name), a in self.stats.apis.items() if a.latencies}
+
+    def connection_rows(self) -> list[dict]:
+        with self.lock:
+            return self.index.connection_rows(self.analysis.knowledge)
+
+    def issue_rows(self):
+        with self.lock:
+            return self.index.issue_rows()
+
+    def close(self) -> None:
+        self.index.close()
