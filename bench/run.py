@@ -1,4 +1,4 @@
-"""kafka-analyzer against tshark on one large capture, in one run; writes bench/RESULTS.md.
+"""kafka-analyzer against tshark on one large capture, in one run; writes its part of bench/RESULTS.md.
 
     .venv/bin/python bench/run.py [--size-mb 250] [--rounds 3] [--capture PATH] [--gb] [--profile]
 
@@ -301,7 +301,7 @@ def capture_info(pcap: Path) -> dict:
             first = ts
         last = ts
         seg = decode_tcp(linktype, data)
-        if type(seg) is not str and seg[6] & 0x12 == 0x02:  # SYN without ACK: towards a server
+        if type(seg) is tuple and seg[6] & 0x12 == 0x02:  # SYN without ACK: towards a server
             syn_ports[seg[3]] = syn_ports.get(seg[3], 0) + 1
     info: dict = {
         "path": pcap,
@@ -331,7 +331,7 @@ def warm(path: Path) -> None:
 
 
 def ensure_gb(pcap: Path, timeout: float) -> Path:
-    big = pcap.with_name(pcap.stem + "-x4.pcap")
+    big = OUT / f"{pcap.stem}-x4.pcap"  # ours even when the capture is not (--capture elsewhere)
     if big.exists() and big.stat().st_mtime >= pcap.stat().st_mtime:
         print(f"1 GB capture: reusing {big.relative_to(ROOT) if big.is_relative_to(ROOT) else big}")
         return big
@@ -609,8 +609,6 @@ def write_results(ctx: dict) -> str:
     meta = cap.get("meta") or {}
     now = ctx["date"]
     lines = [
-        "# Benchmark results",
-        "",
         f"Written by `bench/run.py` on {now} (`{ctx['command']}`); every figure below comes from",
         "that one run. Ratios are ours/tshark of the median wall times (below 1.0 we are faster);",
         "peak RSS is each process's own `ru_maxrss` (from `os.wait4`), the highest over the rounds.",
@@ -726,8 +724,28 @@ def write_results(ctx: dict) -> str:
         "",
     ]
     text = "\n".join(lines)
-    RESULTS.write_text(text)
+    RESULTS.write_text(splice_results(RESULTS.read_text() if RESULTS.exists() else "", text))
     return text
+
+
+# bench/RESULTS.md is shared: bench/run.py owns the text between these two lines and rewrites
+# only that; the sections others write by hand (TUI, live capture, before/after comparisons)
+# stay where they are, outside the markers.
+BEGIN = "<!-- bench/run.py: begin; written by bench/run.py, edit outside these markers -->"
+END = "<!-- bench/run.py: end -->"
+
+
+def splice_results(old: str, part: str) -> str:
+    """``old`` with the text between the markers replaced by ``part``. Without markers (a new file,
+    or one from before them) the part goes first, under the file's title, and the rest is kept."""
+    block = f"{BEGIN}\n{part.rstrip()}\n{END}\n"
+    if BEGIN in old and END in old.split(BEGIN, 1)[1]:
+        head, rest = old.split(BEGIN, 1)
+        after = rest.split(END, 1)[1].lstrip("\n")
+        return head + block + ("\n" + after if after else "")
+    title = "# Benchmark results\n"
+    body = old[len(title) :] if old.startswith(title) else old
+    return title + "\n" + block + ("\n" + body.lstrip("\n") if body.strip() else "")
 
 
 def _section_text(title: str, body: str | None) -> list[str]:
@@ -751,7 +769,7 @@ def _cmd_text(cmd: list[str]) -> str:
 # -- main -----------------------------------------------------------------------------------------
 
 
-def main(argv: list[str] | None = None) -> int:  # noqa: C901 - the bench's argument handling, flat on purpose
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size-mb", type=float, default=250.0, help="size of the capture to record or reuse")
     ap.add_argument("--capture", type=Path, help="use this capture instead of bench/out/bench-<N>mb.pcap")
@@ -771,6 +789,119 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901 - the bench's argu
         ap.error("--rounds must be at least 1")
     if args.capped is None:
         args.capped = args.capture is None
+    return args
+
+
+class Run:
+    """One run of the bench: what it measured so far (``ctx``, read by :func:`write_results`) and
+    the errors of the steps that failed (each step fails alone; the others still run)."""
+
+    def __init__(self, args: argparse.Namespace, argv: list[str] | None) -> None:
+        self.args = args
+        self.ctx: dict = {
+            "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            "command": " ".join(["bench/run.py", *(argv if argv is not None else sys.argv[1:])]),
+            "rounds": args.rounds,
+            "machine": machine(),
+            "comparisons": [],
+            "errors": [],
+        }
+
+    def step(self, title: str, fn, *a) -> object:
+        print(f"\n== {title}", flush=True)
+        try:
+            return fn(*a)
+        except BenchError as exc:
+            print(f"bench/run.py: {title}: {exc}", file=sys.stderr)
+            self.ctx["errors"].append(f"{title}: {exc}")
+        except subprocess.TimeoutExpired as exc:
+            print(f"bench/run.py: {title}: timed out: {exc}", file=sys.stderr)
+            self.ctx["errors"].append(f"{title}: timed out after {exc.timeout:.0f} s")
+        return None
+
+    def compare(self, title: str, fn, *a) -> None:
+        """A step whose result is one comparison or a list of them."""
+        got = self.step(title, fn, *a)
+        if isinstance(got, Comparison):
+            self.ctx["comparisons"].append(got)
+        elif got:
+            self.ctx["comparisons"] += got
+
+    def main_capture(self) -> dict:
+        args = self.args
+        pcap = args.capture.resolve() if args.capture else make_capture(args.size_mb, args.timeout)
+        if not pcap.exists():
+            raise BenchError(f"no such capture: {pcap}")
+        cap = capture_info(pcap)
+        self.ctx["capture"] = cap
+        print(
+            f"capture: {_rel(pcap)}: {cap['size_bytes'] / 2**20:.1f} MiB, {cap['packets']} packets, "
+            f"{cap['duration_s']:.1f} s, broker ports {cap['ports']}",
+            flush=True,
+        )
+        warm(pcap)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            cap["undecoded"] = tshark_undecoded(cap, args.timeout)
+        return cap
+
+    def on_main_capture(self, cap: dict) -> None:
+        rounds, timeout = self.args.rounds, self.args.timeout
+        self.compare("foundation: read + reassemble + frame", foundation, cap, rounds, timeout)
+        self.ctx["dissector"] = self.step("dissector: decode only", dissector, cap, rounds, timeout)
+        self.ctx["records"] = self.step("records: bench/bench_records.py", records, rounds, timeout)
+        self.compare("performance: stats and export --records", performance, cap, rounds, timeout)
+
+    def on_gb_capture(self, cap: dict) -> None:
+        try:
+            gb = ensure_gb(cap["path"], self.args.timeout)
+        except (BenchError, subprocess.TimeoutExpired) as exc:
+            self.ctx["errors"].append(f"1 GB capture: {exc}")
+            return
+        warm(gb)
+        size = gb.stat().st_size / 2**20
+        gcap = {"path": gb, "ports": cap["ports"]}
+        tag = f"{gb.name}, {size:.0f} MiB"
+        self.compare(
+            f"1 GB: stats on {gb.name} ({size:.0f} MiB)",
+            performance,
+            gcap,
+            self.args.rounds,
+            self.args.timeout,
+            tag,
+            False,
+        )
+
+    def on_capped_capture(self) -> None:
+        ccap = self.step("tshark-decodable capture", capped_capture, self.args.size_mb, self.args.timeout)
+        if ccap:
+            self.ctx["capped"] = ccap
+            self.compare(
+                "performance on the tshark-decodable capture",
+                performance,
+                ccap,
+                self.args.rounds,
+                self.args.timeout,
+                CAPPED_TAG,
+            )
+
+    def print_summary(self) -> None:
+        cap = self.ctx["capture"]
+        rows = summary_rows(self.ctx["comparisons"])
+        print(
+            f"\n== summary ({_rel(cap['path'])}, {cap['size_bytes'] / 2**20:.0f} MiB, "
+            f"{self.args.rounds} round(s))\n"
+        )
+        if rows:
+            print(text_table(HEAD, rows))
+        for label, d in (self.ctx.get("dissector") or {}).items():
+            for mode in ("summary", "bodies"):
+                x = d[mode]
+                rate = f"{x['frames_per_s']:,.0f} frames/s, {x['mb_per_s']:.1f} MB/s"
+                print(f"dissector {label} {mode}: {rate}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     if not shutil.which("tshark"):
         print(
             "bench/run.py: tshark not found on PATH; it is the reference every ratio is measured against "
@@ -779,95 +910,26 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901 - the bench's argu
         )
         return 2
     OUT.mkdir(parents=True, exist_ok=True)
-    cli = " ".join(["bench/run.py", *(argv if argv is not None else sys.argv[1:])])
-    ctx: dict = {
-        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "command": cli,
-        "rounds": args.rounds,
-        "machine": machine(),
-        "comparisons": [],
-        "errors": [],
-    }
+    run = Run(args, argv)
     t_start = time.monotonic()
     try:
-        pcap = args.capture.resolve() if args.capture else make_capture(args.size_mb, args.timeout)
-        if not pcap.exists():
-            raise BenchError(f"no such capture: {pcap}")
-        cap = capture_info(pcap)
+        cap = run.main_capture()
     except BenchError as exc:
         print(f"bench/run.py: {exc}", file=sys.stderr)
         return 2
-    ctx["capture"] = cap
-    print(
-        f"capture: {_rel(pcap)}: {cap['size_bytes'] / 2**20:.1f} MiB, {cap['packets']} packets, "
-        f"{cap['duration_s']:.1f} s, broker ports {cap['ports']}",
-        flush=True,
-    )
-    warm(pcap)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        cap["undecoded"] = tshark_undecoded(cap, args.timeout)
-
-    def step(title: str, fn, *a) -> object:
-        print(f"\n== {title}", flush=True)
-        try:
-            return fn(*a)
-        except BenchError as exc:
-            print(f"bench/run.py: {title}: {exc}", file=sys.stderr)
-            ctx["errors"].append(f"{title}: {exc}")
-        except subprocess.TimeoutExpired as exc:
-            print(f"bench/run.py: {title}: timed out: {exc}", file=sys.stderr)
-            ctx["errors"].append(f"{title}: timed out after {exc.timeout:.0f} s")
-        return None
-
-    got = step("foundation: read + reassemble + frame", foundation, cap, args.rounds, args.timeout)
-    if got:
-        ctx["comparisons"].append(got)
-    ctx["dissector"] = step("dissector: decode only", dissector, cap, args.rounds, args.timeout)
-    ctx["records"] = step("records: bench/bench_records.py", records, args.rounds, args.timeout)
-    got = step("performance: stats and export --records", performance, cap, args.rounds, args.timeout)
-    if got:
-        ctx["comparisons"] += got
+    run.on_main_capture(cap)
     if args.gb:
-        try:
-            gb = ensure_gb(pcap, args.timeout)
-        except (BenchError, subprocess.TimeoutExpired) as exc:
-            ctx["errors"].append(f"1 GB capture: {exc}")
-        else:
-            warm(gb)
-            gcap = {"path": gb, "ports": cap["ports"]}
-            size = gb.stat().st_size / 2**20
-            got = step(
-                f"1 GB: stats on {gb.name} ({size:.0f} MiB)",
-                lambda: performance(gcap, args.rounds, args.timeout, f"{gb.name}, {size:.0f} MiB", False),
-            )
-            if got:
-                ctx["comparisons"] += got
+        run.on_gb_capture(cap)
     if args.capped:
-        ccap = step("tshark-decodable capture", capped_capture, args.size_mb, args.timeout)
-        if ccap:
-            ctx["capped"] = ccap
-            got = step(
-                "performance on the tshark-decodable capture",
-                lambda: performance(ccap, args.rounds, args.timeout, CAPPED_TAG),
-            )
-            if got:
-                ctx["comparisons"] += got
+        run.on_capped_capture()
     if args.profile:
-        ctx["profile"] = step("profile: cProfile of stats", profile, cap, args.timeout)
-
-    rows = summary_rows(ctx["comparisons"])
-    print(f"\n== summary ({_rel(pcap)}, {cap['size_bytes'] / 2**20:.0f} MiB, {args.rounds} round(s))\n")
-    if rows:
-        print(text_table(HEAD, rows))
-    for label, d in (ctx.get("dissector") or {}).items():
-        for mode in ("summary", "bodies"):
-            x = d[mode]
-            print(f"dissector {label} {mode}: {x['frames_per_s']:,.0f} frames/s, {x['mb_per_s']:.1f} MB/s")
-    ctx["machine"]["load average at end (1/5/15 min)"] = _load()
-    write_results(ctx)
-    print(f"\nwrote {_rel(RESULTS)} in {time.monotonic() - t_start:.0f} s")
-    if ctx["errors"]:
-        print("errors:\n" + "\n".join("  " + e for e in ctx["errors"]), file=sys.stderr)
+        run.ctx["profile"] = run.step("profile: cProfile of stats", profile, cap, args.timeout)
+    run.print_summary()
+    run.ctx["machine"]["load average at end (1/5/15 min)"] = _load()
+    write_results(run.ctx)
+    print(f"\nwrote {_rel(RESULTS)} (its bench/run.py part) in {time.monotonic() - t_start:.0f} s")
+    if run.ctx["errors"]:
+        print("errors:\n" + "\n".join("  " + e for e in run.ctx["errors"]), file=sys.stderr)
         return 1
     return 0
 
