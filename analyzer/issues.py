@@ -572,6 +572,14 @@ RECORDS_BAD_CONTROL_RECORD = _declare(
     "A control record (transaction marker...) has a key or value too short for its type.",
 )
 
+RECORDS_BAD_CONTROL_COUNT = _declare(
+    "records.bad_control_count",
+    ERROR,
+    "records",
+    "A control batch declares other than one record: Kafka's control batches hold exactly one "
+    "control record (the transaction marker), so the count is damage or a hostile claim.",
+)
+
 RECORDS_RECORD_LIMIT = _declare(
     "records.record_limit",
     WARNING,

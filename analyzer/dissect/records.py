@@ -88,6 +88,7 @@ from analyzer.dissect.codecs import DEFAULT_LIMITS, Limits, codec_name, decompre
 from analyzer.dissect.crc import crc32c
 from analyzer.issues import (
     QUIRK_MOCK_ZERO_CRC,
+    RECORDS_BAD_CONTROL_COUNT,
     RECORDS_BAD_CONTROL_RECORD,
     RECORDS_BAD_HEADER_KEY,
     RECORDS_BAD_LENGTH,
@@ -923,6 +924,16 @@ def _decode_batch(ctx: _Ctx, buf: bytes, mv: memoryview, pos: int, end: int, sco
     summary["crc"] = crc
     summary["crc_ok"] = crc_ok
     field = Field("record_batch", "record_batch", summary, at, 12 + blen, children)
+    if control and count != 1:
+        # said from the header, so also when the batch is not inflated (no --records)
+        ctx.issues.append(
+            RECORDS_BAD_CONTROL_COUNT(
+                f"control batch declares {count} records ({codec_name(codec)}): a control batch "
+                "holds exactly one control record",
+                ioff,
+                where,
+            )
+        )
     if not ctx.bodies and (not control or codec):
         # without bodies only an uncompressed control batch's first record is read (its type);
         # brokers never compress control batches, a compressed one is not inflated for a count

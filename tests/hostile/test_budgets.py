@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from analyzer.issues import RECORDS_BAD_CONTROL_COUNT
 from tests.helpers.captures import ROOT
 from tests.hostile.bombs import BOMBS
 
@@ -88,3 +89,14 @@ def test_bomb_is_bounded(name, command, bomb_files, tmp_path):
         codes = export_codes(out.read_text())
         want = BOMBS[name].codes
         assert not want or codes & set(want), (want, codes)
+
+
+@pytest.mark.parametrize("command", ["read", "stats", "check"])
+@pytest.mark.parametrize("name", ["zstd-control-batch-of-zeros", "eight-zstd-control-batches"])
+def test_control_batch_bomb_is_named_without_inflating_it(name, command, bomb_files, tmp_path):
+    """Without --records a compressed control batch is not inflated, and its header alone names
+    the damage: a control batch holds one record, this one claims 2^31-1."""
+    out = tmp_path / "out"
+    rc, _elapsed, _rss, stderr = run_measured([*COMMANDS[command], str(bomb_files[name])], out)
+    assert "Traceback" not in stderr, stderr
+    assert RECORDS_BAD_CONTROL_COUNT.code in out.read_text(), out.read_text()[:2000]
