@@ -3,7 +3,7 @@
 ::
 
     Packet            capture         files, stdin, live: (number, ts, linktype, data)
-    Segment | str     reassembly      decode_tcp: a TCP segment, or why the packet is not one
+    Segment | Skip    reassembly      decode_tcp: a TCP segment, or why the packet is not one
     ConnOpen | StreamData | Gap | ConnClose
                       reassembly      Reassembler.feed / flush / expire
     Exchange | ConnIssue | ConnectionEnd | CaptureIssue | CaptureStats
@@ -17,6 +17,7 @@ other hot-path events are NamedTuples.
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import NamedTuple
 
 from analyzer.model import ConnInfo, Exchange, Issue
@@ -30,7 +31,20 @@ numbers frames."""
 Segment = tuple[bytes, int, bytes, int, int, int, int, memoryview | bytes]
 """(src, sport, dst, dport, seq, ack, flags, payload): a TCP segment from ``decode_tcp``, raw
 address bytes (4 or 16) and the payload a slice of the packet; a packet that is not one gives
-a short string saying why ("not ip", "fragment", "unknown linktype 147"...)."""
+a :class:`Skip`."""
+
+
+class Skip(StrEnum):
+    """Why ``decode_tcp`` gives no TCP segment for a packet: its result instead of a
+    :data:`Segment` (tell them apart with ``type(r) is Skip``). The members are constants, so
+    returning one costs what returning a string did; the value is the text ``stats`` counts the
+    packet under (the pipeline adds the number to ``unknown linktype``)."""
+
+    NOT_IP = "not ip"
+    NOT_TCP = "not tcp"
+    FRAGMENT = "fragment"
+    TRUNCATED = "truncated"
+    UNKNOWN_LINKTYPE = "unknown linktype"
 
 
 class ConnOpen(NamedTuple):

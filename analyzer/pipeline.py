@@ -43,6 +43,7 @@ from analyzer.events import (
     Event,
     Gap,
     Packet,
+    Skip,
     StreamData,
     StreamEvent,
 )
@@ -56,7 +57,7 @@ from analyzer.issues import (
     STREAM_EVICTED,
 )
 from analyzer.model import ConnInfo, Endpoint, Exchange, Issue, Severity
-from analyzer.reassembly.packet import decode_tcp
+from analyzer.reassembly.packet import decode_tcp, skip_text
 from analyzer.reassembly.tcp import Reassembler
 from analyzer.session.knowledge import Knowledge
 from analyzer.session.pairing import ConnectionPairer
@@ -117,8 +118,8 @@ class Pipeline:
             self.first_ts = ts
         self.last_ts = ts
         seg = decode_tcp(linktype, data)
-        if isinstance(seg, str):
-            self.skipped[seg] += 1
+        if type(seg) is not tuple:  # a Skip
+            self._skip(seg, linktype)  # type: ignore[arg-type]  # type() is exact: mypy narrows only isinstance, slower per packet
             return []
         events = self.reasm.feed(ts, index, seg)
         return self._events(events) if events else []
@@ -129,6 +130,10 @@ class Pipeline:
         flows it analyses (``export -j``: each process takes some of the connections)."""
         events = self.reasm.feed(ts, index, seg)
         return self._events(events) if events else []
+
+    def _skip(self, why: Skip, linktype: int) -> None:
+        """Count a packet that is not a usable TCP segment under its reason's text."""
+        self.skipped[skip_text(why, linktype)] += 1
 
     def finish(self) -> list[Event]:
         """Close every connection still open: the last exchanges and connection ends."""

@@ -26,7 +26,7 @@ import time
 from analyzer.capture.files import CaptureFile
 from analyzer.dissect.framing import KafkaConnection
 from analyzer.dissect.message import Options, decode_request, decode_response
-from analyzer.events import ConnClose, ConnOpen
+from analyzer.events import ConnClose, ConnOpen, Skip
 from analyzer.pipeline import KAFKA_PORTS
 from analyzer.reassembly.packet import decode_tcp
 from analyzer.reassembly.tcp import Reassembler
@@ -70,7 +70,7 @@ def collect(path: str) -> tuple[list, list]:
 
     for index, ts, linktype, data in CaptureFile(path):
         seg = decode_tcp(linktype, data)
-        if type(seg) is str:
+        if type(seg) is Skip:
             continue
         evs = reasm.feed(ts, index, seg)
         if evs:

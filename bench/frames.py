@@ -17,7 +17,7 @@ import time
 
 from analyzer.capture.files import CaptureFile
 from analyzer.dissect.framing import KafkaConnection
-from analyzer.events import ConnClose, ConnOpen, Gap
+from analyzer.events import ConnClose, ConnOpen, Gap, Skip
 from analyzer.pipeline import KAFKA_PORTS
 from analyzer.reassembly.packet import decode_tcp
 from analyzer.reassembly.tcp import Reassembler
@@ -58,7 +58,7 @@ def count_frames(path: str, ports: frozenset[int] = frozenset()) -> dict:
     for index, ts, linktype, data in cap:
         packets += 1
         seg = decode_tcp(linktype, data)
-        if type(seg) is str:
+        if type(seg) is Skip:
             skipped += 1
             continue
         evs = feed(ts, index, seg)

@@ -67,7 +67,7 @@ def _streams(path: Path) -> list[tuple[bytes, bytes]]:
     evs: list = []
     for _i, ts, lt, d in CaptureFile(path):
         seg = decode_tcp(lt, d)
-        if type(seg) is not str:
+        if type(seg) is tuple:
             evs.extend(r.feed(ts, _i, seg))
     evs.extend(r.flush())
     for ev in evs:
@@ -192,7 +192,7 @@ def target(entry: str):  # noqa: C901 - one branch per entry point, each a small
                 p += 2 + ln
                 i += 1
                 seg = decode_tcp(1, pk)
-                if type(seg) is not str:
+                if type(seg) is tuple:
                     r.feed(1.0 + i / 1000, i, seg)
             r.expire(1e9)
             r.flush()

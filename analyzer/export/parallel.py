@@ -56,13 +56,13 @@ from analyzer.capture.sets import CaptureSet
 from analyzer.capture.split import MIN_SPLIT, splits
 from analyzer.dissect.constants import ApiKey
 from analyzer.dissect.message import Options
-from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue
+from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue, Skip
 from analyzer.export.jsonout import connection_json, exchange_json, stream_event_json
 from analyzer.export.writer import Writer
 from analyzer.issues import CAPTURE_NO_TCP, STREAM_GAP
 from analyzer.model import Exchange, Issue
 from analyzer.pipeline import Analysis, Pipeline
-from analyzer.reassembly.packet import decode_tcp
+from analyzer.reassembly.packet import decode_tcp, skip_text
 from analyzer.session.knowledge import EXCHANGE_TOPIC_ARRAYS, LEARNS_FROM, UNNAMED_BROKER
 from analyzer.session.records import FETCH_APIS
 from analyzer.session.stats import Stats, exchange_facts, topic_record_counts
@@ -400,11 +400,12 @@ def _walk(window, start, end, unpack, scale, linktype, owners, parts, routes, fi
             first_ts = ts
         last_ts = ts
         seg = decode_tcp(linktype, data)
-        if type(seg) is str:
-            if seg in skipped:
-                skipped[seg][0] += 1
+        if type(seg) is Skip:
+            why = skip_text(seg, linktype)
+            if why in skipped:
+                skipped[why][0] += 1
             else:
-                skipped[seg] = [1, count]
+                skipped[why] = [1, count]
         else:
             k4 = seg[:4]
             o = owner_of.get(k4)
@@ -522,8 +523,8 @@ def run_part(job: Job) -> Part:
             first_ts = ts
         last_ts = ts
         seg = decode_tcp(linktype, data)
-        if type(seg) is str:
-            skipped[seg] += 1
+        if type(seg) is Skip:
+            skipped[skip_text(seg, linktype)] += 1
             continue
         k4 = seg[:4]
         own = mine.get(k4)

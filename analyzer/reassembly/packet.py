@@ -2,8 +2,9 @@
 
 :func:`decode_tcp` turns ``(linktype, data)`` into a tuple
 ``(src, sport, dst, dport, seq, ack, flags, payload)`` where ``src``/``dst`` are the raw address
-bytes (4 or 16), or returns a short string saying why the packet is not a usable TCP segment
-("not ip", "not tcp", "fragment", "truncated", "unknown linktype 123").
+bytes (4 or 16) (:data:`~analyzer.events.Segment`), or a :class:`~analyzer.events.Skip` saying
+why the packet is not a usable TCP segment (not IP, not TCP, a fragment, truncated, an unknown
+link type).
 
 Link types (:class:`~analyzer.netconst.LinkType`): Ethernet with 802.1Q/802.1ad/QinQ tags,
 Linux cooked SLL and SLL2, BSD NULL and LOOP, raw IP (101, 12, 14), IPv4 (228), IPv6 (229).
@@ -15,7 +16,7 @@ from __future__ import annotations
 import ipaddress
 import struct
 
-from analyzer.events import Segment
+from analyzer.events import Segment, Skip
 from analyzer.netconst import (
     AF_INET,
     AF_INET6_VALUES,
@@ -40,49 +41,57 @@ _ETH_IPV4_HI, _ETH_IPV4_LO = _ETH_IPV4 >> 8, _ETH_IPV4 & 0xFF  # the fast path r
 _TCP = int(IpProto.TCP)
 _FRAGMENT = int(IpProto.FRAGMENT)
 _AH = int(IpProto.AH)
+# the skip results as module globals (one dict lookup, not an enum attribute, per skipped packet)
+_NOT_IP, _NOT_TCP, _FRAGMENT_SKIP = Skip.NOT_IP, Skip.NOT_TCP, Skip.FRAGMENT
+_TRUNCATED, _UNKNOWN_LINKTYPE = Skip.TRUNCATED, Skip.UNKNOWN_LINKTYPE
 
 _u16 = struct.Struct("!H").unpack_from
 _u32 = struct.Struct("!I").unpack_from
 _tcp = struct.Struct("!HHIIBB").unpack_from
 
 
-def _ethertype_payload(linktype: int, data) -> tuple[int, int] | str:
+def skip_text(why: Skip, linktype: int) -> str:
+    """The text a skipped packet is counted under in the statistics ("unknown linktype 147")."""
+    return f"{why} {linktype}" if why is Skip.UNKNOWN_LINKTYPE else str(why)
+
+
+def _ethertype_payload(linktype: int, data) -> tuple[int, int] | Skip:
     """(ethertype, offset of the network header), or why not."""
     n = len(data)
     if linktype == _ETHERNET:
         if n < 14:
-            return "truncated"
+            return _TRUNCATED
         et = _u16(data, 12)[0]
         off = 14
         while et in VLAN_ETHERTYPES:
             if n < off + 4:
-                return "truncated"
+                return _TRUNCATED
             et = _u16(data, off + 2)[0]
             off += 4
         return et, off
     if linktype == _SLL:
         if n < 16:
-            return "truncated"
+            return _TRUNCATED
         return _u16(data, 14)[0], 16
     if linktype == _SLL2:
         if n < 20:
-            return "truncated"
+            return _TRUNCATED
         return _u16(data, 0)[0], 20
     if linktype in LOOPBACK_LINKTYPES:
         if n < 4:
-            return "truncated"
+            return _TRUNCATED
         fam = struct.unpack_from("<I" if linktype == _NULL and data[0] else "!I", data, 0)[0]
         if fam == AF_INET:
             return _ETH_IPV4, 4
         if fam in AF_INET6_VALUES:
             return _ETH_IPV6, 4
-        return "not ip"
+        return _NOT_IP
     if linktype in RAW_IP_LINKTYPES:
         if n < 1:
-            return "truncated"
+            return _TRUNCATED
         v = data[0] >> 4
         return (_ETH_IPV4 if v == 4 else _ETH_IPV6 if v == 6 else -1), 0
-    return f"unknown linktype {linktype}"
+    return _UNKNOWN_LINKTYPE
 
 
 # Ethernet + IPv4 without options + TCP, the overwhelmingly common case, in one unpack:
@@ -90,7 +99,7 @@ def _ethertype_payload(linktype: int, data) -> tuple[int, int] | str:
 _fast = struct.Struct("!2xH2xHxB2x4s4sHHIIBB").unpack_from
 
 
-def decode_tcp(linktype: int, data) -> Segment | str:
+def decode_tcp(linktype: int, data) -> Segment | Skip:
     n = len(data)
     if (
         linktype == _ETHERNET
@@ -110,25 +119,25 @@ def decode_tcp(linktype: int, data) -> Segment | str:
     return _decode_tcp(linktype, data)
 
 
-def _decode_tcp(linktype: int, data) -> Segment | str:  # noqa: C901 - per packet past the fast path: IPv4/6 headers inline
+def _decode_tcp(linktype: int, data) -> Segment | Skip:  # noqa: C901 - per packet past the fast path: IPv4/6 headers inline
     r = _ethertype_payload(linktype, data)
-    if isinstance(r, str):
+    if isinstance(r, Skip):  # (isinstance: mypy narrows the union; off the fast path)
         return r
     et, off = r
     n = len(data)
     if et == _ETH_IPV4:
         if n < off + 20:
-            return "truncated"
+            return _TRUNCATED
         vihl = data[off]
         ihl = (vihl & 0x0F) * 4
         if vihl >> 4 != 4 or ihl < 20:
-            return "not ip"
+            return _NOT_IP
         total = _u16(data, off + 2)[0]
         frag = _u16(data, off + 6)[0]
         if frag & 0x3FFF:
-            return "fragment"
+            return _FRAGMENT_SKIP
         if data[off + 9] != _TCP:
-            return "not tcp"
+            return _NOT_TCP
         src = data[off + 12 : off + 16]
         dst = data[off + 16 : off + 20]
         # total length 0 happens with TSO on the capturing host: take what was captured
@@ -138,9 +147,9 @@ def _decode_tcp(linktype: int, data) -> Segment | str:  # noqa: C901 - per packe
         t = off + ihl
     elif et == _ETH_IPV6:
         if n < off + 40:
-            return "truncated"
+            return _TRUNCATED
         if data[off] >> 4 != 6:
-            return "not ip"
+            return _NOT_IP
         plen = _u16(data, off + 4)[0]
         nh = data[off + 6]
         src = data[off + 8 : off + 24]
@@ -152,31 +161,31 @@ def _decode_tcp(linktype: int, data) -> Segment | str:  # noqa: C901 - per packe
         while nh != _TCP:
             if nh == _FRAGMENT:
                 if t + 8 > end:
-                    return "truncated"
+                    return _TRUNCATED
                 if _u16(data, t + 2)[0] & 0xFFF9:
-                    return "fragment"
+                    return _FRAGMENT_SKIP
                 nh = data[t]
                 t += 8
             elif nh in IPV6_EXTENSION_HEADERS:
                 if t + 8 > end:
-                    return "truncated"
+                    return _TRUNCATED
                 nh, hlen = data[t], (data[t + 1] + 1) * 8
                 t += hlen
             elif nh == _AH:  # length in 4-byte units, minus 2
                 if t + 8 > end:
-                    return "truncated"
+                    return _TRUNCATED
                 nh, hlen = data[t], (data[t + 1] + 2) * 4
                 t += hlen
             else:
-                return "not tcp"
+                return _NOT_TCP
     else:
-        return "not ip"
+        return _NOT_IP
     if t + 20 > end:
-        return "truncated"
+        return _TRUNCATED
     sport, dport, seq, ack, doff, flags = _tcp(data, t)
     hl = (doff >> 4) * 4
     if hl < 20 or t + hl > end:
-        return "truncated"
+        return _TRUNCATED
     return (bytes(src), sport, bytes(dst), dport, seq, ack, flags, data[t + hl : end])
 
 

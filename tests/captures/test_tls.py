@@ -233,7 +233,7 @@ def _drop_packet(src, dst) -> None:
     by_conn: dict = {}
     for n, (_i, _ts, lt, d) in enumerate(packets):
         seg = decode_tcp(lt, d)
-        if type(seg) is not str and len(seg[7]):  # (src, sport, dst, dport, seq, ack, flags, payload)
+        if type(seg) is tuple and len(seg[7]):  # (src, sport, dst, dport, seq, ack, flags, payload)
             by_conn.setdefault(tuple(sorted([seg[0:2], seg[2:4]])), []).append(n)
     busiest = max(by_conn.values(), key=len)
     drop = busiest[len(busiest) // 2]

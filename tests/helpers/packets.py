@@ -9,7 +9,7 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
 from analyzer.capture.files import CaptureFile
-from analyzer.events import ConnClose, ConnOpen, Gap, StreamData
+from analyzer.events import ConnClose, ConnOpen, Gap, Skip, StreamData
 from analyzer.reassembly.packet import decode_tcp
 from analyzer.reassembly.tcp import Reassembler
 
@@ -149,7 +149,7 @@ def reassemble(packets, linktype=None, **kw):
     for i, p in enumerate(packets, 1):
         raw = bytes(p)
         seg = decode_tcp(linktype if linktype is not None else linktype_of(p), memoryview(raw))
-        assert not isinstance(seg, str), seg
+        assert type(seg) is not Skip, seg
         take(r.feed(float(i), i, seg))
     take(r.flush())
     return {k: bytes(v) for k, v in streams.items()}, gaps, opens, closes
@@ -166,7 +166,7 @@ def frames_of(path) -> list[tuple]:
     cap = CaptureFile(path)
     for index, ts, lt, data in cap:
         seg = decode_tcp(lt, data)
-        if isinstance(seg, str):
+        if type(seg) is Skip:
             continue
         for ev in r.feed(ts, index, seg):
             if type(ev) is ConnOpen:

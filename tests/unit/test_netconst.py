@@ -5,6 +5,7 @@ from __future__ import annotations
 import struct
 
 from analyzer import netconst
+from analyzer.events import Skip
 from analyzer.netconst import EtherType, IpProto, LinkType
 from analyzer.reassembly.packet import decode_tcp
 
@@ -59,4 +60,4 @@ def test_every_ip_link_type_decodes_the_same_segment():
         (LinkType.RAW_DLT12, ip),
     ):
         assert decode_tcp(int(lt), data) == want, lt
-    assert decode_tcp(999, ip) == "unknown linktype 999"
+    assert decode_tcp(999, ip) is Skip.UNKNOWN_LINKTYPE

@@ -7,6 +7,7 @@ from scapy.layers.inet import IP, TCP
 from scapy.layers.inet6 import IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrHopByHop
 from scapy.layers.l2 import Dot1AD, Dot1Q, Ether
 
+from analyzer.events import Skip
 from analyzer.reassembly.packet import decode_tcp
 from tests.helpers.packets import (
     Conversation,
@@ -187,9 +188,9 @@ def test_ethernet_padding_is_not_payload():
 def test_non_tcp_and_truncated_packets_are_skipped_with_a_reason():
     from scapy.layers.inet import UDP
 
-    assert decode_tcp(1, memoryview(bytes(Ether() / IP() / UDP()))) == "not tcp"
-    assert decode_tcp(1, memoryview(bytes(Ether() / IP() / TCP())[:30])) == "truncated"
-    assert decode_tcp(147, memoryview(b"\x00" * 40)) == "unknown linktype 147"
+    assert decode_tcp(1, memoryview(bytes(Ether() / IP() / UDP()))) is Skip.NOT_TCP
+    assert decode_tcp(1, memoryview(bytes(Ether() / IP() / TCP())[:30])) is Skip.TRUNCATED
+    assert decode_tcp(147, memoryview(b"\x00" * 40)) is Skip.UNKNOWN_LINKTYPE
 
 
 def test_who_closed_first_is_told():
