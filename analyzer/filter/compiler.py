@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from analyzer.dissect.constants import ApiKey
 from analyzer.dissect.errors import CODES, ERRORS
 from analyzer.dissect.protocol_table import API_NAMES
 from analyzer.dissect.records import RecordsField
@@ -155,7 +156,7 @@ def _unanswered(ex: Exchange) -> bool:
     req = ex.request
     if req is None or ex.response is not None or req.api_key is None:
         return False
-    if req.api_key == 0 and req.body is not None and req.body.get("acks") == 0:
+    if req.api_key == ApiKey.PRODUCE and req.body is not None and req.body.get("acks") == 0:
         return False
     return not any(i.code == PAIRING_ACKS0.code for i in ex.issues)
 
