@@ -1,4 +1,4 @@
-"""Kafka over TLS for tools/gen_captures.py: a TLS front-end for the librdkafka mock cluster.
+"""Kafka over TLS for the capture generator: a TLS front-end for the librdkafka mock cluster.
 
 The mock cluster has no TLS listener, so TLS scenarios put this in front of it, as the SASL
 scenarios put their front-end: one listener per mock broker on 127.0.0.1 that terminates TLS

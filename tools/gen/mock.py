@@ -1,0 +1,162 @@
+"""librdkafka's mock cluster, the broker of most scenarios: 3 brokers on 127.0.0.1, created in
+its own process (inside the namespace) through the ``rd_kafka_mock_*`` C API of the librdkafka
+shared library that ships inside confluent-kafka (ctypes).
+
+The rd_kafka_t that hosts the mock has no bootstrap servers, so it sends nothing itself: every
+Kafka packet in a capture comes from the scenario's clients. In front of it, a scenario may put
+the SASL front-end (sasl.py) or the TLS front-end (tls.py); the mock then advertises the
+front-end's ports, and tcpdump records only those.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from .core import NUM_BROKERS, Scenario
+from .netns import in_ns, ports_of, self_cmd, stop
+from .sasl import SASL_MECHANISMS, start_sasl_front_end
+
+NAME = "mock"
+
+
+def _librdkafka() -> ctypes.CDLL:
+    import confluent_kafka
+
+    libdir = Path(confluent_kafka.__file__).resolve().parent.parent / "confluent_kafka.libs"
+    found = sorted(libdir.glob("librdkafka*.so*"))
+    lib = ctypes.CDLL(str(found[0]) if found else "librdkafka.so.1")
+    vp, cp, i32 = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int
+    sigs = {
+        "rd_kafka_conf_new": (vp, []),
+        "rd_kafka_conf_set": (i32, [vp, cp, cp, cp, ctypes.c_size_t]),
+        "rd_kafka_new": (vp, [i32, vp, cp, ctypes.c_size_t]),
+        "rd_kafka_mock_cluster_new": (vp, [vp, i32]),
+        "rd_kafka_mock_cluster_bootstraps": (cp, [vp]),
+        "rd_kafka_mock_topic_create": (i32, [vp, cp, i32, i32]),
+        "rd_kafka_mock_group_initial_rebalance_delay_ms": (None, [vp, ctypes.c_int32]),
+        "rd_kafka_mock_set_controller_id": (None, [vp, ctypes.c_int32]),
+        "rd_kafka_mock_set_apiversion": (i32, [vp, ctypes.c_int16, ctypes.c_int16, ctypes.c_int16]),
+        "rd_kafka_mock_broker_set_host_port": (None, [vp, ctypes.c_int32, cp, i32]),
+    }
+    for name, (res, args) in sigs.items():
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = res, args
+    return lib
+
+
+def parse_cap(text: str) -> tuple[int, int, int]:
+    """``"KEY:MIN:MAX"`` -> (api key, min version, max version)."""
+    key, lo, hi = (int(x) for x in text.split(":"))
+    return key, lo, hi
+
+
+def serve_mock(
+    topics: list[str],
+    partitions: int,
+    caps: list[tuple[int, int, int]],
+    sasl: tuple[str, ...] = (),
+    tls: str = "",
+    tls_dir: str = "",
+) -> None:
+    """Start a mock cluster, print its bootstrap list, serve until stdin closes.
+
+    The rd_kafka_t that hosts the mock has no bootstrap servers, so it sends nothing itself:
+    every Kafka packet in a capture comes from the scenario's clients.
+
+    With ``sasl`` (mechanisms), a SASL front-end listens for each broker and the mock advertises
+    the front-end's ports (Metadata, FindCoordinator), so clients only ever talk to the
+    front-end; the bootstrap list printed is the front-end's.
+    """
+    lib = _librdkafka()
+    conf = lib.rd_kafka_conf_new()
+    err = ctypes.create_string_buffer(512)
+    lib.rd_kafka_conf_set(conf, b"log_level", b"3", err, len(err))
+    rk = lib.rd_kafka_new(0, conf, err, len(err))
+    if not rk:
+        sys.exit(f"rd_kafka_new failed: {err.value.decode()}")
+    mcluster = lib.rd_kafka_mock_cluster_new(rk, NUM_BROKERS)
+    if not mcluster:
+        sys.exit("rd_kafka_mock_cluster_new failed")
+    lib.rd_kafka_mock_group_initial_rebalance_delay_ms(mcluster, 0)
+    lib.rd_kafka_mock_set_controller_id(mcluster, 1)  # unset, Metadata says controller 0
+    for key, lo, hi in caps:
+        if lib.rd_kafka_mock_set_apiversion(mcluster, key, lo, hi):
+            sys.exit(f"rd_kafka_mock_set_apiversion({key}, {lo}, {hi}) failed")
+    for t in topics:
+        rc = lib.rd_kafka_mock_topic_create(mcluster, t.encode(), partitions, NUM_BROKERS)
+        if rc:
+            sys.exit(f"rd_kafka_mock_topic_create({t}) failed: {rc}")
+    bootstrap = lib.rd_kafka_mock_cluster_bootstraps(mcluster).decode()
+    if sasl:
+        # the bootstrap list is in broker id order (1..N)
+        ports = start_sasl_front_end(ports_of(bootstrap), sasl)
+        for broker_id, port in enumerate(ports, 1):
+            lib.rd_kafka_mock_broker_set_host_port(mcluster, broker_id, b"127.0.0.1", port)
+        bootstrap = ",".join(f"127.0.0.1:{p}" for p in ports)
+    elif tls:
+        from .tls import HOST, start_front_end
+
+        ports = start_front_end(ports_of(bootstrap), tls, Path(tls_dir))
+        for broker_id, port in enumerate(ports, 1):
+            lib.rd_kafka_mock_broker_set_host_port(mcluster, broker_id, HOST.encode(), port)
+        bootstrap = ",".join(f"{HOST}:{p}" for p in ports)
+    print(bootstrap, flush=True)
+    sys.stdin.read()
+    os._exit(0)  # skip librdkafka's teardown: the process is done
+
+
+@contextlib.contextmanager
+def mock_cluster(
+    topics: tuple[str, ...] | list[str],
+    caps: tuple[tuple[int, int, int], ...] = (),
+    sasl: tuple[str, ...] = (),
+    tls: str = "",
+    tls_dir: Path | None = None,
+) -> Iterator[str]:
+    env = None
+    if tls:
+        from .tls import env_for_mock
+
+        assert tls_dir is not None
+        env = env_for_mock(tls_dir, tls)
+    cmd = self_cmd(
+        "--serve-mock",
+        "--topics",
+        ",".join(topics),
+        "--api-caps",
+        ",".join(":".join(map(str, c)) for c in caps),
+        "--sasl",
+        ",".join(sasl),
+        "--tls",
+        tls,
+        "--tls-dir",
+        str(tls_dir or ""),
+    )
+    proc = subprocess.Popen(in_ns(cmd), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().strip()
+        if not line:
+            raise RuntimeError("mock cluster did not start")
+        yield line
+    finally:
+        if proc.stdin:
+            proc.stdin.close()
+        stop(proc)
+
+
+def cluster(scn: Scenario, tls_dir: Path) -> contextlib.AbstractContextManager[str]:
+    """The scenario's mock cluster (with its SASL or TLS front-end): its bootstrap list."""
+    return mock_cluster(scn.topics, scn.api_caps, SASL_MECHANISMS if scn.sasl else (), scn.tls, tls_dir)
+
+
+def capture_ports(scn: Scenario, bootstrap: str) -> list[int] | None:
+    """The ports tcpdump records: a front-end's only (its own connections to the mock brokers
+    would repeat every packet); None (all TCP) without one."""
+    return ports_of(bootstrap) if scn.sasl or scn.tls else None
