@@ -22,11 +22,18 @@ def version() -> str:
 
 
 def scenario_kafka_python(
-    api_version: tuple[int, ...], codec: str, sasl: str = "", tls: str = ""
+    api_version: tuple[int, ...],
+    codec: str,
+    sasl: str = "",
+    tls: str = "",
+    consumer_api: tuple[int, ...] | None = None,
 ) -> Callable[[Ctx], None]:
     """kafka-python at ``api_version``; over SASL_PLAINTEXT with mechanism ``sasl`` if given;
     through the TLS front-end with ``tls`` (a profile of tools/gen/tls.py; ``plain`` is its
-    clear-text twin): then every TLS scenario produces the same records to topic ``kp-tls``."""
+    clear-text twin): then every TLS scenario produces the same records to topic ``kp-tls``.
+    With ``consumer_api``, the consumer uses that api_version instead (an older client reading
+    what a newer one wrote)."""
+    c_api = consumer_api or api_version
 
     def run(ctx: Ctx) -> None:
         from kafka import KafkaConsumer, KafkaProducer, TopicPartition
@@ -110,10 +117,10 @@ def scenario_kafka_python(
         if not delivered:
             return
 
-        group = f"g-{ctx.name}" if api_version >= (0, 9) else None
+        group = f"g-{ctx.name}" if c_api >= (0, 9) else None
         c = KafkaConsumer(
             bootstrap_servers=ctx.bootstrap,
-            api_version=api_version,
+            api_version=c_api,
             client_id=f"gen-{ctx.name}-consumer",
             group_id=group,
             auto_offset_reset="earliest",

@@ -160,3 +160,7 @@ def capture_ports(scn: Scenario, bootstrap: str) -> list[int] | None:
     """The ports tcpdump records: a front-end's only (its own connections to the mock brokers
     would repeat every packet); None (all TCP) without one."""
     return ports_of(bootstrap) if scn.sasl or scn.tls else None
+
+
+def manifest_extra(scn: Scenario) -> dict[str, str]:
+    return {}  # the mock's version is the client's librdkafka (client_version)

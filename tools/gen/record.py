@@ -119,6 +119,11 @@ def run_scenario(scn: Scenario, out_dir: Path) -> dict[str, Any]:
         "duration_s": round(elapsed, 1),
         "notes": notes,
     }
+    extra = BROKERS[scn.broker].manifest_extra(scn)
+    if extra:  # after client_version
+        items = list(entry.items())
+        at = [k for k, _ in items].index("client_version") + 1
+        entry = dict(items[:at] + list(extra.items()) + items[at:])
     if not entry["operations"]:
         del entry["operations"]
     if scn.api_caps:

@@ -1,19 +1,20 @@
 """The scenario registry: every client or broker module that contributes scenarios, in manifest
 order. Adding a client or a broker is adding its module (with ``NAME`` and ``scenarios()``; a
-client also has ``version()``, a broker ``cluster()`` and ``capture_ports()``) and one line here.
+client also has ``version()``, a broker ``cluster()``, ``capture_ports()`` and
+``manifest_extra()``) and one line here.
 """
 
 from __future__ import annotations
 
 from types import ModuleType
 
-from . import aiokafka, kafka_python, librdkafka, mock
+from . import aiokafka, kafka_python, librdkafka, mock, tansu
 from .core import Scenario
 
 CLIENTS: dict[str, ModuleType] = {m.NAME: m for m in (librdkafka, kafka_python, aiokafka)}
-BROKERS: dict[str, ModuleType] = {m.NAME: m for m in (mock,)}
+BROKERS: dict[str, ModuleType] = {m.NAME: m for m in (mock, tansu)}
 # the modules whose scenarios() make the scenario list, in this order
-SOURCES: tuple[ModuleType, ...] = (librdkafka, kafka_python, aiokafka)
+SOURCES: tuple[ModuleType, ...] = (librdkafka, kafka_python, aiokafka, tansu)
 
 
 def build_scenarios() -> list[Scenario]:
