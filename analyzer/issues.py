@@ -715,6 +715,14 @@ QUIRK_ERROR_TOO_NEW = _declare(
     "MEMBER_ID_REQUIRED below JoinGroup v4, KIP-394): the broker, named when known, ignored the "
     "version the client asked for.",
 )
+QUIRK_FETCH_MAGIC_TOO_NEW = _declare(
+    "quirk.fetch_magic_too_new",
+    WARNING,
+    "pairing",
+    "A Fetch response carries record batches in a newer format than the request's version reads "
+    "(magic 2 to a Fetch v0-v3 client, magic 1 to v0-v1), where Kafka converts them down: the "
+    "broker, named when known (Tansu does this), sent what it stored; decoded as sent.",
+)
 QUIRK_LIBRDKAFKA_TAGGED_HANGUP = _declare(
     "quirk.librdkafka_tagged_hangup",
     WARNING,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from analyzer.check.rules import Rule, assert_check, compile_expr, parse_aggregate
 from analyzer.dissect import schema
+from analyzer.dissect.error_versions import too_new
 from analyzer.dissect.errors import ERRORS, is_retriable
 from analyzer.dissect.protocol_table import CURRENT_RELEASE
 from analyzer.issues import PAIRING_ACKS0, RECORDS_CRC_MISMATCH
@@ -36,10 +37,15 @@ def _error_responses(ex: Exchange) -> str | None:
     if resp is None or not resp.errors:
         return None
     expected = EXPECTED_ERRORS.get(schema.api_name(ex.api_key) or "", frozenset())  # type: ignore[arg-type]
+    # an error the request's version cannot receive is the broker's deviation: a named peer quirk
+    # (quirk.error_too_new, kafka.peer-quirks), not a failure this rule judges
+    quirky: set[int] = set()
+    if ex.api_key is not None and ex.api_version is not None:
+        quirky = {code for code, _, _ in too_new(ex.api_key, ex.api_version, resp.errors)}
     bad = []
     for code in resp.errors:
         name = ERRORS.get(code, (f"UNKNOWN_ERROR_CODE({code})",))[0]
-        if name in expected or is_retriable(code):
+        if name in expected or code in quirky or is_retriable(code):
             continue
         bad.append(name)
     if not bad:
@@ -109,7 +115,8 @@ def builtin_rules() -> list[Rule]:
             b,
             check=_error_responses,
             help="No response carries a non-retriable Kafka error code (protocol steps such as "
-            "ApiVersions' UNSUPPORTED_VERSION and JoinGroup's MEMBER_ID_REQUIRED excepted).",
+            "ApiVersions' UNSUPPORTED_VERSION and JoinGroup's MEMBER_ID_REQUIRED excepted, and "
+            "errors the request's version predates, which kafka.peer-quirks reports).",
         ),
         Rule(
             "kafka.removed-api-versions",
@@ -175,8 +182,8 @@ def builtin_rules() -> list[Rule]:
             "decoded as the peer meant it: the librdkafka mock cluster's ApiVersions fallback, "
             "CRC-less transaction markers and extra Metadata byte; librdkafka's #5049 Metadata "
             "placeholder and its pre-2.2 hang-up after tagged ApiVersions fields; kafka-go's v0 "
-            "subscription labelled v1; a broker answering acks=0 or sending an error code the "
-            "request version predates).",
+            "subscription labelled v1; a broker answering acks=0, sending an error code the "
+            "request version predates or Fetch records newer than the request version reads).",
         ),
         Rule(
             "kafka.invalid-batches",

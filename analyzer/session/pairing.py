@@ -25,7 +25,7 @@ from collections import OrderedDict
 from analyzer.dissect import schema
 from analyzer.dissect.constants import ApiKey, ErrorCode
 from analyzer.dissect.decoder import snake
-from analyzer.dissect.error_versions import error_field, too_new
+from analyzer.dissect.error_versions import error_field, fetch_max_magic, records_too_new, too_new
 from analyzer.dissect.errors import ERRORS
 from analyzer.dissect.framing import plausible_request_header
 from analyzer.dissect.message import (
@@ -41,6 +41,7 @@ from analyzer.issues import (
     PAIRING_NO_RESPONSE,
     QUIRK_ACKS0_ANSWERED,
     QUIRK_ERROR_TOO_NEW,
+    QUIRK_FETCH_MAGIC_TOO_NEW,
     QUIRK_LIBRDKAFKA_TAGGED_HANGUP,
 )
 from analyzer.model import ConnInfo, Exchange, Frame, Issue, Message, Severity
@@ -145,8 +146,7 @@ class ConnectionPairer:
         found = too_new(req.api_key, req.api_version, resp.errors)
         if not found:
             return []
-        sw = self.knowledge.broker_software() if self.knowledge is not None else None
-        who = sw if sw is not None else UNNAMED_BROKER
+        who = self._broker()
         out = []
         for code, first, ref in found:
             name = ERRORS[code][0]
@@ -161,6 +161,31 @@ class ConnectionPairer:
                 )
             )
         return out
+
+    def _broker(self) -> str:
+        sw = self.knowledge.broker_software() if self.knowledge is not None else None
+        return sw if sw is not None else UNNAMED_BROKER
+
+    def _records_too_new(self, req: Message, resp: Message) -> list[Issue]:
+        """Batches newer than the Fetch version reads (error_versions.records_too_new)."""
+        if req.api_version is None:
+            return []
+        found = records_too_new(ApiKey.FETCH, req.api_version, resp.body)
+        if found is None:
+            return []
+        entry, magic, count = found
+        top = fetch_max_magic(req.api_version)
+        what = ("record batch", "record batches") if magic == 2 else ("message", "messages")
+        return [
+            QUIRK_FETCH_MAGIC_TOO_NEW(
+                f"{self._broker()} answered Fetch v{req.api_version} with {count} "
+                f"{what[count != 1]} of magic {magic} (the first at "
+                f"byte {entry.offset}), which a v{req.api_version} client does not read: Kafka "
+                f"converts them to magic {top} for it",
+                entry.offset + 16,  # the magic byte: after offset(8), length(4), epoch or crc(4)
+                "response.records",
+            )
+        ]
 
     def _acks0_alone(self, req: Message) -> Exchange:
         return self._exchange(req, None, [PAIRING_ACKS0("Produce with acks=0: no response expected")])
@@ -263,6 +288,8 @@ class ConnectionPairer:
             if self.acks0_first is None:
                 self.acks0_first = corr
         extra = self._too_new(req, resp) if resp.errors else []
+        if req.api_key == ApiKey.FETCH:
+            extra += self._records_too_new(req, resp)
         out.append(self._exchange(req, resp, extra))
         if (
             req.api_key == ApiKey.SASL_HANDSHAKE

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import struct
+import zlib
 from contextlib import redirect_stderr, redirect_stdout
 
 from analyzer import cli
@@ -305,6 +306,112 @@ def test_member_id_required_at_join_group_v4_is_the_protocol(tmp_path):
     c.send(1, frame(struct.pack(">i", 1) + resp))
     exs, _ = analyse(capture(tmp_path, c.close()))
     assert [i.code for ex in exs for i in ex.all_issues()] == []
+
+
+def message_v1(value: bytes = b"v", ts: int = 1_700_000_000_000) -> bytes:
+    """A legacy message set entry, magic 1, with a correct CRC-32."""
+    rest = struct.pack(">bbq", 1, 0, ts) + struct.pack(">i", -1) + b32(value)
+    crc = zlib.crc32(rest)
+    return struct.pack(">qiI", 0, 4 + len(rest), crc) + rest
+
+
+def produce_v2_request(corr: int, records: bytes) -> bytes:
+    body = struct.pack(">hi", -1, 30000) + struct.pack(">i", 1) + s16("t")  # acks, timeout, topic
+    body += struct.pack(">i", 1) + struct.pack(">i", 0) + b32(records)
+    return frame(request_header(0, 2, corr, False) + body)
+
+
+def produce_error_response(corr: int, error: int, version: int) -> bytes:
+    body = struct.pack(">i", 1) + s16("t") + struct.pack(">i", 1) + struct.pack(">ihqq", 0, error, -1, -1)
+    if version >= 5:
+        body += struct.pack(">q", -1)  # log_start_offset
+    return frame(struct.pack(">i", corr) + body + struct.pack(">i", 0))
+
+
+def test_unknown_producer_id_to_produce_v2_names_tansu(tmp_path):
+    c = Conversation().handshake()
+    metadata_v2(c, 1, "tansu_cluster")
+    c.send(0, produce_v2_request(2, message_v1()))
+    c.send(1, produce_error_response(2, 59, version=2))
+    path = capture(tmp_path, c.close())
+    exs, _ = analyse(path)
+    [i] = issues_of(exs, "quirk.error_too_new")
+    # the partition's error_code: corr(4) topics(4) name(3) partitions(4) index(4)
+    assert i.severity == Severity.WARNING and i.offset == 19
+    assert i.message.startswith("Tansu answered Produce v2 with UNKNOWN_PRODUCER_ID, which KIP-98")
+    rc, doc = check_json(path)
+    assert rc == 0 and rule(doc, "kafka.peer-quirks")["count"] == 1
+    assert rule(doc, "kafka.error-responses")["status"] == "passed"
+
+
+def test_unknown_producer_id_to_produce_v3_is_an_error_response(tmp_path):
+    c = Conversation().handshake()
+    c.send(0, produce_request(1, [batch(pid=7, epoch=0, seq=0)], version=3))
+    c.send(1, produce_error_response(1, 59, version=3))
+    path = capture(tmp_path, c.close())
+    exs, _ = analyse(path)
+    assert issues_of(exs, "quirk.error_too_new") == []
+    rc, doc = check_json(path)
+    r = rule(doc, "kafka.error-responses")
+    assert rc == 1 and r["count"] == 1 and "UNKNOWN_PRODUCER_ID" in r["findings"][0]["message"]
+    assert rule(doc, "kafka.peer-quirks")["status"] == "passed"
+
+
+# -- Fetch records newer than the request version reads ----------------------------------------
+
+
+def fetch_request(corr: int, version: int) -> bytes:
+    body = struct.pack(">iiii", -1, 500, 1, 52428800)  # replica, max_wait, min_bytes, max_bytes
+    if version >= 4:
+        body += b"\x00"  # isolation_level
+    body += struct.pack(">i", 1) + s16("t") + struct.pack(">i", 1) + struct.pack(">iqi", 0, 0, 1048576)
+    return frame(request_header(1, version, corr, False) + body)
+
+
+def fetch_response(corr: int, version: int, records: bytes) -> bytes:
+    part = struct.pack(">ihq", 0, 0, 3)  # partition, error, high watermark
+    if version >= 4:
+        part += struct.pack(">qi", 3, -1)  # last_stable_offset, aborted_transactions null
+    body = struct.pack(">i", 0) + struct.pack(">i", 1) + s16("t") + struct.pack(">i", 1) + part + b32(records)
+    return frame(struct.pack(">i", corr) + body)
+
+
+# corr(4) throttle(4) topics(4) name(3) partitions(4) partition(4) error(2) hw(8) records size(4)
+FETCH_V3_RECORDS_AT = 37
+
+
+def test_magic_2_batches_to_fetch_v3_name_tansu(tmp_path):
+    c = Conversation().handshake()
+    metadata_v2(c, 1, "tansu_cluster")
+    c.send(0, fetch_request(2, 3))
+    c.send(1, fetch_response(2, 3, batch() + batch(deltas=(0,))))
+    path = capture(tmp_path, c.close())
+    exs, _ = analyse(path)
+    [i] = issues_of(exs, "quirk.fetch_magic_too_new")
+    assert i.severity == Severity.WARNING
+    assert i.offset == FETCH_V3_RECORDS_AT + 16  # the first batch's magic byte
+    assert i.message == (
+        f"Tansu answered Fetch v3 with 2 record batches of magic 2 (the first at byte "
+        f"{FETCH_V3_RECORDS_AT}), which a v3 client does not read: Kafka converts them to magic 1 for it"
+    )
+    fetch = next(ex for ex in exs if ex.api_key == 1)
+    assert fetch.response.body is not None  # decoded as sent
+    rc, doc = check_json(path)
+    assert rc == 0 and rule(doc, "kafka.peer-quirks")["count"] == 1
+
+
+def test_magic_1_messages_to_fetch_v1_and_magic_2_to_v4(tmp_path):
+    c = Conversation().handshake()
+    c.send(0, fetch_request(1, 1))
+    c.send(1, fetch_response(1, 1, message_v1()))
+    c.send(0, fetch_request(2, 4))
+    c.send(1, fetch_response(2, 4, batch()))
+    exs, _ = analyse(capture(tmp_path, c.close()))
+    [i] = issues_of(exs, "quirk.fetch_magic_too_new")
+    assert i.message.startswith("the broker answered Fetch v1 with 1 message of magic 1")
+    assert i.message.endswith("Kafka converts them to magic 0 for it")
+    assert i.offset == FETCH_V3_RECORDS_AT + 16  # v1's partition header is v3's
+    assert [ex.api_version for ex in exs if not ex.all_issues()] == [4]
 
 
 # -- 5. kafka-go's subscription v1 in the v0 layout -------------------------------------------
