@@ -96,22 +96,30 @@ def span(path: str, source: BinaryIO | None = None) -> Span:
     return Span(os.fspath(path), first, last, n, None if flows is None else frozenset(flows))
 
 
-def _continues(prev: Span, nxt: Span) -> bool:
-    """Can ``nxt`` be the piece recorded right after ``prev``?"""
+def _continues(chain: Sequence[Span], nxt: Span) -> bool:
+    """Can ``nxt`` be the piece recorded right after the ``chain``'s last one?
+
+    After a silence longer than :data:`MAX_EDGE_GAP`, a connection that goes on in ``nxt`` says
+    so; it may have been quiet in the last piece and seen only in an earlier one (a consumer
+    waiting out a group's 3-second rebalance delay while a piece of a few packets closes), so
+    the chain's pieces are asked newest first (each file's flows are read at most once)."""
+    prev = chain[-1]
     assert prev.last_ts is not None and nxt.first_ts is not None
     if nxt.first_ts < prev.last_ts - OVERLAP_TOLERANCE:
         return False  # overlapping time: another capture
-    return nxt.first_ts - prev.last_ts <= MAX_EDGE_GAP or not prev.flows.isdisjoint(nxt.flows)
+    if nxt.first_ts - prev.last_ts <= MAX_EDGE_GAP:
+        return True
+    return any(not s.flows.isdisjoint(nxt.flows) for s in reversed(chain))
 
 
 def plan(paths: Sequence[str]) -> list[list[str]]:
     """Group capture files into chains, each the pieces of one recording in time order.
 
     Files are taken by their first packet's time; each joins the chain it continues: no overlap
-    in time, and either a connection that crosses the edge or a start within
-    :data:`MAX_EDGE_GAP` of the chain's end (the closest such chain), else it starts a chain of
-    its own. Files without packets stay on their own (their damage is reported when they are
-    analysed). The chains are returned in the order of their first file.
+    in time, and either a start within :data:`MAX_EDGE_GAP` of the chain's end or a connection
+    it shares with the chain (the closest such chain), else it starts a chain of its own. Files
+    without packets stay on their own (their damage is reported when they are analysed). The
+    chains are returned in the order of their first file.
     """
     return chain_spans([span(p) for p in paths])
 
@@ -123,7 +131,7 @@ def chain_spans(spans: Sequence[Span]) -> list[list[str]]:
     for s in timed:
         best = None
         for chain in chains:
-            if _continues(chain[-1], s) and (best is None or chain[-1].last_ts > best[-1].last_ts):  # type: ignore[operator]  # timed spans: last_ts is set with first_ts
+            if _continues(chain, s) and (best is None or chain[-1].last_ts > best[-1].last_ts):  # type: ignore[operator]  # timed spans: last_ts is set with first_ts
                 best = chain
         if best is None:
             chains.append([s])

@@ -24,6 +24,10 @@ CASES = [
     ("stats", "librdkafka-produce-consume-gzip.pcap", []),
     ("stats", "kafka-python-0.10.0-gzip.pcap", []),
     ("stats", "librdkafka-txn.pcap", []),
+    # Tansu (an independent broker): JoinGroup v1 answered MEMBER_ID_REQUIRED, Fetch v3 answered
+    # with magic 2 batches (named peer quirks); acks=0 Produce requests answered
+    ("read", "tansu-kafka-python-0.10.1-group.pcap", ["-v"]),
+    ("stats", "tansu-librdkafka-acks0.pcap", []),
 ]
 
 

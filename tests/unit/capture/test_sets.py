@@ -7,7 +7,7 @@ from contextlib import redirect_stdout
 import pytest
 
 from analyzer import cli
-from analyzer.capture.sets import CaptureSet, plan
+from analyzer.capture.sets import MAX_EDGE_GAP, CaptureSet, plan, span
 from tests.helpers.captures import cut, project_captures
 
 
@@ -38,6 +38,24 @@ def test_pieces_give_the_whole(path, every, tmp_path):
     rc_whole, whole = export(str(path))
     rc_set, stitched = export(*(str(p) for p in pieces))
     assert rc_set == rc_whole
+    assert comparable(stitched) == comparable(whole)
+
+
+def test_a_connection_quiet_through_a_piece_still_joins_the_next(tmp_path):
+    # Tansu holds a JoinGroup 3 s (its initial rebalance delay): cut every 4 packets, one piece
+    # holds only the other connection's packets, and the next, 2.9 s later, the JoinGroup answer
+    path = next(p for p in CAPS if p.name == "tansu-librdkafka-produce-consume-zstd.pcap")
+    pieces = cut(path, 4, tmp_path)
+    spans = [span(str(p)) for p in pieces]
+    edges = [
+        (a, b)
+        for a, b in zip(spans, spans[1:], strict=False)
+        if b.first_ts - a.last_ts > MAX_EDGE_GAP and a.flows.isdisjoint(b.flows)
+    ]
+    assert edges  # the case: only an earlier piece shares a connection with the next
+    assert plan([str(p) for p in reversed(pieces)]) == [[str(p) for p in pieces]]
+    _, whole = export(str(path))
+    _, stitched = export(*(str(p) for p in pieces))
     assert comparable(stitched) == comparable(whole)
 
 
