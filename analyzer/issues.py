@@ -445,6 +445,14 @@ QUIRK_MOCK_METADATA_TRAILING_BYTE = _declare(
     "The librdkafka mock cluster (its cluster id says mockCluster...) ends its flexible (v9+) "
     "Metadata responses with one zero byte more than the layout holds: the response decodes whole before it.",
 )
+QUIRK_MOCK_LEAVE_GROUP_LAYOUT = _declare(
+    "quirk.mock_leave_group_layout",
+    WARNING,
+    "decode",
+    "A LeaveGroup v3+ response written in the v1-v2 layout (throttle_time_ms, error_code; no members "
+    "array), as the librdkafka mock cluster answers every LeaveGroup (it reads each request as v0-v2, "
+    "so a v3+ request's member is not found and it answers UNKNOWN_MEMBER_ID): decoded as v2.",
+)
 QUIRK_LIBRDKAFKA_METADATA_PLACEHOLDER = _declare(
     "quirk.librdkafka_metadata_placeholder",
     WARNING,

@@ -40,6 +40,7 @@ from analyzer.dissect.decoder import (
     response_header_version,
     snake,
 )
+from analyzer.dissect.errors import error_name
 from analyzer.dissect.validate import validate_produce
 from analyzer.issues import (
     DECODE_API_VERSIONS_FALLBACK,
@@ -52,6 +53,7 @@ from analyzer.issues import (
     QUIRK_KAFKA_GO_SUBSCRIPTION,
     QUIRK_LIBRDKAFKA_METADATA_PLACEHOLDER,
     QUIRK_MOCK_API_VERSIONS,
+    QUIRK_MOCK_LEAVE_GROUP_LAYOUT,
     QUIRK_MOCK_METADATA_TRAILING_BYTE,
     RECORDS_PARTIAL_BATCH,
     RECORDS_PARTIAL_MESSAGE,
@@ -297,6 +299,10 @@ def _realign(
         got = _metadata_placeholder(payload, pos, version, ctx, nhead, opts)
         if got is not None:
             return got
+    if api_key == ApiKey.LEAVE_GROUP and kind == "response" and version >= 3:
+        got = _mock_leave_group(payload, pos, version, ctx, nhead, opts)
+        if got is not None:
+            return got
     found = layout.diagnose(payload, pos, api_key, kind, version, opts.layouts)
     if found is None:
         return body, ctx
@@ -337,6 +343,33 @@ def _mock_metadata_byte(payload, version: int, body: Field, ctx: Ctx, nhead: int
         )
     ]
     return True
+
+
+def _mock_leave_group(payload, pos: int, version: int, ctx: Ctx, nhead: int, opts):
+    """The librdkafka mock cluster answers every LeaveGroup in the v1-v2 layout (rdkafka_mock_handlers.c
+    writes throttle_time_ms and error_code only): a v3+ response that decodes cleanly, to its last
+    byte, as v2 is decoded so, with the named quirk where its members array should start."""
+    plan = message_plan(ApiKey.LEAVE_GROUP, "response", 2)
+    if plan is None:
+        return None
+    new = _ctx(opts)
+    new.issues.extend(ctx.issues[:nhead])
+    body, stop = decode_struct(
+        plan, payload, pos, len(payload), "leave_group_response", "LeaveGroupResponse", new
+    )
+    if stop != len(payload) or _misaligned(new.issues, nhead):
+        return None
+    err = body.get("error_code")
+    new.issues.append(
+        QUIRK_MOCK_LEAVE_GROUP_LAYOUT(
+            f"LeaveGroup v{version} response in the v1-v2 layout (throttle_time_ms, error_code "
+            f"{error_name(err) or err}; no members array), as the librdkafka mock cluster answers every "
+            "LeaveGroup (it reads a v3+ request's members array as a v0-v2 member id): decoded as v2",
+            stop,
+            "body.members",
+        )
+    )
+    return body, new
 
 
 def _metadata_placeholder(payload, pos: int, version: int, ctx: Ctx, nhead: int, opts):

@@ -602,6 +602,48 @@ def test_mock_metadata_trailing_byte_is_named(tmp_path):
     assert [j.code for j in other.response.issues] == ["decode.trailing_bytes"]
 
 
+# -- 9. the librdkafka mock's LeaveGroup answer in the v1-v2 layout ------------------------------
+
+
+def leave_group_v3(conv: Conversation, corr: int, response_body: bytes) -> None:
+    """kafkajs' LeaveGroup v3 request (group "g", one member "m-1", no instance id), answered with
+    ``response_body``."""
+    body = s16("g") + struct.pack(">i", 1) + s16("m-1") + struct.pack(">h", -1)
+    conv.send(0, frame(request_header(13, 3, corr, False) + body))
+    conv.send(1, frame(struct.pack(">i", corr) + response_body))
+
+
+def test_mock_leave_group_v3_answer_in_the_v2_layout(tmp_path):
+    c = Conversation().handshake()
+    leave_group_v3(c, 1, struct.pack(">ih", 0, 25))  # throttle, UNKNOWN_MEMBER_ID; no members
+    path = capture(tmp_path, c.close())
+    exs, _ = analyse(path)
+    [ex] = exs
+    assert ex.request.issues == []
+    [i] = ex.response.issues
+    assert i.code == "quirk.mock_leave_group_layout" and i.severity == Severity.WARNING
+    assert i.offset == 4 + 4 + 2  # correlation id, throttle_time_ms, error_code: members would start
+    assert i.message.startswith(
+        "LeaveGroup v3 response in the v1-v2 layout (throttle_time_ms, error_code UNKNOWN_MEMBER_ID; "
+        "no members array), as the librdkafka mock cluster answers every LeaveGroup"
+    )
+    assert ex.response.body.get("error_code") == 25 and ex.response.body.child("members") is None
+    rc, doc = check_json(path)
+    assert rule(doc, "kafka.peer-quirks")["count"] == 1
+    assert rule(doc, "kafka.protocol-errors")["status"] == "passed"
+    # the mock's answer is still an error response (its misreading of the v3 request)
+    assert rc == 1 and rule(doc, "kafka.error-responses")["count"] == 1
+
+
+def test_a_whole_leave_group_v3_answer_is_clean(tmp_path):
+    c = Conversation().handshake()
+    members = struct.pack(">i", 1) + s16("m-1") + s16(None) + struct.pack(">h", 0)
+    leave_group_v3(c, 1, struct.pack(">ih", 0, 0) + members)
+    exs, _ = analyse(capture(tmp_path, c.close()))
+    assert [i.code for ex in exs for i in ex.all_issues()] == []
+    assert exs[0].response.body.child("members").children[0].get("member_id") == "m-1"
+
+
 def test_the_layout_search_is_bounded():
     from analyzer.dissect import layout
 
