@@ -28,6 +28,11 @@ CASES = [
     # with magic 2 batches (named peer quirks); acks=0 Produce requests answered
     ("read", "tansu-kafka-python-0.10.1-group.pcap", ["-v"]),
     ("stats", "tansu-librdkafka-acks0.pcap", []),
+    # the clients outside Python (issue #12): kafkajs with the mock's LeaveGroup quirk, sarama,
+    # kafka-go's group join with its v0-layout subscription
+    ("read", "kafkajs-gzip.pcap", []),
+    ("stats", "sarama-zstd.pcap", []),
+    ("read", "kafka-go-none.pcap", ["--api", "JoinGroup,SyncGroup,OffsetCommit", "-v"]),
 ]
 
 

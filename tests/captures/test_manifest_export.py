@@ -59,6 +59,8 @@ def magic(entry) -> int:
     """The record format of a scenario's batches (its client's api_version setting)."""
     if entry["client"] == "kafka-python" and entry["api_version"] in ("0.8.2", "0.9"):
         return 0
+    if entry["client"] == "kafka-go":  # kafka-go 0.2 writes message sets of magic 1 only
+        return 1
     legacy_v1 = entry["api_version"] in ("0.10.0", "0.10.1")  # a producer at 0.10.x: magic 1
     return 1 if entry["client"] == "kafka-python" and legacy_v1 else 2
 

@@ -8,7 +8,9 @@ with the SASL front-end (sasl.py) or the TLS front-end (tls.py) in front of it w
 says so.
 
 The generator is the package ``tools/gen``: one module per client (librdkafka.py,
-kafka_python.py, aiokafka.py) and per broker or front-end (mock.py, sasl.py, tls.py), each
+kafka_python.py, aiokafka.py; kafkajs.py, sarama.py and kafka_go.py, whose programs outside
+Python, tools/gen/kafkajs/ and tools/gen/go/, external.py runs and go.py builds) and per broker
+or front-end (mock.py, sasl.py, tls.py), each
 contributing its scenarios to the registry (registry.py); core.py (records, events, scenario),
 netns.py (namespace, tcpdump), record.py (one scenario, the manifest), verify.py (PDU counts,
 tshark), bench.py (the benchmark capture) and this command line.
@@ -27,6 +29,10 @@ Usage (root is needed for the namespace and tcpdump)::
     sudo .venv/bin/python tools/gen_captures.py --bench 250 --out /tmp/bench
 
 (``python -m tools.gen ...`` from the repository root is the same command.)
+
+Scenarios of clients outside Python build their programs first (``npm ci``, ``go build``,
+offline; the scenario's ``prepare``) and stop with what to install when a toolchain is missing:
+tools/gen/CLIENTS.md lists the dependencies.
 
 ``--only`` replaces just that scenario's entry in an existing manifest. Extra packages a
 scenario needs (``xxhash`` for kafka-python LZ4 at 0.8.2/0.9) are pip-installed with

@@ -149,7 +149,7 @@ class Ctx:
 @dataclass(frozen=True)
 class Scenario:
     name: str
-    client: str  # "librdkafka", "kafka-python" or "aiokafka"
+    client: str  # a client module's NAME (registry.CLIENTS): "librdkafka", "kafkajs", ...
     api_version: str
     codec: str
     topics: tuple[str, ...]  # created in the broker (3 partitions) before the capture starts
@@ -162,6 +162,9 @@ class Scenario:
     sasl: str = ""  # the client's SASL mechanism: SASL_PLAINTEXT through the SASL front-end
     tls: str = ""  # a TLS front-end profile (tools/gen/tls.py); "plain": the same without TLS
     broker: str = "mock"  # the broker module (registry.BROKERS) the scenario runs against
+    # builds what the scenario runs (go build, npm ci) before the capture, outside the namespace;
+    # SystemExit with what to install when a toolchain is missing
+    prepare: Callable[[], None] | None = None
 
 
 def load_manifest(path: Path) -> list[dict[str, Any]]:

@@ -1,6 +1,6 @@
 """segmentio/kafka-go (Debian's golang-github-segmentio-kafka-go-dev 0.2) scenarios: a Writer
 (acks=all, message sets of magic 1: no headers) and a Reader with a GroupID (JoinGroup/SyncGroup/
-Heartbeat, one OffsetCommit, LeaveGroup), against the mock cluster. kafka-go 0.2 labels its
+Heartbeat, one OffsetCommit; no LeaveGroup on Close), against the mock cluster. kafka-go 0.2 labels its
 JoinGroup subscription version 1 but writes the version-0 layout: the analyzer names that
 quirk (quirk.kafka_go_subscription). The program is tools/gen/go/kafkago/main.go, built
 offline by go.py."""
@@ -20,7 +20,9 @@ def version() -> str:
 
 
 def scenarios() -> list[Scenario]:
-    """The kafka-go scenarios against the mock cluster, in manifest order."""
+    """The kafka-go scenario against the mock cluster. None against Tansu: it answers kafka-go's
+    Produce v2 (magic 1) with UNKNOWN_PRODUCER_ID, as it does kafka-python's at api_version 0.10.1
+    (tansu-kafka-python-0.10.1-none), so nothing would be stored or consumed."""
     return [
         Scenario(
             "kafka-go-none",
@@ -34,7 +36,8 @@ def scenarios() -> list[Scenario]:
             "kafka-go Writer (acks=all, message set magic 1, no compression) writes 6 keyed records "
             "(no headers: magic 1 has none) over 3 partitions, routed by a Balancer; a Reader with "
             "a GroupID (JoinGroup with the subscription kafka-go 0.2 labels v1 in the v0 layout, "
-            "SyncGroup, Heartbeat) fetches them back, commits once and leaves.",
+            "SyncGroup, Heartbeat) fetches them back, commits once and closes (kafka-go 0.2 sends "
+            "no LeaveGroup).",
             notes=(
                 "kafka-go's Writer reports no offsets: the produced records have offset null (the "
                 "consumed ones carry them).",

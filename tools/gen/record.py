@@ -181,6 +181,9 @@ def generate(names: list[str] | None, out_dir: Path) -> None:
         if n not in known:
             sys.exit(f"unknown scenario {n!r}; --list shows the names")
     chosen = [s for s in scenarios if not names or s.name in names]
+    for scn in chosen:  # build the programs first: a missing toolchain stops before any capture
+        if scn.prepare is not None:
+            scn.prepare()
     out_dir.mkdir(parents=True, exist_ok=True)
     manifest_path = out_dir / MANIFEST
     entries = {e["scenario"]: e for e in load_manifest(manifest_path)} if names else {}

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import aiokafka, kafka_python, librdkafka, mock, tansu
+from . import aiokafka, kafka_go, kafka_python, kafkajs, librdkafka, mock, sarama, tansu
 from .core import Scenario
 
-CLIENTS: dict[str, ModuleType] = {m.NAME: m for m in (librdkafka, kafka_python, aiokafka)}
+CLIENTS: dict[str, ModuleType] = {
+    m.NAME: m for m in (librdkafka, kafka_python, aiokafka, kafkajs, sarama, kafka_go)
+}
 BROKERS: dict[str, ModuleType] = {m.NAME: m for m in (mock, tansu)}
 # the modules whose scenarios() make the scenario list, in this order
-SOURCES: tuple[ModuleType, ...] = (librdkafka, kafka_python, aiokafka, tansu)
+SOURCES: tuple[ModuleType, ...] = (librdkafka, kafka_python, aiokafka, tansu, kafkajs, sarama, kafka_go)
 
 
 def build_scenarios() -> list[Scenario]:

@@ -3,7 +3,7 @@
 // It reads a JSON spec on stdin (bootstrap, topic, group, client id, codec, the records to
 // produce), writes them with a kafka-go Writer (acks=all, each record to the partition the spec
 // says, through a Balancer), then reads them back with a Reader in a consumer group (GroupID:
-// JoinGroup/SyncGroup/Heartbeat, one commit, LeaveGroup on Close). kafka-go 0.2 writes message
+// JoinGroup/SyncGroup/Heartbeat, one commit; kafka-go 0.2 sends no LeaveGroup on Close). kafka-go 0.2 writes message
 // sets of magic 1: no headers, and the Writer reports no offsets (the consumed lines have them).
 // It prints one JSON line per produced or consumed record and "note" lines for anything
 // unexpected; tools/gen/go.py turns them into the manifest.

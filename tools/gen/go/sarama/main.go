@@ -177,15 +177,7 @@ func (h *handler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
 
 func (h *handler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
 	for m := range claim.Messages() {
-		hdrs := [][2]string{}
-		for _, rh := range m.Headers {
-			hdrs = append(hdrs, [2]string{string(rh.Key), string(rh.Value)})
-		}
-		emit(map[string]interface{}{
-			"kind": "consumed", "topic": m.Topic, "partition": m.Partition, "offset": m.Offset,
-			"key": strOf(m.Key), "value": strOf(m.Value), "headers": hdrs,
-			"timestamp": m.Timestamp.UnixNano() / int64(time.Millisecond),
-		})
+		emitConsumed(m)
 		sess.MarkMessage(m, "")
 		h.mu.Lock()
 		h.got++
@@ -198,11 +190,14 @@ func (h *handler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Co
 	return nil
 }
 
-func consume(s *spec, conf *sarama.Config, want int, deadline time.Time) {
+// consume reads the records back as a consumer group; it returns how many it got. A group the
+// broker will not let sarama join (an error from Consume, e.g. an error code sarama 1.22 does not
+// know) is left at the first error: the records are then read by partition (partitionConsume).
+func consume(s *spec, conf *sarama.Config, want int, deadline time.Time) int {
 	g, err := sarama.NewConsumerGroup(strings.Split(s.Bootstrap, ","), s.Group, conf)
 	if err != nil {
 		note("sarama consumer group: %v", err)
-		return
+		return 0
 	}
 	go func() {
 		for err := range g.Errors() {
@@ -211,19 +206,22 @@ func consume(s *spec, conf *sarama.Config, want int, deadline time.Time) {
 	}()
 	h := &handler{want: want, done: make(chan struct{})}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	failed := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
 		for ctx.Err() == nil {
 			if err := g.Consume(ctx, []string{s.Topic}, h); err != nil {
-				note("sarama Consume: %v", err)
-				time.Sleep(200 * time.Millisecond)
+				note("sarama consumer group gave up: %v", err)
+				close(failed)
+				return
 			}
 		}
 	}()
 	select {
 	case <-h.done:
 		time.Sleep(1600 * time.Millisecond) // heartbeats after the last record, as the other scenarios
+	case <-failed:
 	case <-ctx.Done():
 	}
 	cancel() // ends the session: the marked offsets are committed (OffsetCommit), then LeaveGroup
@@ -232,10 +230,61 @@ func consume(s *spec, conf *sarama.Config, want int, deadline time.Time) {
 		note("sarama consumer group close: %v", err)
 	}
 	h.mu.Lock()
-	if h.got < want {
-		note("consumer got %d of %d records", h.got, want)
+	defer h.mu.Unlock()
+	return h.got
+}
+
+// partitionConsume reads every partition of the topic from the oldest offset, without a group.
+func partitionConsume(s *spec, conf *sarama.Config, want int, deadline time.Time) int {
+	c, err := sarama.NewConsumer(strings.Split(s.Bootstrap, ","), conf)
+	if err != nil {
+		note("sarama consumer: %v", err)
+		return 0
 	}
-	h.mu.Unlock()
+	defer c.Close()
+	parts, err := c.Partitions(s.Topic)
+	if err != nil {
+		note("sarama consumer partitions: %v", err)
+		return 0
+	}
+	msgs := make(chan *sarama.ConsumerMessage)
+	for _, p := range parts {
+		pc, err := c.ConsumePartition(s.Topic, p, sarama.OffsetOldest)
+		if err != nil {
+			note("sarama ConsumePartition %d: %v", p, err)
+			continue
+		}
+		defer pc.Close()
+		go func() {
+			for m := range pc.Messages() {
+				msgs <- m
+			}
+		}()
+	}
+	got := 0
+	timeout := time.After(time.Until(deadline))
+	for got < want {
+		select {
+		case m := <-msgs:
+			emitConsumed(m)
+			got++
+		case <-timeout:
+			return got
+		}
+	}
+	return got
+}
+
+func emitConsumed(m *sarama.ConsumerMessage) {
+	hdrs := [][2]string{}
+	for _, rh := range m.Headers {
+		hdrs = append(hdrs, [2]string{string(rh.Key), string(rh.Value)})
+	}
+	emit(map[string]interface{}{
+		"kind": "consumed", "topic": m.Topic, "partition": m.Partition, "offset": m.Offset,
+		"key": strOf(m.Key), "value": strOf(m.Value), "headers": hdrs,
+		"timestamp": m.Timestamp.UnixNano() / int64(time.Millisecond),
+	})
 }
 
 func main() {
@@ -251,6 +300,13 @@ func main() {
 		os.Exit(2)
 	}
 	if n := produce(&s, conf); n > 0 {
-		consume(&s, conf, n, deadline)
+		got := consume(&s, conf, n, deadline)
+		if got == 0 {
+			note("reading the records by partition (no group)")
+			got = partitionConsume(&s, conf, n, deadline)
+		}
+		if got < n {
+			note("consumer got %d of %d records", got, n)
+		}
 	}
 }
