@@ -174,11 +174,20 @@ def _leaves(f: Field, path: str = "") -> list[tuple[str, Field]]:
 
 
 def describe(
-    api_key: int, kind: str, version: int, cand: tuple, body: Field, original: Field | None, pos: int
+    api_key: int,
+    kind: str,
+    version: int,
+    cand: tuple,
+    body: Field,
+    original: Field | None,
+    pos: int,
+    cut_short: bool = False,
 ) -> Issue | None:
     """The layout_mismatch issue: what the sender wrote and where its layout leaves ``version``'s;
     None when the two decodes lay out the same fields at the same bytes (the versions differ only
-    in what they allow, e.g. nullability: that is no misalignment)."""
+    in what they allow, e.g. nullability: that is no misalignment) and the labelled version's
+    decode was not ``cut_short`` (out of bytes: then the sender's layout ends where ``version``'s
+    goes on with more fields)."""
     name = schema.api_name(api_key) or f"Api{api_key}"
     # where the layouts part: the first leaf whose path or offset differs between the labelled
     # version's (partial) decode and the sender's layout
@@ -190,7 +199,13 @@ def describe(
             at, first = fb.offset, pa
             break
     if first is None and len(mine) == len(theirs) and cand[0] == "version":
-        return None
+        if not cut_short:
+            return None
+        v = cand[1]
+        more = _only_in(api_key, kind, version, v)
+        msg = f"{name} {kind} labelled v{version} is written in the v{v} layout: it decodes cleanly as v{v}"
+        msg += f" and ends where v{version} goes on with {', '.join(more[:6])}" if more else ""
+        return DECODE_LAYOUT_MISMATCH(msg, body.offset + body.length, f"{kind} body")
     if cand[0] == "version":
         v = cand[1]
         lacks = sorted({p.rsplit(".", 1)[-1] for p, _ in mine} - {p.rsplit(".", 1)[-1] for p, _ in theirs})
@@ -213,6 +228,21 @@ def describe(
         "decoded without them"
     ).replace("  ", " ")
     return DECODE_LAYOUT_MISMATCH(msg, at, f"{kind}.{where}.{snake(names[0])}")
+
+
+def _only_in(api_key: int, kind: str, version: int, other: int) -> list[str]:
+    """Top-level untagged fields of ``version`` that ``other`` lacks, snake_case, in order."""
+    got = schema.message_fields(api_key, kind, version)
+    theirs = schema.message_fields(api_key, kind, other)
+    if got is None or theirs is None:
+        return []
+    inv = schema.in_versions
+    have = {f.name for f in theirs[0] if inv(f.versions, other) and not inv(f.tagged, other)}
+    return [
+        snake(f.name)
+        for f in got[0]
+        if inv(f.versions, version) and not inv(f.tagged, version) and f.name not in have
+    ]
 
 
 _FIXED_SIZES = {

@@ -313,7 +313,8 @@ def _realign(
     fixed, _ = decode_struct(
         plan, payload, pos, len(payload), snake(name) + "_" + kind, f"{name}{kind.capitalize()}", new
     )
-    issue = layout.describe(api_key, kind, version, cand, fixed, body, pos)
+    cut_short = any(i.code == DECODE_TRUNCATED.code for i in ctx.issues[nhead:])
+    issue = layout.describe(api_key, kind, version, cand, fixed, body, pos, cut_short)
     if issue is None:
         return body, ctx
     new.issues.append(issue)

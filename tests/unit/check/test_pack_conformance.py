@@ -515,6 +515,27 @@ def test_a_body_in_the_previous_version_layout(tmp_path):
     assert exs[0].request.body.get("member_id") == ""
 
 
+def test_a_body_that_ends_where_its_version_goes_on(tmp_path):
+    # OffsetFetch response labelled v2 but written as v1: the top-level error_code v2 appends is
+    # missing. It was reported as the knock-on decode.truncated of the v2 decode.
+    req = s16("g") + struct.pack(">i", 1) + s16("t") + struct.pack(">ii", 1, 0)
+    resp = struct.pack(">i", 1) + s16("t") + struct.pack(">i", 1)
+    resp += struct.pack(">iq", 0, 42) + s16("") + struct.pack(">h", 0)  # partition, offset, metadata, error
+    c = Conversation().handshake()
+    c.send(0, frame(request_header(9, 2, 1, False) + req))
+    c.send(1, frame(struct.pack(">i", 1) + resp))
+    exs, _ = analyse(capture(tmp_path, c.close()))
+    [i] = exs[0].response.issues
+    assert i.code == "decode.layout_mismatch" and i.severity == Severity.ERROR
+    assert i.message == (
+        "OffsetFetch response labelled v2 is written in the v1 layout: it decodes cleanly as v1 and "
+        "ends where v2 goes on with error_code"
+    )
+    assert i.offset == 4 + len(resp)  # the end of the body, where error_code would start
+    part = exs[0].response.body.child("topics").children[0].child("partitions").children[0]
+    assert part.get("committed_offset") == 42
+
+
 # -- 6. librdkafka #5049 --------------------------------------------------------------------------
 
 
