@@ -49,6 +49,7 @@ def test_check_passes_with_the_quirks_named():
         "quirk.acks0_answered",
         "quirk.error_too_new",
         "quirk.error_too_new",
+        "quirk.error_too_new",  # sarama's JoinGroup v1
         "quirk.fetch_magic_too_new",
     ]
 
@@ -91,10 +92,20 @@ def test_member_id_required_to_join_group_v1_and_magic_2_to_fetch_v3():
     assert payload[magic.offset] == 2  # the offset is the first batch's magic byte
 
 
+def test_member_id_required_to_sarama_join_group_v1():
+    # sarama 1.22 does not know the code and gives the group up; its records are read by partition
+    [(join, i)] = quirks("tansu-sarama-zstd.pcap")
+    assert (join.api_key, join.api_version) == (ApiKey.JOIN_GROUP, 1)
+    assert i.code == "quirk.error_too_new" and i.severity == Severity.WARNING
+    assert i.message.startswith("Tansu answered JoinGroup v1 with MEMBER_ID_REQUIRED")
+    assert i.offset == 4 and join.response.body.get("error_code") == 79
+
+
 def test_the_other_tansu_captures_have_no_quirk():
     for name in (
         "tansu-librdkafka-produce-consume-zstd.pcap",
         "tansu-kafka-python-3.9-gzip.pcap",
         "tansu-aiokafka-gzip.pcap",
+        "tansu-kafkajs-gzip.pcap",
     ):
         assert quirks(name) == [], name

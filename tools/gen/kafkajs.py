@@ -1,6 +1,6 @@
 """kafkajs (Node.js, from npm) scenarios: a producer (one send(), acks=-1, gzip, record batch v2
 with headers, a null key, a tombstone, an empty value and an 8 KB value) and a consumer group
-(JoinGroup/SyncGroup/Heartbeat, commitOffsets, LeaveGroup), against the mock cluster.
+(JoinGroup/SyncGroup/Heartbeat, commitOffsets, LeaveGroup), against the mock cluster and Tansu.
 
 The program is tools/gen/kafkajs/scenario.js; its dependency is pinned by the committed
 package.json and package-lock.json and installed by ``npm ci`` (the scenarios' ``prepare``)
@@ -13,7 +13,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from . import mock
+from . import mock, tansu
 from .core import Msg, Scenario, edge_messages, messages
 from .external import ToolchainMissing, need_tool, program_scenario
 
@@ -81,7 +81,7 @@ def _scenario(name: str, broker: str, against: str, notes: tuple[str, ...] = ())
 
 
 def scenarios() -> list[Scenario]:
-    """The kafkajs scenarios, in manifest order."""
+    """The kafkajs scenarios against the mock cluster and Tansu, in manifest order."""
     return [
         _scenario(
             "kafkajs-gzip",
@@ -93,4 +93,5 @@ def scenarios() -> list[Scenario]:
                 "members array (quirk.mock_leave_group_layout).",
             ),
         ),
+        _scenario(f"{tansu.NAME}-kafkajs-gzip", tansu.NAME, f" {tansu.AGAINST}"),
     ]

@@ -1,10 +1,12 @@
 """sarama (Shopify's Go client, Debian's golang-github-shopify-sarama-dev 1.22) scenarios: a
 SyncProducer (acks=all, Kafka version 2.1.0: record batch v2 with headers) and a consumer group
-(JoinGroup/SyncGroup/Heartbeat, OffsetCommit, LeaveGroup), by codec, against the mock cluster.
-The program is tools/gen/go/sarama/main.go, built offline by go.py."""
+(JoinGroup/SyncGroup/Heartbeat, OffsetCommit, LeaveGroup), by codec, against the mock cluster,
+and zstd against Tansu (where the group gives way to a partition consumer). The program is
+tools/gen/go/sarama/main.go, built offline by go.py."""
 
 from __future__ import annotations
 
+from . import tansu
 from .core import Scenario, messages
 from .external import program_scenario
 from .go import GoClient
@@ -25,10 +27,10 @@ def version() -> str:
 
 
 def _scenario(codec: str, broker: str = "mock") -> Scenario:
-    on_tansu = broker == "tansu"
-    against = ""
+    on_tansu = broker == tansu.NAME
+    against = f" {tansu.AGAINST}" if on_tansu else ""
     return Scenario(
-        f"tansu-sarama-{codec}" if on_tansu else f"sarama-{codec}",
+        f"{tansu.NAME}-sarama-{codec}" if on_tansu else f"sarama-{codec}",
         NAME,
         "2.1.0 (Config.Version)",
         codec,
@@ -46,5 +48,5 @@ def _scenario(codec: str, broker: str = "mock") -> Scenario:
 
 
 def scenarios() -> list[Scenario]:
-    """The sarama scenarios, in manifest order."""
-    return [_scenario(codec) for codec in CODECS]
+    """The sarama scenarios against the mock cluster and Tansu, in manifest order."""
+    return [*(_scenario(codec) for codec in CODECS), _scenario("zstd", tansu.NAME)]
