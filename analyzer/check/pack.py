@@ -11,7 +11,7 @@ from analyzer.dissect import schema
 from analyzer.dissect.error_versions import too_new
 from analyzer.dissect.errors import ERRORS, is_retriable
 from analyzer.dissect.protocol_table import CURRENT_RELEASE
-from analyzer.issues import PAIRING_ACKS0, RECORDS_CRC_MISMATCH
+from analyzer.issues import PAIRING_ACKS0, QUIRK_MOCK_LEAVE_GROUP_LAYOUT, RECORDS_CRC_MISMATCH
 from analyzer.model import Exchange, Severity
 
 # Errors that are steps of a normal protocol exchange, not failures: a client asks, the broker
@@ -19,6 +19,12 @@ from analyzer.model import Exchange, Severity
 EXPECTED_ERRORS = {
     "ApiVersions": frozenset(("UNSUPPORTED_VERSION",)),  # the client retries with v0
     "JoinGroup": frozenset(("MEMBER_ID_REQUIRED",)),  # KIP-394: rejoin with the given id
+}
+# Errors a named broker quirk causes, by the quirk on the response: the broker misread a valid
+# request, so the error is its deviation (kafka.peer-quirks names it), not a failure to judge here.
+QUIRK_ERRORS = {
+    # the mock reads a v3+ LeaveGroup's members array as a v0-v2 member id: no member matches
+    QUIRK_MOCK_LEAVE_GROUP_LAYOUT.code: frozenset(("UNKNOWN_MEMBER_ID",)),
 }
 
 
@@ -42,6 +48,8 @@ def _error_responses(ex: Exchange) -> str | None:
     quirky: set[int] = set()
     if ex.api_key is not None and ex.api_version is not None:
         quirky = {code for code, _, _ in too_new(ex.api_key, ex.api_version, resp.errors)}
+    for issue in resp.issues:
+        expected = expected | QUIRK_ERRORS.get(issue.code, frozenset())
     bad = []
     for code in resp.errors:
         name = ERRORS.get(code, (f"UNKNOWN_ERROR_CODE({code})",))[0]
@@ -116,7 +124,8 @@ def builtin_rules() -> list[Rule]:
             check=_error_responses,
             help="No response carries a non-retriable Kafka error code (protocol steps such as "
             "ApiVersions' UNSUPPORTED_VERSION and JoinGroup's MEMBER_ID_REQUIRED excepted, and "
-            "errors the request's version predates, which kafka.peer-quirks reports).",
+            "errors the request's version predates or a named broker quirk causes, which "
+            "kafka.peer-quirks reports).",
         ),
         Rule(
             "kafka.removed-api-versions",

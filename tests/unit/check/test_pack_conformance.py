@@ -652,7 +652,15 @@ def test_mock_leave_group_v3_answer_in_the_v2_layout(tmp_path):
     rc, doc = check_json(path)
     assert rule(doc, "kafka.peer-quirks")["count"] == 1
     assert rule(doc, "kafka.protocol-errors")["status"] == "passed"
-    # the mock's answer is still an error response (its misreading of the v3 request)
+    # its UNKNOWN_MEMBER_ID is the mock's misreading of the v3 request: the quirk's, not a failure
+    assert rc == 0 and rule(doc, "kafka.error-responses")["status"] == "passed"
+
+
+def test_unknown_member_id_to_a_whole_leave_group_v3_answer_still_fails(tmp_path):
+    c = Conversation().handshake()
+    members = struct.pack(">i", 1) + s16("m-1") + s16(None) + struct.pack(">h", 25)
+    leave_group_v3(c, 1, struct.pack(">ih", 0, 25) + members)
+    rc, doc = check_json(capture(tmp_path, c.close()))
     assert rc == 1 and rule(doc, "kafka.error-responses")["count"] == 1
 
 
