@@ -1084,6 +1084,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="analyse each file on its own, even when files are rotated pieces of one recording",
     )
     p.add_argument("--recursive", action="store_true", help="take the files of subdirectories too")
+    p.add_argument(
+        "--show-secrets",
+        action="store_true",
+        help="do not mask SASL passwords, SCRAM proofs and signatures (in the Parquet tables)",
+    )
     p.add_argument("--partitions", type=int, metavar="N", help="number of analysis tasks")
     _display_filter_arg(p, "only the exchanges matching EXPR (and their records)")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting")
