@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from typing import BinaryIO
 
 from analyzer import __version__
 from analyzer.capture.files import check_readable
@@ -380,22 +381,36 @@ def _parallel_paths(args) -> list[str] | None:
     return paths
 
 
+@contextlib.contextmanager
+def _export_output(args) -> Iterator[BinaryIO]:
+    """Where ``export`` writes: ``-o FILE`` (closed at the end, whatever happens) or stdout
+    (flushed at the end)."""
+    if args.output and args.output != "-":
+        with open(args.output, "wb") as f:
+            yield f
+        return
+    try:
+        yield sys.stdout.buffer
+    finally:
+        sys.stdout.buffer.flush()
+
+
 def _export_parallel(args, paths: list[str]) -> int | None:
     """None: the processes failed before writing anything (said on stderr): one process must."""
     from analyzer.export.parallel import PartFailed, export
 
-    out = open(args.output, "wb") if args.output and args.output != "-" else sys.stdout.buffer  # noqa: SIM115
     try:
-        a = export(
-            paths,
-            out,
-            args.format,
-            args.jobs,
-            options(args),
-            ports=tuple(args.port or ()),
-            keylog=getattr(args, "tls_keylog", None),
-            spans=not args.no_spans,
-        )
+        with _export_output(args) as out:
+            a = export(
+                paths,
+                out,
+                args.format,
+                args.jobs,
+                options(args),
+                ports=tuple(args.port or ()),
+                keylog=getattr(args, "tls_keylog", None),
+                spans=not args.no_spans,
+            )
     except PartFailed as exc:
         print(
             f"kafka-analyzer: export -j {args.jobs} failed ({exc}); exporting in one process", file=sys.stderr
@@ -406,11 +421,6 @@ def _export_parallel(args, paths: list[str]) -> int | None:
         return 130
     except BrokenPipeError:
         return EXIT_OK
-    finally:
-        if out is not sys.stdout.buffer:
-            out.close()
-        else:
-            out.flush()
     return finish(a)
 
 
@@ -423,9 +433,8 @@ def cmd_export(args) -> int:
         if rc is not None:
             return rc
     flt = display_filter(args)
-    out = open(args.output, "wb") if args.output and args.output != "-" else sys.stdout.buffer  # noqa: SIM115
     try:
-        with analysis(args, flt=flt) as a:
+        with _export_output(args) as out, analysis(args, flt=flt) as a:
             stats = Stats(a.knowledge.topic_ids)
             w = Writer(out, args.format, spans=not args.no_spans, records=args.records)
             w.begin(a.source.name)
@@ -437,11 +446,6 @@ def cmd_export(args) -> int:
             w.end(stats_tables(stats, a))
     except BrokenPipeError:
         return EXIT_OK
-    finally:
-        if out is not sys.stdout.buffer:
-            out.close()
-        else:
-            out.flush()
     return finish(a)
 
 
