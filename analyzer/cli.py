@@ -14,6 +14,7 @@ import signal
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from typing import BinaryIO
 
@@ -23,7 +24,7 @@ from analyzer.dissect import schema
 from analyzer.dissect.codecs import DEFAULT_LIMITS, Limits
 from analyzer.dissect.message import Options
 from analyzer.events import CaptureIssue, CaptureStats, ConnectionEnd, ConnIssue
-from analyzer.model import Exchange
+from analyzer.model import Exchange, Severity
 from analyzer.pipeline import Analysis, Exit
 from analyzer.session.report import (
     TABLES,
@@ -224,11 +225,15 @@ def cmd_read(args) -> int:
     flt = display_filter(args)
     out = sys.stdout
     origin = None
+    unlisted: Counter[str] = Counter()  # connection issues without -v: said once, counted
     with analysis(args, flt=flt) as a:
         for ev in a.events():
             if type(ev) is not Exchange:
-                if args.verbose and type(ev) is ConnIssue:
-                    print(f"# {ev.issue.severity}: {ev.issue.code}: {ev.issue.message}", file=out)
+                if type(ev) is ConnIssue:
+                    if args.verbose:
+                        print(f"# {ev.issue.severity}: {ev.issue.code}: {ev.issue.message}", file=out)
+                    elif ev.issue.severity >= Severity.WARNING:
+                        unlisted[ev.issue.code] += 1
                 elif type(ev) is ConnectionEnd and ev.conn.tls is not None:
                     if origin is None:
                         origin = a.first_ts
@@ -239,6 +244,14 @@ def cmd_read(args) -> int:
             if flt is not None and not flt(ev):
                 continue
             out.write(exchange_line(ev, origin, args.absolute) + "\n")
+    if unlisted:
+        n = sum(unlisted.values())
+        codes = ", ".join(f"{code} ({k})" for code, k in sorted(unlisted.items()))
+        print(
+            f"kafka-analyzer: warning: {n} connection issue{'s' if n != 1 else ''} between the "
+            f"exchanges: {codes}; read -v lists them",
+            file=sys.stderr,
+        )
     return finish(a)
 
 
