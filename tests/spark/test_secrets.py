@@ -10,14 +10,13 @@ import io
 import json
 import os
 import shutil
-import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
-from tests.helpers.captures import CAPTURES, ROOT
+from tests.helpers.captures import CAPTURES
 from tests.helpers.secrets import SASL, json_bytes, secrets, shown_secrets, shows
 
 pyspark = pytest.importorskip("pyspark")
@@ -150,19 +149,16 @@ def test_show_secrets_puts_them_in_the_tables(outputs, entry):
 
 @pytest.mark.parametrize("fmt", ["text", "json"])
 @pytest.mark.parametrize("show", [False, True], ids=["masked", "shown"])
-def test_stats_parquet_prints_no_secret(outputs, fmt, show):
+def test_stats_parquet_prints_no_secret(outputs, fmt, show, capsys):
     """``stats --parquet`` shows no message bytes: no secret, whichever way the tables were made."""
-    r = subprocess.run(
-        [sys.executable, "-m", "analyzer", "stats", "--parquet", str(outputs[show][0]), "--format", fmt],
-        capture_output=True,
-        cwd=ROOT,
-        timeout=120,
-        env={**os.environ, "COLUMNS": "200"},
-    )
-    assert r.returncode == 0, r.stderr
-    out = r.stdout + r.stderr
+    from analyzer.cli import main
+
+    rc = main(["stats", "--parquet", str(outputs[show][0]), "--format", fmt])
+    stdout, stderr = capsys.readouterr()
+    assert rc == 0, stderr
+    out = (stdout + stderr).encode()
     assert b"SaslAuthenticate" in out
     if fmt == "json":
-        json.loads(r.stdout)
+        json.loads(stdout)
     for secret in (s for e in SASL for s in secrets(e)):
         assert not shows(out, secret, fmt == "json"), secret
