@@ -14,7 +14,9 @@ import signal
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
+from typing import BinaryIO
 
 from analyzer import __version__
 from analyzer.capture.files import check_readable
@@ -22,7 +24,7 @@ from analyzer.dissect import schema
 from analyzer.dissect.codecs import DEFAULT_LIMITS, Limits
 from analyzer.dissect.message import Options
 from analyzer.events import CaptureIssue, CaptureStats, ConnectionEnd, ConnIssue
-from analyzer.model import Exchange
+from analyzer.model import Exchange, Severity
 from analyzer.pipeline import Analysis, Exit
 from analyzer.session.report import (
     TABLES,
@@ -223,11 +225,15 @@ def cmd_read(args) -> int:
     flt = display_filter(args)
     out = sys.stdout
     origin = None
+    unlisted: Counter[str] = Counter()  # connection issues without -v: said once, counted
     with analysis(args, flt=flt) as a:
         for ev in a.events():
             if type(ev) is not Exchange:
-                if args.verbose and type(ev) is ConnIssue:
-                    print(f"# {ev.issue.severity}: {ev.issue.code}: {ev.issue.message}", file=out)
+                if type(ev) is ConnIssue:
+                    if args.verbose:
+                        print(f"# {ev.issue.severity}: {ev.issue.code}: {ev.issue.message}", file=out)
+                    elif ev.issue.severity >= Severity.WARNING:
+                        unlisted[ev.issue.code] += 1
                 elif type(ev) is ConnectionEnd and ev.conn.tls is not None:
                     if origin is None:
                         origin = a.first_ts
@@ -238,6 +244,14 @@ def cmd_read(args) -> int:
             if flt is not None and not flt(ev):
                 continue
             out.write(exchange_line(ev, origin, args.absolute) + "\n")
+    if unlisted:
+        n = sum(unlisted.values())
+        codes = ", ".join(f"{code} ({k})" for code, k in sorted(unlisted.items()))
+        print(
+            f"kafka-analyzer: warning: {n} connection issue{'s' if n != 1 else ''} between the "
+            f"exchanges: {codes}; read -v lists them",
+            file=sys.stderr,
+        )
     return finish(a)
 
 
@@ -380,22 +394,36 @@ def _parallel_paths(args) -> list[str] | None:
     return paths
 
 
+@contextlib.contextmanager
+def _export_output(args) -> Iterator[BinaryIO]:
+    """Where ``export`` writes: ``-o FILE`` (closed at the end, whatever happens) or stdout
+    (flushed at the end)."""
+    if args.output and args.output != "-":
+        with open(args.output, "wb") as f:
+            yield f
+        return
+    try:
+        yield sys.stdout.buffer
+    finally:
+        sys.stdout.buffer.flush()
+
+
 def _export_parallel(args, paths: list[str]) -> int | None:
     """None: the processes failed before writing anything (said on stderr): one process must."""
     from analyzer.export.parallel import PartFailed, export
 
-    out = open(args.output, "wb") if args.output and args.output != "-" else sys.stdout.buffer  # noqa: SIM115
     try:
-        a = export(
-            paths,
-            out,
-            args.format,
-            args.jobs,
-            options(args),
-            ports=tuple(args.port or ()),
-            keylog=getattr(args, "tls_keylog", None),
-            spans=not args.no_spans,
-        )
+        with _export_output(args) as out:
+            a = export(
+                paths,
+                out,
+                args.format,
+                args.jobs,
+                options(args),
+                ports=tuple(args.port or ()),
+                keylog=getattr(args, "tls_keylog", None),
+                spans=not args.no_spans,
+            )
     except PartFailed as exc:
         print(
             f"kafka-analyzer: export -j {args.jobs} failed ({exc}); exporting in one process", file=sys.stderr
@@ -406,11 +434,6 @@ def _export_parallel(args, paths: list[str]) -> int | None:
         return 130
     except BrokenPipeError:
         return EXIT_OK
-    finally:
-        if out is not sys.stdout.buffer:
-            out.close()
-        else:
-            out.flush()
     return finish(a)
 
 
@@ -423,9 +446,8 @@ def cmd_export(args) -> int:
         if rc is not None:
             return rc
     flt = display_filter(args)
-    out = open(args.output, "wb") if args.output and args.output != "-" else sys.stdout.buffer  # noqa: SIM115
     try:
-        with analysis(args, flt=flt) as a:
+        with _export_output(args) as out, analysis(args, flt=flt) as a:
             stats = Stats(a.knowledge.topic_ids)
             w = Writer(out, args.format, spans=not args.no_spans, records=args.records)
             w.begin(a.source.name)
@@ -437,11 +459,6 @@ def cmd_export(args) -> int:
             w.end(stats_tables(stats, a))
     except BrokenPipeError:
         return EXIT_OK
-    finally:
-        if out is not sys.stdout.buffer:
-            out.close()
-        else:
-            out.flush()
     return finish(a)
 
 
@@ -1084,6 +1101,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="analyse each file on its own, even when files are rotated pieces of one recording",
     )
     p.add_argument("--recursive", action="store_true", help="take the files of subdirectories too")
+    p.add_argument(
+        "--show-secrets",
+        action="store_true",
+        help="do not mask SASL passwords, SCRAM proofs and signatures (in the Parquet tables)",
+    )
     p.add_argument("--partitions", type=int, metavar="N", help="number of analysis tasks")
     _display_filter_arg(p, "only the exchanges matching EXPR (and their records)")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting")

@@ -11,8 +11,41 @@ from analyzer.dissect import schema
 from analyzer.dissect.error_versions import too_new
 from analyzer.dissect.errors import ERRORS, is_retriable
 from analyzer.dissect.protocol_table import CURRENT_RELEASE
-from analyzer.issues import PAIRING_ACKS0, QUIRK_MOCK_LEAVE_GROUP_LAYOUT, RECORDS_CRC_MISMATCH
+from analyzer.issues import (
+    CAPTURE_BAD_OPTION,
+    CAPTURE_PACKETS_DROPPED,
+    CAPTURE_SNAPLEN,
+    DECODE_ELEMENT_LIMIT,
+    DECODE_TRUNCATED,
+    FRAMING_BAD_SIZE,
+    FRAMING_INCOMPLETE,
+    FRAMING_RESYNC,
+    PAIRING_ACKS0,
+    QUIRK_MOCK_LEAVE_GROUP_LAYOUT,
+    RECORDS_CRC_MISMATCH,
+    STREAM_EVICTED,
+    STREAM_GAP,
+)
 from analyzer.model import Exchange, Severity
+
+# Warnings that say the analysis saw or decoded less than the traffic held: the capture's own
+# losses, bytes skipped between frames, and the limits that bound hostile input (what check would
+# otherwise pass in silence; their errors are kafka.protocol-errors')
+INCOMPLETE = frozenset(
+    k.code
+    for k in (
+        CAPTURE_SNAPLEN,
+        CAPTURE_PACKETS_DROPPED,
+        CAPTURE_BAD_OPTION,
+        STREAM_GAP,
+        STREAM_EVICTED,
+        FRAMING_BAD_SIZE,
+        FRAMING_RESYNC,
+        FRAMING_INCOMPLETE,
+        DECODE_ELEMENT_LIMIT,
+        DECODE_TRUNCATED,
+    )
+)
 
 # Errors that are steps of a normal protocol exchange, not failures: a client asks, the broker
 # says "not like this", the client goes on as the protocol intends.
@@ -211,6 +244,17 @@ def builtin_rules() -> list[Rule]:
             "no control batches from clients, one magic 2 batch per partition, transactional "
             "batches with a transactional id, idempotent sequences that continue per producer and "
             "partition across the capture.",
+        ),
+        Rule(
+            "kafka.incomplete-analysis",
+            Severity.WARNING,
+            "traffic the analysis could not see or decode whole",
+            b,
+            issues=lambda i: i.code in INCOMPLETE and i.severity == Severity.WARNING,
+            help="Everything the capture holds is seen and decoded: no packets cut by the snaplen or "
+            "dropped, no gap in a TCP stream, no bytes skipped between frames or frame left "
+            "incomplete, no connection closed early (--max-connections) nor message decoded in "
+            "part (--max-elements, a frame too short for its message).",
         ),
         assert_rule(
             "kafka.sasl-plain-cleartext",

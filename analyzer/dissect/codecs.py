@@ -54,7 +54,16 @@ try:
 except ImportError:  # pragma: no cover
     _zstd = None  # type: ignore[assignment]  # a missing optional module is None
 
-__all__ = ["CODEC_NAMES", "Limits", "DEFAULT_LIMITS", "decompress", "codec_name", "xxh32"]
+__all__ = [
+    "CODEC_NAMES",
+    "Limits",
+    "DEFAULT_LIMITS",
+    "decompress",
+    "declared_size",
+    "blob_cap",
+    "codec_name",
+    "xxh32",
+]
 
 CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 
@@ -124,6 +133,60 @@ DEFAULT_LIMITS = Limits()
 def codec_name(codec: int) -> str:
     name = CODEC_NAMES.get(codec)
     return name if name is not None else f"unknown({codec})"
+
+
+def blob_cap(limits: Limits, clen: int) -> int:
+    """What one compressed blob of ``clen`` bytes may expand to: ``max_output``, and the ratio
+    limit above ``ratio_grace``."""
+    own = limits.max_output
+    if limits.max_ratio > 0:
+        own = min(own, max(limits.ratio_grace, limits.max_ratio * clen))
+    return own
+
+
+# deflate's best ratio is about 1032:1: a gzip trailer claiming more is not a trailer
+_DEFLATE_MAX_RATIO = 1032
+
+
+def declared_size(codec: int, data: bytes | bytearray | memoryview) -> int | None:
+    """The decompressed size a blob declares in its codec's own framing, read without inflating
+    anything: the zstd frame content size (of the first frame), the gzip trailer's ISIZE (of
+    the last member: at least what the blob holds; only when deflate could reach it), snappy's
+    uncompressed-length varints (every xerial block summed), the LZ4 frame content size. None
+    when the framing declares none (zstd from librdkafka, most LZ4 frames) or is damaged: only
+    inflating tells then."""
+    n = len(data)
+    try:
+        if codec == 4 and _zstd is not None and bytes(data[:4]) == _ZSTD_MAGIC:
+            size = _zstd.frame_content_size(bytes(data[:18]))
+            return size if size >= 0 else None
+        if codec == 1 and n >= 18 and bytes(data[:2]) == b"\x1f\x8b":
+            (isize,) = struct.unpack_from("<I", data, n - 4)
+            return isize if isize <= _DEFLATE_MAX_RATIO * n + 64 else None
+        if codec == 3 and n >= 14 and bytes(data[:4]) == _LZ4_MAGIC and data[4] & 0x08:
+            return int(struct.unpack_from("<Q", data, 6)[0])
+        if codec == 2:
+            if bytes(data[:8]) == _XERIAL_MAGIC and n >= 16:
+                total, p = 0, 16
+                while p + 4 <= n:
+                    (blen,) = struct.unpack_from(">i", data, p)
+                    p += 4
+                    if blen < 0 or p + blen > n:
+                        return None
+                    ulen = _snappy_len(data, p, p + blen)
+                    if ulen is None:
+                        return None
+                    total += ulen
+                    p += blen
+                return total
+            return _snappy_len(data, 0, n)
+    except (ValueError, struct.error):
+        return None
+    except Exception as exc:  # zstd: not a frame header after all (ZstdError)
+        if _zstd is not None and isinstance(exc, _zstd.ZstdError):
+            return None
+        raise
+    return None
 
 
 def decompress(
@@ -216,7 +279,7 @@ def _gzip(data: bytes, allowed: int, limits: Limits) -> tuple[bytes | None, Issu
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 
 
-def _snappy_len(data: bytes | memoryview, start: int, end: int) -> int | None:
+def _snappy_len(data: bytes | bytearray | memoryview, start: int, end: int) -> int | None:
     """The uncompressed-length varint (uint32, at most 5 bytes) of a raw snappy block."""
     result = 0
     shift = 0

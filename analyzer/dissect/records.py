@@ -84,7 +84,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
-from analyzer.dissect.codecs import DEFAULT_LIMITS, Limits, codec_name, decompress_capped
+from analyzer.dissect.codecs import (
+    DEFAULT_LIMITS,
+    Limits,
+    blob_cap,
+    codec_name,
+    declared_size,
+    decompress_capped,
+)
 from analyzer.dissect.crc import crc32c
 from analyzer.issues import (
     QUIRK_MOCK_ZERO_CRC,
@@ -420,9 +427,7 @@ class _Ctx:
         limits = self.limits
         raw, issue = decompress_capped(codec, data, limits, self.budget)
         # the blob's own cap (size and ratio): a refusal under a smaller budget is the budget's
-        own = limits.max_output
-        if limits.max_ratio > 0:
-            own = min(own, max(limits.ratio_grace, limits.max_ratio * len(data)))
+        own = blob_cap(limits, len(data))
         if (
             raw is None
             and issue is not None
@@ -444,6 +449,45 @@ class _Ctx:
         if raw is not None:
             self.budget -= len(raw)
         return raw, issue
+
+    def judge(self, codec: int, data, ioff: int, where: str) -> None:
+        """A compressed blob that is not inflated (no bodies): the size its codec's framing
+        declares (:func:`~analyzer.dissect.codecs.declared_size`) is held against the limits
+        inflating it would apply, so the damage is named without the work:
+        ``records.decompression_limit`` for a blob over its own cap, the message's
+        ``records.decompression_budget`` once the declared sizes exceed it. A blob that
+        declares nothing costs nothing here."""
+        size = declared_size(codec, data)
+        if size is None:
+            return
+        limits = self.limits
+        name = codec_name(codec)
+        own = blob_cap(limits, len(data))
+        if size > own:
+            self.issues.append(
+                RECORDS_DECOMPRESSION_LIMIT(
+                    f"{name} payload of {len(data)} bytes declares {size} decompressed bytes: over"
+                    f" its limit of {own} bytes (max_output={limits.max_output},"
+                    f" max_ratio={limits.max_ratio}); not inflated here (export --records and"
+                    " check decompress)",
+                    ioff,
+                    where,
+                )
+            )
+            return
+        if size > self.budget and not self.budget_said:
+            self.budget_said = True
+            self.issues.append(
+                RECORDS_DECOMPRESSION_BUDGET(
+                    f"the records of this message declare more than {limits.max_total_output}"
+                    " decompressed bytes in their codec headers (max_total_output; raise it with"
+                    " --max-decompressed): export --records and check do not decompress this"
+                    " and later compressed batches",
+                    ioff,
+                    where,
+                )
+            )
+        self.budget = max(self.budget - size, 0)
 
     def add(self, issue: Issue, offset: int, where: str) -> None:
         """A codec's issue (built without a location), placed at ``offset`` and ``where``."""
@@ -936,7 +980,11 @@ def _decode_batch(ctx: _Ctx, buf: bytes, mv: memoryview, pos: int, end: int, sco
         )
     if not ctx.bodies and (not control or codec):
         # without bodies only an uncompressed control batch's first record is read (its type);
-        # brokers never compress control batches, a compressed one is not inflated for a count
+        # brokers never compress control batches, a compressed one is not inflated for a count.
+        # A compressed batch is judged by the size its codec declares (not inflated)
+        if codec:
+            rstart = pos + _V2_HEADER
+            ctx.judge(codec, mv[rstart:end], base + rstart if anchor is None else anchor, where)
         return field
     rstart = pos + _V2_HEADER
     batch = BatchInfo(bo, bts, mts, attrs, count, where, ioff)

@@ -203,6 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--tls-keylog", metavar="FILE", help="decrypt TLS with this NSS key log (read on the driver)"
     )
+    p.add_argument(
+        "--show-secrets", action="store_true", help="do not mask SASL passwords, SCRAM proofs and signatures"
+    )
     p.add_argument("--recursive", action="store_true", help="look for files in subdirectories too")
     p.add_argument(
         "--separate",
@@ -396,6 +399,7 @@ def start(args: argparse.Namespace, spark: SparkSession, bodies: bool = False) -
             chain=not args.separate,
             tls_keylog=args.tls_keylog,
             where=args.display_filter,
+            show_secrets=getattr(args, "show_secrets", False),
         )
     except NoCaptures as exc:
         print(f"kafka-analyzer: {exc}", file=sys.stderr)

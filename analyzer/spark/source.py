@@ -443,12 +443,14 @@ def analyze_piece(  # noqa: C901 - one loop dispatching every event kind to its 
     ports: Iterable[int] = (),
     tls_keylog: str | None = None,
     where: str | None = None,
+    show_secrets: bool = False,
 ) -> Iterator[tuple]:
     """Event rows (:data:`EVENT`) of one piece: its files are opened here (:func:`open_uri`) and
     streamed through one pipeline. ``tls_keylog`` is the text of an NSS key log to decrypt TLS
     with; ``where`` a display filter (:mod:`analyzer.filter`): only matching exchanges (and their
     records) become rows, the capture row still counts every exchange. ``bodies``: fill the
     exchanges' ``request``, ``response`` and ``issue_details`` (the export's JSON).
+    ``show_secrets``: leave SASL secrets unmasked (masked by default, as in every output).
 
     This is the seam where splits of big files and the stitching of flows across pieces plug
     in: today a piece is whole files, analysed in order by one task.
@@ -495,7 +497,8 @@ def analyze_piece(  # noqa: C901 - one loop dispatching every event kind to its 
         return sset.file_of(number)[0]
 
     records_bodies = records or (flt is not None and flt.needs_records)
-    a = Analysis(cap, Options(records_bodies=records_bodies), ports=ports, tls_keylog=keylog)
+    opts = Options(records_bodies=records_bodies, show_secrets=show_secrets)
+    a = Analysis(cap, opts, ports=ports, tls_keylog=keylog)
     if flt is not None:
         flt.knowledge = a.knowledge
     topic_ids = a.knowledge.topic_ids
@@ -704,6 +707,7 @@ def analyze(
     persist: bool = True,
     tls_keylog: str | os.PathLike | None = None,
     where: str | None = None,
+    show_secrets: bool = False,
 ) -> Analysis:
     """Analyse every capture file that ``paths`` name (paths, globs, directories, URIs; see
     :func:`list_files`, which raises :class:`NoCaptures` for a path naming nothing).
@@ -721,6 +725,8 @@ def analyze(
     (``kafka-analyzer filters``), compiled here on the driver (a
     :class:`~analyzer.filter.FilterError` is raised at once for a bad one) and applied on the
     executors: ``exchanges`` and ``records`` hold the matching exchanges only.
+    ``show_secrets``: the executors leave SASL passwords, SCRAM proofs and signatures and
+    OAUTHBEARER tokens unmasked (``--show-secrets``); masked by default.
     """
     if where is not None:
         from analyzer.filter import compile_filter
@@ -744,6 +750,7 @@ def analyze(
         "ports": tuple(ports),
         "tls_keylog": keylog_text,
         "where": where,
+        "show_secrets": show_secrets,
     }
     rdd = sc.parallelize(_bins(pieces, n), n).mapPartitions(partial(_analyze_partition, opts=opts))
     events = spark.createDataFrame(rdd, EVENT, verifySchema=False)

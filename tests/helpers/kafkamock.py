@@ -1,19 +1,13 @@
-"""What the live tests share: a librdkafka mock cluster with traffic on demand, and a network
-namespace to run it (and the capture) in."""
+"""What the live tests share: a librdkafka mock cluster with traffic on demand. The tests run it
+(and the capture) in a network namespace of their own (:func:`tests.helpers.netns.isolated`)."""
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import os
-import subprocess
 import time
 import uuid
-from collections.abc import Iterator
 
 import confluent_kafka
-
-CLONE_NEWNET = 0x40000000
 
 
 class Mock:
@@ -27,10 +21,13 @@ class Mock:
         self.bootstrap = ",".join(f"127.0.0.1:{p}" for p in self.ports)
         self.bpf = " or ".join(f"tcp port {p}" for p in self.ports)
 
-    def traffic(self, n: int, size: int = 100, compression: str = "none") -> None:
-        """Produce n records to a new topic and consume them back (client ids ``PREFIX-p`` and
-        ``PREFIX-c``)."""
-        topic = f"ring-{uuid.uuid4().hex[:8]}"
+    def traffic(
+        self, n: int, size: int = 100, compression: str = "none", values: list[bytes] | None = None
+    ) -> tuple[str, list[bytes]]:
+        """Produce n records to a new topic (``values``, keyed ``k0``, ``k1``...; else random
+        text of ``size`` bytes, no key), two partitions, and consume them back (client ids
+        ``PREFIX-p`` and ``PREFIX-c``): the topic and the values, each consumed once."""
+        topic = f"{self.prefix}-{uuid.uuid4().hex[:8]}"
         client = confluent_kafka.Producer(
             {
                 "bootstrap.servers": self.bootstrap,
@@ -39,8 +36,10 @@ class Mock:
                 "compression.type": compression,
             }
         )
-        for i in range(n):
-            client.produce(topic, value=os.urandom(size // 2).hex().encode(), partition=i % 2)
+        sent = values if values is not None else [os.urandom(size // 2).hex().encode() for _ in range(n)]
+        for i, v in enumerate(sent):
+            key = f"k{i}".encode() if values is not None else None
+            client.produce(topic, key=key, value=v, partition=i % 2)
         assert client.flush(30) == 0
         consumer = confluent_kafka.Consumer(
             {
@@ -51,43 +50,13 @@ class Mock:
             }
         )
         consumer.subscribe([topic])
-        got = 0
+        got: list[bytes] = []
         deadline = time.monotonic() + 60
-        while got < n and time.monotonic() < deadline:
+        while len(got) < len(sent) and time.monotonic() < deadline:
             m = consumer.poll(0.5)
             if m is not None and not m.error():
-                got += 1
+                got.append(m.value())
         consumer.close()
-        assert got == n
+        assert sorted(got) == sorted(sent)
         del client
-
-
-def _setns(fd: int) -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.setns(fd, CLONE_NEWNET) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err))
-
-
-@contextlib.contextmanager
-def netns(prefix: str) -> Iterator[str]:
-    """A new network namespace (``PREFIX-<pid>-<random>``, its lo up) that the calling thread
-    enters, and the threads it starts from then on (sockets opened there belong to it); on
-    exit, the thread's namespace is restored and the namespace deleted. Needs root."""
-    name = f"{prefix}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-    subprocess.run(["ip", "netns", "add", name], check=True)
-    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-    try:
-        subprocess.run(["ip", "-n", name, "link", "set", "lo", "up"], check=True)
-        fd = os.open(f"/run/netns/{name}", os.O_RDONLY)
-        try:
-            _setns(fd)
-        finally:
-            os.close(fd)
-        try:
-            yield name
-        finally:
-            _setns(own)
-    finally:
-        os.close(own)
-        subprocess.run(["ip", "netns", "del", name], check=False)
+        return topic, sent

@@ -5,7 +5,8 @@ process's main thread into it with ``setns(2)``: the sockets, threads (a librdka
 cluster's) and subprocesses (``kafka-analyzer live``, tcpdump) made afterwards live in it, so the
 live tests' ``lo`` carries their traffic only, whatever else runs on the machine. At the end the
 thread goes back to its namespace and the namespace is deleted. Its name is
-``$KLA_TEST_NETNS_PREFIX-NAME-PID`` (prefix ``kla-test`` by default)."""
+``$KLA_TEST_NETNS_PREFIX-NAME-PID-RANDOM`` (prefix ``kla-test`` by default). The one namespace
+helper of the tests (the live tests' mock cluster, :mod:`tests.helpers.kafkamock`, runs in it)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import ctypes
 import os
 import shutil
 import subprocess
+import uuid
 
 CLONE_NEWNET = 0x40000000
 
@@ -32,7 +34,8 @@ def isolated(name: str):
     if os.geteuid() != 0 or shutil.which("ip") is None:
         yield None
         return
-    ns = f"{os.environ.get('KLA_TEST_NETNS_PREFIX', 'kla-test')}-{name}-{os.getpid()}"
+    prefix = os.environ.get("KLA_TEST_NETNS_PREFIX", "kla-test")
+    ns = f"{prefix}-{name}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     subprocess.run(["ip", "netns", "add", ns], check=True, capture_output=True)
     home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
     try:

@@ -192,27 +192,42 @@ def half_open_flood(n: int = 100_000) -> bytes:
 
 @dataclass
 class Bomb:
-    """A capture and the issue codes (any of ``codes``) that must name its damage."""
+    """A capture, the issue codes (any of ``codes``) the export must hold, and what every
+    command (read, stats, export --records, check) must say (any of ``named``): read and stats
+    inflate no v2 batch, so they name a batch by its header and the size its codec declares."""
 
     build: object
     codes: tuple[str, ...]
+    named: tuple[str, ...] = ()
 
+
+_CONTROL = ("records.bad_control_count",)
+_LIMIT = ("records.decompression_limit", "records.decompression_budget")
 
 BOMBS: dict[str, Bomb] = {
-    "zstd-control-batch-of-zeros": Bomb(lambda: control_zeros_fetch(1), ("records.record_limit",)),
-    "eight-zstd-control-batches": Bomb(lambda: control_zeros_fetch(8), ("records.record_limit",)),
-    "legacy-gzip-wrapper-of-2m-messages": Bomb(legacy_gzip_wrapper, ("records.record_limit",)),
-    # zeros compress beyond the per-blob ratio limit: each blob is refused on its own
-    "48-partitions-of-64mib-zstd": Bomb(lambda: partitions_bomb(4), ("records.decompression_limit",)),
-    # deflate reaches ~1030:1, over the per-blob ratio limit: each blob is refused on its own
-    "48-partitions-of-64mib-gzip": Bomb(
-        lambda: partitions_bomb(1), ("records.decompression_limit", "records.decompression_budget")
+    "zstd-control-batch-of-zeros": Bomb(lambda: control_zeros_fetch(1), ("records.record_limit",), _CONTROL),
+    "eight-zstd-control-batches": Bomb(lambda: control_zeros_fetch(8), ("records.record_limit",), _CONTROL),
+    "legacy-gzip-wrapper-of-2m-messages": Bomb(
+        legacy_gzip_wrapper, ("records.record_limit",), ("records.record_limit",)
     ),
+    # zeros compress beyond the per-blob ratio limit: each blob is refused on its own
+    "48-partitions-of-64mib-zstd": Bomb(
+        lambda: partitions_bomb(4), ("records.decompression_limit",), ("records.decompression_limit",)
+    ),
+    # deflate reaches ~1030:1, over the per-blob ratio limit: each blob is refused on its own
+    "48-partitions-of-64mib-gzip": Bomb(lambda: partitions_bomb(1), _LIMIT, _LIMIT),
     # blobs within their own limits: the per-message budget stops the third
     "48-partitions-of-8mib-zstd": Bomb(
-        lambda: partitions_bomb(4, size=8 * MiB, sparse=True), ("records.decompression_budget",)
+        lambda: partitions_bomb(4, size=8 * MiB, sparse=True),
+        ("records.decompression_budget",),
+        ("records.decompression_budget",),
     ),
-    "metadata-2m-topics": Bomb(metadata_topics, ("decode.element_limit",)),
+    "metadata-2m-topics": Bomb(metadata_topics, ("decode.element_limit",), ("decode.element_limit",)),
+    # 16 MB on the wire, decoded whole (arrays of scalars are kept compact, within every limit):
+    # nothing is damaged or left out, so there is nothing to name; the exchange is shown
     "array-of-4m-int32": Bomb(int32_array, ()),
-    "100k-half-open-connections": Bomb(half_open_flood, ("stream.evicted",)),
+    # read says the evictions in words on stderr; every command names the half frames too
+    "100k-half-open-connections": Bomb(
+        half_open_flood, ("stream.evicted",), ("stream.evicted", "max_connections", "framing.incomplete")
+    ),
 }

@@ -1,6 +1,8 @@
 """Amplification captures (tests/hostile/bombs.py) through every command as a separate process:
-each ends within 60 s, its peak RSS (``wait4``'s ru_maxrss of that one child) stays under 500 MB,
-no traceback, and the issue that names the budget hit is in the export."""
+each ends within 60 s of CPU, its peak RSS (``wait4``'s ru_maxrss of that one child) stays under
+500 MB, no traceback, the issue that names the budget hit is in the export, and every command names the
+damage (read and stats, which inflate no v2 batch, from the batch headers and the sizes the
+codecs declare)."""
 
 from __future__ import annotations
 
@@ -8,15 +10,15 @@ import json
 import os
 import subprocess
 import sys
-import time
+import threading
 
 import pytest
 
-from analyzer.issues import RECORDS_BAD_CONTROL_COUNT
 from tests.helpers.captures import ROOT
 from tests.hostile.bombs import BOMBS
 
-LIMIT_S = 60
+LIMIT_S = 60  # CPU seconds
+HANG_S = 300  # wall seconds: a hang, whatever the load
 LIMIT_RSS_MB = 500
 COMMANDS = {
     "read": ["read"],
@@ -38,23 +40,28 @@ def bomb_files(tmp_path_factory):
 
 
 def run_measured(args: list[str], out_path) -> tuple[int, float, float, str]:
-    """(exit code, seconds, peak RSS in MB, stderr) of one command in its own process."""
+    """(exit code, CPU seconds, peak RSS in MB, stderr) of one command in its own process.
+    CPU time (user + system, ``wait4``'s rusage of that one child): on a shared machine other
+    processes do not count; a command still running after HANG_S of wall time is killed."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     with open(out_path, "wb") as out, open(str(out_path) + ".err", "wb") as err:
-        t0 = time.monotonic()
         p = subprocess.Popen(
             [sys.executable, "-m", "analyzer", *args], stdout=out, stderr=err, cwd=ROOT, env=env
         )
+        watchdog = threading.Timer(HANG_S, p.kill)
+        watchdog.start()
         try:
             _, status, usage = os.wait4(p.pid, 0)  # this child's own rusage, not every child's
         except BaseException:
             p.kill()
             raise
+        finally:
+            watchdog.cancel()
         p.returncode = os.waitstatus_to_exitcode(status)
-        elapsed = time.monotonic() - t0
     with open(str(out_path) + ".err", encoding="utf-8", errors="replace") as f:
         stderr = f.read()
-    return p.returncode, elapsed, usage.ru_maxrss / 1024, stderr
+    assert p.returncode != -9, f"{args}: still running after {HANG_S} s"
+    return p.returncode, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, stderr
 
 
 def export_codes(text: str) -> set[str]:
@@ -80,23 +87,18 @@ def export_codes(text: str) -> set[str]:
 @pytest.mark.parametrize("name", sorted(BOMBS))
 def test_bomb_is_bounded(name, command, bomb_files, tmp_path):
     out = tmp_path / "out"
-    rc, elapsed, rss, stderr = run_measured([*COMMANDS[command], str(bomb_files[name])], out)
+    rc, cpu, rss, stderr = run_measured([*COMMANDS[command], str(bomb_files[name])], out)
     assert "Traceback" not in stderr, stderr
     assert rc in (0, 1, 3), stderr  # 3: check could conclude nothing (no Kafka exchange)
-    assert elapsed < LIMIT_S, f"{name} {command}: {elapsed:.1f}s"
+    assert cpu < LIMIT_S, f"{name} {command}: {cpu:.1f} s of CPU"
     assert rss < LIMIT_RSS_MB, f"{name} {command}: peak RSS {rss:.0f} MB"
+    text = out.read_text() + stderr
     if command == "export":
         codes = export_codes(out.read_text())
         want = BOMBS[name].codes
         assert not want or codes & set(want), (want, codes)
-
-
-@pytest.mark.parametrize("command", ["read", "stats", "check"])
-@pytest.mark.parametrize("name", ["zstd-control-batch-of-zeros", "eight-zstd-control-batches"])
-def test_control_batch_bomb_is_named_without_inflating_it(name, command, bomb_files, tmp_path):
-    """Without --records a compressed control batch is not inflated, and its header alone names
-    the damage: a control batch holds one record, this one claims 2^31-1."""
-    out = tmp_path / "out"
-    rc, _elapsed, _rss, stderr = run_measured([*COMMANDS[command], str(bomb_files[name])], out)
-    assert "Traceback" not in stderr, stderr
-    assert RECORDS_BAD_CONTROL_COUNT.code in out.read_text(), out.read_text()[:2000]
+    named = BOMBS[name].named
+    if named:
+        assert any(word in text for word in named), (named, text[-3000:])
+    else:  # nothing damaged: the exchange is there (check: nothing found), no warning, no error
+        assert rc == 0 and (" 0 failed\n" if command == "check" else "Metadata") in text, text[-3000:]

@@ -12,9 +12,12 @@ import uuid
 import pytest
 
 from tests.helpers.captures import ROOT, known_malformed
+from tests.helpers.kafkamock import Mock
+from tests.helpers.netns import isolated
 
-confluent_kafka = pytest.importorskip("confluent_kafka")
+pytest.importorskip("confluent_kafka")
 pytest.importorskip("scapy")
+
 pytestmark = [
     pytest.mark.live,
     pytest.mark.skipif(os.geteuid() != 0, reason="live capture needs root"),
@@ -35,16 +38,19 @@ def wait_for(path, proc, text: bytes, timeout: float) -> None:
     raise AssertionError(f"never saw {text!r}; stderr: {path.read_bytes().decode(errors='replace')}")
 
 
+@pytest.fixture(scope="module")
+def mock():
+    """The mock cluster in a network namespace of the module's own: its lo carries this
+    module's traffic only."""
+    with isolated("live") as ns:
+        assert ns is not None  # root, with ip(8)
+        yield Mock(prefix="live-test")
+
+
 @pytest.mark.parametrize("backend", ["ring", "scapy"])
-def test_live_sniffing_finds_every_message(tmp_path, backend):
-    producer = confluent_kafka.Producer({"test.mock.num.brokers": 3, "bootstrap.servers": "x:1"})
-    md = producer.list_topics(timeout=10)
-    ports = sorted(b.port for b in md.brokers.values())
-    bootstrap = ",".join(f"127.0.0.1:{p}" for p in ports)
-    bpf = " or ".join(f"tcp port {p}" for p in ports)
+def test_live_sniffing_finds_every_message(tmp_path, backend, mock):
     pcap = tmp_path / "live.pcap"
     out = tmp_path / "live.ndjson"
-    topic = f"live-{uuid.uuid4().hex[:8]}"
     err = tmp_path / "live.err"
     with open(out, "wb") as fout, open(err, "wb") as ferr:
         proc = subprocess.Popen(
@@ -56,7 +62,7 @@ def test_live_sniffing_finds_every_message(tmp_path, backend):
                 "-i",
                 "lo",
                 "-f",
-                bpf,
+                mock.bpf,
                 "--mode",
                 "export",
                 "--records",
@@ -73,25 +79,9 @@ def test_live_sniffing_finds_every_message(tmp_path, backend):
         )
         try:
             wait_for(err, proc, b"capturing on lo", 60)
-            client = confluent_kafka.Producer(
-                {"bootstrap.servers": bootstrap, "linger.ms": 5, "compression.type": "gzip"}
-            )
-            values = [f"live-value-{i}-{uuid.uuid4().hex}" for i in range(N)]
-            for i, v in enumerate(values):
-                client.produce(topic, key=f"k{i}".encode(), value=v.encode(), partition=i % 2)
-            assert client.flush(30) == 0
-            consumer = confluent_kafka.Consumer(
-                {"bootstrap.servers": bootstrap, "group.id": "live-test", "auto.offset.reset": "earliest"}
-            )
-            consumer.subscribe([topic])
-            got = []
-            deadline = time.monotonic() + 60
-            while len(got) < N and time.monotonic() < deadline:
-                m = consumer.poll(0.5)
-                if m is not None and not m.error():
-                    got.append(m.value().decode())
-            consumer.close()
-            assert sorted(got) == sorted(values)
+            wanted = [f"live-value-{i}-{uuid.uuid4().hex}".encode() for i in range(N)]
+            topic, _ = mock.traffic(N, compression="gzip", values=wanted)
+            values = [v.decode() for v in wanted]
             time.sleep(1.0)
         finally:
             proc.send_signal(signal.SIGINT)

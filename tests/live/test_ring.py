@@ -1,4 +1,4 @@
-"""The AF_PACKET ring source on lo, in a network namespace of the module's own (tests/netns.py:
+"""The AF_PACKET ring source on lo, in a network namespace of the module's own (tests.helpers.netns:
 its lo carries these tests' traffic only): the same exchanges as tcpdump + offline analysis,
 with one worker and with two (equal to one), drops reported exactly as the kernel counted them,
 Ctrl-C, --user, --write rotation by size and by time, fanout."""

@@ -252,6 +252,19 @@ def _sasl_plain_cleartext(tmp: Path):
     )
 
 
+def _incomplete_analysis(tmp: Path):
+    """Four bytes claiming a frame of -1 bytes before the first request: skipped (the exchanges
+    after them are still decoded), and said."""
+    clean = write(tmp / "clean.pcap", [client_conn(40000, ["ApiVersions", "Metadata"])])
+    c = Conversation(client=("10.0.0.1", 40000)).handshake()
+    c.send(0, struct.pack(">i", -1))
+    c.send(0, api_versions_request(1, "test-client"))
+    c.send(1, api_versions_response(1))
+    c.send(0, metadata_request(2, ["t"], "test-client"))
+    c.send(1, _metadata_response(2))
+    return clean, write(tmp / "bad-size.pcap", [c.close()]), None, "framing.bad_size"
+
+
 BREAKERS = {
     "kafka.protocol-errors": _protocol_errors,
     "kafka.crc": _crc,
@@ -265,6 +278,7 @@ BREAKERS = {
     "kafka.metadata-rate": _metadata_rate,
     "kafka.peer-quirks": _peer_quirks,
     "kafka.invalid-batches": _invalid_batches,
+    "kafka.incomplete-analysis": _incomplete_analysis,
     "kafka.sasl-plain-cleartext": _sasl_plain_cleartext,
 }
 

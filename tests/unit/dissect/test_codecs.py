@@ -305,3 +305,26 @@ def test_random_bytes_never_raise(codec_prefix, tail):
     codec, prefix = codec_prefix
     out, issue = decompress(codec, prefix + tail, Limits(max_output=4 * MiB))
     assert out is not None or issue.code in ("records.decompression_failed", "records.decompression_limit")
+
+
+def test_declared_size_is_read_from_each_codec_framing():
+    """What read and stats judge a batch by (they inflate nothing): the size the codec's own
+    framing declares; None when it declares none or the framing is not the codec's."""
+    from analyzer.dissect.codecs import declared_size
+
+    p = payload(200_000)
+    assert declared_size(1, gzip.compress(p, mtime=0)) == len(p)
+    # several members: the last one's trailer, a lower bound of the whole
+    assert declared_size(1, gzip.compress(p, mtime=0) + gzip.compress(p[:500], mtime=0)) == 500
+    assert declared_size(2, kcodec.snappy_encode(p, xerial_compatible=True, xerial_blocksize=32768)) == len(p)
+    assert declared_size(2, kcodec.snappy_encode(p, xerial_compatible=False)) == len(p)
+    assert declared_size(3, lz4.frame.compress(p, store_size=True)) == len(p)
+    assert declared_size(3, lz4.frame.compress(p, store_size=False)) is None
+    assert declared_size(4, zstandard.ZstdCompressor().compress(p)) == len(p)
+    assert declared_size(4, zstandard.ZstdCompressor(write_content_size=False).compress(p)) is None
+    # a trailer no deflate stream could reach (trailing bytes, damage) declares nothing
+    bogus = gzip.compress(b"x" * 100, mtime=0)[:-4] + struct.pack("<I", 0xFFFFFFF0)
+    assert declared_size(1, bogus) is None
+    for codec in (1, 2, 3, 4, 7):
+        assert declared_size(codec, b"") is None
+        assert declared_size(codec, b"\x28\xb5\x2f\xfd\xff") is None or codec == 2

@@ -946,3 +946,28 @@ def test_export_json_of_rows_for_every_project_capture_batch():
             records_mod.decode_records_budget = real
         total += sum(_json_views_agree(d) for d in seen)
     assert total > 0
+
+
+@pytest.mark.parametrize("codec", [1, 2, 4])
+def test_without_bodies_the_declared_size_names_the_limit(codec):
+    """read and stats inflate no v2 batch: the size the codec declares is held against the
+    limit that inflating it would hit, so they name the same damage as export --records."""
+    data = v2_batch([(None, bytes(2_000_000), [])], codec=codec, base_offset=3)
+    limits = Limits(max_output=1_000_000)
+    _, inflated = decode_records(data, 10, limits=limits, bodies=True)
+    (batch,), issues = decode_records(data, 10, limits=limits, bodies=False)
+    assert codes(issues) == codes(inflated) == ["records.decompression_limit"]
+    (x,) = issues
+    assert x.where == "batch at offset 10 (base offset 3)" and x.offset == 10 + 61
+    assert "declares" in x.message and "not inflated" in x.message
+    assert batch.child("decompressed") is None
+
+
+def test_without_bodies_the_declared_sizes_spend_the_budget():
+    one = v2_batch([(None, bytes(100_000), [])], codec=1)
+    limits = Limits(max_total_output=250_000)
+    _, issues = decode_records(one * 4, 0, limits=limits, bodies=False)
+    assert codes(issues) == ["records.decompression_budget"]
+    assert "--max-decompressed" in issues[0].message
+    # within the budget, nothing is said
+    assert decode_records(one * 2, 0, limits=limits, bodies=False)[1] == []
