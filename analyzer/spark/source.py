@@ -50,6 +50,8 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from analyzer.capture.split import DEFAULT_SPLIT
+
 
 def _struct(*fields: tuple) -> StructType:
     return StructType([StructField(name, t, True) for name, t in fields])
@@ -673,9 +675,18 @@ class Analysis:
     the analysis decoded record bodies. ``pieces``: what the tasks analysed. ``unpersist()``
     frees the cached events."""
 
-    def __init__(self, events: DataFrame, records: bool, pieces: list[Piece] | None = None):
+    def __init__(
+        self,
+        events: DataFrame,
+        records: bool,
+        pieces: list[Piece] | None = None,
+        split: dict[str, int] | None = None,
+        owned=None,
+    ):
         self.events = events
         self.pieces = pieces or []
+        self.split = split or {}  # the files cut into byte-range splits: URI -> number of splits
+        self._owned = owned  # the owners' output of the split files (persisted)
         self.exchanges = self._kind("exchange")
         self.issues = self._kind("issue")
         self.connections = self._kind("connection")
@@ -687,6 +698,8 @@ class Analysis:
 
     def unpersist(self) -> None:
         self.events.unpersist()
+        if self._owned is not None:
+            self._owned.unpersist()
 
 
 def analyze(
@@ -704,6 +717,7 @@ def analyze(
     persist: bool = True,
     tls_keylog: str | os.PathLike | None = None,
     where: str | None = None,
+    split_size: int | None = DEFAULT_SPLIT,
 ) -> Analysis:
     """Analyse every capture file that ``paths`` name (paths, globs, directories, URIs; see
     :func:`list_files`, which raises :class:`NoCaptures` for a path naming nothing).
@@ -721,6 +735,11 @@ def analyze(
     (``kafka-analyzer filters``), compiled here on the driver (a
     :class:`~analyzer.filter.FilterError` is raised at once for a bad one) and applied on the
     executors: ``exchanges`` and ``records`` hold the matching exchanges only.
+    ``split_size``: a local pcap or pcapng file bigger than this is cut into byte-range splits
+    of about this size, walked by several tasks, its connections brought together by one shuffle
+    and stitched (:mod:`analyzer.spark.stitch`: the same rows as analysing it whole); None: every
+    piece whole. Rotated files chained into one piece, compressed files, files on other file
+    systems and analyses with ``where`` are analysed whole.
     """
     if where is not None:
         from analyzer.filter import compile_filter
@@ -736,7 +755,6 @@ def analyze(
     sc = spark.sparkContext
     total = sum(p.size for p in pieces)
     n = partitions or max(2 * sc.defaultParallelism, -(-total // TASK_BYTES))
-    n = max(1, min(len(pieces), n))
     opts = {
         "records": records,
         "with_json": json,
@@ -745,11 +763,30 @@ def analyze(
         "tls_keylog": keylog_text,
         "where": where,
     }
-    rdd = sc.parallelize(_bins(pieces, n), n).mapPartitions(partial(_analyze_partition, opts=opts))
+    big: list[tuple[Piece, list]] = []
+    if split_size and where is None:
+        from analyzer.spark.stitch import plan_splits
+
+        for p in pieces:
+            cuts = plan_splits(p, split_size)
+            if cuts is not None:
+                big.append((p, cuts))
+    whole = [p for p in pieces if not any(p is b for b, _ in big)]
+    rdd = None
+    if whole:
+        n = max(1, min(len(whole), n))
+        rdd = sc.parallelize(_bins(whole, n), n).mapPartitions(partial(_analyze_partition, opts=opts))
+    owned = None
+    if big:
+        from analyzer.spark.stitch import analyze_split
+
+        split_rows, owned = analyze_split(spark, big, opts, n)
+        rdd = split_rows if rdd is None else rdd.union(split_rows)
+    assert rdd is not None  # list_files found at least one file
     events = spark.createDataFrame(rdd, EVENT, verifySchema=False)
     if persist:
         events = events.persist(StorageLevel.MEMORY_AND_DISK)
-    return Analysis(events, records, pieces)
+    return Analysis(events, records, pieces, {p.uris[0]: len(c) for p, c in big}, owned)
 
 
 # -- Parquet output --------------------------------------------------------------------------------
