@@ -653,3 +653,147 @@ def test_where_filters_on_the_executors(spark):
         assert total > sum(want.values())
     finally:
         a.unpersist()
+
+
+def _one_recording(dest: Path) -> Path:
+    """The bundled clear-text pcaps (all Ethernet, little-endian) as one file, in time order."""
+    import struct
+
+    files = sorted(
+        (f for f in _clear_text_captures() if f.suffix == ".pcap"),
+        key=lambda f: struct.unpack("<I", f.read_bytes()[24:28]),
+    )
+    data = bytearray(files[0].read_bytes()[:24])
+    for f in files:
+        data += f.read_bytes()[24:]
+    dest.write_bytes(data)
+    return dest
+
+
+def _export_objects(f: Path) -> dict[str, Counter]:
+    """``kafka-analyzer export --no-spans --records`` of one file (one process): its objects
+    by type, each as sorted JSON text."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
+    }
+    cmd = [sys.executable, "-m", "analyzer", "export", str(f), "--no-spans", "--records"]
+    r = subprocess.run(cmd, capture_output=True, cwd=ROOT, env=env, timeout=120)
+    assert r.returncode in (0, 1), r.stderr[-2000:]
+    out: dict[str, Counter] = {}
+    for line in r.stdout.splitlines():
+        d = json.loads(line)
+        out.setdefault(d["type"], Counter())[json.dumps(d, sort_keys=True)] += 1
+    return out
+
+
+def test_a_big_file_in_tiny_splits_gives_the_export(spark, tmp_path):
+    """One file cut into 4 KB byte-range splits (connections, exchanges and frames cut between
+    splits): walked by several tasks, shuffled by connection and stitched, it gives the export's
+    exchanges field for field (pairs, latencies, connection ids, topics, issues, bodies), its
+    connections, issues, records and counts."""
+    from analyzer.capture.split import count_packets, splits
+    from analyzer.dissect.message import Options
+    from analyzer.session.records import FETCH_APIS, iter_records
+    from analyzer.spark.source import analyze
+
+    big = _one_recording(tmp_path / "bundled.pcap")
+    cuts = splits(big, 4096)
+    assert len(cuts) > 100
+    starts, n = [], 0
+    for c in cuts:
+        starts.append(n + 1)
+        n += count_packets(c)
+    want = _export_objects(big)
+    # frames whose packets lie in two splits: the splits cut frames in the middle
+    crossing = 0
+    for text in want["exchange"]:
+        d = json.loads(text)
+        for m in (d["request"], d["response"]):
+            if m is not None and len({bisect.bisect_right(starts, p) for p in m["frames"]}) > 1:
+                crossing += 1
+    assert crossing > 0
+    a = analyze(spark, [str(big)], json=True, records=True, bodies=True, split_size=4096)
+    try:
+        assert list(a.split.values()) == [len(cuts)]
+        got = Counter(json.dumps(json.loads(r.json), sort_keys=True) for r in a.exchanges.collect())
+        assert sum(got.values()) == sum(want["exchange"].values()) > 1000
+        assert got == want["exchange"]
+        # connections and issues: the export's (ids in the order connections opened)
+        conns = Counter(
+            (r.connection, r.client, r.broker, r.first_ts, r.last_ts, r.requests, r.responses, r.closed)
+            for r in a.connections.collect()
+        )
+        wconns = Counter()
+        for text in want["connection"]:
+            d = json.loads(text)
+            req, resp = (d["frames"]["client"], d["frames"]["broker"]) if d["roles_known"] else (None, None)
+            wconns[
+                (d["id"], d["client"], d["broker"], d["first_ts"], d["last_ts"], req, resp, d["closed"])
+            ] += 1
+        if any(k[5] is None for k in wconns):  # roles unknown: the rows count one way
+            conns = Counter({k[:5] + k[7:]: v for k, v in conns.items()})
+            wconns = Counter({k[:5] + k[7:]: v for k, v in wconns.items()})
+        assert conns == wconns
+        issues = Counter((r.ts, r.connection, r.code, r.message) for r in a.issues.collect())
+        wissues = Counter()
+        for kind in ("issue", "gap"):
+            for text in want.get(kind, ()):
+                d = json.loads(text)
+                wissues[(d["ts"], d["connection"], d["code"], d["message"])] += 1
+        assert issues == wissues and any("mock cluster answered" in k[3] for k in issues)
+        cap = a.captures.collect()
+        summary = json.loads(next(iter(want["summary"])))["capture"]
+        assert len(cap) == 1 and (cap[0].packets, cap[0].tcp_connections, cap[0].exchanges) == (
+            summary["packets"],
+            summary["tcp_connections"],
+            summary["exchanges"],
+        )
+        # records: those the pipeline reads from the whole file, topics named as it names them
+        whole = Analysis(big, Options(records_bodies=True))
+        wrecs = Counter()
+        for ev in whole.events():
+            if type(ev) is Exchange:
+                msg = ev.request if ev.api_key == 0 else ev.response if ev.api_key in FETCH_APIS else None
+                for r in iter_records(msg, whole.knowledge.topic_ids):
+                    wrecs[
+                        (ev.correlation_id, r.topic, r.partition, r.offset, _text(r.key), _text(r.value))
+                    ] += 1
+        recs = Counter(
+            (r.correlation_id, r.topic, r.partition, r.offset, _text(r.key), _text(r.value))
+            for r in a.records.collect()
+        )
+        assert recs == wrecs and recs
+    finally:
+        a.unpersist()
+
+
+def test_a_pcapng_in_tiny_splits_carries_interfaces_and_secrets(spark):
+    """A pcapng with its TLS secrets in Decryption Secrets Blocks, cut into 4 KB splits at block
+    boundaries: every split reads with the interface table in force, the secrets reach the
+    owners, and the exchanges are those of the whole file."""
+    from analyzer.capture.split import splits
+    from analyzer.spark.source import analyze
+
+    f = CAPTURES / "kafka-python-tls-tls13-aes128gcm-dsb.pcapng"
+    if not f.exists():
+        pytest.skip("no pcapng with secrets")
+    want = Counter(
+        (
+            ev.api_key,
+            ev.correlation_id,
+            ev.conn.id,
+            ev.ts,
+            None if ev.latency is None else round(ev.latency * 1e3, 3),
+        )
+        for ev in Analysis(f).events()
+        if type(ev) is Exchange
+    )
+    assert sum(want.values()) > 10
+    a = analyze(spark, [str(f)], split_size=4096)
+    try:
+        assert list(a.split.values()) == [len(splits(f, 4096))] and len(splits(f, 4096)) > 5
+        rows = a.exchanges.select("api_key", "correlation_id", "connection", "ts", "latency_ms").collect()
+        assert Counter(tuple(r) for r in rows) == want
+    finally:
+        a.unpersist()
