@@ -425,8 +425,12 @@ def _parquet_exchanges(out: Path) -> Counter:
 
 
 def test_cli_on_a_standalone_cluster(tmp_path):
-    """``kafka-analyzer spark`` on a standalone master with two workers started here: the
-    exchanges in its Parquet output are, field for field, those of ``kafka-analyzer export``."""
+    """``kafka-analyzer spark`` on a standalone master with two workers started here, a split
+    size forced small enough to cut connections mid-frame (the bundled captures as one file, in
+    4 KB splits, and a gzip-compressed capture, analysed whole): the exchanges in its Parquet
+    output are, field for field, those of ``kafka-analyzer export``."""
+    from analyzer.capture.split import splits
+
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     env.pop("SPARK_HOME", None)
@@ -457,18 +461,23 @@ def test_cli_on_a_standalone_cluster(tmp_path):
             "spark.executor.cores=1",
             "spark.driver.host=127.0.0.1",
         ]
-        files = [str(f) for f in _clear_text_captures()]
+        big = _one_recording(tmp_path / "bundled.pcap")
+        assert _frames_cut(big, 4096, _export_objects(big)["exchange"]) > 0
+        gz = tmp_path / (GZIPPED + ".gz")
+        gz.write_bytes(gzip.compress((CAPTURES / GZIPPED).read_bytes()))
+        files = [str(big), str(gz)]
         cmd = [sys.executable, "-m", "analyzer", "spark", *files, "--master", url, "--out", str(out)]
-        cmd += ["--records", "--set", "bundled", "--partitions", "4"]
+        cmd += ["--records", "--set", "bundled", "--partitions", "4", "--split-size", "4K"]
         cmd += [x for c in conf for x in ("--conf", c)]
         r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
         assert r.returncode == 0, r.stderr[-4000:]
         assert "Requests per API" in r.stdout and "capture set 'bundled'" in r.stdout
+        assert f"1 big files cut into {len(splits(big, 4096))} splits" in r.stdout
         # the work ran on both workers' executors
         assert all(any(w.glob("app-*/*/stderr")) for w in works)
         got = _parquet_exchanges(out)
         want = _export_exchanges(files, env)
-        assert sum(want.values()) > 500
+        assert sum(want.values()) > 1000
         assert got == want
         # the partition layout: date=/hour=/capture_set=
         assert all(p.name == "capture_set=bundled" for p in (out / "exchanges").glob("date=*/hour=*/*"))
@@ -687,12 +696,29 @@ def _export_objects(f: Path) -> dict[str, Counter]:
     return out
 
 
+def _frames_cut(f: Path, size: int, exchanges: Counter) -> int:
+    """How many of the export's frames have their packets in two of the file's splits."""
+    from analyzer.capture.split import count_packets, splits
+
+    starts, n = [], 0
+    for c in splits(f, size):
+        starts.append(n + 1)
+        n += count_packets(c)
+    cut = 0
+    for text in exchanges:
+        d = json.loads(text)
+        for m in (d["request"], d["response"]):
+            if m is not None and len({bisect.bisect_right(starts, p) for p in m["frames"]}) > 1:
+                cut += 1
+    return cut
+
+
 def test_a_big_file_in_tiny_splits_gives_the_export(spark, tmp_path):
     """One file cut into 4 KB byte-range splits (connections, exchanges and frames cut between
     splits): walked by several tasks, shuffled by connection and stitched, it gives the export's
     exchanges field for field (pairs, latencies, connection ids, topics, issues, bodies), its
     connections, issues, records and counts."""
-    from analyzer.capture.split import count_packets, splits
+    from analyzer.capture.split import splits
     from analyzer.dissect.message import Options
     from analyzer.session.records import FETCH_APIS, iter_records
     from analyzer.spark.source import analyze
@@ -700,19 +726,8 @@ def test_a_big_file_in_tiny_splits_gives_the_export(spark, tmp_path):
     big = _one_recording(tmp_path / "bundled.pcap")
     cuts = splits(big, 4096)
     assert len(cuts) > 100
-    starts, n = [], 0
-    for c in cuts:
-        starts.append(n + 1)
-        n += count_packets(c)
     want = _export_objects(big)
-    # frames whose packets lie in two splits: the splits cut frames in the middle
-    crossing = 0
-    for text in want["exchange"]:
-        d = json.loads(text)
-        for m in (d["request"], d["response"]):
-            if m is not None and len({bisect.bisect_right(starts, p) for p in m["frames"]}) > 1:
-                crossing += 1
-    assert crossing > 0
+    assert _frames_cut(big, 4096, want["exchange"]) > 0  # frames cut in the middle
     a = analyze(spark, [str(big)], json=True, records=True, bodies=True, split_size=4096)
     try:
         assert list(a.split.values()) == [len(cuts)]
