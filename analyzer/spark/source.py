@@ -8,9 +8,10 @@ to the executors. Each executor opens its files itself (:func:`open_uri`: local 
 other file systems through ``pyarrow.fs``) and streams them through
 :class:`~analyzer.pipeline.Analysis` in ``mapPartitions``: no file is ever one value on the JVM
 side, so its size is bounded by nothing but disk. :func:`analyze_piece` is the one function that
-turns a piece into rows: splits of big files and the stitching of flows across pieces plug in
-there. One pass over the files makes one DataFrame of tagged events (``events``, persisted by
-default); the tables are views of it:
+turns a piece into rows; a local file bigger than the split size is instead cut into byte-range
+splits walked by several tasks, its connections brought together by one shuffle and stitched
+(:mod:`analyzer.spark.stitch`: the same rows). One pass over the files makes one DataFrame of
+tagged events (``events``, persisted by default); the tables are views of it:
 
 * ``exchanges``: one row per request/response pair (:data:`EXCHANGE`);
 * ``issues``: connection- and capture-level issues: gaps, resynchronisations, truncation,
@@ -452,8 +453,8 @@ def analyze_piece(  # noqa: C901 - one loop dispatching every event kind to its 
     records) become rows, the capture row still counts every exchange. ``bodies``: fill the
     exchanges' ``request``, ``response`` and ``issue_details`` (the export's JSON).
 
-    This is the seam where splits of big files and the stitching of flows across pieces plug
-    in: today a piece is whole files, analysed in order by one task.
+    A piece is whole files, analysed in order by one task (a big file cut into splits is
+    analysed by :mod:`analyzer.spark.stitch` instead).
 
     Never raises for a bad file: damage is an issue row; so is a failure of the analysis itself
     (``spark.analysis_failed``, with everything before it kept), so one file cannot fail a job.

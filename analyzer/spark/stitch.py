@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import bisect
 import copyreg
+import traceback
 from collections.abc import Iterable, Iterator
 from functools import partial
 
@@ -55,7 +56,7 @@ from analyzer.export.parallel import (
     plan_owners,
     range_totals,
 )
-from analyzer.issues import CAPTURE_NO_TCP
+from analyzer.issues import CAPTURE_NO_TCP, SPARK_ANALYSIS_FAILED
 from analyzer.model import Exchange, Severity
 from analyzer.reassembly.packet import decode_tcp
 from analyzer.session.knowledge import LEARNS_FROM, Knowledge
@@ -70,7 +71,7 @@ from analyzer.spark.source import (
 )
 from analyzer.tls.keylog import KeyLog
 
-_ROW, _KNOW, _OPENS, _SPLITS = range(4)  # what the owners send: a row, or the driver's part
+_ROW, _KNOW, _OPENS, _SPLITS, _FAILED = range(5)  # what the owners send: a row, or the driver's part
 
 
 def _memoryview_as_bytes(m: memoryview):
@@ -176,31 +177,71 @@ def _learnt(ex: Exchange) -> tuple[dict, str | None]:
     return dict(k.topic_ids), k.cluster_id
 
 
-def _own(items: Iterable[tuple], names: list[str], opts: dict) -> Iterator[tuple]:
+def _failed(fno: int, at: int | None) -> tuple:
+    """An owner's analysis stopped on an internal error: what the driver reports (everything
+    before it is kept, as for a whole file)."""
+    tb = traceback.format_exc(limit=-3).strip().replace("\n", " | ")
+    return (_FAILED, fno, at, tb)
+
+
+def _close(share: _RowShare, seen: list, broken: bool) -> list[tuple]:
+    """The end of an owner's share (``broken``: its analysis stopped on an internal error)."""
+    if not broken:
+        try:
+            return share.close(seen)
+        except MemoryError:
+            raise
+        except Exception:  # noqa: BLE001 - a bug must not fail the whole job: the file's issue
+            out = share.drain()
+            out.append(_failed(share.fno, None))
+    else:
+        out = []
+    out.append((_OPENS, share.fno, share.owner, share.opens, share.exchanges, share.issues, 0, []))
+    if seen:
+        out.append((_SPLITS, share.fno, seen))
+    return out
+
+
+def _own(items: Iterable[tuple], names: list[str], opts: dict) -> Iterator[tuple]:  # noqa: C901 - the owner's loop, the split counts inline
     """An owner's packets, in capture order, through its share."""
     copyreg.pickle(memoryview, _memoryview_as_bytes)  # rows and issues may hold slices of frames
     share: _RowShare | None = None
     current = None
     bases: dict[int, int] = {}
     seen: list = []
+    broken = False
     for (fno, owner, sno, number), value in items:
         if (fno, owner) != current:
             if share is not None:
-                yield from share.close(seen)
+                yield from _close(share, seen, broken)
             current, share, bases, seen = (fno, owner), _RowShare(names[fno], fno, owner, opts), {0: 0}, []
+            broken = False
         assert share is not None
         if number < 0:  # a split's counts: they number the next split's packets
             bases[sno + 1] = bases[sno] + value[0]
-            share.secrets.extend(s for s in value[5] if s not in share.secrets)
+            for secret in value[5]:  # the split's Decryption Secrets Blocks (its header's too)
+                if secret not in share.secrets:
+                    share.secrets.append(secret)
             if owner == 0:
                 seen.append((sno, value))
             continue
+        if broken:
+            continue
         ts, linktype, data = value
-        share.feed(bases[sno] + number, ts, decode_tcp(linktype, data))
+        index = bases[sno] + number
+        try:
+            share.feed(index, ts, decode_tcp(linktype, data))
+        except MemoryError:
+            raise
+        except Exception:  # noqa: BLE001 - a bug must not fail the whole job: the file's issue
+            broken = True
+            yield from share.drain()
+            yield _failed(fno, index)
+            continue
         if share.pending:
             yield from share.drain()
     if share is not None:
-        yield from share.close(seen)
+        yield from _close(share, seen, broken)
 
 
 class _Knowing:
@@ -388,6 +429,11 @@ def analyze_split(
         ends = [it for it in mine if it[0] == _OPENS]
         walks = [w for it in mine if it[0] == _SPLITS for w in it[2]]
         keylog = max(ends, key=lambda it: it[6])[7] if ends else []
+        for it in mine:
+            if it[0] == _FAILED:
+                at = "at the end" if it[2] is None else f"at packet {it[2]}"
+                stopped = f"the analysis of some connections stopped {at}: ({it[3]})"
+                keylog = [*keylog, SPARK_ANALYSIS_FAILED(stopped)]
         exchanges = sum(it[4] for it in ends)
         issues = sum(it[5] for it in ends)
         rows += _capture_rows(piece, walks, len(opened), exchanges, issues, keylog)
