@@ -435,7 +435,7 @@ def test_cli_on_a_standalone_cluster(tmp_path):
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     env.pop("SPARK_HOME", None)
     procs: list[subprocess.Popen] = []
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + 180  # the JVMs start slowly on a busy machine
     try:
         master_log = tmp_path / "master.log"
         port = _free_port()
@@ -462,7 +462,6 @@ def test_cli_on_a_standalone_cluster(tmp_path):
             "spark.driver.host=127.0.0.1",
         ]
         big = _one_recording(tmp_path / "bundled.pcap")
-        assert _frames_cut(big, 4096, _export_objects(big)["exchange"]) > 0
         gz = tmp_path / (GZIPPED + ".gz")
         gz.write_bytes(gzip.compress((CAPTURES / GZIPPED).read_bytes()))
         files = [str(big), str(gz)]
@@ -479,6 +478,7 @@ def test_cli_on_a_standalone_cluster(tmp_path):
         want = _export_exchanges(files, env)
         assert sum(want.values()) > 1000
         assert got == want
+        assert _frames_cut(big, 4096, Counter(t for f, t in want if f == big.name)) > 0  # frames cut
         # the partition layout: date=/hour=/capture_set=
         assert all(p.name == "capture_set=bundled" for p in (out / "exchanges").glob("date=*/hour=*/*"))
         import pyarrow.dataset as ds
