@@ -891,6 +891,19 @@ def _common(p: argparse.ArgumentParser, capture: bool = True, nargs: str = "+") 
     )
 
 
+def _byte_size(text: str) -> int:
+    """A size in bytes: a number with an optional K, M or G (binary) suffix."""
+    t = text.strip().upper().removesuffix("B")
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(t[-1:], 1)
+    try:
+        n = int(t[:-1] if mult > 1 else t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (bytes, or with K, M, G)") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r}")
+    return n * mult
+
+
 def _display_filter_arg(p: argparse.ArgumentParser, what: str = "only the exchanges matching EXPR") -> None:
     p.add_argument(
         "-Y",
@@ -1107,6 +1120,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="do not mask SASL passwords, SCRAM proofs and signatures (in the Parquet tables)",
     )
     p.add_argument("--partitions", type=int, metavar="N", help="number of analysis tasks")
+    p.add_argument(
+        "--split-size",
+        type=_byte_size,
+        metavar="SIZE",
+        help="cut a local capture file bigger than SIZE (bytes; K, M, G suffixes) into splits of"
+        " about SIZE analysed by several tasks and stitched (default 128M; 0: never)",
+    )
     _display_filter_arg(p, "only the exchanges matching EXPR (and their records)")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting")
     p.add_argument(

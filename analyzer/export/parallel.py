@@ -53,7 +53,7 @@ import orjson
 
 from analyzer.capture.files import MAX_RECORD, PCAP_MAGIC, CaptureFile
 from analyzer.capture.sets import CaptureSet
-from analyzer.capture.split import MIN_SPLIT, splits
+from analyzer.capture.split import MIN_SPLIT, Split, SplitSource, splits
 from analyzer.dissect.constants import ApiKey
 from analyzer.dissect.message import Options
 from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue, Skip
@@ -125,6 +125,78 @@ def flow_key(seg) -> tuple:
 def _hash_owner(key: tuple, parts: int) -> int:
     (sa, pa), (sb, pb) = key
     return zlib.crc32(bytes(sa) + bytes(sb) + struct.pack(">HH", pa, pb)) % parts
+
+
+class Router:
+    """Which part owns the connection of each TCP segment: the plan's (``owners``: canonical
+    address pair -> part), else by a hash of the pair; remembered per direction. What routes
+    packets to owners in ``export -j`` and on Spark's executors (:class:`SplitWalk`)."""
+
+    __slots__ = ("owners", "parts", "seen")
+
+    def __init__(self, owners: dict, parts: int) -> None:
+        self.owners, self.parts = owners, parts
+        self.seen: dict[tuple, int] = {}
+
+    def __call__(self, seg) -> int:
+        k4 = seg[:4]
+        o = self.seen.get(k4)
+        if o is None:
+            key = flow_key(seg)
+            o = self.owners.get(key)
+            o = self.seen[k4] = o if o is not None else _hash_owner(key, self.parts)
+        return o
+
+
+def _skip(skipped: dict, why: str, number: int) -> None:
+    """Count a packet that is no usable TCP segment: reason -> [count, number of its first]."""
+    if why in skipped:
+        skipped[why][0] += 1
+    else:
+        skipped[why] = [1, number]
+
+
+class SplitWalk:
+    """One split of a capture file (:mod:`analyzer.capture.split`: pcap at record boundaries,
+    pcapng at block boundaries with its interface table carried) walked once: iterating gives
+    each TCP packet as ``(owner, number, ts, linktype, data)``, ``number`` counting the split's
+    packets from 1 and ``owner`` the part of its connection (:class:`Router`). Once walked:
+    the split's ``count``, ``first_ts``, ``last_ts``, ``skipped`` (reason -> [count, number of
+    the first]), ``issues`` (its reader's), ``secrets`` (pcapng Decryption Secrets Blocks),
+    ``format`` and ``compression``. Spark's executors walk splits of big files with it and
+    shuffle the packets to their owners, who each run a :class:`Share`."""
+
+    def __init__(self, split: Split, owners: dict, parts: int) -> None:
+        self.split = split
+        self.route = Router(owners, parts)
+        self.count = 0
+        self.first_ts: float | None = None
+        self.last_ts = 0.0
+        self.skipped: dict[str, list[int]] = {}
+        self.issues: list[Issue] = []
+        self.secrets: list[bytes] = []
+        self.format: str | None = None
+        self.compression: str | None = None
+
+    def __iter__(self):
+        src = SplitSource(self.split, 1)
+        route = self.route
+        skipped = self.skipped
+        number = 0
+        ts = 0.0
+        try:
+            for number, ts, linktype, data in src:
+                if self.first_ts is None:
+                    self.first_ts = ts
+                seg = decode_tcp(linktype, data)
+                if type(seg) is Skip:
+                    _skip(skipped, skip_text(seg, linktype), number)
+                    continue
+                yield route(seg), number, ts, linktype, data
+        finally:
+            self.count, self.last_ts = number, ts if number else 0.0
+            self.issues, self.secrets = list(src.issues), list(src.secrets)
+            self.format, self.compression = src.format, src.compression
 
 
 def plan_owners(path: str, parts: int, sample: int = SAMPLE) -> dict:
@@ -380,7 +452,7 @@ def _walk(window, start, end, unpack, scale, linktype, owners, parts, routes, fi
     """(clean, count, first ts, last ts, skipped) of the records in ``[start, end)``; each
     packet's route appended to its owner's array (written to its file as it fills)."""
     skipped: dict[str, list[int]] = {}
-    owner_of: dict[tuple, int] = {}
+    route = Router(owners, parts)
     count = 0
     first_ts = None
     last_ts = 0.0
@@ -401,18 +473,9 @@ def _walk(window, start, end, unpack, scale, linktype, owners, parts, routes, fi
         last_ts = ts
         seg = decode_tcp(linktype, data)
         if type(seg) is Skip:
-            why = skip_text(seg, linktype)
-            if why in skipped:
-                skipped[why][0] += 1
-            else:
-                skipped[why] = [1, count]
+            _skip(skipped, skip_text(seg, linktype), count)
         else:
-            k4 = seg[:4]
-            o = owner_of.get(k4)
-            if o is None:
-                key = flow_key(seg)
-                o = owners.get(key)
-                o = owner_of[k4] = o if o is not None else _hash_owner(key, parts)
+            o = route(seg)
             r = routes[o]
             r.extend((count, ts, data_at, incl))
             if len(r) >= 4 * FLUSH_ROUTES:
@@ -422,8 +485,9 @@ def _walk(window, start, end, unpack, scale, linktype, owners, parts, routes, fi
     return pos == end, count, first_ts, last_ts, skipped
 
 
-def _totals(ranges: list[Route]) -> Totals:
-    """One run's counts of the whole file, from its ranges in order."""
+def range_totals(ranges: list) -> Totals:
+    """One run's counts of the whole file, from its ranges in order (each with ``count``,
+    ``first_ts``, ``last_ts`` and ``skipped``: a :class:`Route`, a walked :class:`SplitWalk`)."""
     packets = 0
     first_ts = None
     last_ts = 0.0
@@ -489,7 +553,7 @@ def _routed(pool, jobs_list: list[Job], folder: str) -> list[Part] | None:
     )
     if not all(r.clean for r in walked):
         return None
-    totals = _totals(walked)
+    totals = range_totals(walked)
     base = 0
     mine: list[list] = [[] for _ in jobs_list]
     for rng, r in zip(ranges, walked, strict=True):
@@ -511,8 +575,7 @@ def run_part(job: Job) -> Part:
         keylog.attach(secrets)
     share = _share(job, keylog)
     feed = share.feed
-    owners, part, parts = job.owners, job.part, job.parts
-    mine: dict[tuple, bool] = {}
+    route, part = Router(job.owners, job.parts), job.part
     skipped: Counter = Counter()
     packets = 0
     first_ts = None
@@ -526,13 +589,7 @@ def run_part(job: Job) -> Part:
         if type(seg) is Skip:
             skipped[skip_text(seg, linktype)] += 1
             continue
-        k4 = seg[:4]
-        own = mine.get(k4)
-        if own is None:
-            key = flow_key(seg)
-            owner = owners.get(key)
-            own = mine[k4] = (owner if owner is not None else _hash_owner(key, parts)) == part
-        if own:
+        if route(seg) == part:
             feed(index, ts, seg)
     issues = list(getattr(source, "issues", ()))
     return share.finish(Totals(packets, first_ts, last_ts, skipped, issues, list(secrets or ())))

@@ -382,6 +382,14 @@ def failure_message(exc: BaseException) -> str | None:
     return f"Spark failed: {cause[:300]} (--log-level WARN shows Spark's log)"
 
 
+def split_size(args: argparse.Namespace) -> dict:
+    """``analyze``'s ``split_size`` from ``--split-size`` (0: never split; absent: the default)."""
+    size = getattr(args, "split_size", None)
+    if size is None:
+        return {}
+    return {"split_size": size or None}
+
+
 def start(args: argparse.Namespace, spark: SparkSession, bodies: bool = False) -> Analysis | None:
     """:func:`~analyzer.spark.source.analyze` with the command line's options; None (the reason
     printed) for a path naming nothing, an unreadable key log or a bad display filter."""
@@ -400,6 +408,7 @@ def start(args: argparse.Namespace, spark: SparkSession, bodies: bool = False) -
             tls_keylog=args.tls_keylog,
             where=args.display_filter,
             show_secrets=getattr(args, "show_secrets", False),
+            **split_size(args),
         )
     except NoCaptures as exc:
         print(f"kafka-analyzer: {exc}", file=sys.stderr)
@@ -492,6 +501,7 @@ def _spark_run(args: argparse.Namespace, spark: SparkSession) -> int:
         print(
             f"{files} files in {len(caps)} pieces ({chained} chains of rotated files), "
             f"{exchanges} exchanges, {len(damaged)} damaged or not captures"
+            + (f"; {len(a.split)} big files cut into {sum(a.split.values())} splits" if a.split else "")
         )
         print(f"capture set {name!r}: Parquet (zstd) tables, partitioned by date/hour/capture_set:")
         for table, path in paths.items():

@@ -8,9 +8,10 @@ to the executors. Each executor opens its files itself (:func:`open_uri`: local 
 other file systems through ``pyarrow.fs``) and streams them through
 :class:`~analyzer.pipeline.Analysis` in ``mapPartitions``: no file is ever one value on the JVM
 side, so its size is bounded by nothing but disk. :func:`analyze_piece` is the one function that
-turns a piece into rows: splits of big files and the stitching of flows across pieces plug in
-there. One pass over the files makes one DataFrame of tagged events (``events``, persisted by
-default); the tables are views of it:
+turns a piece into rows; a local file bigger than the split size is instead cut into byte-range
+splits walked by several tasks, its connections brought together by one shuffle and stitched
+(:mod:`analyzer.spark.stitch`: the same rows). One pass over the files makes one DataFrame of
+tagged events (``events``, persisted by default); the tables are views of it:
 
 * ``exchanges``: one row per request/response pair (:data:`EXCHANGE`);
 * ``issues``: connection- and capture-level issues: gaps, resynchronisations, truncation,
@@ -49,6 +50,8 @@ from pyspark.sql.types import (
     StructField,
     StructType,
 )
+
+from analyzer.capture.split import DEFAULT_SPLIT
 
 
 def _struct(*fields: tuple) -> StructType:
@@ -452,8 +455,8 @@ def analyze_piece(  # noqa: C901 - one loop dispatching every event kind to its 
     exchanges' ``request``, ``response`` and ``issue_details`` (the export's JSON).
     ``show_secrets``: leave SASL secrets unmasked (masked by default, as in every output).
 
-    This is the seam where splits of big files and the stitching of flows across pieces plug
-    in: today a piece is whole files, analysed in order by one task.
+    A piece is whole files, analysed in order by one task (a big file cut into splits is
+    analysed by :mod:`analyzer.spark.stitch` instead).
 
     Never raises for a bad file: damage is an issue row; so is a failure of the analysis itself
     (``spark.analysis_failed``, with everything before it kept), so one file cannot fail a job.
@@ -676,9 +679,18 @@ class Analysis:
     the analysis decoded record bodies. ``pieces``: what the tasks analysed. ``unpersist()``
     frees the cached events."""
 
-    def __init__(self, events: DataFrame, records: bool, pieces: list[Piece] | None = None):
+    def __init__(
+        self,
+        events: DataFrame,
+        records: bool,
+        pieces: list[Piece] | None = None,
+        split: dict[str, int] | None = None,
+        owned=None,
+    ):
         self.events = events
         self.pieces = pieces or []
+        self.split = split or {}  # the files cut into byte-range splits: URI -> number of splits
+        self._owned = owned  # the owners' output of the split files (persisted)
         self.exchanges = self._kind("exchange")
         self.issues = self._kind("issue")
         self.connections = self._kind("connection")
@@ -690,6 +702,8 @@ class Analysis:
 
     def unpersist(self) -> None:
         self.events.unpersist()
+        if self._owned is not None:
+            self._owned.unpersist()
 
 
 def analyze(
@@ -708,6 +722,7 @@ def analyze(
     tls_keylog: str | os.PathLike | None = None,
     where: str | None = None,
     show_secrets: bool = False,
+    split_size: int | None = DEFAULT_SPLIT,
 ) -> Analysis:
     """Analyse every capture file that ``paths`` name (paths, globs, directories, URIs; see
     :func:`list_files`, which raises :class:`NoCaptures` for a path naming nothing).
@@ -727,6 +742,11 @@ def analyze(
     executors: ``exchanges`` and ``records`` hold the matching exchanges only.
     ``show_secrets``: the executors leave SASL passwords, SCRAM proofs and signatures and
     OAUTHBEARER tokens unmasked (``--show-secrets``); masked by default.
+    ``split_size``: a local pcap or pcapng file bigger than this is cut into byte-range splits
+    of about this size, walked by several tasks, its connections brought together by one shuffle
+    and stitched (:mod:`analyzer.spark.stitch`: the same rows as analysing it whole); None: every
+    piece whole. Rotated files chained into one piece, compressed files, files on other file
+    systems and analyses with ``where`` are analysed whole.
     """
     if where is not None:
         from analyzer.filter import compile_filter
@@ -742,7 +762,6 @@ def analyze(
     sc = spark.sparkContext
     total = sum(p.size for p in pieces)
     n = partitions or max(2 * sc.defaultParallelism, -(-total // TASK_BYTES))
-    n = max(1, min(len(pieces), n))
     opts = {
         "records": records,
         "with_json": json,
@@ -752,11 +771,30 @@ def analyze(
         "where": where,
         "show_secrets": show_secrets,
     }
-    rdd = sc.parallelize(_bins(pieces, n), n).mapPartitions(partial(_analyze_partition, opts=opts))
+    big: list[tuple[Piece, list]] = []
+    if split_size and where is None:
+        from analyzer.spark.stitch import plan_splits
+
+        for p in pieces:
+            cuts = plan_splits(p, split_size)
+            if cuts is not None:
+                big.append((p, cuts))
+    whole = [p for p in pieces if not any(p is b for b, _ in big)]
+    rdd = None
+    if whole:
+        n = max(1, min(len(whole), n))
+        rdd = sc.parallelize(_bins(whole, n), n).mapPartitions(partial(_analyze_partition, opts=opts))
+    owned = None
+    if big:
+        from analyzer.spark.stitch import analyze_split
+
+        split_rows, owned = analyze_split(spark, big, opts, n)
+        rdd = split_rows if rdd is None else rdd.union(split_rows)
+    assert rdd is not None  # list_files found at least one file
     events = spark.createDataFrame(rdd, EVENT, verifySchema=False)
     if persist:
         events = events.persist(StorageLevel.MEMORY_AND_DISK)
-    return Analysis(events, records, pieces)
+    return Analysis(events, records, pieces, {p.uris[0]: len(c) for p, c in big}, owned)
 
 
 # -- Parquet output --------------------------------------------------------------------------------

@@ -97,3 +97,23 @@ def test_tui_arguments_are_checked_before_the_screen_opens():
         assert rc == 2 and said in err, (args, rc, err)
     rc, out, err = cli("tui", "-i", "no-such-if0")  # (without root: no permission, said as well)
     assert rc == 2 and err.startswith("kafka-analyzer: error: ") and out == "", err
+
+
+def test_spark_split_size_takes_byte_suffixes():
+    import argparse
+
+    import pytest
+
+    from analyzer.cli import _byte_size
+
+    assert [_byte_size(t) for t in ("4K", "128M", "1g", "4096", "64MB", "0")] == [
+        4096,
+        128 << 20,
+        1 << 30,
+        4096,
+        64 << 20,
+        0,
+    ]
+    for bad in ("x", "-1", "4Q", ""):
+        with pytest.raises(argparse.ArgumentTypeError):
+            _byte_size(bad)

@@ -1,0 +1,452 @@
+"""One big capture file on Spark: byte-range splits walked on the executors, one keyed shuffle by
+connection, the pipeline per connection owner, and the stitching that makes the rows one run's.
+
+A local capture file bigger than the split size (:data:`~analyzer.capture.split.DEFAULT_SPLIT`,
+``analyze(split_size=...)``) is cut by :func:`~analyzer.capture.split.splits` (pcap at record
+boundaries found by chained header checks, pcapng at block boundaries with the interface table
+carried; a compressed file stays one split, and then is analysed whole). Then:
+
+1. **walk** (a task per few splits): each split is read once
+   (:class:`~analyzer.export.parallel.SplitWalk`, the walker ``export -j`` shares) and each
+   TCP packet is keyed ``(file, owner, split, number)``: ``owner`` the part its connection
+   belongs to (canonical flow key: the plan of the first megabytes, else a hash, as
+   ``export -j`` routes); each split also sends every owner its packet count (number -1);
+2. **one shuffle**: ``repartitionAndSortWithinPartitions`` on the owner, sorted by split and
+   number, so each owner gets its packets in capture order (the counts of the splits before
+   number them as one run does);
+3. **own**: each owner runs a :class:`~analyzer.export.parallel.Share` over its packets and
+   turns its events into rows, with the connection ids of its own numbering;
+4. **stitch**: the driver collects the small part (when each connection opened, what the
+   knowledge learnt from each Metadata-like exchange, the splits' counts) and works out what
+   one run knows where; a map renumbers the connections in the order they opened over the whole
+   file and names topics (by id) and the broker software as one run names them at that point.
+
+The exchanges, issues, connections and records are those of analysing the file whole.
+"""
+
+from __future__ import annotations
+
+import bisect
+import copyreg
+import traceback
+from collections.abc import Iterable, Iterator
+from functools import partial
+
+import orjson
+from pyspark import StorageLevel
+from pyspark.rdd import RDD
+from pyspark.sql import SparkSession
+
+from analyzer.capture.split import Split, splits
+from analyzer.dissect.message import Options
+from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue
+from analyzer.export.parallel import (
+    _CONNECTION,
+    _EXCHANGE,
+    _FLUSH,
+    _ISSUE,
+    _UNNAMED,
+    _UNNAMED_TEXT,
+    Route,
+    Share,
+    SplitWalk,
+    _relabel,
+    _renumber,
+    _topic_refs,
+    plan_owners,
+    range_totals,
+)
+from analyzer.issues import CAPTURE_NO_TCP, SPARK_ANALYSIS_FAILED
+from analyzer.model import Exchange, Severity
+from analyzer.reassembly.packet import decode_tcp
+from analyzer.session.knowledge import LEARNS_FROM, Knowledge
+from analyzer.spark.source import (
+    Piece,
+    _connection_row,
+    _event,
+    _exchange_row,
+    _issue_row,
+    _record_rows,
+    local_path,
+)
+from analyzer.tls.keylog import KeyLog
+
+_ROW, _KNOW, _OPENS, _SPLITS, _FAILED = range(5)  # what the owners send: a row, or the driver's part
+
+
+def _memoryview_as_bytes(m: memoryview):
+    return bytes, (m.tobytes(),)
+
+
+def plan_splits(piece: Piece, split_size: int) -> list[Split] | None:
+    """The splits of a piece that is one local file bigger than ``split_size``; None: the piece
+    is analysed whole (several files, not local, compressed, not a capture, or small)."""
+    if len(piece.uris) != 1 or piece.size <= split_size:
+        return None
+    try:
+        path = local_path(piece.uris[0])
+        parts = splits(path, split_size)
+    except (OSError, ValueError):
+        return None  # the whole-file analysis reports what is wrong with it
+    return parts if len(parts) > 1 else None
+
+
+def _walk(tasks: Iterable[tuple]) -> Iterator[tuple]:
+    """The packets of some splits, keyed ``(file, owner, split, number)``; then each split's
+    counts, to every owner (number -1)."""
+    for fno, sno, split, owners, parts in tasks:
+        walk = SplitWalk(split, owners, parts)
+        for owner, number, ts, linktype, data in walk:
+            yield (fno, owner, sno, number), (ts, linktype, bytes(data))
+        summary = (walk.count, walk.first_ts, walk.last_ts, walk.skipped, walk.issues, walk.secrets)
+        summary += (walk.format, walk.compression)
+        for owner in range(parts):
+            yield (fno, owner, sno, -1), summary
+
+
+class _RowShare(Share):
+    """An owner's share of one file: its events as rows, with what the stitching needs."""
+
+    def __init__(self, name: str, fno: int, owner: int, opts: dict) -> None:
+        keylog = KeyLog()
+        if opts["tls_keylog"] is not None:
+            keylog.add_text(opts["tls_keylog"], "the key log")
+        self.secrets: list[bytes] = []
+        keylog.attach(self.secrets)
+        super().__init__(
+            Options(records_bodies=opts["records"], show_secrets=opts["show_secrets"]),
+            opts["ports"],
+            keylog,
+            False,
+            None,
+            False,
+        )
+        self.name, self.fno, self.owner, self.opts = name, fno, owner, opts
+        self.pending: list[tuple] = []
+        self.exchanges = 0
+        self.issues = 0
+
+    def _emit(self, events: list, batch: int) -> None:
+        ids = self.ids
+        opts = self.opts
+        name, fno, owner = self.name, self.fno, self.owner
+        out = self.pending
+        learnt = ids.used  # a topic id was looked up while labelling this batch's exchanges
+        ids.used = False
+        for ev in events:
+            t = type(ev)
+            if t is Exchange:
+                self.exchanges += 1
+                row = _exchange_row(name, ev, ids, opts["with_json"], opts["records"], opts["bodies"])
+                refs = _topic_refs(ev) if learnt or ids.used else None
+                rows = [_event("exchange", row)]
+                if opts["records"]:  # topics by id left unnamed: the stitching names them
+                    rows += [_event("record", r) for r in _record_rows(name, ev, {} if refs else ids)]
+                ids.used = False
+                unnamed = any(i.message.startswith(_UNNAMED_TEXT) for i in ev.all_issues())
+                out.append((_ROW, fno, owner, batch, self._seq, ev.conn.id, _EXCHANGE, rows, refs, unnamed))
+                if ev.api_key in LEARNS_FROM:
+                    out.append((_KNOW, fno, owner, batch, self._seq, ev.conn.id, _learnt(ev)))
+            elif t is ConnIssue:
+                self.issues += 1
+                unnamed = ev.issue.message.startswith(_UNNAMED_TEXT)
+                row = _event("issue", _issue_row(name, ev))
+                out.append((_ROW, fno, owner, batch, self._seq, ev.conn.id, _ISSUE, [row], None, unnamed))
+            elif t is ConnectionEnd:
+                row = _event("connection", _connection_row(name, ev.conn))
+                out.append((_ROW, fno, owner, batch, self._seq, ev.conn.id, _CONNECTION, [row], None, False))
+            else:
+                continue
+            self._seq += 1
+
+    def drain(self) -> list[tuple]:
+        out, self.pending = self.pending, []
+        return out
+
+    def close(self, splits_seen: list) -> list[tuple]:
+        part = self.finish(None)
+        out = self.drain()
+        out.append(
+            (_OPENS, self.fno, self.owner, part.opens, self.exchanges, self.issues)
+            + (part.keylog_pulled, part.keylog_issues)
+        )
+        if splits_seen:
+            out.append((_SPLITS, self.fno, splits_seen))
+        return out
+
+
+def _learnt(ex: Exchange) -> tuple[dict, str | None]:
+    """What the knowledge learns from ``ex`` whatever it knew before: topic ids and cluster id."""
+    k = Knowledge()
+    topics = ex.topics
+    k.learn(ex)
+    ex.topics = topics
+    return dict(k.topic_ids), k.cluster_id
+
+
+def _failed(fno: int, at: int | None) -> tuple:
+    """An owner's analysis stopped on an internal error: what the driver reports (everything
+    before it is kept, as for a whole file)."""
+    tb = traceback.format_exc(limit=-3).strip().replace("\n", " | ")
+    return (_FAILED, fno, at, tb)
+
+
+def _close(share: _RowShare, seen: list, broken: bool) -> list[tuple]:
+    """The end of an owner's share (``broken``: its analysis stopped on an internal error)."""
+    if not broken:
+        try:
+            return share.close(seen)
+        except MemoryError:
+            raise
+        except Exception:  # noqa: BLE001 - a bug must not fail the whole job: the file's issue
+            out = share.drain()
+            out.append(_failed(share.fno, None))
+    else:
+        out = []
+    out.append((_OPENS, share.fno, share.owner, share.opens, share.exchanges, share.issues, 0, []))
+    if seen:
+        out.append((_SPLITS, share.fno, seen))
+    return out
+
+
+def _own(items: Iterable[tuple], names: list[str], opts: dict) -> Iterator[tuple]:  # noqa: C901 - the owner's loop, the split counts inline
+    """An owner's packets, in capture order, through its share."""
+    copyreg.pickle(memoryview, _memoryview_as_bytes)  # rows and issues may hold slices of frames
+    share: _RowShare | None = None
+    current = None
+    bases: dict[int, int] = {}
+    seen: list = []
+    broken = False
+    for (fno, owner, sno, number), value in items:
+        if (fno, owner) != current:
+            if share is not None:
+                yield from _close(share, seen, broken)
+            current, share, bases, seen = (fno, owner), _RowShare(names[fno], fno, owner, opts), {0: 0}, []
+            broken = False
+        assert share is not None
+        if number < 0:  # a split's counts: they number the next split's packets
+            bases[sno + 1] = bases[sno] + value[0]
+            for secret in value[5]:  # the split's Decryption Secrets Blocks (its header's too)
+                if secret not in share.secrets:
+                    share.secrets.append(secret)
+            if owner == 0:
+                seen.append((sno, value))
+            continue
+        if broken:
+            continue
+        ts, linktype, data = value
+        index = bases[sno] + number
+        try:
+            share.feed(index, ts, decode_tcp(linktype, data))
+        except MemoryError:
+            raise
+        except Exception:  # noqa: BLE001 - a bug must not fail the whole job: the file's issue
+            broken = True
+            yield from share.drain()
+            yield _failed(fno, index)
+            continue
+        if share.pending:
+            yield from share.drain()
+    if share is not None:
+        yield from _close(share, seen, broken)
+
+
+class _Knowing:
+    """What one run knows at each point of a file (an event's order key): the topic ids and the
+    broker software, from the knowledge learnt in order over every owner."""
+
+    def __init__(self, learnt: list[tuple]) -> None:
+        k = Knowledge()
+        self.tids: dict[str, tuple[list, list]] = {}  # topic id -> (keys, names)
+        self.sw_keys: list = []
+        self.sw: list = []
+        software = None
+        for key, (topic_ids, cluster_id) in sorted(learnt, key=lambda x: x[0]):
+            for tid, name in topic_ids.items():
+                keys, names = self.tids.setdefault(tid, ([], []))
+                keys.append(key)
+                names.append(name)
+            if cluster_id:
+                k.cluster_id = cluster_id
+            now = k.broker_software()
+            if now != software:
+                software = now
+                self.sw_keys.append(key)
+                self.sw.append(now)
+
+    def topic(self, tid, key):
+        got = self.tids.get(tid)
+        if got is None:
+            return None
+        i = bisect.bisect_right(got[0], key)
+        return got[1][i - 1] if i else None
+
+    def software(self, key) -> str | None:
+        i = bisect.bisect_right(self.sw_keys, key)
+        return self.sw[i - 1] if i else None
+
+
+def _key(batch: int, seq: int, conn: int) -> tuple:
+    """An event's place in one run's order: by the packet that completed it; at the end, by
+    connection (as export -j's merge orders them)."""
+    return (batch, conn if batch == _FLUSH else 0, seq)
+
+
+def _stitch(items: Iterable[tuple], tables: dict) -> Iterator[tuple]:
+    """An owner's rows as one run has them: connection ids over the whole file, topics by id and
+    the broker software named as one run knew them at that point."""
+    for it in items:
+        if it[0] != _ROW:
+            continue
+        _tag, fno, owner, batch, seq, local, kind, rows, refs, unnamed = it
+        idmap, knowing = tables[fno]
+        conn = idmap[(owner, local)]
+        key = _key(batch, seq, conn)
+        software = knowing.software(key) if unnamed else None
+        for ev in rows:
+            what = ev[0]
+            if what == "exchange":
+                yield _exchange(ev, conn, key, refs, knowing, software)
+            elif what == "record":
+                r = list(ev[5])
+                r[2] = conn
+                if refs is not None:
+                    r[5] = knowing.topic(r[5], key) or r[5]
+                yield _event("record", tuple(r))
+            elif what == "issue":
+                r = list(ev[2])
+                r[2] = conn
+                if software is not None:
+                    r[9] = software + " answered " + r[9][len(_UNNAMED_TEXT) :]
+                yield _event("issue", tuple(r))
+            else:
+                r = list(ev[3])
+                r[1] = conn
+                yield _event("connection", tuple(r))
+
+
+def _exchange(ev: tuple, conn: int, key: tuple, refs, knowing: _Knowing, software: str | None) -> tuple:
+    r = list(ev[1])
+    r[2] = conn
+    js = r[18]
+    if js is not None:
+        js = _renumber(js.encode(), _EXCHANGE, conn)
+    if refs is not None:
+
+        def name(nm, tid):
+            return nm if nm else knowing.topic(tid, key) or tid
+
+        labels: dict[str, list[int]] = {}
+        for nm, tid, partitions in refs[0]:
+            labels.setdefault(name(nm, tid), []).extend(partitions)
+        if list(labels) != r[10]:
+            r[10], r[22] = list(labels), labels
+            if js is not None:
+                js = _relabel(js, labels)
+        counts: dict[str, list[int]] = {}
+        for nm, tid, nrec, nbytes in refs[1]:
+            acc = counts.setdefault(name(nm, tid), [0, 0])
+            acc[0] += nrec
+            acc[1] += nbytes
+        r[17] = [(t, n, b) for t, (n, b) in counts.items()]
+    if software is not None:
+        named = orjson.dumps(software + " answered ")[:-1].decode()
+        old = _UNNAMED.decode()
+        if js is not None:
+            js = js.replace(_UNNAMED, named.encode())
+        if r[21] is not None:
+            r[21] = r[21].replace(old, named)
+    if js is not None:
+        r[18] = js.decode()
+    return _event("exchange", tuple(r))
+
+
+def _capture_rows(piece: Piece, walks: list, opens: int, exchanges: int, issues: int, keylog) -> list[tuple]:
+    """The file's capture issues and its captures row, as the whole-file analysis gives them."""
+    walks = [v for _s, v in sorted(walks, key=lambda x: x[0])]
+    totals = range_totals([Route(True, w[0], w[1], w[2], w[3], []) for w in walks])
+    found = [i for w in walks for i in w[4]] + list(keylog)
+    if totals.packets and not opens:
+        found.append(CAPTURE_NO_TCP("no TCP traffic in the capture"))
+    last = totals.last_ts if totals.packets else None
+    name = piece.name
+    rows = [_event("issue", _issue_row(name, CaptureIssue(i, last))) for i in found]
+    damaged = any(i.severity == Severity.ERROR for i in found)
+    fmt, compression = (walks[0][6], walks[0][7]) if walks else (None, None)
+    rows.append(
+        _event(
+            "capture",
+            (
+                name,
+                fmt,
+                compression,
+                piece.size,
+                totals.packets,
+                opens,
+                exchanges,
+                issues + len(found),
+                totals.first_ts,
+                last,
+                damaged,
+                list(piece.uris),
+            ),
+        )
+    )
+    return rows
+
+
+def analyze_split(
+    spark: SparkSession, files: list[tuple[Piece, list[Split]]], opts: dict, tasks: int
+) -> tuple[RDD, RDD]:
+    """The event rows of big files cut into splits (see the module docstring), and the RDD of
+    the owners' output (persisted: unpersist it once the rows are no longer needed). Runs the
+    walk, the shuffle and the owners now (a Spark job): the stitching needs their small part."""
+    sc = spark.sparkContext
+    work = []
+    offsets = []
+    total = 0
+    for fno, (piece, cuts) in enumerate(files):
+        parts = max(1, min(len(cuts), 2 * sc.defaultParallelism))
+        path = local_path(piece.uris[0])
+        owners = plan_owners(path, parts)
+        offsets.append(total)
+        total += parts
+        work += [(fno, sno, split, owners, parts) for sno, split in enumerate(cuts)]
+    base = list(offsets)
+    names = [p.name for p, _ in files]
+    slices = max(1, min(len(work), tasks))
+    owned = (
+        sc.parallelize(work, slices)
+        .mapPartitions(_walk)
+        .repartitionAndSortWithinPartitions(total, partial(_partition, base=base))
+        .mapPartitions(partial(_own, names=names, opts=opts))
+        .persist(StorageLevel.MEMORY_AND_DISK)
+    )
+    small = owned.filter(lambda it: it[0] != _ROW).collect()
+    tables: dict[int, tuple] = {}
+    rows: list[tuple] = []
+    for fno, (piece, _cuts) in enumerate(files):
+        mine = [it for it in small if it[1] == fno]
+        opened = sorted(
+            (index, it[2], local) for it in mine if it[0] == _OPENS for local, index in enumerate(it[3], 1)
+        )
+        idmap = {(owner, local): n for n, (_index, owner, local) in enumerate(opened, 1)}
+        learnt = [(_key(it[3], it[4], idmap[(it[2], it[5])]), it[6]) for it in mine if it[0] == _KNOW]
+        tables[fno] = (idmap, _Knowing(learnt))
+        ends = [it for it in mine if it[0] == _OPENS]
+        walks = [w for it in mine if it[0] == _SPLITS for w in it[2]]
+        keylog = max(ends, key=lambda it: it[6])[7] if ends else []
+        for it in mine:
+            if it[0] == _FAILED:
+                at = "at the end" if it[2] is None else f"at packet {it[2]}"
+                stopped = f"the analysis of some connections stopped {at}: ({it[3]})"
+                keylog = [*keylog, SPARK_ANALYSIS_FAILED(stopped)]
+        exchanges = sum(it[4] for it in ends)
+        issues = sum(it[5] for it in ends)
+        rows += _capture_rows(piece, walks, len(opened), exchanges, issues, keylog)
+    stitched = owned.mapPartitions(partial(_stitch, tables=tables))
+    return stitched.union(sc.parallelize(rows, 1)), owned
+
+
+def _partition(key: tuple, base: list[int]) -> int:
+    return base[key[0]] + key[1]

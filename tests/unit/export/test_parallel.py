@@ -1,0 +1,51 @@
+"""The walkers ``export -j`` and Spark share: :class:`Router` sends both directions of a
+connection to one part, :class:`SplitWalk` walks a split once and its packets, split after
+split, are the file's, each with its connection's owner; :func:`range_totals` counts the file
+from its splits as one reader does."""
+
+from collections import Counter
+
+import pytest
+
+from analyzer.capture.files import CaptureFile
+from analyzer.capture.split import splits
+from analyzer.events import Skip
+from analyzer.export.parallel import Router, SplitWalk, flow_key, plan_owners, range_totals
+from analyzer.reassembly.packet import decode_tcp, skip_text
+from tests.helpers.captures import CAPTURES
+
+
+@pytest.mark.parametrize("name", ["librdkafka-txn.pcap", "kafka-python-tls-tls13-aes128gcm-dsb.pcapng"])
+def test_split_walks_give_the_files_packets_with_their_owners(name):
+    path = CAPTURES / name
+    parts = 3
+    owners = plan_owners(str(path), parts, sample=4096)  # a plan for the first connections only
+    route = Router(owners, parts)
+    want, skipped = [], Counter()
+    cap = CaptureFile(path)
+    for index, ts, linktype, data in cap:
+        seg = decode_tcp(linktype, data)
+        if type(seg) is Skip:
+            skipped[skip_text(seg, linktype)] += 1
+            continue
+        want.append((route(seg), index, ts, bytes(data)))
+        # one part per connection, both ways; the plan's part for the connections it names
+        back = (seg[2], seg[3], seg[0], seg[1], *seg[4:])
+        assert route(back) == route(seg)
+        if flow_key(seg) in owners:
+            assert route(seg) == owners[flow_key(seg)]
+    assert {w[0] for w in want} == set(range(parts))
+    cuts = splits(path, 4096)
+    assert len(cuts) > 5
+    got, walks, base = [], [], 0
+    for c in cuts:
+        w = SplitWalk(c, owners, parts)
+        got += [(o, base + n, ts, bytes(d)) for o, n, ts, _lt, d in w]
+        walks.append(w)
+        base += w.count
+        assert not w.issues
+    assert got == want
+    totals = range_totals(walks)
+    assert totals.packets == base == len(want) + sum(skipped.values())
+    assert (totals.first_ts, totals.last_ts) == (want[0][2], want[-1][2])
+    assert totals.skipped == skipped
