@@ -731,6 +731,24 @@ QUIRK_FETCH_MAGIC_TOO_NEW = _declare(
     "(magic 2 to a Fetch v0-v3 client, magic 1 to v0-v1), where Kafka converts them down: the "
     "broker, named when known (Tansu does this), sent what it stored; decoded as sent.",
 )
+QUIRK_LEGACY_FORMAT_REJECTED = _declare(
+    "quirk.legacy_format_rejected",
+    WARNING,
+    "pairing",
+    "A Produce v0-v2 response answers UNSUPPORTED_VERSION for a partition whose request records are "
+    "a legacy message set (magic 0 or 1), the format those versions carry and Kafka accepts: the "
+    "broker, named when known (the librdkafka mock cluster rejects compressed ones), refused a "
+    "valid message-set format.",
+)
+QUIRK_SIMPLE_COMMIT_REJECTED = _declare(
+    "quirk.simple_commit_rejected",
+    WARNING,
+    "pairing",
+    "An OffsetCommit v1+ with generation -1 and an empty member id (a simple or admin commit) "
+    "answered UNKNOWN_MEMBER_ID for a group the capture shows empty (its members left with "
+    "LeaveGroup, or none was seen): Kafka accepts such a commit for an empty group; the broker, "
+    "named when known (the librdkafka mock cluster does this), rejected it.",
+)
 QUIRK_LIBRDKAFKA_TAGGED_HANGUP = _declare(
     "quirk.librdkafka_tagged_hangup",
     WARNING,

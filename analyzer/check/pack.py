@@ -21,7 +21,9 @@ from analyzer.issues import (
     FRAMING_INCOMPLETE,
     FRAMING_RESYNC,
     PAIRING_ACKS0,
+    QUIRK_LEGACY_FORMAT_REJECTED,
     QUIRK_MOCK_LEAVE_GROUP_LAYOUT,
+    QUIRK_SIMPLE_COMMIT_REJECTED,
     RECORDS_CRC_MISMATCH,
     STREAM_EVICTED,
     STREAM_GAP,
@@ -53,11 +55,15 @@ EXPECTED_ERRORS = {
     "ApiVersions": frozenset(("UNSUPPORTED_VERSION",)),  # the client retries with v0
     "JoinGroup": frozenset(("MEMBER_ID_REQUIRED",)),  # KIP-394: rejoin with the given id
 }
-# Errors a named broker quirk causes, by the quirk on the response: the broker misread a valid
-# request, so the error is its deviation (kafka.peer-quirks names it), not a failure to judge here.
+# Errors a named broker quirk causes, by the quirk on the exchange: the broker misread or refused a
+# valid request, so the error is its deviation (kafka.peer-quirks names it), not a failure to judge here.
 QUIRK_ERRORS = {
     # the mock reads a v3+ LeaveGroup's members array as a v0-v2 member id: no member matches
     QUIRK_MOCK_LEAVE_GROUP_LAYOUT.code: frozenset(("UNKNOWN_MEMBER_ID",)),
+    # a Produce v0-v2 legacy message set (magic 0/1) refused as UNSUPPORTED_VERSION
+    QUIRK_LEGACY_FORMAT_REJECTED.code: frozenset(("UNSUPPORTED_VERSION",)),
+    # a simple commit (generation -1, no member id) to an empty group refused
+    QUIRK_SIMPLE_COMMIT_REJECTED.code: frozenset(("UNKNOWN_MEMBER_ID",)),
 }
 
 
@@ -81,7 +87,7 @@ def _error_responses(ex: Exchange) -> str | None:
     quirky: set[int] = set()
     if ex.api_key is not None and ex.api_version is not None:
         quirky = {code for code, _, _ in too_new(ex.api_key, ex.api_version, resp.errors)}
-    for issue in resp.issues:
+    for issue in ex.all_issues():
         expected = expected | QUIRK_ERRORS.get(issue.code, frozenset())
     bad = []
     for code in resp.errors:
@@ -225,7 +231,8 @@ def builtin_rules() -> list[Rule]:
             "CRC-less transaction markers and extra Metadata byte; librdkafka's #5049 Metadata "
             "placeholder and its pre-2.2 hang-up after tagged ApiVersions fields; kafka-go's v0 "
             "subscription labelled v1; a broker answering acks=0, sending an error code the "
-            "request version predates or Fetch records newer than the request version reads).",
+            "request version predates or Fetch records newer than the request version reads, "
+            "refusing a Produce v0-v2 legacy message set or a simple commit to an empty group).",
         ),
         Rule(
             "kafka.invalid-batches",

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from analyzer.dissect.constants import ApiKey
 from analyzer.model import Exchange, Field, Message
 from analyzer.session.entities import topic_refs
+from analyzer.session.groups import GroupMembers
 from analyzer.session.sequences import SequenceTracker
 
 # The arrays whose topics label an exchange (Exchange.topics: the `read` line, `--topic`, the
@@ -83,6 +84,8 @@ class Knowledge:
     cluster_id: str | None = None
     # idempotent producers' sequences per partition (records.bad_sequence on the request)
     sequences: SequenceTracker = field(default_factory=SequenceTracker)
+    # live members of the classic groups (quirk.simple_commit_rejected)
+    members: GroupMembers = field(default_factory=GroupMembers)
 
     def broker_software(self) -> str | None:
         """The broker implementation, when its answers say it: the cluster id its Metadata

@@ -42,9 +42,11 @@ from analyzer.issues import (
     QUIRK_ACKS0_ANSWERED,
     QUIRK_ERROR_TOO_NEW,
     QUIRK_FETCH_MAGIC_TOO_NEW,
+    QUIRK_LEGACY_FORMAT_REJECTED,
     QUIRK_LIBRDKAFKA_TAGGED_HANGUP,
 )
-from analyzer.model import ConnInfo, Exchange, Frame, Issue, Message, Severity
+from analyzer.model import ConnInfo, Exchange, Field, Frame, Issue, Message, Severity
+from analyzer.session.groups import simple_commit_rejected
 from analyzer.session.knowledge import UNNAMED_BROKER
 
 ACKS0_HELD = 256  # acks=0 Produce requests that wait for a possible answer, per connection
@@ -136,7 +138,13 @@ class ConnectionPairer:
         ex = Exchange(self.info, req, resp, issues)
         self.last = ex if ex.api_key == ApiKey.API_VERSIONS else None
         if self.knowledge is not None:
+            members = self.knowledge.members
+            if ex.api_key == ApiKey.OFFSET_COMMIT and resp is not None and resp.errors:
+                quirk = simple_commit_rejected(ex, members, self._broker())
+                if quirk is not None:
+                    ex.issues.append(quirk)
             self.knowledge.learn(ex)
+            members.learn(ex)
         return ex
 
     def _too_new(self, req: Message, resp: Message) -> list[Issue]:
@@ -184,6 +192,50 @@ class ConnectionPairer:
                 f"converts them to magic {top} for it",
                 entry.offset + 16,  # the magic byte: after offset(8), length(4), epoch or crc(4)
                 "response.records",
+            )
+        ]
+
+    def _legacy_rejected(self, req: Message, resp: Message) -> list[Issue]:
+        """UNSUPPORTED_VERSION to a Produce v0-v2 partition whose records are a legacy message set
+        (magic 0/1): the format those versions carry, which Kafka accepts."""
+        if req.api_version is None or req.api_version > 2 or req.body is None or resp.body is None:
+            return []
+        sent: dict[tuple[str, int], Field] = {}
+        for t in _elements(req.body, "topic_data"):
+            for p in _elements(t, "partition_data"):
+                rec = p.child("records")
+                if rec is not None and rec.children:
+                    sent[(t.get("name"), p.get("index"))] = rec
+        first: Field | None = None
+        rejected: list[str] = []
+        codecs: set[str] = set()
+        magics: set[int] = set()
+        for t in _elements(resp.body, "responses"):
+            for p in _elements(t, "partition_responses"):
+                err = p.child("error_code")
+                if err is None or err.value != ErrorCode.UNSUPPORTED_VERSION:
+                    continue
+                rec = sent.get((t.get("name"), p.get("index")))
+                entries = [e.value for e in rec.children or ()] if rec is not None else []
+                if not entries or not all(isinstance(e, dict) and e.get("magic") in (0, 1) for e in entries):
+                    continue
+                first = first or err
+                rejected.append(f"{t.get('name')}-{p.get('index')}")
+                magics.update(e["magic"] for e in entries)
+                codecs.update(e.get("codec") or "none" for e in entries)
+        if first is None:
+            return []
+        n = len(rejected)
+        magic = " and ".join(str(m) for m in sorted(magics))
+        codec = ", ".join(sorted(codecs))
+        return [
+            QUIRK_LEGACY_FORMAT_REJECTED(
+                f"{self._broker()} answered Produce v{req.api_version} with UNSUPPORTED_VERSION for "
+                f"{n} partition{'s' if n != 1 else ''} ({', '.join(rejected)}) whose records are "
+                f"magic {magic} message sets (codec {codec}), the format Produce v0-v2 carries: it "
+                "rejected a valid message-set format, which Kafka accepts",
+                first.offset,
+                "response." + first.name,
             )
         ]
 
@@ -290,6 +342,8 @@ class ConnectionPairer:
         extra = self._too_new(req, resp) if resp.errors else []
         if req.api_key == ApiKey.FETCH:
             extra += self._records_too_new(req, resp)
+        elif req.api_key == ApiKey.PRODUCE and ErrorCode.UNSUPPORTED_VERSION in resp.errors:
+            extra += self._legacy_rejected(req, resp)
         out.append(self._exchange(req, resp, extra))
         if (
             req.api_key == ApiKey.SASL_HANDSHAKE
@@ -303,6 +357,11 @@ class ConnectionPairer:
 
 
 _RDKAFKA_SUFFIX = re.compile(r"-rdkafka-(\d+(?:\.\d+)*)")
+
+
+def _elements(f: Field, name: str) -> list[Field]:
+    c = f.child(name)
+    return c.children or [] if c is not None else []
 
 
 def librdkafka_version(name: str | None, version: str | None) -> tuple[int, ...] | None:

@@ -4,6 +4,7 @@ exact finding: its code, severity, byte offset and the rule that reports it."""
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import struct
@@ -11,11 +12,13 @@ import zlib
 from contextlib import redirect_stderr, redirect_stdout
 
 from analyzer import cli
+from analyzer.dissect.constants import ApiKey
 from analyzer.dissect.crc import crc32c
 from analyzer.dissect.message import Options
 from analyzer.events import ConnIssue
 from analyzer.model import Exchange, Severity
 from analyzer.pipeline import Analysis
+from tests.helpers.captures import CAPTURES
 from tests.helpers.packets import Conversation, cstr, uvarint, write_pcap
 
 # -- byte builders ------------------------------------------------------------------------------
@@ -706,3 +709,131 @@ def test_transactional_batch_without_transactional_id(tmp_path):
     assert i.severity == Severity.WARNING and i.offset == BATCH_AT + 21
     _, doc = check_json(path)
     assert rule(doc, "kafka.invalid-batches")["count"] == 1
+
+
+# -- 10. the librdkafka mock's refusals of valid requests --------------------------------------
+
+
+def gzip_message_v1(*values: bytes) -> bytes:
+    """A gzip-compressed magic 1 wrapper message (attributes 1) holding ``values`` as magic 1
+    messages, CRCs valid: what kafka-python 0.10 sends with compression_type="gzip"."""
+    inner = b"".join(message_v1(v) for v in values)
+    rest = struct.pack(">bbq", 1, 1, 1_700_000_000_000) + struct.pack(">i", -1) + b32(gzip.compress(inner))
+    return struct.pack(">qiI", len(values) - 1, 4 + len(rest), zlib.crc32(rest)) + rest
+
+
+def test_compressed_legacy_message_set_refused_names_the_mock(tmp_path):
+    c = Conversation().handshake()
+    metadata_v2(c, 1, "mockCluster1f2e")
+    c.send(0, produce_v2_request(2, gzip_message_v1(b"a", b"b")))
+    c.send(1, produce_error_response(2, 35, version=2))
+    path = capture(tmp_path, c.close())
+    exs, _ = analyse(path)
+    [i] = issues_of(exs, "quirk.legacy_format_rejected")
+    # the partition's error_code: corr(4) topics(4) name(3) partitions(4) index(4)
+    assert i.severity == Severity.WARNING and i.offset == 19
+    assert i.message.startswith(
+        "the librdkafka mock cluster answered Produce v2 with UNSUPPORTED_VERSION for 1 partition "
+        "(t-0) whose records are magic 1 message sets (codec gzip)"
+    )
+    rc, doc = check_json(path)
+    assert rc == 0 and rule(doc, "kafka.peer-quirks")["count"] == 1
+    assert rule(doc, "kafka.error-responses")["status"] == "passed"
+
+
+def test_unsupported_version_to_produce_v3_record_batches_is_an_error_response(tmp_path):
+    c = Conversation().handshake()
+    metadata_v2(c, 1, "mockCluster1f2e")
+    c.send(0, produce_request(2, [batch()], version=3))
+    c.send(1, produce_error_response(2, 35, version=3))
+    path = capture(tmp_path, c.close())
+    exs, _ = analyse(path)
+    assert issues_of(exs, "quirk.legacy_format_rejected") == []
+    rc, doc = check_json(path)
+    r = rule(doc, "kafka.error-responses")
+    assert rc == 1 and r["count"] == 1 and "UNSUPPORTED_VERSION" in r["findings"][0]["message"]
+
+
+def offset_commit_v2(corr: int, generation: int, member: str) -> bytes:
+    body = s16("g") + struct.pack(">i", generation) + s16(member) + struct.pack(">q", -1)
+    body += struct.pack(">i", 1) + s16("t") + struct.pack(">i", 1) + struct.pack(">iq", 0, 5) + s16("")
+    return frame(request_header(8, 2, corr, False) + body)
+
+
+def offset_commit_v2_response(corr: int, error: int) -> bytes:
+    body = struct.pack(">i", 1) + s16("t") + struct.pack(">i", 1) + struct.pack(">ih", 0, error)
+    return frame(struct.pack(">i", corr) + body)
+
+
+def leave_group_v0(conv: Conversation, corr: int, member: str) -> None:
+    conv.send(0, frame(request_header(13, 0, corr, False) + s16("g") + s16(member)))
+    conv.send(1, frame(struct.pack(">ih", corr, 0)))
+
+
+def simple_commit_capture(tmp_path, *, join: bool, leave: bool):
+    """The mock's cluster id, optionally a member "m-1" joining group "g" (and leaving it), then
+    an admin's OffsetCommit v2 (generation -1, no member id) answered UNKNOWN_MEMBER_ID."""
+    c = Conversation().handshake()
+    metadata_v2(c, 1, "mockCluster1f2e")
+    if join:
+        c.send(0, join_group_v1(2, subscription(0)))
+        c.send(1, join_group_v1_response(2, 0))
+    if leave:
+        leave_group_v0(c, 3, "m-1")
+    c.send(0, offset_commit_v2(4, -1, ""))
+    c.send(1, offset_commit_v2_response(4, 25))
+    return capture(tmp_path, c.close())
+
+
+def test_simple_commit_to_a_group_its_members_left_names_the_mock(tmp_path):
+    path = simple_commit_capture(tmp_path, join=True, leave=True)
+    exs, _ = analyse(path)
+    [i] = issues_of(exs, "quirk.simple_commit_rejected")
+    # the partition's error_code: corr(4) topics(4) name(3) partitions(4) index(4)
+    assert i.severity == Severity.WARNING and i.offset == 19
+    assert i.message.startswith(
+        "the librdkafka mock cluster answered UNKNOWN_MEMBER_ID to OffsetCommit v2 of group 'g' "
+        "with generation -1 and an empty member id, while the capture shows no live member of it"
+    )
+    rc, doc = check_json(path)
+    assert rc == 0 and rule(doc, "kafka.peer-quirks")["count"] == 1
+    assert rule(doc, "kafka.error-responses")["status"] == "passed"
+
+
+def test_simple_commit_to_a_group_never_seen_is_named(tmp_path):
+    exs, _ = analyse(simple_commit_capture(tmp_path, join=False, leave=False))
+    [i] = issues_of(exs, "quirk.simple_commit_rejected")
+    assert i.offset == 19 and "no live member of it" in i.message
+
+
+def test_simple_commit_while_a_member_is_live_is_an_error_response(tmp_path):
+    path = simple_commit_capture(tmp_path, join=True, leave=False)
+    exs, _ = analyse(path)
+    assert issues_of(exs, "quirk.simple_commit_rejected") == []
+    rc, doc = check_json(path)
+    r = rule(doc, "kafka.error-responses")
+    assert rc == 1 and r["count"] == 1 and "UNKNOWN_MEMBER_ID" in r["findings"][0]["message"]
+
+
+def test_a_members_commit_answered_unknown_member_id_is_an_error_response(tmp_path):
+    c = Conversation().handshake()
+    c.send(0, offset_commit_v2(1, 3, "m-9"))
+    c.send(1, offset_commit_v2_response(1, 25))
+    path = capture(tmp_path, c.close())
+    exs, _ = analyse(path)
+    assert issues_of(exs, "quirk.simple_commit_rejected") == []
+    assert check_json(path)[0] == 1
+
+
+def test_the_bundled_captures_mock_refusals(tmp_path):
+    exs, _ = analyse(CAPTURES / "librdkafka-admin.pcap", bodies=False)
+    [i] = issues_of(exs, "quirk.simple_commit_rejected")
+    ex = next(ex for ex in exs if i in ex.issues)
+    assert ex.api_key == ApiKey.OFFSET_COMMIT and ex.correlation_id == 9
+    # OffsetCommit v9 response: corr(4) tagged(1) throttle(4) topics(1) name(10) partitions(1) index(4)
+    assert i.severity == Severity.WARNING and i.offset == 25
+    assert "group 'g-librdkafka-admin'" in i.message
+    exs, _ = analyse(CAPTURES / "kafka-python-0.9-gzip.pcap", bodies=False)
+    found = issues_of(exs, "quirk.legacy_format_rejected")
+    assert [(i.severity, i.offset) for i in found] == [(Severity.WARNING, 25), (Severity.WARNING, 25)]
+    assert "2 partitions (kp-gzip-1, kp-gzip-2) whose records are magic 0 message sets" in found[0].message
