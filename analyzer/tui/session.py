@@ -23,7 +23,7 @@ from analyzer.pipeline import Analysis, Exit
 from analyzer.session.report import stats_tables
 from analyzer.session.stats import Stats
 from analyzer.tui.indexer import Indexer, Progress
-from analyzer.tui.model import Index, ListView, Row
+from analyzer.tui.model import Index, ListView, Row, field_expressions
 from analyzer.tui.widgets.status import problem_lines
 
 if TYPE_CHECKING:
@@ -141,6 +141,7 @@ class Session:
     SLICE_SECONDS = 0.05  # how long the worker holds the lock at a time
     FREEZE_ROWS = 4000  # gc.freeze() every so many rows indexed
     CACHE_BYTES = 64 << 20  # frame bytes of the decoded exchanges kept (view and filter)
+    HISTORY = 100  # filters remembered (the filter bar's up and down)
 
     def __init__(
         self,
@@ -175,6 +176,7 @@ class Session:
         )
         self.lean_opts = Options(False, self.opts.show_secrets, self.opts.limits)
         self.list = ListView()  # the rows taken, filtered, scoped and sorted
+        self.filter_history: list[str] = []  # the filters applied, oldest first
         self.cache = DecodedCache(self.CACHE_BYTES)
         self.error_rows = 0  # exchanges with error codes or problems
         self.packets = 0
@@ -297,6 +299,38 @@ class Session:
                 return None, exc, None
             return None, None, f"text search: {text!r} is not a display filter ({exc.message})"
         return self.predicate(flt), None, None
+
+    def field_filter(self, row: Row, kind: str, path: tuple) -> tuple[str | None, str]:
+        """The display filter ``f`` builds from a tree field (``path`` from its message's root)
+        of ``row``'s ``kind`` message: ``field == value``, checked to compile and to keep
+        ``row`` itself; else ``(None, why)``."""
+        from analyzer.filter import FilterError, compile_filter
+
+        found = field_expressions(row.api_key, kind, path)
+        if isinstance(found, str):
+            return None, found
+        why = ""
+        for expr in found:
+            try:
+                flt = compile_filter(expr)
+            except FilterError as exc:
+                why = f"{expr}: {exc.message}"
+                continue
+            if self.predicate(flt)(row):
+                return expr, ""
+            why = f"{expr} does not keep this exchange"
+        return None, why
+
+    def remember_filter(self, text: str) -> None:
+        """Put ``text`` last in the filter history (once; at most ``HISTORY`` kept)."""
+        text = " ".join(text.split())
+        if not text:
+            return
+        h = self.filter_history
+        if text in h:
+            h.remove(text)
+        h.append(text)
+        del h[: -self.HISTORY]
 
     @staticmethod
     def exchange_json(ex: Exchange) -> bytes:

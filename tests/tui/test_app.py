@@ -772,3 +772,134 @@ def test_display_filter_given_on_the_command_line():
             assert app.query_one("#filter").value == "api == Produce"
 
     asyncio.run(go())
+
+
+def test_filter_validated_as_typed_with_count_and_history():
+    """Typing validates at once: an error says what and where (the range marked in the hint),
+    a valid filter shows its match count once applied; Enter remembers it; up and down walk
+    the history; esc twice on a bad filter goes back to the one in force."""
+    from analyzer.tui.widgets.filter_bar import FilterBar
+    from analyzer.tui.widgets.filter_hint import FilterHint
+
+    expected = pipeline_exchanges(GZIP)
+    produce = sum(1 for e in expected if e.api_key == 0)
+
+    async def go():
+        async with started(GZIP, size=(100, 30)) as (app, pilot):
+            bar, hint = app.query_one(FilterBar), app.query_one(FilterHint)
+            await pilot.press("slash")
+            assert app.focused is bar and hint.display
+            await pilot.press(*"api == Prodce")
+            await pilot.pause()
+            text = str(hint.content)
+            assert text.startswith("✗ ") and "Prodce" in text and "(at 7)" in text, text
+            # the offending range is marked: the span of the bad value has the error style
+            marked = [s for s in hint.content.spans if "on red" in str(s.style)]
+            plain = hint.content.plain
+            assert [plain[s.start : s.end] for s in marked] == ["Prodce"]
+            await pilot.pause(0.5)  # past the debounce: the list is unchanged
+            assert len(app.shown) == len(expected) and app.filter_error is not None
+            for _ in range(6):
+                await pilot.press("backspace")
+            await pilot.press(*"Produce")
+            await pilot.pause()
+            assert str(hint.content).startswith("✓ display filter")
+            await pilot.press("enter")
+            await pilot.pause()
+            assert len(app.shown) == produce
+            assert f"{produce} of {len(expected)} match" in str(hint.content)
+            assert app.session.filter_history == ["api == Produce"]
+            # a second filter, then the history
+            await pilot.press("slash")
+            bar.value = ""
+            await pilot.press(*"latency > 1ms", "enter")
+            await pilot.pause()
+            assert app.session.filter_history == ["api == Produce", "latency > 1ms"]
+            await pilot.press("slash")
+            bar.DELAY = 60  # (no debounced apply while walking the history on a loaded machine)
+            bar.value = "api =="
+            await pilot.press("up")
+            assert bar.value == "latency > 1ms"
+            await pilot.press("up")
+            assert bar.value == "api == Produce"
+            await pilot.press("up")  # the oldest stays
+            assert bar.value == "api == Produce"
+            await pilot.press("down", "down")
+            assert bar.value == "api =="  # past the newest: what was being typed
+            await pilot.press("enter")
+            await pilot.pause()
+            assert app.filter_error is not None and "✗" in str(hint.content)
+            assert app.filter_text == "latency > 1ms"  # the list keeps the filter in force
+            assert app.focused is bar  # enter on a bad filter: the bar keeps the focus
+            await pilot.press("escape")  # leaves the bar: the error stays in view
+            assert app.focused is not bar and bar.value == "api =="
+            assert "✗" in str(hint.content)
+            await pilot.press("escape")  # again: back to the filter in force
+            await pilot.pause()
+            assert bar.value == "latency > 1ms" and app.filter_error is None
+            assert "match" in str(hint.content)
+
+    asyncio.run(go())
+
+
+def test_f_on_a_tree_field_builds_field_equals_value():
+    """``f`` on a field of the tree filters by ``field == value``: a body field (its path
+    without array elements, the message side named), a header field, a record key."""
+    from analyzer.tui.widgets.detail_tree import DetailTree
+
+    expected = pipeline_exchanges(need(ROOT / "captures" / "librdkafka-txn.pcap"))
+    txn = ROOT / "captures" / "librdkafka-txn.pcap"
+
+    async def go():
+        async with started(txn) as (app, pilot):
+            produce = next(i for i, e in enumerate(expected) if e.api_key == 0)
+            assert app.select_exchange(produce)
+            await pilot.pause()
+            tree = app.query_one(DetailTree)
+
+            async def f_on(kind: str, pred) -> None:
+                field = app.find_field(kind, pred)
+                assert field is not None
+                assert app.reveal_field(kind, field)
+                tree.focus()
+                await pilot.pause()
+                await pilot.press("f")
+                await pilot.pause()
+
+            await f_on("request", lambda f: f.name == "acks")
+            acks = expected[produce].request.body.get("acks")
+            assert app.filter_text == f"produce.request.acks == {acks}"
+            want = [
+                i for i, e in enumerate(expected) if e.api_key == 0 and e.request.body.get("acks") == acks
+            ]
+            assert sorted(app.shown) == want
+            assert app.session.filter_history[-1] == app.filter_text
+
+            await f_on("request", lambda f: f.name == "name")  # topic_data[].name
+            topic = expected[produce].request.body.child("topic_data").children[0].get("name")
+            assert app.filter_text == f'produce.request.topic_data.name == "{topic}"'
+            assert produce in app.shown and all(expected[i].api_key == 0 for i in app.shown)
+
+            await f_on("request", lambda f: f.name == "client_id")  # a header field
+            cid = expected[produce].client_id
+            assert app.filter_text == f'client_id == "{cid}"'
+            assert sorted(app.shown) == [i for i, e in enumerate(expected) if e.client_id == cid]
+
+            await f_on("request", lambda f: f.name == "key" and f.type == "bytes")  # a record key
+            assert app.filter_text.startswith('records.key == "k-librdkafka-txn')
+            assert produce in app.shown
+
+            await f_on("response", lambda f: f.name == "error_code")
+            assert app.filter_text == "produce.response.responses.partition_responses.error_code == 0"
+            assert produce in app.shown
+
+            # the records table's magic and a field the language does not name
+            app.set_filter("")
+            await pilot.pause()
+            assert app.select_exchange(produce)
+            await pilot.pause()
+            await f_on("request", lambda f: f.name == "crc")
+            assert app.filter_text == ""  # no filter for the batch CRC: a message says so
+            assert len(app.shown) == len(expected)
+
+    asyncio.run(go())
