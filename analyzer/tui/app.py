@@ -28,7 +28,15 @@ from analyzer.filter import FilterError
 from analyzer.model import Exchange, Field
 from analyzer.pipeline import Exit
 from analyzer.tui.indexer import Progress
-from analyzer.tui.messages import AnalysisBatch, ListScrolledUp, RowChosen, RowHighlighted, ShowExchanges
+from analyzer.tui.messages import (
+    AnalysisBatch,
+    HeaderClicked,
+    ListScrolledUp,
+    RowChosen,
+    RowHighlighted,
+    ShowExchanges,
+    ShowTimeline,
+)
 from analyzer.tui.model import COLUMNS, Row, SortedRows
 from analyzer.tui.screens.base import View
 from analyzer.tui.screens.command import CommandScreen, parse_command
@@ -469,6 +477,12 @@ class AnalyzerApp(App[int]):
         self.set_sort(later[0] if later else cols[0])
         self.notify(f"sorted by {COLUMNS[self.order.sort].name}", timeout=1.5)
 
+    @on(HeaderClicked)
+    def _header_clicked(self, event: HeaderClicked) -> None:
+        """A click on a column's title sorts by it; on the sorted column, reverses the order."""
+        col = event.column
+        self.set_sort(col, not self.order.reverse if col == self.order.sort else False)
+
     def action_reverse(self) -> None:
         self.set_sort(self.order.sort, not self.order.reverse)
 
@@ -570,18 +584,31 @@ class AnalyzerApp(App[int]):
             return
         self.open_view(what)
 
-    def open_view(self, what: str) -> None:
+    def open_view(self, what: str, conn: int | None = None) -> None:
         """Show view ``what`` (``conn``, ``ex``, ``stats``, ``issues``, ``groups``, ``io``,
-        ``help``, ``quit``) in place of the view on top."""
+        ``timeline`` of connection ``conn``, ``help``, ``quit``) in place of the view on top.
+        The timeline's connection is by default the list's (its scope, else the current
+        exchange's)."""
         if what == "quit":
             self.exit()
             return
+        if what == "timeline" and conn is None:
+            conn = self.conn_scope if self.conn_scope is not None else None
+            if conn is None and self.current is not None:
+                conn = self.current.conn.id
+            if conn is None:
+                self.notify("timeline: no exchange selected (or pick a connection in :conn, l)", timeout=3)
+                return
         while isinstance(self.screen, View):
             self.pop_screen()
         if what == "ex":
             return
-        screen = make_view(what, self.session)
+        screen = make_view(what, self.session, conn)
         self.push_screen(screen)
+
+    @on(ShowTimeline)
+    def _show_timeline(self, event: ShowTimeline) -> None:
+        self.open_view("timeline", event.conn)
 
     @on(ShowExchanges)
     def _show_exchanges(self, event: ShowExchanges) -> None:

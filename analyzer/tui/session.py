@@ -137,6 +137,8 @@ class Session:
     analysis, the statistics and the index; the UI thread takes it to read them."""
 
     BATCH_SECONDS = 0.25  # how often the worker posts rows while reading
+    LATE_BATCH_SECONDS = 1.0  # ... after the first LATE_AFTER seconds (a file)
+    LATE_AFTER = 2.0
     FIRST_BATCH_SECONDS = 0.02  # ... and the first rows, sooner
     SLICE_SECONDS = 0.05  # how long the worker holds the lock at a time
     FREEZE_ROWS = 4000  # gc.freeze() every so many rows indexed
@@ -199,6 +201,8 @@ class Session:
             self.lock,
             first_batch=self.FIRST_BATCH_SECONDS,
             batch=self.BATCH_SECONDS,
+            late_batch=None if self.live else self.LATE_BATCH_SECONDS,
+            late_after=self.LATE_AFTER,
             slice_seconds=self.SLICE_SECONDS,
             freeze_rows=self.FREEZE_ROWS,
         )
@@ -206,10 +210,11 @@ class Session:
     def run_indexer(
         self, post: Callable[[Progress], bool], cancelled: Callable[[], bool], ready: Callable[[], bool]
     ) -> None:
-        """Index the whole source (the worker thread). A live source never waits for the UI
-        (``ready()`` false: the rows wait for the next batch), a file does (``post`` blocks)."""
+        """Index the whole source (the worker thread). The indexing never waits for the UI
+        (``ready()`` false: the rows wait for the next batch); a live source posts its
+        counters even without new rows."""
         path = self.source if isinstance(self.source, str) else None
-        self.indexer().run(post, cancelled, path, ready=ready if self.live else None)
+        self.indexer().run(post, cancelled, path, ready=ready, idle_posts=self.live)
 
     def take(self, p: Progress) -> list[int] | None:
         """Take a batch on the UI thread: the row indexes appended to the list (None: the list
@@ -376,6 +381,19 @@ class Session:
     def connection_rows(self) -> list[dict]:
         with self.lock:
             return self.index.connection_rows(self.analysis.knowledge)
+
+    def connection_timeline(self, conn: int) -> tuple[str, list[Row]]:
+        """Connection ``conn`` (``client -> broker``) and its exchanges in request-time order."""
+        rows = sorted((r for r in self.rows if r.conn.id == conn), key=lambda r: (r.ts, r.index))
+        with self.lock:
+            s = self.index.conns.get(conn)
+        title = rows[0].endpoints if rows else (f"{s.info.a} ?? {s.info.b}" if s is not None else "?")
+        return title, rows
+
+    def group_events(self) -> list[dict]:
+        """The consumer groups' exchanges over time (``#`` is the exchange's number)."""
+        with self.lock:
+            return self.index.groups.rows(self.index.origin)
 
     def issue_rows(self):
         with self.lock:

@@ -11,7 +11,7 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from analyzer.tui.messages import ListScrolledUp, RowChosen, RowHighlighted
+from analyzer.tui.messages import HeaderClicked, ListScrolledUp, RowChosen, RowHighlighted
 from analyzer.tui.model import COLUMNS, Row
 from analyzer.tui.widgets.labels import SEV_STYLES
 
@@ -103,8 +103,10 @@ class ExchangeList(ScrollView, can_focus=True):
         return grew
 
     def visible_columns(self) -> list[int]:
-        """The columns that fit the width, by priority (priority 0 always), in column order."""
-        width = self.scrollable_content_region.width or self.size.width or 200
+        """The columns that fit the width, by priority (priority 0 always), in column order.
+        The width of the vertical scrollbar is always left out: the columns do not depend on
+        whether it is shown (which depends on the rows, while they stream in)."""
+        width = self.size.width - self.styles.scrollbar_size_vertical if self.size.width else 200
         keep = [c for c, col in enumerate(COLUMNS) if col.priority == 0]
         used = 1 + sum(min(self.widths[c], 24) + self.GAP for c in keep)
         for prio in sorted({col.priority for col in COLUMNS} - {0}):
@@ -167,9 +169,24 @@ class ExchangeList(ScrollView, can_focus=True):
         if self.cursor_row >= 0:
             self.post_message(RowChosen(self.shown[self.cursor_row]))
 
+    def column_at(self, x: int) -> int | None:
+        """The column drawn at content column ``x`` (the horizontal scroll counted)."""
+        x += round(self.scroll_offset.x) - 1
+        for c in self.visible_columns():
+            w = self.widths[c] + self.GAP
+            if x < w:
+                return c
+            x -= w
+        return None
+
     def on_click(self, event) -> None:
         offset = event.get_content_offset(self)
-        if offset is None or offset.y < 1:
+        if offset is None:
+            return
+        if offset.y < 1:
+            col = self.column_at(offset.x)
+            if col is not None:
+                self.post_message(HeaderClicked(col))
             return
         row = round(self.scroll_offset.y) + offset.y - 1
         if 0 <= row < len(self.shown):

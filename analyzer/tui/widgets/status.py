@@ -130,7 +130,8 @@ def filter_hint(
     t = Text(no_wrap=True, overflow="ellipsis")
     if error_message is not None:
         t.append("✗ ", style="bold red")
-        t.append(f"{error_message} (at {position}): ", style="red")
+        t.append(f"{error_message} (at {position})\n", style="red")
+        t.append("  ")
         end = max(position + 1, min(end, len(text)))
         t.append(text[:position])
         t.append(text[position:end] or " ", style="bold white on red")
