@@ -955,10 +955,10 @@ def test_connection_timeline_view():
             # from the connections view
             await command(pilot, "conn")
             assert isinstance(app.screen, ConnectionsScreen)
-            first = app.screen.rows[0]["id"]
-            await pilot.press("l")
+            third = app.screen.rows[2]["id"]
+            await pilot.press("j", "j", "k", "j", "l")  # (vim keys in the views' tables)
             await pilot.pause()
-            assert isinstance(app.screen, TimelineScreen) and app.screen.conn == first
+            assert isinstance(app.screen, TimelineScreen) and app.screen.conn == third
             await pilot.press("escape")
             await pilot.pause()
             assert not isinstance(app.screen, TimelineScreen)
