@@ -10,7 +10,8 @@ Runs ``--rounds`` times, alternating, each in its own process (peak RSS is each 
    rows drawn, to the whole capture indexed, and to select the exchange with the most bytes
    (decoded again from the spool with its records, its tree and hex view built), and the
    time to apply a few display filters to the whole index (decoding every row, as the filter
-   bar did before, and as it does now: index fields first, decoded trees cached).
+   bar did before, and as it does now: index fields first, decoded trees cached); not with
+   ``--no-filters``.
 
 Make a big capture from a bundled one with ``bench/pcapcat.py``, e.g.
 ``python bench/pcapcat.py captures/librdkafka-produce-consume-none.pcap -n 2000 -o /tmp/big.pcap``.
@@ -85,7 +86,7 @@ def measure_filter(app, expr: str) -> dict:
     return {"matched": matched, "decode_every_row_s": every_row, "cold_s": cold, "again_s": warm}
 
 
-def child(capture: str, width: int, height: int) -> None:
+def child(capture: str, width: int, height: int, filters: bool = True) -> None:
     import asyncio
 
     from analyzer.tui.app import AnalyzerApp
@@ -106,12 +107,12 @@ def child(capture: str, width: int, height: int) -> None:
             app.select_exchange(biggest.index)
             await pilot.pause()
             select = time.perf_counter() - t1
-            filters = {}
-            for expr in FILTERS:
-                filters[expr] = measure_filter(app, expr)
+            measured = {}
+            for expr in FILTERS if filters else ():
+                measured[expr] = measure_filter(app, expr)
                 await pilot.pause()
             out = {
-                "filters": filters,
+                "filters": measured,
                 "first_row_s": first,
                 "indexed_s": indexed,
                 "select_s": select,
@@ -132,20 +133,25 @@ def main() -> int:
     ap.add_argument("--size", default="120x35")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--rounds", type=int, default=3, help="stats and TUI runs, alternating (medians)")
+    ap.add_argument(
+        "--no-filters",
+        action="store_true",
+        help="only the four figures (first rows, indexed, RSS, select): no display filter timings",
+    )
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     w, h = (int(x) for x in args.size.split("x"))
     if args.child:
-        child(args.capture, w, h)
+        child(args.capture, w, h, filters=not args.no_filters)
         return 0
     py = sys.executable
     size_mb = os.path.getsize(args.capture) / 2**20
+    load_start = os.getloadavg()
     stats_runs, tui_runs = [], []
     for _ in range(args.rounds):  # alternating, so that both see the same load
         stats_runs.append(child_rss([py, "-m", "analyzer", "stats", args.capture]))
-        wall, rss, out = child_rss(
-            [py, str(Path(__file__).resolve()), "--child", args.capture, "--size", args.size]
-        )
+        cmd = [py, str(Path(__file__).resolve()), "--child", args.capture, "--size", args.size]
+        wall, rss, out = child_rss(cmd + (["--no-filters"] if args.no_filters else []))
         tui_runs.append((json.loads(out.strip().splitlines()[-1]), rss))
     stats_s = statistics.median(w for w, _, _ in stats_runs)
     stats_rss = max(m for _, m, _ in stats_runs)
@@ -170,6 +176,7 @@ def main() -> int:
             "tui_rss_mb": tui_rss,
             "indexed_vs_stats": r["indexed_s"] / stats_s,
             "load_average": os.getloadavg(),
+            "load_average_start": load_start,
         }
     )
     if args.json:
@@ -189,7 +196,10 @@ def main() -> int:
             f"filter {expr!r}: {f['matched']} match; decoding every row {f['decode_every_row_s']:.2f} s, "
             f"now {f['cold_s']:.2f} s (cache empty), {f['again_s']:.2f} s (again)"
         )
-    print(f"load average: {' / '.join(f'{x:.2f}' for x in r['load_average'])}")
+    print(
+        f"load average (1/5/15 min) at start: {' / '.join(f'{x:.2f}' for x in load_start)}, "
+        f"at end: {' / '.join(f'{x:.2f}' for x in r['load_average'])}"
+    )
     return 0
 
 

@@ -28,7 +28,15 @@ from analyzer.filter import FilterError
 from analyzer.model import Exchange, Field
 from analyzer.pipeline import Exit
 from analyzer.tui.indexer import Progress
-from analyzer.tui.messages import AnalysisBatch, ListScrolledUp, RowChosen, RowHighlighted, ShowExchanges
+from analyzer.tui.messages import (
+    AnalysisBatch,
+    HeaderClicked,
+    ListScrolledUp,
+    RowChosen,
+    RowHighlighted,
+    ShowExchanges,
+    ShowTimeline,
+)
 from analyzer.tui.model import COLUMNS, Row, SortedRows
 from analyzer.tui.screens.base import View
 from analyzer.tui.screens.command import CommandScreen, parse_command
@@ -39,6 +47,7 @@ from analyzer.tui.widgets.detail_pane import DetailPane
 from analyzer.tui.widgets.detail_tree import DetailTree
 from analyzer.tui.widgets.exchange_list import ExchangeList
 from analyzer.tui.widgets.filter_bar import FilterBar
+from analyzer.tui.widgets.filter_hint import FilterHint
 from analyzer.tui.widgets.labels import NodeData
 from analyzer.tui.widgets.problem_banner import ProblemBanner
 from analyzer.tui.widgets.status_bar import StatusBar
@@ -60,6 +69,7 @@ class AnalyzerApp(App[int]):
         Binding("colon", "command", ":cmd"),
         Binding("question_mark", "help", "Help"),
         Binding("slash", "filter", "Filter"),
+        Binding("f", "field_filter", "Field filter", show=False),
         Binding("e", "next_error", "Next error"),
         Binding("o", "sort", "Sort"),
         Binding("O", "reverse", "Reverse", show=False),
@@ -140,7 +150,8 @@ class AnalyzerApp(App[int]):
     def compose(self) -> ComposeResult:
         yield Header()
         yield ProblemBanner(id="message")
-        yield FilterBar(id="filter")
+        yield FilterBar(history=self.session.filter_history, id="filter")
+        yield FilterHint(id="filter-hint")
         yield ExchangeList(id="exchanges")
         yield DetailPane(show_secrets=self.session.opts.show_secrets, id="detail")
         yield StatusBar(id="status")
@@ -224,6 +235,7 @@ class AnalyzerApp(App[int]):
 
     def _update_status(self) -> None:
         self.query_one(StatusBar).show(self.session, str(self.path), self.follow)
+        self._filter_hint()
 
     # selection --------------------------------------------------------------------------------------------
     @on(RowHighlighted)
@@ -298,33 +310,71 @@ class AnalyzerApp(App[int]):
                 self._show(None)
         self._title_list()
         self._update_status()
+        self._filter_hint()
 
     def set_filter(self, text: str) -> None:
         """Filter the list as if ``text`` had been typed in the filter input."""
         self.query_one(FilterBar).set_text(text)
-        self._apply_filter(text)
+        self._hint_shown(bool(text.strip()))
+        self._apply_filter(text, announce=True)
 
-    def _apply_filter(self, text: str) -> None:
+    def _apply_filter(self, text: str, announce: bool = False) -> bool:
         """A display filter (``kafka-analyzer filters``) when ``text`` compiles; plain words
-        that do not are a text search over the rows (and the message says so); anything else is
-        an error shown with its position, and the list stays as it was."""
+        that do not are a text search over the rows (the hint says so); anything else is an
+        error shown under the bar with its position (and, with ``announce``, as a message),
+        and the list stays as it was. False on an error."""
         self.query_one(FilterBar).cancel_pending()
-        text = " ".join(text.split())
-        if text == self.filter_text:
-            return
-        predicate, error, note = self.session.filter_choice(text)
+        norm = " ".join(text.split())
+        if norm == self.filter_text and self.filter_error is None:
+            self._filter_hint()
+            return True
+        predicate, error, note = self.session.filter_choice(text.strip() and text)
         if error is not None:
             self.filter_error = error
-            self.notify(
-                f"bad display filter: {error.message}\n{error.caret(text)}", severity="error", timeout=6
-            )
-            return
-        if note:
-            self.notify(note, timeout=4)
+            self._show_filter_error(text, error)
+            if announce:
+                self.notify(
+                    f"bad display filter: {error.message}\n{error.caret(text)}", severity="error", timeout=6
+                )
+            return False
         self.filter_error = None
-        self.list.text = text
+        self.filter_note = note
+        self.list.text = norm
         self.list.predicate = predicate
         self._refresh_list()
+        return True
+
+    filter_note: str | None = None  # a text search: why the words are not a display filter
+
+    def _show_filter_error(self, text: str, error: FilterError) -> None:
+        self._hint_shown(True)
+        self.query_one(FilterHint).show_error(text, error.message, error.position, error.end)
+
+    hint_visible = False  # the filter bar and its hint are shown
+
+    def _hint_shown(self, shown: bool) -> None:
+        self.hint_visible = shown
+        self.query_one(FilterBar).set_class(shown, "shown")
+        self.query_one(FilterHint).set_class(shown, "shown")
+
+    def _filter_hint(self) -> None:
+        """The match count under the bar (live: it follows the rows streaming in)."""
+        if not self.hint_visible or self.filter_error is not None:
+            return
+        hint = self.query_one(FilterHint)
+        bar = self.query_one(FilterBar)
+        pending = " ".join(bar.value.split()) != self.filter_text
+        hint.show_count(bar.value, None if pending else len(self.shown), len(self.rows), self.filter_note)
+
+    @on(FilterBar.Edited)
+    def _filter_edited(self, event: FilterBar.Edited) -> None:
+        """Validate as the user types: an error (and where) at once, the count once applied."""
+        text = event.text
+        _, error, note = self.session.filter_choice(text.strip() and text)
+        if error is not None:
+            self._show_filter_error(text, error)
+            return
+        self.query_one(FilterHint).show_count(text, None, len(self.rows), note)
 
     def set_scope(self, conn: int | None) -> None:
         """Show only the exchanges of connection ``conn`` (None: all)."""
@@ -340,6 +390,7 @@ class AnalyzerApp(App[int]):
     MAIN_ONLY = frozenset(
         (
             "filter",
+            "field_filter",
             "toggle_hex",
             "next_error",
             "sort",
@@ -369,12 +420,18 @@ class AnalyzerApp(App[int]):
         if isinstance(self.screen, View):
             self.pop_screen()
             return
-        inp = self.query_one("#filter", Input)
-        if inp.has_class("shown") and (self.focused is inp or not inp.value.strip()):
-            self._apply_filter(inp.value)
-            if not inp.value.strip():
-                inp.remove_class("shown")
+        bar = self.query_one(FilterBar)
+        if bar.has_class("shown") and self.focused is bar:
+            self._apply_filter(bar.value)  # an error stays shown under the bar
+            if not bar.value.strip():
+                self._hint_shown(False)
             self.query_one(ExchangeList).focus()
+        elif bar.has_class("shown") and (self.filter_error is not None or not bar.value.strip()):
+            # a bad filter left in the bar: back to the one in force
+            bar.set_text(self.filter_text)
+            self.filter_error = None
+            self._hint_shown(bool(self.filter_text))
+            self._filter_hint()
         elif self.conn_scope is not None:
             self.set_scope(None)
         elif self.focused is not self.query_one(ExchangeList):
@@ -384,16 +441,34 @@ class AnalyzerApp(App[int]):
         if self.layout_mode == "detail":
             self._set_layout("both")
         inp = self.query_one("#filter", Input)
-        inp.add_class("shown")
+        self._hint_shown(True)
+        if self.filter_error is None:
+            self._filter_hint()
         inp.focus()
 
     @on(FilterBar.Apply)
     def _filter_apply(self, event: FilterBar.Apply) -> None:
-        self._apply_filter(event.text)
-        if event.submitted:
+        ok = self._apply_filter(event.text)
+        if event.submitted and ok:
+            self.session.remember_filter(event.text)
             if not event.text.strip():
-                self.query_one(FilterBar).remove_class("shown")
+                self._hint_shown(False)
             self.query_one(ExchangeList).focus()
+
+    def action_field_filter(self) -> None:
+        """``f`` on a tree field: filter the list by ``field == value`` (the field's value in
+        this exchange), remembered in the filter history."""
+        sel = self.selected
+        if self.current is None or sel is None or sel.field is None or sel.kind is None:
+            self.notify("f: put the tree cursor on a field of the request or response", timeout=3)
+            return
+        expr, why = self.session.field_filter(self.current, sel.kind, sel.path)
+        if expr is None:
+            self.notify(f"no filter for this field: {why}", severity="warning", timeout=4)
+            return
+        self.set_filter(expr)
+        self.session.remember_filter(expr)
+        self.notify(f"filter: {expr}", timeout=3)
 
     def action_sort(self) -> None:
         """The next column shown, ascending (time order again after the last column)."""
@@ -401,6 +476,12 @@ class AnalyzerApp(App[int]):
         later = [c for c in cols if c > self.order.sort]
         self.set_sort(later[0] if later else cols[0])
         self.notify(f"sorted by {COLUMNS[self.order.sort].name}", timeout=1.5)
+
+    @on(HeaderClicked)
+    def _header_clicked(self, event: HeaderClicked) -> None:
+        """A click on a column's title sorts by it; on the sorted column, reverses the order."""
+        col = event.column
+        self.set_sort(col, not self.order.reverse if col == self.order.sort else False)
 
     def action_reverse(self) -> None:
         self.set_sort(self.order.sort, not self.order.reverse)
@@ -503,18 +584,31 @@ class AnalyzerApp(App[int]):
             return
         self.open_view(what)
 
-    def open_view(self, what: str) -> None:
+    def open_view(self, what: str, conn: int | None = None) -> None:
         """Show view ``what`` (``conn``, ``ex``, ``stats``, ``issues``, ``groups``, ``io``,
-        ``help``, ``quit``) in place of the view on top."""
+        ``timeline`` of connection ``conn``, ``help``, ``quit``) in place of the view on top.
+        The timeline's connection is by default the list's (its scope, else the current
+        exchange's)."""
         if what == "quit":
             self.exit()
             return
+        if what == "timeline" and conn is None:
+            conn = self.conn_scope if self.conn_scope is not None else None
+            if conn is None and self.current is not None:
+                conn = self.current.conn.id
+            if conn is None:
+                self.notify("timeline: no exchange selected (or pick a connection in :conn, l)", timeout=3)
+                return
         while isinstance(self.screen, View):
             self.pop_screen()
         if what == "ex":
             return
-        screen = make_view(what, self.session)
+        screen = make_view(what, self.session, conn)
         self.push_screen(screen)
+
+    @on(ShowTimeline)
+    def _show_timeline(self, event: ShowTimeline) -> None:
+        self.open_view("timeline", event.conn)
 
     @on(ShowExchanges)
     def _show_exchanges(self, event: ShowExchanges) -> None:

@@ -46,3 +46,19 @@ class ShowExchanges(Message):
         super().__init__()
         self.conn = conn
         self.index = index
+
+
+class ShowTimeline(Message):
+    """A view asks for the timeline of connection ``conn``."""
+
+    def __init__(self, conn: int) -> None:
+        super().__init__()
+        self.conn = conn
+
+
+class HeaderClicked(Message):
+    """A click on the exchange list's header, on column ``column``: sort by it."""
+
+    def __init__(self, column: int) -> None:
+        super().__init__()
+        self.column = column

@@ -21,8 +21,9 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from analyzer.dissect.message import Options, decode_request, decode_response
+from analyzer.dissect.protocol_table import ApiKey
 from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue, Event
-from analyzer.model import ConnInfo, Exchange, Frame, Issue, Message, Severity
+from analyzer.model import ConnInfo, Exchange, Field, Frame, Issue, Message, Severity
 from analyzer.session.report import api_text, exchange_flags, topics_text
 from analyzer.session.stats import error_names
 
@@ -318,6 +319,96 @@ def keep(
     return not text or matches(row, text)
 
 
+# -- filters built from a tree field (`f`) --------------------------------------------------------
+
+HEADER_FIELDS = {
+    "request_api_key": "api",
+    "request_api_version": "version",
+    "correlation_id": "corr",
+    "client_id": "client_id",
+}
+# record fields -> the records fields of the filter language
+RECORD_FIELDS = {
+    ("record", "key"): "records.key",
+    ("record", "value"): "records.value",
+    ("header", "key"): "records.headers.key",
+    ("header", "value"): "records.headers.value",
+    ("record_batch", "magic"): "records.magic",
+    ("record_batch", "producer_id"): "records.producer_id",
+    ("message", "magic"): "records.magic",
+    ("message", "key"): "records.key",
+    ("message", "value"): "records.value",
+}
+
+
+def literal(v: object) -> str | None:
+    """``v`` written as a value of the filter language (None: it has no literal)."""
+    from analyzer.filter import quote
+
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return repr(v)
+    if isinstance(v, str):
+        return quote(v)
+    if isinstance(v, bytes | bytearray | memoryview):
+        try:
+            s = bytes(v).decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        return quote(s) if s.isprintable() else None
+    return None
+
+
+def field_expressions(api_key: int | None, kind: str, path: tuple[Field, ...]) -> list[str] | str:
+    """Display filters that keep the exchanges whose ``kind`` message has the value of the tree
+    field at the end of ``path`` (from its header or body root), most specific first; or why
+    there is none (a str)."""
+    from analyzer.dissect.decoder import snake
+    from analyzer.dissect.protocol_table import API_NAMES
+
+    if not path:
+        return "select a field of the request or response"
+    f = path[-1]
+    root = path[0]
+    if root.type.endswith("Header"):
+        name = HEADER_FIELDS.get(f.name)
+        if name is None:
+            return f"{f.name}: the filter language has no header field of that name"
+        if name == "api" and isinstance(f.value, int) and f.value in API_NAMES:
+            return [f"api == {API_NAMES[f.value]}"]
+        lit = literal(f.value)
+        return [f"{name} == {lit}"] if lit is not None else f"{f.name}: no value to compare"
+    inside = next((i for i, p in enumerate(path) if p.type == "records"), None)
+    if inside is not None:
+        if f.type == "record_batch" and isinstance(f.value, dict) and f.value.get("codec"):
+            return [f"records.codec == {f.value['codec']}"]
+        parent = path[-2] if len(path) >= 2 else None
+        name = RECORD_FIELDS.get((parent.type if parent is not None else "", f.name))
+        if name is None and parent is not None:
+            name = RECORD_FIELDS.get((parent.name, f.name))
+        if name is None:
+            return f"{f.name}: a records field the filter language does not name"
+        lit = literal(f.value)
+        if lit is None:
+            return f"{f.name}: a binary value (no text to compare)"
+        return [f"{name} == {lit}"]
+    if api_key is None or api_key not in API_NAMES:
+        return "an exchange of an unknown API"
+    names = [p.name for i, p in enumerate(path) if i and not path[i - 1].type.startswith("[]")]
+    dotted = f"{snake(API_NAMES[api_key])}.{kind}.{'.'.join(names)}"
+    if f.children is not None:
+        return [dotted]  # a struct or an array: that it is there
+    if f.value is None:
+        return [f"not {dotted}"]
+    lit = literal(f.value)
+    if lit is None:
+        return f"{f.name}: a binary value (no text to compare)"
+    return [f"{dotted} == {lit}"]
+
+
 # -- the index -------------------------------------------------------------------------------------------
 
 
@@ -343,6 +434,121 @@ class IssueGroup:
     events: int = 0  # connection- and capture-level occurrences (no exchange to jump to)
 
 
+@dataclass(slots=True)
+class GroupEvent:
+    """One exchange of a consumer group's protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+    ConsumerGroupHeartbeat): the group's generation and members as they were after it."""
+
+    row: int  # the exchange's row index
+    ts: float
+    group: str
+    api: str
+    member: str | None
+    generation: int | None
+    members: int  # members known after this exchange
+    leader: str | None
+    error: str | None
+
+    def as_dict(self, origin: float | None) -> dict:
+        return {
+            "#": self.row + 1,
+            "time": round(self.ts - origin, 6) if origin is not None else None,
+            "group": self.group,
+            "API": self.api,
+            "member": self.member,
+            "generation": self.generation,
+            "members": self.members,
+            "leader": self.leader,
+            "error": self.error,
+        }
+
+
+_GROUP_APIS = frozenset(
+    (
+        ApiKey.JOIN_GROUP,
+        ApiKey.SYNC_GROUP,
+        ApiKey.HEARTBEAT,
+        ApiKey.LEAVE_GROUP,
+        ApiKey.CONSUMER_GROUP_HEARTBEAT,
+    )
+)
+
+
+def _fields(f: Field | None, name: str) -> list[Field]:
+    c = f.child(name) if f is not None else None
+    return c.children or [] if c is not None else []
+
+
+class GroupTimeline:
+    """The consumer groups over time: one :class:`GroupEvent` per group-protocol exchange, with
+    each group's members followed as the exchanges say (joins add, the leader's JoinGroup
+    answer lists them all, leaves remove)."""
+
+    def __init__(self) -> None:
+        self.events: list[GroupEvent] = []
+        self.members: dict[str, set[str]] = {}
+        self.leaders: dict[str, str] = {}
+
+    def add(self, row: Row, ex: Exchange) -> None:
+        req, resp = ex.request, ex.response
+        if req is None or req.body is None:
+            return
+        body = req.body
+        gid = body.get("group_id")
+        if not isinstance(gid, str):
+            return
+        rb = resp.body if resp is not None else None
+        members = self.members.setdefault(gid, set())
+        key = row.api_key
+        member = body.get("member_id") or None
+        ok = resp is not None and not resp.errors
+        if rb is not None and ok:
+            if key == ApiKey.JOIN_GROUP:
+                listed = [m.get("member_id") for m in _fields(rb, "members") if m.get("member_id")]
+                if listed:  # the leader's answer: every member of the new generation
+                    members.clear()
+                    members.update(listed)
+                member = rb.get("member_id") or member
+                if member:
+                    members.add(member)
+                if rb.get("leader"):
+                    self.leaders[gid] = rb.get("leader")
+            elif key == ApiKey.CONSUMER_GROUP_HEARTBEAT:
+                member = rb.get("member_id") or member
+                if member and body.get("member_epoch") != -1:
+                    members.add(member)
+            elif key in (ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT) and member:
+                members.add(member)
+        if key == ApiKey.LEAVE_GROUP or (
+            key == ApiKey.CONSUMER_GROUP_HEARTBEAT and body.get("member_epoch") == -1
+        ):
+            for m in [member, *(f.get("member_id") for f in _fields(body, "members"))]:
+                members.discard(m)
+        gen = None
+        if rb is not None:
+            gen = rb.get("generation_id", rb.get("member_epoch"))
+        if gen is None or gen < 0:
+            gen = body.get("generation_id", body.get("member_epoch"))
+        errors = error_names(resp)
+        self.events.append(
+            GroupEvent(
+                row.index,
+                row.ts,
+                gid,
+                row.api,
+                member,
+                gen if isinstance(gen, int) and gen >= 0 else None,
+                len(members),
+                self.leaders.get(gid),
+                ", ".join(dict.fromkeys(errors)) if errors else None,
+            )
+        )
+
+    def rows(self, origin: float | None) -> list[dict]:
+        """The events in time order, as the groups view lists them."""
+        return [e.as_dict(origin) for e in sorted(self.events, key=lambda e: (e.ts, e.row))]
+
+
 class Index:
     """The exchanges of one analysis, in arrival order (``rows[i].index == i``).
 
@@ -357,6 +563,7 @@ class Index:
         self.dropped = 0  # exchanges not kept because of the limit
         self.conns: dict[int, ConnSummary] = {}
         self.issue_groups: dict[str, IssueGroup] = {}
+        self.groups = GroupTimeline()
         self.error_rows = 0
         self.origin: float | None = None  # the time column counts from here
 
@@ -395,6 +602,8 @@ class Index:
         return s
 
     def _count(self, row: Row, ex: Exchange) -> None:
+        if row.api_key in _GROUP_APIS:
+            self.groups.add(row, ex)
         s = self._conn(row.conn)
         s.exchanges += 1
         if row.has_errors:
@@ -590,6 +799,16 @@ def io_series(rows: Iterable[Row], buckets: int = 60) -> dict:
         "bytes": [v * scale for v in byt],
         "errors": [v * scale for v in err],
     }
+
+
+def timeline_bar(row: Row, t0: float, span: float, width: int) -> tuple[int, int]:
+    """Where the bar of ``row`` starts (columns from ``t0``) and how long it is (at least one
+    column; an unanswered request runs to the end) on an axis of ``width`` columns for
+    ``span`` seconds."""
+    start = min(width - 1, max(0, int((row.ts - t0) / span * width)))
+    if row.latency is None:
+        return start, width - start
+    return start, max(1, min(width - start, round(row.latency / span * width)))
 
 
 def latency_histogram(latencies: list[float], bins: int = 12) -> list[tuple[float, float, int]]:

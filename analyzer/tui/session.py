@@ -23,7 +23,7 @@ from analyzer.pipeline import Analysis, Exit
 from analyzer.session.report import stats_tables
 from analyzer.session.stats import Stats
 from analyzer.tui.indexer import Indexer, Progress
-from analyzer.tui.model import Index, ListView, Row
+from analyzer.tui.model import Index, ListView, Row, field_expressions
 from analyzer.tui.widgets.status import problem_lines
 
 if TYPE_CHECKING:
@@ -137,10 +137,13 @@ class Session:
     analysis, the statistics and the index; the UI thread takes it to read them."""
 
     BATCH_SECONDS = 0.25  # how often the worker posts rows while reading
+    LATE_BATCH_SECONDS = 1.0  # ... after the first LATE_AFTER seconds (a file)
+    LATE_AFTER = 2.0
     FIRST_BATCH_SECONDS = 0.02  # ... and the first rows, sooner
     SLICE_SECONDS = 0.05  # how long the worker holds the lock at a time
     FREEZE_ROWS = 4000  # gc.freeze() every so many rows indexed
     CACHE_BYTES = 64 << 20  # frame bytes of the decoded exchanges kept (view and filter)
+    HISTORY = 100  # filters remembered (the filter bar's up and down)
 
     def __init__(
         self,
@@ -175,6 +178,7 @@ class Session:
         )
         self.lean_opts = Options(False, self.opts.show_secrets, self.opts.limits)
         self.list = ListView()  # the rows taken, filtered, scoped and sorted
+        self.filter_history: list[str] = []  # the filters applied, oldest first
         self.cache = DecodedCache(self.CACHE_BYTES)
         self.error_rows = 0  # exchanges with error codes or problems
         self.packets = 0
@@ -197,6 +201,8 @@ class Session:
             self.lock,
             first_batch=self.FIRST_BATCH_SECONDS,
             batch=self.BATCH_SECONDS,
+            late_batch=None if self.live else self.LATE_BATCH_SECONDS,
+            late_after=self.LATE_AFTER,
             slice_seconds=self.SLICE_SECONDS,
             freeze_rows=self.FREEZE_ROWS,
         )
@@ -204,10 +210,11 @@ class Session:
     def run_indexer(
         self, post: Callable[[Progress], bool], cancelled: Callable[[], bool], ready: Callable[[], bool]
     ) -> None:
-        """Index the whole source (the worker thread). A live source never waits for the UI
-        (``ready()`` false: the rows wait for the next batch), a file does (``post`` blocks)."""
+        """Index the whole source (the worker thread). The indexing never waits for the UI
+        (``ready()`` false: the rows wait for the next batch); a live source posts its
+        counters even without new rows."""
         path = self.source if isinstance(self.source, str) else None
-        self.indexer().run(post, cancelled, path, ready=ready if self.live else None)
+        self.indexer().run(post, cancelled, path, ready=ready, idle_posts=self.live)
 
     def take(self, p: Progress) -> list[int] | None:
         """Take a batch on the UI thread: the row indexes appended to the list (None: the list
@@ -298,6 +305,38 @@ class Session:
             return None, None, f"text search: {text!r} is not a display filter ({exc.message})"
         return self.predicate(flt), None, None
 
+    def field_filter(self, row: Row, kind: str, path: tuple) -> tuple[str | None, str]:
+        """The display filter ``f`` builds from a tree field (``path`` from its message's root)
+        of ``row``'s ``kind`` message: ``field == value``, checked to compile and to keep
+        ``row`` itself; else ``(None, why)``."""
+        from analyzer.filter import FilterError, compile_filter
+
+        found = field_expressions(row.api_key, kind, path)
+        if isinstance(found, str):
+            return None, found
+        why = ""
+        for expr in found:
+            try:
+                flt = compile_filter(expr)
+            except FilterError as exc:
+                why = f"{expr}: {exc.message}"
+                continue
+            if self.predicate(flt)(row):
+                return expr, ""
+            why = f"{expr} does not keep this exchange"
+        return None, why
+
+    def remember_filter(self, text: str) -> None:
+        """Put ``text`` last in the filter history (once; at most ``HISTORY`` kept)."""
+        text = " ".join(text.split())
+        if not text:
+            return
+        h = self.filter_history
+        if text in h:
+            h.remove(text)
+        h.append(text)
+        del h[: -self.HISTORY]
+
     @staticmethod
     def exchange_json(ex: Exchange) -> bytes:
         """An exchange as the export writes it (decoded, with record bodies), indented."""
@@ -342,6 +381,19 @@ class Session:
     def connection_rows(self) -> list[dict]:
         with self.lock:
             return self.index.connection_rows(self.analysis.knowledge)
+
+    def connection_timeline(self, conn: int) -> tuple[str, list[Row]]:
+        """Connection ``conn`` (``client -> broker``) and its exchanges in request-time order."""
+        rows = sorted((r for r in self.rows if r.conn.id == conn), key=lambda r: (r.ts, r.index))
+        with self.lock:
+            s = self.index.conns.get(conn)
+        title = rows[0].endpoints if rows else (f"{s.info.a} ?? {s.info.b}" if s is not None else "?")
+        return title, rows
+
+    def group_events(self) -> list[dict]:
+        """The consumer groups' exchanges over time (``#`` is the exchange's number)."""
+        with self.lock:
+            return self.index.groups.rows(self.index.origin)
 
     def issue_rows(self):
         with self.lock:

@@ -772,3 +772,280 @@ def test_display_filter_given_on_the_command_line():
             assert app.query_one("#filter").value == "api == Produce"
 
     asyncio.run(go())
+
+
+def test_filter_validated_as_typed_with_count_and_history():
+    """Typing validates at once: an error says what and where (the range marked in the hint),
+    a valid filter shows its match count once applied; Enter remembers it; up and down walk
+    the history; esc twice on a bad filter goes back to the one in force."""
+    from analyzer.tui.widgets.filter_bar import FilterBar
+    from analyzer.tui.widgets.filter_hint import FilterHint
+
+    expected = pipeline_exchanges(GZIP)
+    produce = sum(1 for e in expected if e.api_key == 0)
+
+    async def go():
+        async with started(GZIP, size=(100, 30)) as (app, pilot):
+            bar, hint = app.query_one(FilterBar), app.query_one(FilterHint)
+            await pilot.press("slash")
+            assert app.focused is bar and hint.display
+            await pilot.press(*"api == Prodce")
+            await pilot.pause()
+            text = str(hint.content)
+            assert text.startswith("✗ ") and "Prodce" in text and "(at 7)" in text, text
+            # the offending range is marked: the span of the bad value has the error style
+            marked = [s for s in hint.content.spans if "on red" in str(s.style)]
+            plain = hint.content.plain
+            assert [plain[s.start : s.end] for s in marked] == ["Prodce"]
+            await pilot.pause(0.5)  # past the debounce: the list is unchanged
+            assert len(app.shown) == len(expected) and app.filter_error is not None
+            for _ in range(6):
+                await pilot.press("backspace")
+            await pilot.press(*"Produce")
+            await pilot.pause()
+            assert str(hint.content).startswith("✓ display filter")
+            await pilot.press("enter")
+            await pilot.pause()
+            assert len(app.shown) == produce
+            assert f"{produce} of {len(expected)} match" in str(hint.content)
+            assert app.session.filter_history == ["api == Produce"]
+            # a second filter, then the history
+            await pilot.press("slash")
+            bar.value = ""
+            await pilot.press(*"latency > 1ms", "enter")
+            await pilot.pause()
+            assert app.session.filter_history == ["api == Produce", "latency > 1ms"]
+            await pilot.press("slash")
+            bar.DELAY = 60  # (no debounced apply while walking the history on a loaded machine)
+            bar.value = "api =="
+            await pilot.press("up")
+            assert bar.value == "latency > 1ms"
+            await pilot.press("up")
+            assert bar.value == "api == Produce"
+            await pilot.press("up")  # the oldest stays
+            assert bar.value == "api == Produce"
+            await pilot.press("down", "down")
+            assert bar.value == "api =="  # past the newest: what was being typed
+            await pilot.press("enter")
+            await pilot.pause()
+            assert app.filter_error is not None and "✗" in str(hint.content)
+            assert app.filter_text == "latency > 1ms"  # the list keeps the filter in force
+            assert app.focused is bar  # enter on a bad filter: the bar keeps the focus
+            await pilot.press("escape")  # leaves the bar: the error stays in view
+            assert app.focused is not bar and bar.value == "api =="
+            assert "✗" in str(hint.content)
+            await pilot.press("escape")  # again: back to the filter in force
+            await pilot.pause()
+            assert bar.value == "latency > 1ms" and app.filter_error is None
+            assert "match" in str(hint.content)
+
+    asyncio.run(go())
+
+
+def test_f_on_a_tree_field_builds_field_equals_value():
+    """``f`` on a field of the tree filters by ``field == value``: a body field (its path
+    without array elements, the message side named), a header field, a record key."""
+    from analyzer.tui.widgets.detail_tree import DetailTree
+
+    expected = pipeline_exchanges(need(ROOT / "captures" / "librdkafka-txn.pcap"))
+    txn = ROOT / "captures" / "librdkafka-txn.pcap"
+
+    async def go():
+        async with started(txn) as (app, pilot):
+            produce = next(i for i, e in enumerate(expected) if e.api_key == 0)
+            assert app.select_exchange(produce)
+            await pilot.pause()
+            tree = app.query_one(DetailTree)
+
+            async def f_on(kind: str, pred) -> None:
+                field = app.find_field(kind, pred)
+                assert field is not None
+                assert app.reveal_field(kind, field)
+                tree.focus()
+                await pilot.pause()
+                await pilot.press("f")
+                await pilot.pause()
+
+            await f_on("request", lambda f: f.name == "acks")
+            acks = expected[produce].request.body.get("acks")
+            assert app.filter_text == f"produce.request.acks == {acks}"
+            want = [
+                i for i, e in enumerate(expected) if e.api_key == 0 and e.request.body.get("acks") == acks
+            ]
+            assert sorted(app.shown) == want
+            assert app.session.filter_history[-1] == app.filter_text
+
+            await f_on("request", lambda f: f.name == "name")  # topic_data[].name
+            topic = expected[produce].request.body.child("topic_data").children[0].get("name")
+            assert app.filter_text == f'produce.request.topic_data.name == "{topic}"'
+            assert produce in app.shown and all(expected[i].api_key == 0 for i in app.shown)
+
+            await f_on("request", lambda f: f.name == "client_id")  # a header field
+            cid = expected[produce].client_id
+            assert app.filter_text == f'client_id == "{cid}"'
+            assert sorted(app.shown) == [i for i, e in enumerate(expected) if e.client_id == cid]
+
+            await f_on("request", lambda f: f.name == "key" and f.type == "bytes")  # a record key
+            assert app.filter_text.startswith('records.key == "k-librdkafka-txn')
+            assert produce in app.shown
+
+            await f_on("response", lambda f: f.name == "error_code")
+            assert app.filter_text == "produce.response.responses.partition_responses.error_code == 0"
+            assert produce in app.shown
+
+            # the records table's magic and a field the language does not name
+            app.set_filter("")
+            await pilot.pause()
+            assert app.select_exchange(produce)
+            await pilot.pause()
+            await f_on("request", lambda f: f.name == "crc")
+            assert app.filter_text == ""  # no filter for the batch CRC: a message says so
+            assert len(app.shown) == len(expected)
+
+    asyncio.run(go())
+
+
+def test_connection_timeline_view():
+    """``:timeline`` draws the current connection's exchanges on one time axis, a bar per
+    exchange from its request to its response; ``l`` in ``:conn`` opens a connection's; Enter
+    shows the exchange in the list, scoped to its connection."""
+    from analyzer.tui.model import timeline_bar
+    from analyzer.tui.screens.connections import ConnectionsScreen
+    from analyzer.tui.screens.timeline import TimelineScreen
+    from analyzer.tui.widgets.timeline import LABEL, Timeline
+
+    expected = pipeline_exchanges(TXN)
+
+    async def go():
+        async with started(TXN, size=(120, 35)) as (app, pilot):
+            # the connection with the most exchanges
+            conn = max({e.conn.id for e in expected}, key=lambda c: sum(e.conn.id == c for e in expected))
+            mine = sorted(
+                (i for i, e in enumerate(expected) if e.conn.id == conn), key=lambda i: expected[i].ts
+            )
+            assert app.select_exchange(mine[0])
+            await pilot.pause()
+            await command(pilot, "timeline")
+            screen = app.screen
+            assert isinstance(screen, TimelineScreen) and screen.conn == conn
+            tl = screen.query_one(Timeline)
+            assert [r.index for r in tl.rows] == mine
+            # the axis spans the first request to the last response
+            t0 = expected[mine[0]].ts
+            t1 = max(expected[i].ts + (expected[i].latency or 0) for i in mine)
+            assert tl.t0 == t0 and tl.t1 == pytest.approx(t1)
+            w = tl.bar_width
+            assert tl.wide and w == tl.scrollable_content_region.width - LABEL - 1
+            for n, i in enumerate(mine):
+                label, start, length, kind = tl.line_text(n)
+                e = expected[i]
+                assert len(label) == LABEL
+                assert (start, length) == timeline_bar(app.rows[i], t0, t1 - t0, w)
+                assert start == min(w - 1, int((e.ts - t0) / (t1 - t0) * w))
+                assert api_text(e.api_key, e.api_version)[:20] in label and str(e.correlation_id) in label
+                assert kind == ("error" if has_errors(e) else "bar" if e.latency is not None else "open")
+            # the longest exchange has the longest bar
+            longest = max(range(len(mine)), key=lambda n: expected[mine[n]].latency or 0)
+            assert tl.line_text(longest)[2] == max(tl.line_text(n)[2] for n in range(len(mine)))
+            await pilot.press("j", "j", "enter")
+            await pilot.pause()
+            assert not isinstance(app.screen, TimelineScreen)
+            assert app.conn_scope == conn and app.current.index == mine[2]
+
+            # from the connections view
+            await command(pilot, "conn")
+            assert isinstance(app.screen, ConnectionsScreen)
+            third = app.screen.rows[2]["id"]
+            await pilot.press("j", "j", "k", "j", "l")  # (vim keys in the views' tables)
+            await pilot.pause()
+            assert isinstance(app.screen, TimelineScreen) and app.screen.conn == third
+            await pilot.press("escape")
+            await pilot.pause()
+            assert not isinstance(app.screen, TimelineScreen)
+
+    asyncio.run(go())
+
+
+def test_groups_over_time():
+    """``:groups`` lists every group-protocol exchange with the generation and the members after
+    it (joined, synced, heartbeats, left); Enter shows the exchange."""
+    from analyzer.tui.screens.groups import GroupsScreen
+
+    kp = need(ROOT / "captures" / "kafka-python-0.11-none.pcap")
+    expected = pipeline_exchanges(kp)
+    group_apis = {11, 12, 13, 14}
+
+    async def go():
+        async with started(kp, size=(160, 50)) as (app, pilot):
+            await command(pilot, "groups")
+            screen = app.screen
+            assert isinstance(screen, GroupsScreen)
+            ev = screen.events
+            want = sorted((e.ts, i) for i, e in enumerate(expected) if e.api_key in group_apis)
+            assert [r["#"] - 1 for r in ev] == [i for _, i in want]
+            assert [r["API"].split()[0] for r in ev] == [
+                "JoinGroup",
+                "SyncGroup",
+                "Heartbeat",
+                "Heartbeat",
+                "Heartbeat",
+                "LeaveGroup",
+            ]
+            join = expected[want[0][1]]
+            member = join.response.body.get("member_id")
+            assert {r["group"] for r in ev} == {join.request.body.get("group_id")}
+            assert [r["generation"] for r in ev[:5]] == [join.response.body.get("generation_id")] * 5
+            assert [r["members"] for r in ev] == [1, 1, 1, 1, 1, 0]  # the leave empties it
+            assert all(r["member"] == member for r in ev)
+            assert "JoinGroup" in screen.text("timeline")
+            table = screen.query_one("#timeline-table")
+            table.focus()
+            table.move_cursor(row=5)
+            await pilot.press("enter")
+            await pilot.pause()
+            assert not isinstance(app.screen, GroupsScreen)
+            assert app.current.index == want[5][1] and app.current.api_key == 13
+
+    asyncio.run(go())
+
+
+def test_header_click_sorts_and_io_of_the_filtered_list():
+    """A click on a column title sorts by it (again: reversed); ``:io`` counts what the list
+    shows when it is filtered."""
+    from analyzer.tui.model import COLUMNS
+    from analyzer.tui.screens.io import IOScreen
+    from analyzer.tui.widgets.exchange_list import ExchangeList
+
+    expected = pipeline_exchanges(TXN)
+
+    async def go():
+        async with started(TXN, size=(120, 35)) as (app, pilot):
+            table = app.query_one(ExchangeList)
+            head = table.header_text()
+            lat = [c.name for c in COLUMNS].index("latency")
+            x = head.index("latency") + 1  # (the list's border)
+            await pilot.click(ExchangeList, offset=(x, 1))
+            await pilot.pause()
+            assert app.order.sort == lat and not app.order.reverse
+            keys = [COLUMNS[lat].key(app.rows[i]) for i in app.shown]
+            assert keys == sorted(keys)
+            await pilot.click(ExchangeList, offset=(x, 1))
+            await pilot.pause()
+            assert app.order.sort == lat and app.order.reverse
+            # clicking a row still selects it (the third drawn: the border, the header, two rows)
+            row = round(table.scroll_offset.y) + 2
+            await pilot.click(ExchangeList, offset=(5, 4))
+            await pilot.pause()
+            assert table.cursor_row == row and app.current.index == app.shown[row]
+
+            app.set_filter("api == Produce")
+            await pilot.pause()
+            await command(pilot, "io")
+            assert isinstance(app.screen, IOScreen)
+            n = sum(1 for e in expected if e.api_key == 0)
+            assert sum(app.screen.series["requests"]) * app.screen.series["step"] == pytest.approx(n)
+            assert f"the {n} exchanges the list shows (api == Produce)" in str(
+                app.screen.query_one(".view-title").content
+            )
+
+    asyncio.run(go())

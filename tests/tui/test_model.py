@@ -427,3 +427,56 @@ def test_live_status_text():
         t.plain
         == " stopped  eth0  56,789 pkts  321 exchanges  drops kernel 7 of 1,000 queue 5 (ring full 2x)"
     )
+
+
+def test_field_expressions_and_timeline_bars():
+    """What ``f`` builds from a tree path (without Textual), what it refuses and why; where a
+    timeline bar starts and how long it is."""
+    from analyzer.tui.model import field_expressions, timeline_bar
+
+    ex = next(e for e in full(TXN) if e.api_key == 0)
+    body, header = ex.request.body, ex.request.header
+    acks = body.child("acks")
+    assert field_expressions(0, "request", (body, acks)) == [f"produce.request.acks == {acks.value}"]
+    assert field_expressions(0, "request", (header, header.child("request_api_key"))) == ["api == Produce"]
+    assert field_expressions(0, "request", (header, header.child("correlation_id"))) == [
+        f"corr == {ex.correlation_id}"
+    ]
+    assert field_expressions(0, "request", (header, header.child("client_id"))) == [
+        f'client_id == "{ex.client_id}"'
+    ]
+    arr = body.child("topic_data")
+    elem = arr.children[0]
+    assert field_expressions(0, "request", (body, arr, elem, elem.child("name"))) == [
+        f'produce.request.topic_data.name == "{elem.get("name")}"'
+    ]
+    assert field_expressions(0, "request", (body, arr)) == ["produce.request.topic_data"]  # present
+    assert field_expressions(None, "request", (body, acks)) == "an exchange of an unknown API"
+    assert field_expressions(0, "request", ()) == "select a field of the request or response"
+    crc = next(f for f in body.walk() if f.name == "crc")
+    assert "does not name" in field_expressions(0, "request", tuple(_path_to(body, crc)))
+
+    index, _ = indexed(TXN)
+    row = index.rows[0]
+    assert timeline_bar(row, row.ts, 1.0, 100) == (0, max(1, round(row.latency * 100)))
+    late = replace_latency(row, None)
+    assert timeline_bar(late, row.ts - 0.5, 1.0, 100) == (50, 50)  # unanswered: to the end
+    index.close()
+
+
+def _path_to(root, target):
+    if root is target:
+        return [root]
+    for c in root.children or ():
+        p = _path_to(c, target)
+        if p:
+            return [root, *p]
+    return []
+
+
+def replace_latency(row, latency):
+    import copy
+
+    r = copy.copy(row)
+    r.latency = latency
+    return r

@@ -40,6 +40,16 @@ def view(what: str):
             app.select_exchange(produce)
             await pilot.pause()
             await pilot.press("z")
+        elif what == "filter":  # a bad filter being typed: the error and where, under the bar
+            bar = app.query_one("#filter")
+            bar.DELAY = 60  # (nothing applied while typing on a loaded machine)
+            bar.cursor_blink = False  # (the picture does not depend on the blink)
+            await pilot.press("slash", *"api == Prodce and latency > 5ms")
+        elif what == "timeline":  # the busiest connection's
+            busiest = max(app.index.conns.values(), key=lambda s: s.exchanges).info.id
+            app.select_exchange(next(r.index for r in app.rows if r.conn.id == busiest))
+            await pilot.pause()
+            app.open_view("timeline")
         elif what != "ex":
             app.open_view(what)
         await pilot.pause()
@@ -51,8 +61,9 @@ def view(what: str):
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize(
-    "what", ["ex", "detail", "conn", "stats", "issues", "groups", "io", "help", "records"]
+    "what",
+    ["ex", "detail", "conn", "stats", "issues", "groups", "io", "help", "records", "timeline", "filter"],
 )
 def test_view_snapshot(snap_compare, what, size):
-    path = GZIP if what in ("records", "detail") else TXN
+    path = GZIP if what in ("records", "detail", "groups") else TXN
     assert snap_compare(AnalyzerApp(str(path)), terminal_size=size, run_before=view(what))

@@ -15,7 +15,16 @@ class View(Screen):
     BINDINGS = [
         Binding("escape", "app.back", "Back"),
         Binding("q", "app.quit", "Quit"),
+        Binding("j", "vim(1)", "Down", show=False),
+        Binding("k", "vim(-1)", "Up", show=False),
     ]
+
+    def action_vim(self, step: int) -> None:
+        """j / k: the cursor of the focused table or tree down / up."""
+        w = self.focused
+        action = getattr(w, "action_cursor_down" if step > 0 else "action_cursor_up", None)
+        if action is not None:
+            action()
 
 
 def fill_table(table: DataTable, cols: list[str], rows: list[dict], limit: int | None = None) -> None:

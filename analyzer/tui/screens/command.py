@@ -16,6 +16,8 @@ COMMANDS = {
     "issues": "issues",
     "groups": "groups",
     "io": "io",
+    "timeline": "timeline",
+    "tl": "timeline",
     "help": "help",
     "q": "quit",
     "quit": "quit",
@@ -43,7 +45,7 @@ class CommandScreen(ModalScreen[str | None]):
     """
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder="conn, ex, stats, issues, groups, io, help, quit", id="command")
+        yield Input(placeholder="conn, ex, stats, issues, groups, io, timeline, help, quit", id="command")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self.dismiss(event.value)

@@ -22,17 +22,18 @@ class IOScreen(View):
     NAME = "io"
     BUCKETS = 120
 
-    def __init__(self, rows: list[Row], origin: float | None) -> None:
+    def __init__(self, rows: list[Row], origin: float | None, scope: str = "") -> None:
         super().__init__()
         self.series = io_series(rows, self.BUCKETS)
         self.origin = origin
+        self.scope = scope or "the whole capture"
 
     def compose(self) -> ComposeResult:
         s = self.series
         with VerticalScroll():
             yield Static(
-                f"IO over {s['seconds']:.3f} s of request times ({len(s['requests'])} slices of "
-                f"{s['step'] * 1000:.1f} ms)",
+                f"IO of {self.scope} over {s['seconds']:.3f} s of request times "
+                f"({len(s['requests'])} slices of {s['step'] * 1000:.1f} ms)",
                 classes="view-title",
             )
             for key, title in (

@@ -9,12 +9,14 @@ from analyzer.tui.screens.help import HelpScreen
 from analyzer.tui.screens.io import IOScreen
 from analyzer.tui.screens.issues import IssuesScreen
 from analyzer.tui.screens.stats import StatsScreen
+from analyzer.tui.screens.timeline import TimelineScreen
 from analyzer.tui.session import Session
 
 
-def make_view(what: str, session: Session) -> View:
-    """The view ``what`` (``conn``, ``stats``, ``issues``, ``groups``, ``io``; else help) over
-    what ``session`` holds now (a note says the numbers are partial while it is indexing)."""
+def make_view(what: str, session: Session, conn: int | None = None) -> View:
+    """The view ``what`` (``conn``, ``stats``, ``issues``, ``groups``, ``io``, ``timeline`` of
+    connection ``conn``; else help) over what ``session`` holds now (a note says the numbers
+    are partial while it is indexing)."""
     se = session
     note = "" if se.done else "analysis still running: partial numbers"
     if what == "conn":
@@ -24,7 +26,15 @@ def make_view(what: str, session: Session) -> View:
     if what == "issues":
         return IssuesScreen(se.issue_rows(), se.rows, se.index.origin)
     if what == "groups":
-        return GroupsScreen(se.stats_snapshot())
+        return GroupsScreen(se.stats_snapshot(), se.group_events())
+    if what == "timeline" and conn is not None:
+        title, rows = se.connection_timeline(conn)
+        return TimelineScreen(conn, title, rows, se.index.origin)
     if what == "io":
+        lv = se.list
+        if lv.text or lv.conn is not None:  # what the list shows
+            scope = " ".join(x for x in (lv.text, f"conn {lv.conn}" if lv.conn is not None else "") if x)
+            rows = [se.rows[i] for i in lv.shown]
+            return IOScreen(rows, se.index.origin, f"the {len(rows)} exchanges the list shows ({scope})")
         return IOScreen(se.rows, se.index.origin)
     return HelpScreen()

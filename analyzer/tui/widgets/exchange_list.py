@@ -11,7 +11,7 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from analyzer.tui.messages import ListScrolledUp, RowChosen, RowHighlighted
+from analyzer.tui.messages import HeaderClicked, ListScrolledUp, RowChosen, RowHighlighted
 from analyzer.tui.model import COLUMNS, Row
 from analyzer.tui.widgets.labels import SEV_STYLES
 
@@ -51,6 +51,7 @@ class ExchangeList(ScrollView, can_focus=True):
     ]
 
     GAP = 2
+    MIN_LAST = 12  # the last column keeps this width at least
     SAMPLE = 200  # rows measured per batch
 
     def __init__(self, **kwargs) -> None:
@@ -103,8 +104,10 @@ class ExchangeList(ScrollView, can_focus=True):
         return grew
 
     def visible_columns(self) -> list[int]:
-        """The columns that fit the width, by priority (priority 0 always), in column order."""
-        width = self.scrollable_content_region.width or self.size.width or 200
+        """The columns that fit the width, by priority (priority 0 always), in column order.
+        The width of the vertical scrollbar is always left out: the columns do not depend on
+        whether it is shown (which depends on the rows, while they stream in)."""
+        width = self.available_width
         keep = [c for c, col in enumerate(COLUMNS) if col.priority == 0]
         used = 1 + sum(min(self.widths[c], 24) + self.GAP for c in keep)
         for prio in sorted({col.priority for col in COLUMNS} - {0}):
@@ -114,9 +117,23 @@ class ExchangeList(ScrollView, can_focus=True):
                     used += self.widths[c] + self.GAP
         return sorted(keep)
 
+    @property
+    def available_width(self) -> int:
+        return self.size.width - self.styles.scrollbar_size_vertical if self.size.width else 200
+
+    def column_widths(self, cols: list[int]) -> list[int]:
+        """The widths of ``cols`` as drawn: the last one (the flags) is cut to what is left of
+        the width (at least ``MIN_LAST``), so the list does not scroll sideways for it (the
+        detail shows the whole text)."""
+        ws = [self.widths[c] for c in cols]
+        if ws:
+            left = self.available_width - 1 - sum(ws[:-1]) - self.GAP * (len(ws) - 1)
+            ws[-1] = min(ws[-1], max(self.MIN_LAST, left))
+        return ws
+
     def _update_size(self) -> None:
         cols = self.visible_columns()
-        width = 1 + sum(self.widths[c] for c in cols) + self.GAP * (len(cols) - 1)
+        width = 1 + sum(self.column_widths(cols)) + self.GAP * (len(cols) - 1)
         self.virtual_size = Size(width, len(self.shown) + 1)
 
     # cursor ---------------------------------------------------------------------------------------------
@@ -167,9 +184,25 @@ class ExchangeList(ScrollView, can_focus=True):
         if self.cursor_row >= 0:
             self.post_message(RowChosen(self.shown[self.cursor_row]))
 
+    def column_at(self, x: int) -> int | None:
+        """The column drawn at content column ``x`` (the horizontal scroll counted)."""
+        x += round(self.scroll_offset.x) - 1
+        cols = self.visible_columns()
+        for c, w in zip(cols, self.column_widths(cols), strict=True):
+            w += self.GAP
+            if x < w:
+                return c
+            x -= w
+        return None
+
     def on_click(self, event) -> None:
         offset = event.get_content_offset(self)
-        if offset is None or offset.y < 1:
+        if offset is None:
+            return
+        if offset.y < 1:
+            col = self.column_at(offset.x)
+            if col is not None:
+                self.post_message(HeaderClicked(col))
             return
         row = round(self.scroll_offset.y) + offset.y - 1
         if 0 <= row < len(self.shown):
@@ -201,8 +234,8 @@ class ExchangeList(ScrollView, can_focus=True):
         gap = " " * self.GAP
         final = cols[-1] if cols else -1
         flags = len(COLUMNS) - 1
-        for c in cols:
-            cell, w = cells[c], self.widths[c]
+        for c, w in zip(cols, self.column_widths(cols), strict=True):
+            cell = cells[c]
             text = cell if len(cell) <= w else cell[: max(0, w - 1)] + "…"
             style = base + last if (last is not None and c == flags) else base
             segs.append(Segment(text.ljust(w) + (gap if c != final else ""), style))

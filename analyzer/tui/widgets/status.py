@@ -113,3 +113,40 @@ def live_text(
     if ring_full:
         t.append(f" (ring full {ring_full}x)", style="red")
     return t
+
+
+def filter_hint(
+    text: str,
+    error_message: str | None = None,
+    position: int = 0,
+    end: int = 0,
+    note: str | None = None,
+    shown: int | None = None,
+    total: int = 0,
+) -> Text:
+    """The line under the filter bar: what is wrong with ``text`` and where (the offending
+    range marked in the expression), or how many exchanges it keeps (``shown`` of ``total``;
+    None while it is not applied yet)."""
+    t = Text(no_wrap=True, overflow="ellipsis")
+    if error_message is not None:
+        t.append("✗ ", style="bold red")
+        t.append(f"{error_message} (at {position})\n", style="red")
+        t.append("  ")
+        end = max(position + 1, min(end, len(text)))
+        t.append(text[:position])
+        t.append(text[position:end] or " ", style="bold white on red")
+        t.append(text[end:])
+        return t
+    if not text.strip():
+        t.append("no filter: every exchange", style="dim")
+        return t
+    t.append("✓ ", style="bold green")
+    if note:
+        t.append(note, style="yellow")
+    else:
+        t.append("display filter", style="green")
+    if shown is None:
+        t.append("  …", style="dim")
+    else:
+        t.append(f"  {shown} of {total} match", style="bold cyan")
+    return t
