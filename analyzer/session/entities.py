@@ -230,8 +230,23 @@ def _topic_ref(struct: Field, p: dict[str, Node], ids, array, nested) -> TopicRe
 
 
 def topic_refs(msg: Message | None, topic_ids: dict[str, str] | None = None) -> Iterator[TopicRef]:
-    """The topics ``msg`` names (the walk for topics only)."""
-    return walk(msg, topic_ids, TOPICS)  # type: ignore[return-value]  # TOPICS only: the walk yields TopicRefs
+    """The topics ``msg`` names (the walk for topics only). The knowledge, the statistics and
+    the records all ask for them, so the walk is done once per message and kept on it; only the
+    names of topics known by id alone are looked up again in ``topic_ids`` (which grows)."""
+    if msg is None:
+        return iter(())
+    refs = msg.topic_refs
+    if refs is None:
+        refs = msg.topic_refs = tuple(walk(msg, None, TOPICS))
+    if topic_ids:
+        return (_named(r, topic_ids) if r.name is None and r.topic_id else r for r in refs)
+    return iter(refs)
+
+
+def _named(r: TopicRef, ids: dict[str, str]) -> TopicRef:
+    """``r`` known by id alone, with the id's name when ``ids`` has it (as the walk names it)."""
+    assert r.topic_id is not None  # called for refs with an id and no name only
+    return r._replace(topic=ids.get(r.topic_id, r.topic_id))
 
 
 def entity_values(msg: Message | None, entity: str) -> list:
