@@ -235,10 +235,13 @@ def topic_refs(msg: Message | None, topic_ids: dict[str, str] | None = None) -> 
     names of topics known by id alone are looked up again in ``topic_ids`` (which grows)."""
     if msg is None:
         return iter(())
-    refs = msg.topic_refs
-    if refs is None:
-        refs = msg.topic_refs = tuple(walk(msg, None, TOPICS))
-    if topic_ids:
+    cached = msg.topic_refs
+    if cached is None:
+        refs = tuple(walk(msg, None, TOPICS))
+        # (the refs, whether some name a topic by id alone: only those are looked up again)
+        cached = msg.topic_refs = (refs, any(r.name is None and r.topic_id for r in refs))  # type: ignore[union-attr]  # TOPICS only: TopicRefs
+    refs, by_id = cached
+    if by_id and topic_ids:
         return (_named(r, topic_ids) if r.name is None and r.topic_id else r for r in refs)
     return iter(refs)
 
