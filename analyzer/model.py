@@ -127,6 +127,9 @@ class Message:
     issues: list[Issue] = field(default_factory=list)
     client_id: str | None = None
     errors: list[int] = field(default_factory=list)  # non-zero error codes anywhere in the body
+    # the topics the body names, walked once (analyzer.session.entities.topic_refs): a cache of
+    # (TopicRefs, whether some name a topic by id alone)
+    topic_refs: tuple | None = field(default=None, compare=False, repr=False)
 
     @property
     def severity(self) -> Severity | None:

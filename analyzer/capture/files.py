@@ -189,6 +189,9 @@ def _tsresol(value: int) -> tuple[float, int]:
 
 # The smallest valid length of each block type we read (header, fixed fields, trailing length)
 _MIN_BLOCK = {1: 20, 2: 32, 3: 16, 6: 32, 0x0A0D0D0A: 28}
+_SHB_TYPE = 0x0A0D0D0A  # PCAPNG_SHB read in either byte order
+# the per-block layouts, compiled once per byte order (a format string per call costs)
+_LAYOUTS = {o: (struct.Struct(o + "II"), struct.Struct(o + "I"), struct.Struct(o + "IIIII")) for o in "<>"}
 _BLOCK_NAMES = {
     1: "Interface Description Block",
     2: "Packet Block",
@@ -221,6 +224,7 @@ def iter_pcapng(  # noqa: C901 - hot path: one loop over blocks, block types inl
     """
     c = _Chunks(chunks_it)
     order = "<"
+    head, word, epb = _LAYOUTS[order]
     # (linktype, scale, units per second, ts offset s, snaplen)
     interfaces: list[tuple[int, float, int, int, int]] = []
     index = 0
@@ -241,8 +245,8 @@ def iter_pcapng(  # noqa: C901 - hot path: one loop over blocks, block types inl
                 if c.remaining():
                     issues.append(_truncated("block header", c, index))
                 return
-            btype_raw = bytes(c.buf[c.pos : c.pos + 4])
-            if btype_raw == PCAPNG_SHB:
+            btype, blen = head.unpack_from(c.buf, c.pos)
+            if btype == _SHB_TYPE:  # the same in both byte orders
                 bom = bytes(c.buf[c.pos + 8 : c.pos + 12])
                 if bom == b"\x4d\x3c\x2b\x1a":
                     order = "<"
@@ -258,7 +262,8 @@ def iter_pcapng(  # noqa: C901 - hot path: one loop over blocks, block types inl
                     )
                     return
                 interfaces = []
-            btype, blen = struct.unpack_from(order + "II", c.buf, c.pos)
+                head, word, epb = _LAYOUTS[order]
+                btype, blen = head.unpack_from(c.buf, c.pos)
             if blen < _MIN_BLOCK.get(btype, 12) or blen % 4 or blen > MAX_RECORD:
                 issues.append(
                     CAPTURE_CORRUPT(
@@ -276,7 +281,7 @@ def iter_pcapng(  # noqa: C901 - hot path: one loop over blocks, block types inl
             p = c.pos
             body = p + 8
             end = p + blen - 4
-            (trail,) = struct.unpack_from(order + "I", b, end)
+            (trail,) = word.unpack_from(b, end)
             if trail != blen:
                 issues.append(
                     CAPTURE_CORRUPT(
@@ -288,7 +293,7 @@ def iter_pcapng(  # noqa: C901 - hot path: one loop over blocks, block types inl
                 return
             if btype == 6 or btype == 2:  # EPB, or obsolete OPB (16-bit interface id + drops)
                 if btype == 6:
-                    iface, tsh, tsl, cap, orig = struct.unpack_from(order + "IIIII", b, body)
+                    iface, tsh, tsl, cap, orig = epb.unpack_from(b, body)
                 else:
                     iface, _drops, tsh, tsl, cap, orig = struct.unpack_from(order + "HHIIII", b, body)
                 data = body + 20

@@ -378,8 +378,7 @@ class _Issues(list):
 
     __slots__ = ("cap", "counts", "dropped")
 
-    def __init__(self, cap: int) -> None:
-        super().__init__()
+    def __init__(self, cap: int) -> None:  # list's own __init__ is not needed: an empty list
         self.cap = max(cap, 1)
         self.counts: dict[str, int] = {}
         self.dropped: dict[str, Issue] = {}  # code -> the first issue not listed

@@ -34,8 +34,6 @@ Sans-IO, never raises on any tree.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from analyzer.dissect.records import _Malformed, _varint
 from analyzer.issues import (
     RECORDS_BAD_OFFSET_DELTA,
@@ -51,16 +49,36 @@ from analyzer.issues import (
 from analyzer.model import Field, Issue
 
 
-def produce_partitions(body: Field) -> Iterator[tuple[str, int | None, Field]]:
-    """(topic name or id, partition index, records Field) of each partition of a Produce request."""
-    td = body.child("topic_data")
-    for t in (td.children or []) if td is not None else []:
-        topic = t.get("name") or t.get("topic_id") or "?"
-        pd = t.child("partition_data")
-        for p in (pd.children or []) if pd is not None else []:
-            rec = p.child("records")
-            if rec is not None and rec.children:
-                yield topic, p.get("index"), rec
+def produce_partitions(body: Field) -> list[tuple[str, int | None, Field]]:
+    """(topic name or id, partition index, records Field) of each partition of a Produce request
+    that has records."""
+    out: list[tuple[str, int | None, Field]] = []
+    # one pass over each struct's fields (Field.child per name costs a scan each, per request)
+    for td in body.children or ():
+        if td.name != "topic_data":
+            continue
+        for t in td.children or ():
+            name = tid = pd = None
+            for x in t.children or ():
+                n = x.name
+                if n == "name":
+                    name = x.value
+                elif n == "topic_id":
+                    tid = x.value
+                elif n == "partition_data" and pd is None:
+                    pd = x
+            topic = name or tid or "?"
+            for p in (pd.children or ()) if pd is not None else ():
+                index = rec = None
+                for x in p.children or ():
+                    if x.name == "index":
+                        index = x.value
+                    elif x.name == "records" and rec is None:
+                        rec = x
+                if rec is not None and rec.children:
+                    out.append((topic, index, rec))
+        break
+    return out
 
 
 def _where(topic: str, partition: int | None, batch: Field) -> str:
@@ -110,12 +128,11 @@ def validate_produce(body: Field, version: int | None = None, payload=None) -> l
                 )
             )
         magic0 = None
-        for entry in rec.children or ():
-            summary = entry.value if isinstance(entry.value, dict) else None
-            if summary is None or entry.type == "partial" or summary.get("crc_ok") is False:
+        for entry in entries:
+            summary = entry.value
+            if summary.get("crc_ok") is False:
                 continue  # a batch whose CRC fails is rejected before validation (ensureValid)
             magic = summary.get("magic")
-            where = _where(topic, partition, entry)
             if magic0 is None:
                 magic0 = magic
             elif magic != magic0 and (version is None or version < 3):  # v3+: produce_batches
@@ -123,20 +140,34 @@ def validate_produce(body: Field, version: int | None = None, payload=None) -> l
                     RECORDS_MIXED_MAGIC(
                         f"batch magic {magic} is not the magic {magic0} of the partition's first batch",
                         entry.offset + 16,
-                        where,
+                        _where(topic, partition, entry),
                     )
                 )
             if magic == 2 and entry.type == "record_batch":
-                _batch(entry, summary, where, issues, payload)
+                _batch(entry, summary, topic, partition, issues, payload)
     return issues
 
 
-def _batch(entry: Field, s: dict, where: str, issues: list[Issue], payload) -> None:
+def _batch(entry: Field, s: dict, topic: str, partition: int | None, issues: list[Issue], payload) -> None:
     at = entry.offset
-    count = entry.child("record_count")
-    n = count.value if count is not None else s.get("record_count")
-    lod_f = entry.child("last_offset_delta")
-    lod = lod_f.value if lod_f is not None else None
+    n = lod = None
+    has_count = False
+    for x in entry.children or ():
+        if x.name == "record_count" and not has_count:
+            n, has_count = x.value, True
+        elif x.name == "last_offset_delta" and lod is None:
+            lod = x.value
+    if not has_count:
+        n = s.get("record_count")
+    pid, seq = s.get("producer_id"), s.get("base_sequence")
+    ok = (
+        not s.get("control")
+        and n is not None
+        and n > 0
+        and (lod is None or lod == n - 1)
+        and not (pid is not None and pid >= 0 and seq is not None and seq < 0)
+    )
+    where = "" if ok else _where(topic, partition, entry)
     if s.get("control"):
         issues.append(
             RECORDS_CLIENT_CONTROL_BATCH(
@@ -163,7 +194,6 @@ def _batch(entry: Field, s: dict, where: str, issues: list[Issue], payload) -> N
                 where,
             )
         )
-    pid, seq = s.get("producer_id"), s.get("base_sequence")
     if pid is not None and pid >= 0 and seq is not None and seq < 0:
         issues.append(
             RECORDS_BAD_SEQUENCE(
@@ -179,18 +209,21 @@ def _batch(entry: Field, s: dict, where: str, issues: list[Issue], payload) -> N
             RECORDS_BAD_TIMESTAMP(
                 f"max_timestamp {mts} is {bts - mts} ms before base_timestamp {bts}",
                 at + 35,
-                where,
+                where or _where(topic, partition, entry),
             )
         )
         return
     ts_base = bts if create_time and bts != -1 else None
     rf, decompressed = _records_of(entry)
     if rf is not None:
-        _check_records(_rows_of(rf, decompressed), ts_base, mts, where, issues)
+        rows = _rows_of(rf, decompressed)
     elif payload is not None and not (s.get("attributes") or 0) & 7 and n:
         # record bodies not decoded (the default): an uncompressed batch's records are scanned
         # for their offset and timestamp deltas only
-        _check_records(_scan(payload, at + 61, at + entry.length, n), ts_base, mts, where, issues)
+        rows = _scan(payload, at + 61, at + entry.length, n)
+    else:
+        return
+    _check_records(rows, ts_base, mts, (topic, partition, entry), issues)
 
 
 def _rows_of(rf, decompressed: bool):
@@ -226,7 +259,8 @@ def _scan(buf, p: int, end: int, count: int):
         p = rend
 
 
-def _check_records(rows, bts, mts, where: str, issues: list[Issue]) -> None:
+def _check_records(rows, bts, mts, place: tuple, issues: list[Issue]) -> None:
+    """``place``: (topic, partition, batch), for the issues' where (built for an issue only)."""
     delta_done = ts_done = False
     for i, tsd, ts_at, od, od_at in rows:
         if not delta_done and od != i:
@@ -234,7 +268,7 @@ def _check_records(rows, bts, mts, where: str, issues: list[Issue]) -> None:
                 RECORDS_BAD_OFFSET_DELTA(
                     f"record {i} has offset delta {od} (expected {i}): offset deltas must be 0..n-1",
                     od_at,
-                    f"record {i} of {where}",
+                    f"record {i} of {_where(*place)}",
                 )
             )
             delta_done = True
@@ -245,7 +279,7 @@ def _check_records(rows, bts, mts, where: str, issues: list[Issue]) -> None:
                     RECORDS_BAD_TIMESTAMP(
                         f"record {i} timestamp {t} (delta {tsd}) is outside the batch range [{bts}, {mts}]",
                         ts_at,
-                        f"record {i} of {where}",
+                        f"record {i} of {_where(*place)}",
                     )
                 )
                 ts_done = True

@@ -61,6 +61,7 @@ class Node(NamedTuple):
     sub: dict[str, Node] | None  # decoded field name -> Node, only fields that lead somewhere
     names_topic: bool  # the struct (of each element) names a topic: a TopicRef comes from it
     descend: bool  # something is yielded below (else ``sub`` only holds partition indexes)
+    inner: bool = True  # walking the struct yields more than its TopicRef (else the ref is all)
 
 
 class TopicRef(NamedTuple):
@@ -126,7 +127,8 @@ def _struct_plan(fields: tuple, version: int, wanted: frozenset[str], under_topi
                 and any(_names_topic(c) for c in f.children if schema.in_versions(c.versions, version))
             )
             descend = sub is not None and (elem_names_topic or any(_yields(n) for n in sub.values()))
-            out[snake(f.name)] = Node(role, array, sub, elem_names_topic, descend)
+            inner = sub is not None and any(_yields_in_walk(n) for n in sub.values())
+            out[snake(f.name)] = Node(role, array, sub, elem_names_topic, descend, inner)
     return out
 
 
@@ -136,6 +138,15 @@ def _names_topic(f) -> bool:
 
 def _yields(n: Node) -> bool:
     return (n.role is not None and n.role not in _NOT_YIELDED) or n.descend
+
+
+def _yields_in_walk(n: Node) -> bool:
+    """Whether :func:`_walk` yields something for a field of plan node ``n`` (a topic name field
+    of a struct is read into its TopicRef, not yielded by itself)."""
+    role = n.role
+    if role is not None and role not in _NOT_YIELDED and (role != TOPIC or n.array):
+        return True
+    return n.descend
 
 
 # roles that are read as part of a TopicRef rather than yielded on their own
@@ -183,9 +194,17 @@ def _walk(struct: Field, p: dict[str, Node], ids: dict[str, str], array, nested,
             sub = node.sub
             assert sub is not None  # descend is only set with a sub-plan (_struct_plan)
             if node.array:
+                names_topic, inner = node.names_topic, node.inner
                 for e in f.children:
                     if e.children:
-                        yield from _walk(e, sub, ids, f.name, inside, True, node.names_topic)
+                        if names_topic:  # the element's TopicRef here: a generator less per element
+                            ref = _topic_ref(e, sub, ids, f.name, inside)
+                            if ref is not None:
+                                yield ref
+                            if inner:
+                                yield from _walk(e, sub, ids, f.name, inside, True, False)
+                        else:
+                            yield from _walk(e, sub, ids, f.name, inside, True, False)
             else:
                 yield from _walk(f, sub, ids, None, False, inside, node.names_topic)
 
@@ -230,8 +249,26 @@ def _topic_ref(struct: Field, p: dict[str, Node], ids, array, nested) -> TopicRe
 
 
 def topic_refs(msg: Message | None, topic_ids: dict[str, str] | None = None) -> Iterator[TopicRef]:
-    """The topics ``msg`` names (the walk for topics only)."""
-    return walk(msg, topic_ids, TOPICS)  # type: ignore[return-value]  # TOPICS only: the walk yields TopicRefs
+    """The topics ``msg`` names (the walk for topics only). The knowledge, the statistics and
+    the records all ask for them, so the walk is done once per message and kept on it; only the
+    names of topics known by id alone are looked up again in ``topic_ids`` (which grows)."""
+    if msg is None:
+        return iter(())
+    cached = msg.topic_refs
+    if cached is None:
+        refs = tuple(walk(msg, None, TOPICS))
+        # (the refs, whether some name a topic by id alone: only those are looked up again)
+        cached = msg.topic_refs = (refs, any(r.name is None and r.topic_id for r in refs))  # type: ignore[union-attr]  # TOPICS only: TopicRefs
+    refs, by_id = cached
+    if by_id and topic_ids:
+        return (_named(r, topic_ids) if r.name is None and r.topic_id else r for r in refs)
+    return iter(refs)
+
+
+def _named(r: TopicRef, ids: dict[str, str]) -> TopicRef:
+    """``r`` known by id alone, with the id's name when ``ids`` has it (as the walk names it)."""
+    assert r.topic_id is not None  # called for refs with an id and no name only
+    return r._replace(topic=ids.get(r.topic_id, r.topic_id))
 
 
 def entity_values(msg: Message | None, entity: str) -> list:

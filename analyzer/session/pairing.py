@@ -49,6 +49,13 @@ from analyzer.model import ConnInfo, Exchange, Field, Frame, Issue, Message, Sev
 from analyzer.session.groups import simple_commit_rejected
 from analyzer.session.knowledge import UNNAMED_BROKER
 
+# API keys used per message, as module globals: ApiKey.X is an enum attribute look-up, several
+# times slower than a global in Python 3.11 (measured 0.74 vs 0.14 us a comparison)
+_API_VERSIONS = ApiKey.API_VERSIONS
+_FETCH = ApiKey.FETCH
+_PRODUCE = ApiKey.PRODUCE
+_SASL_HANDSHAKE = ApiKey.SASL_HANDSHAKE
+
 ACKS0_HELD = 256  # acks=0 Produce requests that wait for a possible answer, per connection
 
 
@@ -136,7 +143,7 @@ class ConnectionPairer:
     # -- internals ---------------------------------------------------------------------------
     def _exchange(self, req: Message | None, resp: Message | None, issues: list) -> Exchange:
         ex = Exchange(self.info, req, resp, issues)
-        self.last = ex if ex.api_key == ApiKey.API_VERSIONS else None
+        self.last = ex if ex.api_key == _API_VERSIONS else None
         if self.knowledge is not None:
             members = self.knowledge.members
             if ex.api_key == ApiKey.OFFSET_COMMIT and resp is not None and resp.errors:
@@ -178,7 +185,7 @@ class ConnectionPairer:
         """Batches newer than the Fetch version reads (error_versions.records_too_new)."""
         if req.api_version is None:
             return []
-        found = records_too_new(ApiKey.FETCH, req.api_version, resp.body)
+        found = records_too_new(_FETCH, req.api_version, resp.body)
         if found is None:
             return []
         entry, magic, count = found
@@ -261,7 +268,7 @@ class ConnectionPairer:
         out: list[Exchange] = []
         corr = req.correlation_id
         if (
-            req.api_key == ApiKey.PRODUCE
+            req.api_key == _PRODUCE
             and req.body is not None
             and req.body.get("acks") == 0
             and corr is not None
@@ -340,13 +347,13 @@ class ConnectionPairer:
             if self.acks0_first is None:
                 self.acks0_first = corr
         extra = self._too_new(req, resp) if resp.errors else []
-        if req.api_key == ApiKey.FETCH:
+        if req.api_key == _FETCH:
             extra += self._records_too_new(req, resp)
         elif req.api_key == ApiKey.PRODUCE and ErrorCode.UNSUPPORTED_VERSION in resp.errors:
             extra += self._legacy_rejected(req, resp)
         out.append(self._exchange(req, resp, extra))
         if (
-            req.api_key == ApiKey.SASL_HANDSHAKE
+            req.api_key == _SASL_HANDSHAKE
             and resp.body is not None
             and resp.body.get("error_code") == ErrorCode.NONE
         ):
@@ -377,7 +384,7 @@ def librdkafka_version(name: str | None, version: str | None) -> tuple[int, ...]
 
 
 def _tagged_names(version: int) -> frozenset[str]:
-    got = schema.message_fields(ApiKey.API_VERSIONS, "response", version)
+    got = schema.message_fields(_API_VERSIONS, "response", version)
     if got is None:
         return frozenset()
     return frozenset(snake(f.name) for f in got[0] if schema.in_versions(f.tagged, version))
@@ -387,7 +394,7 @@ def _tagged_hangup(ex: Exchange | None, info: ConnInfo) -> Issue | None:
     """librdkafka < 2.2 misread an ApiVersions v3+ answer with tagged fields and closed the
     connection right after it (librdkafka PR #4278): the connection's last exchange is that
     answer, the client closed, and its ApiVersions software says librdkafka before 2.2."""
-    if ex is None or info.closed_by != "client" or ex.api_key != ApiKey.API_VERSIONS:
+    if ex is None or info.closed_by != "client" or ex.api_key != _API_VERSIONS:
         return None
     req, resp = ex.request, ex.response
     if req is None or resp is None or req.body is None or resp.body is None or (req.api_version or 0) < 3:
