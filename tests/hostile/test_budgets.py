@@ -1,5 +1,5 @@
 """Amplification captures (tests/hostile/bombs.py) through every command as a separate process:
-each ends within 60 s of CPU, its peak RSS (``wait4``'s ru_maxrss of that one child) stays under
+each ends within 60 s of CPU, its peak RSS (that one child's own VmHWM) stays under
 500 MB, no traceback, the issue that names the budget hit is in the export, and every command names the
 damage (read and stats, which inflate no v2 batch, from the batch headers and the sizes the
 codecs declare)."""
@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import threading
 
 import pytest
 
 from tests.helpers.captures import ROOT
+from tests.helpers.peak import child_argv, read_child_mb
 from tests.hostile.bombs import BOMBS
 
 LIMIT_S = 60  # CPU seconds
@@ -45,9 +45,8 @@ def run_measured(args: list[str], out_path) -> tuple[int, float, float, str]:
     processes do not count; a command still running after HANG_S of wall time is killed."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     with open(out_path, "wb") as out, open(str(out_path) + ".err", "wb") as err:
-        p = subprocess.Popen(
-            [sys.executable, "-m", "analyzer", *args], stdout=out, stderr=err, cwd=ROOT, env=env
-        )
+        hwm = str(out_path) + ".hwm"  # its own VmHWM: ru_maxrss would count pytest's RSS at the fork
+        p = subprocess.Popen(child_argv(hwm, args), stdout=out, stderr=err, cwd=ROOT, env=env)
         watchdog = threading.Timer(HANG_S, p.kill)
         watchdog.start()
         try:
@@ -61,7 +60,7 @@ def run_measured(args: list[str], out_path) -> tuple[int, float, float, str]:
     with open(str(out_path) + ".err", encoding="utf-8", errors="replace") as f:
         stderr = f.read()
     assert p.returncode != -9, f"{args}: still running after {HANG_S} s"
-    return p.returncode, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, stderr
+    return p.returncode, usage.ru_utime + usage.ru_stime, read_child_mb(hwm), stderr
 
 
 def export_codes(text: str) -> set[str]:

@@ -152,12 +152,12 @@ def test_every_version_in_the_table_compiles():
 @given(st.sampled_from(PAIRS), st.binary(max_size=300))
 def test_random_bytes_never_raise_and_finish_fast(pair, data):
     key, kind, v = pair
-    t = time.perf_counter()
+    t = time.process_time()  # CPU time: a loaded machine's waits are not the decoder's
     if kind == "request":
         m = decode_request(frame(struct.pack(">hhih", key, v, 1, 0) + data))
     else:
         m = decode_response(frame(struct.pack(">i", 1) + data, "response"), key, v)
-    assert time.perf_counter() - t < 0.5
+    assert time.process_time() - t < 0.5
     for i in m.issues:
         assert i.offset is None or 0 <= i.offset <= len(data) + 10
 
