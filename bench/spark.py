@@ -1,12 +1,23 @@
-"""The CLI and Spark on one 1 GB capture set, in one run; adds a section to bench/RESULTS.md.
+"""The CLI and Spark on 1 GB capture sets, in one run; writes a section of bench/RESULTS.md.
 
+    .venv/bin/pip install -e ".[spark,bench]"
     .venv/bin/python bench/spark.py [--capture /work/perf/bench-250mb.pcap] [--copies 4]
+        [--big /work/perf/bench-1gb.pcap] [--pieces 10] [--sets rotated,single,copies]
 
-The set: ``--copies`` hard links (copies across file systems) of the bench capture in
-``bench/out/spark-set/`` (four recordings at the same time: four pieces, none chained). Runs,
-one after the other, each once (the page cache warm from a first read):
+The sets, each about 1 GB, in ``bench/out/spark-set-KIND/``:
 
-* ``kafka-analyzer stats SET/* -j 1`` and ``-j 2`` (one process per capture, N at a time);
+* ``rotated``: ``--big`` (one continuous recording, ``bench/pcapcat.py -n 4`` of the bench
+  capture) cut by ``editcap -c`` into ``--pieces`` rotated files, as ``tcpdump -C`` leaves
+  them: one chain, connections crossing every file edge;
+* ``single``: ``--big`` itself, one file: Spark cuts it into byte-range splits
+  (``--split-size``, default 128 MB), the CLI's ``-j 2`` shares its connections between two
+  processes;
+* ``copies``: ``--copies`` hard links (copies across file systems) of ``--capture``: four
+  recordings of the same time, four pieces, none chained.
+
+For each set, one after the other, each once (the page cache warm from a first read):
+
+* ``kafka-analyzer stats SET/* -j 1`` and ``-j 2``;
 * ``kafka-analyzer spark SET --out DIR --master local[1]`` and ``local[2]``, default settings
   (driver memory 1 GiB): the analysis on the executors, the Parquet tables written.
 
@@ -40,18 +51,49 @@ RESULTS = ROOT / "bench" / "RESULTS.md"
 SECTION = "## Spark and capture sets"
 
 
-def make_set(capture: Path, copies: int) -> tuple[Path, int]:
-    d = OUT / "spark-set"
+SETS = ("rotated", "single", "copies")
+
+
+def make_set(kind: str, args: argparse.Namespace) -> tuple[Path, int, str]:
+    """The set's directory, its bytes and a line describing it."""
+    d = OUT / f"spark-set-{kind}"
     d.mkdir(parents=True, exist_ok=True)
     for old in d.iterdir():
         old.unlink()
-    for i in range(copies):
-        f = d / f"{capture.stem}-{i}{capture.suffix}"
-        try:
-            os.link(capture, f)
-        except OSError:
-            shutil.copyfile(capture, f)
-    return d, sum(f.stat().st_size for f in d.iterdir())
+    if kind == "copies":
+        src = Path(args.capture)
+        for i in range(args.copies):
+            _link(src, d / f"{src.stem}-{i}{src.suffix}")
+        what = (
+            f"{args.copies} hard links of `{src.name}` (the bench capture): {args.copies} recordings "
+            "of the same time, none chained"
+        )
+    elif kind == "single":
+        src = Path(args.big)
+        _link(src, d / src.name)
+        what = f"`{src.name}` alone, one file (Spark cuts it into byte-range splits)"
+    else:
+        src = Path(args.big)
+        packets = _packets(src)
+        per = -(-packets // args.pieces)
+        subprocess.run(["editcap", "-F", "pcap", "-c", str(per), str(src), str(d / "rot.pcap")], check=True)
+        what = (
+            f"`{src.name}` ({packets:,} packets) cut by `editcap -c {per}` into "
+            f"{len(list(d.iterdir()))} rotated files: one chain, connections crossing every edge"
+        )
+    return d, sum(f.stat().st_size for f in d.iterdir()), what
+
+
+def _link(src: Path, dst: Path) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copyfile(src, dst)
+
+
+def _packets(path: Path) -> int:
+    r = subprocess.run(["capinfos", "-c", "-M", str(path)], capture_output=True, text=True, check=True)
+    return int(r.stdout.split(":")[-1].strip())
 
 
 def classify(proc: psutil.Process, root: int) -> str | None:
@@ -108,49 +150,60 @@ def run(cmd: list[str], root_env: dict) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--capture", default="/work/perf/bench-250mb.pcap")
+    ap.add_argument("--capture", default="/work/perf/bench-250mb.pcap", help="(copies) the capture linked")
     ap.add_argument("--copies", type=int, default=4)
+    ap.add_argument("--big", default="/work/perf/bench-1gb.pcap", help="(rotated, single) one 1 GB recording")
+    ap.add_argument("--pieces", type=int, default=10, help="(rotated) files the recording is cut into")
+    ap.add_argument("--sets", default=",".join(SETS), help=f"which sets, comma-separated: {', '.join(SETS)}")
     args = ap.parse_args()
-    capture = Path(args.capture)
-    d, total = make_set(capture, args.copies)
-    files = sorted(str(f) for f in d.iterdir())
-    with open(files[0], "rb") as f:  # the page cache warm (hard links share it)
-        while f.read(1 << 24):
-            pass
+    kinds = [k for k in args.sets.split(",") if k]
+    if not kinds or any(k not in SETS for k in kinds):
+        ap.error(f"--sets takes {', '.join(SETS)}")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": sys.executable}
     cli = [sys.executable, "-m", "analyzer"]
     load0 = os.getloadavg()
     started = dt.datetime.now(dt.UTC)
-    results = []
-    for label, cmd in (
-        ("CLI `stats -j 1`", [*cli, "stats", *files, "-j", "1"]),
-        ("CLI `stats -j 2`", [*cli, "stats", *files, "-j", "2"]),
-        ("Spark `local[1]`", "local[1]"),
-        ("Spark `local[2]`", "local[2]"),
-    ):
-        if isinstance(cmd, str):
-            out = tempfile.mkdtemp(prefix="spark-bench-", dir=OUT)
-            cmd = [*cli, "spark", str(d), "--out", out, "--master", cmd]
-        r = run(cmd, env)
-        r["label"] = label
-        if "spark" in cmd:
-            shutil.rmtree(out, ignore_errors=True)
-            head = r["stdout"].decode(errors="replace").splitlines()[:1]
-            r["said"] = head[0] if head else ""
-        else:
-            r["said"] = ""
-        results.append(r)
-        p = r["peaks"]
-        print(
-            f"{label}: {r['wall']:.1f} s, {total / 1e6 / r['wall']:.1f} MB/s, rc {r['rc']}, peak MB "
-            f"driver {p['driver']:.0f} jvm {p['jvm']:.0f} workers {p['workers']:.0f} (one {p['worker']:.0f}) "
-            f"total {p['total']:.0f}",
-            flush=True,
-        )
-        if r["rc"] not in (0, 1):
-            print(r["stderr"].decode(errors="replace")[-2000:], file=sys.stderr)
+    done = []
+    for kind in kinds:
+        d, total, what = make_set(kind, args)
+        files = sorted(str(f) for f in d.iterdir())
+        for name in files:  # the page cache warm
+            with open(name, "rb") as f:
+                while f.read(1 << 24):
+                    pass
+        results = []
+        for label, cmd in (
+            ("CLI `stats -j 1`", [*cli, "stats", *files, "-j", "1"]),
+            ("CLI `stats -j 2`", [*cli, "stats", *files, "-j", "2"]),
+            ("Spark `local[1]`", "local[1]"),
+            ("Spark `local[2]`", "local[2]"),
+        ):
+            if isinstance(cmd, str):
+                out = tempfile.mkdtemp(prefix="spark-bench-", dir=OUT)
+                cmd = [*cli, "spark", str(d), "--out", out, "--master", cmd]
+            r = run(cmd, env)
+            r["label"] = label
+            text = r["stdout"].decode(errors="replace")
+            if "spark" in cmd:
+                shutil.rmtree(out, ignore_errors=True)
+                head = text.splitlines()[:1]
+                r["said"] = head[0] if head else ""
+            else:
+                found = [int(n.replace(",", "")) for n in re.findall(r"(\d[\d,]*) Kafka exchanges", text)]
+                r["said"] = f"{sum(found)} exchanges" if found else ""
+            results.append(r)
+            p = r["peaks"]
+            print(
+                f"{kind} {label}: {r['wall']:.1f} s, {total / 1e6 / r['wall']:.1f} MB/s, rc {r['rc']}, "
+                f"peak MB driver {p['driver']:.0f} jvm {p['jvm']:.0f} workers {p['workers']:.0f} "
+                f"(one {p['worker']:.0f}) total {p['total']:.0f}; {r['said']}",
+                flush=True,
+            )
+            if r["rc"] not in (0, 1):
+                print(r["stderr"].decode(errors="replace")[-2000:], file=sys.stderr)
+        done.append((kind, what, total, results))
     load1 = os.getloadavg()
-    section = report(results, files, total, started, load0, load1)
+    section = report(done, started, load0, load1)
     text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
     if SECTION in text:  # replace this section only
         head, _, rest = text.partition(SECTION)
@@ -159,51 +212,56 @@ def main() -> int:
     else:
         text = text.rstrip("\n") + "\n\n" + section
     RESULTS.write_text(text)
-    return 0 if all(r["rc"] in (0, 1) for r in results) else 1
+    return 0 if all(r["rc"] in (0, 1) for *_, rs in done for r in rs) else 1
 
 
-def report(results, files, total, started, load0, load1) -> str:
+def report(done, started, load0, load1) -> str:
     import pyspark
 
     lines = [
         SECTION,
         "",
         f"Written by `bench/spark.py` on {started:%Y-%m-%d %H:%M} UTC; every figure below comes from that "
-        "one run (one round each, page cache warm). The machine was shared with other jobs during the "
-        f"run (load average {load0[0]:.2f} / {load0[1]:.2f} / {load0[2]:.2f} at start, "
-        f"{load1[0]:.2f} / {load1[1]:.2f} / {load1[2]:.2f} at end, 2 cores): "
-        "the times are indicative, not a clean measurement.",
+        "one run (one round each, page cache warm), on the 2-core machine "
+        f"(load average {load0[0]:.2f} / {load0[1]:.2f} / {load0[2]:.2f} at start, "
+        f"{load1[0]:.2f} / {load1[1]:.2f} / {load1[2]:.2f} at end).",
         "",
-        f"* capture set: {len(files)} hard links of `{Path(files[0]).name.rsplit('-', 1)[0]}.pcap` "
-        f"(the bench capture) in `bench/out/spark-set/`, {total / 2**20:.1f} MiB in all "
-        "(four recordings of the same time: four pieces, none chained)",
         f"* PySpark {pyspark.__version__}, Java {_java()}, Python {platform.python_version()}; "
-        "Spark with default settings (driver memory 1 GiB), the `kafka-analyzer spark` command: "
-        "listing and chaining (a span pass over every file on the executors), the analysis, the "
-        "Parquet tables written (zstd, date/hour/capture_set)",
+        "Spark with default settings (driver memory 1 GiB, 128 MB splits), the `kafka-analyzer spark` "
+        "command: listing and chaining (a span pass over every file on the executors), the analysis, "
+        "the Parquet tables written (zstd, date/hour/capture_set)",
         "* peak memory: RSS sampled every 0.1 s over the process tree (psutil); driver = the Python "
         "process started; JVM = Spark's (driver and executors: one JVM in local mode); workers = "
-        "Python worker processes (Spark's daemon and its forks; the CLI's one process per file; "
+        "Python worker processes (Spark's daemon and its forks; the CLI's worker processes; "
         "not the JVM's short-lived forks before they exec the daemon, which share its pages); "
         "each column the highest sum at one sample (RSS counts the pages a forked worker shares "
         "with Spark's daemon in each process); one worker = the largest single worker process",
         "",
-        "| run | wall s | MB/s | exit | driver MB | JVM MB | workers MB | one worker MB | total MB |",
-        "|---|---|---|---|---|---|---|---|---|",
     ]
-    for r in results:
-        p = r["peaks"]
-        lines.append(
-            f"| {r['label']} | {r['wall']:.1f} | {total / 1e6 / r['wall']:.1f} | {r['rc']} | "
-            f"{p['driver']:.0f} | {p['jvm']:.0f} | {p['workers']:.0f} | {p['worker']:.0f} | "
-            f"{p['total']:.0f} |"
-        )
-    lines.append("")
-    for r in results:
-        cmd = " ".join(_short(c) for c in r["cmd"][1:])
-        said = f" -> {r['said']}" if r["said"] else ""
-        lines.append(f"* {r['label']}: `python {cmd}`{said}")
-    lines.append("")
+    for kind, what, total, results in done:
+        lines += [
+            f"### {kind}: {total / 2**20:.1f} MiB",
+            "",
+            f"* {what}",
+            "",
+            "| run | wall s | MB/s | exit | driver MB | JVM MB | workers MB | one worker MB | total MB |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        for r in results:
+            p = r["peaks"]
+            lines.append(
+                f"| {r['label']} | {r['wall']:.1f} | {total / 1e6 / r['wall']:.1f} | {r['rc']} | "
+                f"{p['driver']:.0f} | {p['jvm']:.0f} | {p['workers']:.0f} | {p['worker']:.0f} | "
+                f"{p['total']:.0f} |"
+            )
+        lines.append("")
+        for r in results:
+            cmd = " ".join(_short(c) for c in r["cmd"][1:])
+            if len(cmd) > 200:
+                cmd = cmd[:200] + " ..."
+            said = f" -> {r['said']}" if r["said"] else ""
+            lines.append(f"* {r['label']}: `python {cmd}`{said}")
+        lines.append("")
     return "\n".join(lines)
 
 
