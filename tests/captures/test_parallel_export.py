@@ -12,8 +12,10 @@ import pytest
 
 from analyzer import cli
 from analyzer.capture.files import CaptureFile
+from analyzer.dissect.constants import ApiKey
 from analyzer.export import parallel
 from analyzer.reassembly.packet import decode_tcp
+from tests.helpers.capture_patch import exchanges, patch_field
 from tests.helpers.captures import CAPTURES, cut, project_captures, tls_captures
 
 
@@ -252,3 +254,34 @@ def test_rotated_plain_pieces_are_read_once(tmp_path, monkeypatch):
         rc, par = export_bytes("-j", jobs, *pieces)
         assert rc == 0
         assert after_capture_line(par) == after_capture_line(whole)
+
+
+def test_group_members_live_on_another_connection(tmp_path, monkeypatch):
+    """The consumer joins the group on one process's connection and, its LeaveGroup naming
+    another member, stays in it; the admin's simple commit answered UNKNOWN_MEMBER_ID is on the
+    other process's connection. One run sees the live member (a plain error response, no
+    ``quirk.simple_commit_rejected``); so must the merge of ``export -j`` and ``stats -j``."""
+    src = CAPTURES / "librdkafka-admin.pcap"
+    path = tmp_path / "member-stays.pcap"
+    leave = lambda ex: ex.api_key == ApiKey.LEAVE_GROUP  # noqa: E731
+    [ex] = [e for e in exchanges(src) if leave(e)]
+    member = ex.request.body.get("member_id").encode()
+    other = member[:-1] + (b"x" if member[-1:] != b"x" else b"y")
+    assert patch_field(src, path, leave, "request", "member_id", struct.pack(">h", len(other)) + other) == 1
+    rc1, one = export_bytes(str(path))
+    assert b"quirk.simple_commit_rejected" not in one and b"UNKNOWN_MEMBER_ID" in one
+    _, whole = export_bytes(str(src))
+    assert b"quirk.simple_commit_rejected" in whole
+    flows = []
+    for _i, _ts, linktype, data in CaptureFile(path):
+        seg = decode_tcp(linktype, data)
+        if type(seg) is tuple and parallel.flow_key(seg) not in flows:
+            flows.append(parallel.flow_key(seg))
+    members = {ex.conn.a.port for ex in exchanges(path) if ex.api_key == ApiKey.JOIN_GROUP}
+    # the consumer's connection alone in one process, every other in the other
+    owners = {k: int(any(port in members for _a, port in k)) for k in flows}
+    monkeypatch.setattr(parallel, "plan_owners", lambda _path, _parts: owners)
+    assert export_bytes("-j", "2", str(path)) == (rc1, one)
+    assert stats_bytes("-j", "2", str(path)) == stats_bytes(str(path))
+    # and the other way: the member left (the bundled capture), on the other process's connection
+    assert export_bytes("-j", "2", str(src)) == export_bytes(str(src))
