@@ -35,25 +35,17 @@ class GroupMembers:
         self.live: dict[str, set[str]] = {}
 
     def learn(self, ex: Exchange) -> None:
-        key = ex.api_key
-        if key not in _MEMBER_APIS or ex.request is None or ex.request.body is None:
+        if ex.api_key not in _MEMBER_APIS:
             return
-        req = ex.request.body
-        gid = req.get("group_id")
-        if not isinstance(gid, str):
-            return
-        resp = ex.response.body if ex.response is not None else None
-        members = self.live.setdefault(gid, set())
-        if key == ApiKey.LEAVE_GROUP:
-            members.discard(req.get("member_id"))
-            for m in _elements(req, "members"):
-                members.discard(m.get("member_id"))
-            return
-        if resp is None or resp.get("error_code") != ErrorCode.NONE:
-            return
-        mid = resp.get("member_id") if key == ApiKey.JOIN_GROUP else req.get("member_id")
-        if mid:
-            members.add(mid)
+        c = member_change(ex)
+        if c is not None:
+            self.apply(*c)
+
+    def apply(self, group_id: str, added: tuple[str, ...], removed: tuple[str, ...]) -> None:
+        """A :func:`member_change` (learnt elsewhere: Spark's stitching replays them in order)."""
+        members = self.live.setdefault(group_id, set())
+        members.difference_update(removed)
+        members.update(added)
 
     def empty(self, group_id: str) -> bool:
         """No live member of ``group_id`` is known at this point of the capture."""
@@ -61,6 +53,26 @@ class GroupMembers:
 
 
 _MEMBER_APIS = frozenset((ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP))
+
+
+def member_change(ex: Exchange) -> tuple[str, tuple[str, ...], tuple[str, ...]] | None:
+    """(group id, members it makes live, members it removes) of a JoinGroup, SyncGroup, Heartbeat
+    or LeaveGroup exchange, whatever was known before; None for any other exchange."""
+    key = ex.api_key
+    if key not in _MEMBER_APIS or ex.request is None or ex.request.body is None:
+        return None
+    req = ex.request.body
+    gid = req.get("group_id")
+    if not isinstance(gid, str):
+        return None
+    if key == ApiKey.LEAVE_GROUP:
+        removed = [req.get("member_id")] + [m.get("member_id") for m in _elements(req, "members")]
+        return gid, (), tuple(m for m in removed if m is not None)
+    resp = ex.response.body if ex.response is not None else None
+    if resp is None or resp.get("error_code") != ErrorCode.NONE:
+        return gid, (), ()
+    mid = resp.get("member_id") if key == ApiKey.JOIN_GROUP else req.get("member_id")
+    return gid, (mid,) if mid else (), ()
 
 
 def _elements(f: Field, name: str) -> list[Field]:

@@ -19,7 +19,10 @@ carried; a compressed file stays one split, and then is analysed whole). Then:
 4. **stitch**: the driver collects the small part (when each connection opened, what the
    knowledge learnt from each Metadata-like exchange, the splits' counts) and works out what
    one run knows where; a map renumbers the connections in the order they opened over the whole
-   file and names topics (by id) and the broker software as one run names them at that point.
+   file and names topics (by id) and the broker software as one run names them at that point;
+   each simple commit answered UNKNOWN_MEMBER_ID is judged again against the group members one
+   run knows by then (``quirk.simple_commit_rejected``: members join and leave on other
+   connections, which other owners may have).
 
 The exchanges, issues, connections and records are those of analysing the file whole.
 """
@@ -38,6 +41,7 @@ from pyspark.rdd import RDD
 from pyspark.sql import SparkSession
 
 from analyzer.capture.split import Split, splits
+from analyzer.dissect.constants import ApiKey
 from analyzer.dissect.message import Options
 from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue
 from analyzer.export.parallel import (
@@ -56,10 +60,11 @@ from analyzer.export.parallel import (
     plan_owners,
     range_totals,
 )
-from analyzer.issues import CAPTURE_NO_TCP, SPARK_ANALYSIS_FAILED
-from analyzer.model import Exchange, Severity
+from analyzer.issues import CAPTURE_NO_TCP, QUIRK_SIMPLE_COMMIT_REJECTED, SPARK_ANALYSIS_FAILED
+from analyzer.model import Exchange, Issue, Severity
 from analyzer.reassembly.packet import decode_tcp
-from analyzer.session.knowledge import LEARNS_FROM, Knowledge
+from analyzer.session.groups import GroupMembers, member_change, simple_commit, simple_commit_rejected
+from analyzer.session.knowledge import LEARNS_FROM, UNNAMED_BROKER, Knowledge
 from analyzer.spark.source import (
     Piece,
     _connection_row,
@@ -144,17 +149,25 @@ class _RowShare(Share):
                     rows += [_event("record", r) for r in _record_rows(name, ev, {} if refs else ids)]
                 ids.used = False
                 unnamed = any(i.message.startswith(_UNNAMED_TEXT) for i in ev.all_issues())
-                out.append((_ROW, fno, owner, batch, self._seq, ev.conn.id, _EXCHANGE, rows, refs, unnamed))
+                commit = _commit(ev) if ev.api_key == _OFFSET_COMMIT else None
+                if commit is not None:
+                    unnamed = True  # its quirk, if one run names it, says "the broker" until stitched
+                row = (_ROW, fno, owner, batch, self._seq, ev.conn.id, _EXCHANGE, rows, refs, unnamed, commit)
+                out.append(row)
                 if ev.api_key in LEARNS_FROM:
                     out.append((_KNOW, fno, owner, batch, self._seq, ev.conn.id, _learnt(ev)))
             elif t is ConnIssue:
                 self.issues += 1
                 unnamed = ev.issue.message.startswith(_UNNAMED_TEXT)
                 row = _event("issue", _issue_row(name, ev))
-                out.append((_ROW, fno, owner, batch, self._seq, ev.conn.id, _ISSUE, [row], None, unnamed))
+                out.append(
+                    (_ROW, fno, owner, batch, self._seq, ev.conn.id, _ISSUE, [row], None, unnamed, None)
+                )
             elif t is ConnectionEnd:
                 row = _event("connection", _connection_row(name, ev.conn))
-                out.append((_ROW, fno, owner, batch, self._seq, ev.conn.id, _CONNECTION, [row], None, False))
+                out.append(
+                    (_ROW, fno, owner, batch, self._seq, ev.conn.id, _CONNECTION, [row], None, False, None)
+                )
             else:
                 continue
             self._seq += 1
@@ -175,13 +188,30 @@ class _RowShare(Share):
         return out
 
 
-def _learnt(ex: Exchange) -> tuple[dict, str | None]:
-    """What the knowledge learns from ``ex`` whatever it knew before: topic ids and cluster id."""
+def _learnt(ex: Exchange) -> tuple[dict, str | None, tuple | None]:
+    """What the knowledge learns from ``ex`` whatever it knew before: topic ids, cluster id and
+    the change of a group's live members."""
     k = Knowledge()
     topics = ex.topics
     k.learn(ex)
     ex.topics = topics
-    return dict(k.topic_ids), k.cluster_id
+    return dict(k.topic_ids), k.cluster_id, member_change(ex)
+
+
+_OFFSET_COMMIT = ApiKey.OFFSET_COMMIT
+_QUIRK = QUIRK_SIMPLE_COMMIT_REJECTED.code
+
+
+def _commit(ex: Exchange) -> tuple | None:
+    """A simple commit answered UNKNOWN_MEMBER_ID: (group, the exchange's own issues but the
+    quirk, the quirk as named for an empty group by an unnamed broker, its messages' issues);
+    the quirk is the last of its own issues (pairing adds it last). None for another exchange."""
+    gid = simple_commit(ex)
+    if gid is None:
+        return None
+    quirk = simple_commit_rejected(ex, GroupMembers(), UNNAMED_BROKER)
+    own = [i for i in ex.issues if i.code != _QUIRK]
+    return gid, own, quirk, [i for m in (ex.request, ex.response) if m is not None for i in m.issues]
 
 
 def _failed(fno: int, at: int | None) -> tuple:
@@ -260,8 +290,16 @@ class _Knowing:
         self.tids: dict[str, tuple[list, list]] = {}  # topic id -> (keys, names)
         self.sw_keys: list = []
         self.sw: list = []
+        self.groups: dict[str, tuple[list, list]] = {}  # group id -> (keys, empty after each)
+        members = GroupMembers()
         software = None
-        for key, (topic_ids, cluster_id) in sorted(learnt, key=lambda x: x[0]):
+        for key, (topic_ids, cluster_id, change) in sorted(learnt, key=lambda x: x[0]):
+            if change is not None:
+                gid = change[0]
+                members.apply(*change)
+                keys, empty = self.groups.setdefault(gid, ([], []))
+                keys.append(key)
+                empty.append(members.empty(gid))
             for tid, name in topic_ids.items():
                 keys, names = self.tids.setdefault(tid, ([], []))
                 keys.append(key)
@@ -285,6 +323,14 @@ class _Knowing:
         i = bisect.bisect_right(self.sw_keys, key)
         return self.sw[i - 1] if i else None
 
+    def empty(self, group_id: str, key) -> bool:
+        """No live member of the group is known at ``key`` (learnt before it)."""
+        got = self.groups.get(group_id)
+        if got is None:
+            return True
+        i = bisect.bisect_left(got[0], key)  # a change at ``key`` itself is not this event's
+        return got[1][i - 1] if i else True
+
 
 def _key(batch: int, seq: int, conn: int) -> tuple:
     """An event's place in one run's order: by the packet that completed it; at the end, by
@@ -298,7 +344,7 @@ def _stitch(items: Iterable[tuple], tables: dict) -> Iterator[tuple]:
     for it in items:
         if it[0] != _ROW:
             continue
-        _tag, fno, owner, batch, seq, local, kind, rows, refs, unnamed = it
+        _tag, fno, owner, batch, seq, local, kind, rows, refs, unnamed, commit = it
         idmap, knowing = tables[fno]
         conn = idmap[(owner, local)]
         key = _key(batch, seq, conn)
@@ -306,6 +352,8 @@ def _stitch(items: Iterable[tuple], tables: dict) -> Iterator[tuple]:
         for ev in rows:
             what = ev[0]
             if what == "exchange":
+                if commit is not None:
+                    ev = _rejudge(ev, commit, knowing.empty(commit[0], key))
                 yield _exchange(ev, conn, key, refs, knowing, software)
             elif what == "record":
                 r = list(ev[5])
@@ -323,6 +371,25 @@ def _stitch(items: Iterable[tuple], tables: dict) -> Iterator[tuple]:
                 r = list(ev[3])
                 r[1] = conn
                 yield _event("connection", tuple(r))
+
+
+def _rejudge(ev: tuple, commit: tuple, empty: bool) -> tuple:
+    """A simple commit's exchange row with ``quirk.simple_commit_rejected`` as one run names it
+    (``empty``: one run knows no live member of its group there), its broker still unnamed."""
+    _gid, own, quirk, after = commit
+    issues: list[Issue] = [*own, quirk, *after] if empty else [*own, *after]
+    r = list(ev[1])
+    r[15] = [i.code for i in issues]
+    worst = max((i.severity for i in issues), default=None)
+    r[16] = None if worst is None else str(worst)
+    listed = orjson.dumps([i.to_dict() for i in issues])
+    if r[18] is not None:
+        js = r[18].encode()
+        tag = b',"issues":'
+        r[18] = (js[: js.rindex(tag)] + tag + listed + b"}").decode()
+    if r[21] is not None:
+        r[21] = listed.decode()
+    return _event("exchange", tuple(r))
 
 
 def _exchange(ev: tuple, conn: int, key: tuple, refs, knowing: _Knowing, software: str | None) -> tuple:

@@ -15,7 +15,7 @@ from analyzer.capture.files import CaptureFile
 from analyzer.dissect.constants import ApiKey
 from analyzer.export import parallel
 from analyzer.reassembly.packet import decode_tcp
-from tests.helpers.capture_patch import exchanges, patch_field
+from tests.helpers.capture_patch import exchanges, member_stays
 from tests.helpers.captures import CAPTURES, cut, project_captures, tls_captures
 
 
@@ -262,12 +262,7 @@ def test_group_members_live_on_another_connection(tmp_path, monkeypatch):
     other process's connection. One run sees the live member (a plain error response, no
     ``quirk.simple_commit_rejected``); so must the merge of ``export -j`` and ``stats -j``."""
     src = CAPTURES / "librdkafka-admin.pcap"
-    path = tmp_path / "member-stays.pcap"
-    leave = lambda ex: ex.api_key == ApiKey.LEAVE_GROUP  # noqa: E731
-    [ex] = [e for e in exchanges(src) if leave(e)]
-    member = ex.request.body.get("member_id").encode()
-    other = member[:-1] + (b"x" if member[-1:] != b"x" else b"y")
-    assert patch_field(src, path, leave, "request", "member_id", struct.pack(">h", len(other)) + other) == 1
+    path = member_stays(src, tmp_path / "member-stays.pcap")
     rc1, one = export_bytes(str(path))
     assert b"quirk.simple_commit_rejected" not in one and b"UNKNOWN_MEMBER_ID" in one
     _, whole = export_bytes(str(src))

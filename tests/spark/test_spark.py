@@ -22,6 +22,7 @@ from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue
 from analyzer.model import Exchange
 from analyzer.pipeline import Analysis
 from analyzer.session.stats import Stats, error_names
+from tests.helpers.capture_patch import exchanges, member_stays
 from tests.helpers.captures import CAPTURES, PUBLIC, ROOT, public_captures, tls_captures
 from tests.helpers.captures import project_captures as _clear_text_captures
 
@@ -810,5 +811,40 @@ def test_a_pcapng_in_tiny_splits_carries_interfaces_and_secrets(spark):
         assert list(a.split.values()) == [len(splits(f, 4096))] and len(splits(f, 4096)) > 5
         rows = a.exchanges.select("api_key", "correlation_id", "connection", "ts", "latency_ms").collect()
         assert Counter(tuple(r) for r in rows) == want
+    finally:
+        a.unpersist()
+
+
+@pytest.mark.parametrize("stays", [True, False], ids=["member-stays", "member-left"])
+def test_group_members_on_another_owner_in_tiny_splits(spark, tmp_path, monkeypatch, stays):
+    """The admin's simple commit answered UNKNOWN_MEMBER_ID on one owner's connection, the
+    consumer's JoinGroup and LeaveGroup on another's: the stitching judges the commit against
+    the members one run knows (``quirk.simple_commit_rejected`` only once the member left)."""
+    from analyzer.capture.files import CaptureFile
+    from analyzer.export.parallel import flow_key
+    from analyzer.reassembly.packet import decode_tcp
+    from analyzer.spark import stitch
+    from analyzer.spark.source import analyze
+
+    src = CAPTURES / "librdkafka-admin.pcap"
+    f = member_stays(src, tmp_path / "member-stays.pcap") if stays else src
+    want = _export_objects(f)
+    named = any("quirk.simple_commit_rejected" in t for t in want["exchange"])
+    assert named is not stays
+    consumer = {ex.conn.a.port for ex in exchanges(f) if ex.api_key == 11}  # JoinGroup
+    owners = {}
+    for _i, _ts, linktype, data in CaptureFile(f):
+        seg = decode_tcp(linktype, data)
+        if type(seg) is tuple:
+            k = flow_key(seg)
+            owners[k] = int(not any(port in consumer for _a, port in k))
+    monkeypatch.setattr(stitch, "plan_owners", lambda _path, _parts: owners)
+    a = analyze(spark, [str(f)], json=True, records=True, bodies=True, split_size=4096)
+    try:
+        assert list(a.split.values())[0] > 4
+        got = Counter(json.dumps(json.loads(r.json), sort_keys=True) for r in a.exchanges.collect())
+        assert got == want["exchange"]
+        quirks = [r for r in a.exchanges.collect() if "quirk.simple_commit_rejected" in r.issues]
+        assert len(quirks) == int(not stays)
     finally:
         a.unpersist()
