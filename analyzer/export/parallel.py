@@ -56,7 +56,7 @@ import orjson
 
 from analyzer.capture.files import MAX_RECORD, PCAP_MAGIC, CaptureFile
 from analyzer.capture.sets import CaptureSet
-from analyzer.capture.split import MIN_SPLIT, Split, SplitSource, splits
+from analyzer.capture.split import MIN_SPLIT, Opener, Split, SplitSource, open_local, splits
 from analyzer.dissect.constants import ApiKey
 from analyzer.dissect.message import Options
 from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue, Skip
@@ -169,10 +169,14 @@ class SplitWalk:
     the split's ``count``, ``first_ts``, ``last_ts``, ``skipped`` (reason -> [count, number of
     the first]), ``issues`` (its reader's), ``secrets`` (pcapng Decryption Secrets Blocks),
     ``format`` and ``compression``. Spark's executors walk splits of big files with it and
-    shuffle the packets to their owners, who each run a :class:`Share`."""
+    shuffle the packets to their owners, who each run a :class:`Share`.
 
-    def __init__(self, split: Split, owners: dict, parts: int) -> None:
+    The issues' byte offsets are the file's; their packet numbers too when the split knows the
+    number of its first packet (``split.first``: pcapng), else they count from the split's."""
+
+    def __init__(self, split: Split, owners: dict, parts: int, opener: Opener = open_local) -> None:
         self.split = split
+        self.opener = opener
         self.route = Router(owners, parts)
         self.count = 0
         self.first_ts: float | None = None
@@ -184,13 +188,16 @@ class SplitWalk:
         self.compression: str | None = None
 
     def __iter__(self):
-        src = SplitSource(self.split, 1)
+        first = self.split.first or 1
+        src = SplitSource(self.split, first, self.opener)
+        base = first - 1
         route = self.route
         skipped = self.skipped
         number = 0
         ts = 0.0
         try:
-            for number, ts, linktype, data in src:
+            for index, ts, linktype, data in src:
+                number = index - base
                 if self.first_ts is None:
                     self.first_ts = ts
                 seg = decode_tcp(linktype, data)
@@ -204,9 +211,10 @@ class SplitWalk:
             self.format, self.compression = src.format, src.compression
 
 
-def plan_owners(path: str, parts: int, sample: int = SAMPLE) -> dict:
+def plan_owners(path: str | BinaryIO, parts: int, sample: int = SAMPLE) -> dict:
     """Which process takes which connection, from the payload bytes of the connections seen in
-    the first ``sample`` bytes: the biggest first, each to the least loaded process."""
+    the first ``sample`` bytes (of a file, or of a binary stream read from its start): the
+    biggest first, each to the least loaded process."""
     size: Counter = Counter()
     cap = CaptureFile(path)
     for _, _ts, linktype, data in cap:

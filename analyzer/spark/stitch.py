@@ -1,8 +1,10 @@
 """One big capture file on Spark: byte-range splits walked on the executors, one keyed shuffle by
 connection, the pipeline per connection owner, and the stitching that makes the rows one run's.
 
-A local capture file bigger than the split size (:data:`~analyzer.capture.split.DEFAULT_SPLIT`,
-``analyze(split_size=...)``) is cut by :func:`~analyzer.capture.split.splits` (pcap at record
+A capture file bigger than the split size (:data:`~analyzer.capture.split.DEFAULT_SPLIT`,
+``analyze(split_size=...)``), on any file system ``pyarrow.fs`` reads (local, ``hdfs://``,
+``s3a://``...: :func:`~analyzer.spark.source.open_ranged`, seeks and ranged reads, never the
+whole file as one value), is cut by :func:`~analyzer.capture.split.splits` (pcap at record
 boundaries found by chained header checks, pcapng at block boundaries with the interface table
 carried; a compressed file stays one split, and then is analysed whole). Then:
 
@@ -40,7 +42,7 @@ from pyspark import StorageLevel
 from pyspark.rdd import RDD
 from pyspark.sql import SparkSession
 
-from analyzer.capture.split import Split, splits
+from analyzer.capture.split import Split, SplitSource, splits
 from analyzer.dissect.constants import ApiKey
 from analyzer.dissect.message import Options
 from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue
@@ -60,7 +62,12 @@ from analyzer.export.parallel import (
     plan_owners,
     range_totals,
 )
-from analyzer.issues import CAPTURE_NO_TCP, QUIRK_SIMPLE_COMMIT_REJECTED, SPARK_ANALYSIS_FAILED
+from analyzer.issues import (
+    CAPTURE_NO_TCP,
+    CAPTURE_UNREADABLE,
+    QUIRK_SIMPLE_COMMIT_REJECTED,
+    SPARK_ANALYSIS_FAILED,
+)
 from analyzer.model import Exchange, Issue, Severity
 from analyzer.reassembly.packet import decode_tcp
 from analyzer.session.groups import GroupMembers, member_change, simple_commit, simple_commit_rejected
@@ -71,8 +78,9 @@ from analyzer.spark.source import (
     _event,
     _exchange_row,
     _issue_row,
+    _Named,
     _record_rows,
-    local_path,
+    open_ranged,
 )
 from analyzer.tls.keylog import KeyLog
 
@@ -84,13 +92,13 @@ def _memoryview_as_bytes(m: memoryview):
 
 
 def plan_splits(piece: Piece, split_size: int) -> list[Split] | None:
-    """The splits of a piece that is one local file bigger than ``split_size``; None: the piece
-    is analysed whole (several files, not local, compressed, not a capture, or small)."""
+    """The splits of a piece that is one file bigger than ``split_size``; None: the piece is
+    analysed whole (several files, compressed, not a capture, small, or a file system that
+    cannot be read by ranges here: its analysis then says why in one line naming the URI)."""
     if len(piece.uris) != 1 or piece.size <= split_size:
         return None
     try:
-        path = local_path(piece.uris[0])
-        parts = splits(path, split_size)
+        parts = splits(piece.uris[0], split_size, open_ranged)
     except (OSError, ValueError):
         return None  # the whole-file analysis reports what is wrong with it
     return parts if len(parts) > 1 else None
@@ -100,9 +108,13 @@ def _walk(tasks: Iterable[tuple]) -> Iterator[tuple]:
     """The packets of some splits, keyed ``(file, owner, split, number)``; then each split's
     counts, to every owner (number -1)."""
     for fno, sno, split, owners, parts in tasks:
-        walk = SplitWalk(split, owners, parts)
-        for owner, number, ts, linktype, data in walk:
-            yield (fno, owner, sno, number), (ts, linktype, bytes(data))
+        walk = SplitWalk(split, owners, parts, open_ranged)
+        try:
+            for owner, number, ts, linktype, data in walk:
+                yield (fno, owner, sno, number), (ts, linktype, bytes(data))
+        except OSError as exc:  # the file went away or its file system failed: the file's issue
+            where = f"{split.path}[{split.start}:{split.end}]"
+            walk.issues.append(CAPTURE_UNREADABLE(f"cannot read {where} on the executor: {exc}"))
         summary = (walk.count, walk.first_ts, walk.last_ts, walk.skipped, walk.issues, walk.secrets)
         summary += (walk.format, walk.compression)
         for owner in range(parts):
@@ -428,11 +440,31 @@ def _exchange(ev: tuple, conn: int, key: tuple, refs, knowing: _Knowing, softwar
     return _event("exchange", tuple(r))
 
 
-def _capture_rows(piece: Piece, walks: list, opens: int, exchanges: int, issues: int, keylog) -> list[tuple]:
+def _split_issues(cut: Split, before: int, issues: list) -> list:
+    """A split's issues with the file's packet numbers: as its walk found them when it knew the
+    number of its first packet (pcapng), else from the split read again from packet
+    ``before + 1`` (a damaged pcap split, on the driver)."""
+    if not issues or cut.first is not None or not before:
+        return issues
+    src = SplitSource(cut, before + 1, open_ranged)
+    for _ in src:
+        pass
+    return src.issues
+
+
+def _capture_rows(
+    piece: Piece, cuts: list[Split], walks: list, opens: int, exchanges: int, issues: int, keylog
+) -> list[tuple]:
     """The file's capture issues and its captures row, as the whole-file analysis gives them."""
-    walks = [v for _s, v in sorted(walks, key=lambda x: x[0])]
+    walks = sorted(walks, key=lambda x: x[0])
+    found = []
+    before = 0
+    for sno, w in walks:
+        found += _split_issues(cuts[sno], before, w[4])
+        before += w[0]
+    walks = [v for _s, v in walks]
     totals = range_totals([Route(True, w[0], w[1], w[2], w[3], []) for w in walks])
-    found = [i for w in walks for i in w[4]] + list(keylog)
+    found += list(keylog)
     if totals.packets and not opens:
         found.append(CAPTURE_NO_TCP("no TCP traffic in the capture"))
     last = totals.last_ts if totals.packets else None
@@ -474,8 +506,9 @@ def analyze_split(
     total = 0
     for fno, (piece, cuts) in enumerate(files):
         parts = max(1, min(len(cuts), 2 * sc.defaultParallelism))
-        path = local_path(piece.uris[0])
-        owners = plan_owners(path, parts)
+        f, _size = open_ranged(piece.uris[0])
+        with f:
+            owners = plan_owners(_Named(f, piece.uris[0]), parts)
         offsets.append(total)
         total += parts
         work += [(fno, sno, split, owners, parts) for sno, split in enumerate(cuts)]
@@ -492,7 +525,7 @@ def analyze_split(
     small = owned.filter(lambda it: it[0] != _ROW).collect()
     tables: dict[int, tuple] = {}
     rows: list[tuple] = []
-    for fno, (piece, _cuts) in enumerate(files):
+    for fno, (piece, cuts) in enumerate(files):
         mine = [it for it in small if it[1] == fno]
         opened = sorted(
             (index, it[2], local) for it in mine if it[0] == _OPENS for local, index in enumerate(it[3], 1)
@@ -510,7 +543,7 @@ def analyze_split(
                 keylog = [*keylog, SPARK_ANALYSIS_FAILED(stopped)]
         exchanges = sum(it[4] for it in ends)
         issues = sum(it[5] for it in ends)
-        rows += _capture_rows(piece, walks, len(opened), exchanges, issues, keylog)
+        rows += _capture_rows(piece, cuts, walks, len(opened), exchanges, issues, keylog)
     stitched = owned.mapPartitions(partial(_stitch, tables=tables))
     return stitched.union(sc.parallelize(rows, 1)), owned
 

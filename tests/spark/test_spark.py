@@ -839,7 +839,8 @@ def test_group_members_on_another_owner_in_tiny_splits(spark, tmp_path, monkeypa
             k = flow_key(seg)
             owners[k] = int(not any(port in consumer for _a, port in k))
     monkeypatch.setattr(stitch, "plan_owners", lambda _path, _parts: owners)
-    a = analyze(spark, [str(f)], json=True, records=True, bodies=True, split_size=4096)
+    # a file:// URI: the splits are read through pyarrow.fs (LocalFileSystem, from_uri)
+    a = analyze(spark, [f.as_uri()], json=True, records=True, bodies=True, split_size=4096)
     try:
         assert list(a.split.values())[0] > 4
         got = Counter(json.dumps(json.loads(r.json), sort_keys=True) for r in a.exchanges.collect())
@@ -848,3 +849,59 @@ def test_group_members_on_another_owner_in_tiny_splits(spark, tmp_path, monkeypa
         assert len(quirks) == int(not stays)
     finally:
         a.unpersist()
+
+
+@pytest.mark.parametrize("name", ["librdkafka-admin.pcap", "kafka-python-tls-tls13-aes128gcm-dsb.pcapng"])
+def test_damage_in_a_tiny_split_is_where_the_whole_file_has_it(spark, tmp_path, name):
+    """A file cut in the middle of its last packet, in 4 KB splits: its capture issue has the
+    whole file's byte offset and packet numbers (not the last split's)."""
+    from analyzer.capture.files import CaptureFile
+    from analyzer.spark.source import analyze
+
+    raw = (CAPTURES / name).read_bytes()
+    f = tmp_path / ("cut" + Path(name).suffix)
+    f.write_bytes(raw[:-7])
+    whole = CaptureFile(f)
+    for _ in whole:
+        pass
+    want = [(i.code, i.message, i.offset) for i in whole.issues]
+    assert want and want[0][2] > 8192
+    a = analyze(spark, [str(f)], split_size=4096)
+    try:
+        assert list(a.split.values())[0] > 4
+        got = [(r.code, r.message, r.offset) for r in a.issues.collect() if r.connection is None]
+        assert got == want
+    finally:
+        a.unpersist()
+
+
+def test_splits_are_read_through_the_file_system_layer(tmp_path):
+    """A URI's splits are found and read through ``pyarrow.fs`` (seeks and ranged reads, the
+    size from the file info): the same splits and packets as the local file's; a URI no file
+    system reads is one line naming it, and the file is then analysed whole."""
+    from analyzer.capture.files import CaptureFile
+    from analyzer.capture.split import SplitSource, splits
+    from analyzer.spark.source import Piece, open_ranged
+    from analyzer.spark.stitch import plan_splits
+
+    for name in ("librdkafka-admin.pcap", "kafka-python-tls-tls13-aes128gcm-dsb.pcapng"):
+        path = CAPTURES / name
+        uri = path.as_uri()
+        f, size = open_ranged(uri)
+        with f:
+            assert type(f).__module__.startswith("pyarrow") and size == path.stat().st_size
+        local = splits(path, 4096)
+        remote = splits(uri, 4096, open_ranged)
+        assert len(local) > 4
+        assert [s._replace(path=str(path)) for s in remote] == local
+        got, first = [], 1
+        for s in remote:
+            got += [(i, ts, bytes(d)) for i, ts, _lt, d in SplitSource(s, s.first or first, open_ranged)]
+            first = len(got) + 1
+        assert got == [(i, ts, bytes(d)) for i, ts, _lt, d in CaptureFile(path)]
+    for uri in ("foo://host/x.pcap", (tmp_path / "gone.pcap").as_uri()):
+        with pytest.raises(OSError) as err:
+            open_ranged(uri)
+        msg = str(err.value)
+        assert msg.startswith(uri + ": ") and "\n" not in msg
+        assert plan_splits(Piece((uri,), (1 << 20,)), 4096) is None
