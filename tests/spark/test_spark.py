@@ -23,7 +23,7 @@ from analyzer.model import Exchange
 from analyzer.pipeline import Analysis
 from analyzer.session.stats import Stats, error_names
 from tests.helpers.capture_patch import exchanges, member_stays
-from tests.helpers.captures import CAPTURES, PUBLIC, ROOT, public_captures, tls_captures
+from tests.helpers.captures import CAPTURES, PUBLIC, ROOT, connection_keys, public_captures, tls_captures
 from tests.helpers.captures import project_captures as _clear_text_captures
 
 
@@ -820,9 +820,6 @@ def test_group_members_on_another_owner_in_tiny_splits(spark, tmp_path, monkeypa
     """The admin's simple commit answered UNKNOWN_MEMBER_ID on one owner's connection, the
     consumer's JoinGroup and LeaveGroup on another's: the stitching judges the commit against
     the members one run knows (``quirk.simple_commit_rejected`` only once the member left)."""
-    from analyzer.capture.files import CaptureFile
-    from analyzer.export.parallel import flow_key
-    from analyzer.reassembly.packet import decode_tcp
     from analyzer.spark import stitch
     from analyzer.spark.source import analyze
 
@@ -832,12 +829,7 @@ def test_group_members_on_another_owner_in_tiny_splits(spark, tmp_path, monkeypa
     named = any("quirk.simple_commit_rejected" in t for t in want["exchange"])
     assert named is not stays
     consumer = {ex.conn.a.port for ex in exchanges(f) if ex.api_key == 11}  # JoinGroup
-    owners = {}
-    for _i, _ts, linktype, data in CaptureFile(f):
-        seg = decode_tcp(linktype, data)
-        if type(seg) is tuple:
-            k = flow_key(seg)
-            owners[k] = int(not any(port in consumer for _a, port in k))
+    owners = {k: int(not any(port in consumer for _a, port in k)) for k in connection_keys(f)}
     monkeypatch.setattr(stitch, "plan_owners", lambda _path, _parts: owners)
     # a file:// URI: the splits are read through pyarrow.fs (LocalFileSystem, from_uri)
     a = analyze(spark, [f.as_uri()], json=True, records=True, bodies=True, split_size=4096)
