@@ -1124,8 +1124,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--split-size",
         type=_byte_size,
         metavar="SIZE",
-        help="cut a local capture file bigger than SIZE (bytes; K, M, G suffixes) into splits of"
-        " about SIZE analysed by several tasks and stitched (default 128M; 0: never)",
+        help="cut a capture file (local or a URI) bigger than SIZE (bytes; K, M, G suffixes) into"
+        " splits of about SIZE analysed by several tasks and stitched (default 128M; 0: never)",
     )
     _display_filter_arg(p, "only the exchanges matching EXPR (and their records)")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting")

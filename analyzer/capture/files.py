@@ -58,11 +58,11 @@ class _Chunks:
 
     __slots__ = ("it", "buf", "pos", "consumed", "eof")
 
-    def __init__(self, chunks: Iterator[bytes]):
+    def __init__(self, chunks: Iterator[bytes], origin: int = 0):
         self.it = chunks
         self.buf = memoryview(b"")
         self.pos = 0
-        self.consumed = 0  # bytes of the stream before buf[0]
+        self.consumed = origin  # bytes of the stream before buf[0], plus the stream's origin
         self.eof = False
 
     def need(self, n: int) -> bool:
@@ -111,16 +111,22 @@ def _snaplen_issue(cut: int, total: int, snaplens: set[int]) -> Issue:
     )
 
 
-def iter_pcap(chunks_it: Iterator[bytes], issues: list[Issue]) -> Iterator[tuple]:
+def iter_pcap(
+    chunks_it: Iterator[bytes], issues: list[Issue], origin: int = 0, before: int = 0
+) -> Iterator[tuple]:
     """Packets of a classic pcap stream as ``(index, ts, linktype, data)`` tuples.
+
+    ``origin`` and ``before``: the file offset of the stream's byte 0 and the packets before
+    it, for a stream that is a byte range of a file (:mod:`analyzer.capture.split`): indexes
+    and the offsets and packet numbers in issues are the file's.
 
     Packets saved shorter than they were on the wire (``incl_len < orig_len``: the snaplen) are
     counted and reported once (``capture.snaplen``). A second pcap file header where a record
     should start (``cat a.pcap b.pcap``) is reported (``capture.concatenated``) and read on.
     """
-    c = _Chunks(chunks_it)
+    c = _Chunks(chunks_it, origin)
     if not c.need(24):
-        issues.append(CAPTURE_TRUNCATED("pcap file header is incomplete", offset=0))
+        issues.append(CAPTURE_TRUNCATED("pcap file header is incomplete", offset=origin))
         return
     magic = bytes(c.buf[0:4])
     order, scale = PCAP_MAGIC[magic]
@@ -130,7 +136,7 @@ def iter_pcap(chunks_it: Iterator[bytes], issues: list[Issue]) -> Iterator[tuple
     c.pos = 24
     rec = struct.Struct(order + "IIII")
     unpack_from = rec.unpack_from
-    index = 0
+    index = before
     cut = 0
     try:
         while True:
@@ -177,7 +183,7 @@ def iter_pcap(chunks_it: Iterator[bytes], issues: list[Issue]) -> Iterator[tuple
             c.pos = start + incl
     finally:
         if cut:
-            issues.append(_snaplen_issue(cut, index, snaplens))
+            issues.append(_snaplen_issue(cut, index - before, snaplens))
 
 
 def _tsresol(value: int) -> tuple[float, int]:
@@ -208,7 +214,11 @@ def _block_name(btype: int) -> str:
 
 
 def iter_pcapng(  # noqa: C901 - hot path: one loop over blocks, block types inline (a call per block costs)
-    chunks_it: Iterator[bytes], issues: list[Issue], secrets: list[bytes] | None = None
+    chunks_it: Iterator[bytes],
+    issues: list[Issue],
+    secrets: list[bytes] | None = None,
+    origin: int = 0,
+    before: int = 0,
 ) -> Iterator[tuple]:
     """Packets of a pcapng stream: several sections, interfaces with their own link types and
     timestamp resolutions; EPB, SPB and the obsolete OPB. Decryption Secrets Blocks holding a
@@ -220,14 +230,14 @@ def iter_pcapng(  # noqa: C901 - hot path: one loop over blocks, block types inl
     than its block, an interface never described, options running past the block) is skipped
     with ``capture.bad_block`` (packets were lost: an error); an interface option running past
     its block ends that block's options (``capture.bad_option``, a warning). Every issue names
-    the block and its file offset.
+    the block and its file offset (``origin`` and ``before``: as for :func:`iter_pcap`).
     """
-    c = _Chunks(chunks_it)
+    c = _Chunks(chunks_it, origin)
     order = "<"
     head, word, epb = _LAYOUTS[order]
     # (linktype, scale, units per second, ts offset s, snaplen)
     interfaces: list[tuple[int, float, int, int, int]] = []
-    index = 0
+    index = before
     cut = 0
     snaplens: set[int] = set()
 
@@ -356,7 +366,7 @@ def iter_pcapng(  # noqa: C901 - hot path: one loop over blocks, block types inl
             c.pos = p + blen
     finally:
         if cut:
-            issues.append(_snaplen_issue(cut, index, snaplens))
+            issues.append(_snaplen_issue(cut, index - before, snaplens))
 
 
 def _file_chunks(f: BinaryIO, first: bytes) -> Iterator[bytes]:
@@ -391,8 +401,10 @@ class CaptureFile:
 
     live = False  # a recording: seeing no Kafka in it is worth saying
 
-    def __init__(self, source: str | os.PathLike | BinaryIO):
+    def __init__(self, source: str | os.PathLike | BinaryIO, origin: int = 0, before: int = 0):
+        """``origin`` and ``before``: see :func:`iter_pcap` (a byte range of a file)."""
         self.source = source
+        self.origin, self.before = origin, before
         self.name = "-" if source == "-" else getattr(source, "name", None) or _fspath(source)
         self.issues: list[Issue] = []
         self.format: str | None = None
@@ -447,20 +459,18 @@ class CaptureFile:
         magic = first[:4]
         if magic in PCAP_MAGIC:
             self.format = "pcap"
-            parser = iter_pcap
         elif magic == PCAPNG_SHB:
             self.format = "pcapng"
-            parser = iter_pcapng
         else:
             if self.issues:  # the decompressor already said what is wrong
                 return
             what = "an empty file" if not first else f"magic bytes {bytes(magic).hex()}"
             self.issues.append(CAPTURE_UNKNOWN_FORMAT(f"not a pcap or pcapng capture ({what})", offset=0))
             return
-        if parser is iter_pcapng:
-            yield from iter_pcapng(_chain(first, chunks), self.issues, self.secrets)
+        if self.format == "pcapng":
+            yield from iter_pcapng(_chain(first, chunks), self.issues, self.secrets, self.origin, self.before)
         else:
-            yield from parser(_chain(first, chunks), self.issues)
+            yield from iter_pcap(_chain(first, chunks), self.issues, self.origin, self.before)
         # a decompression problem is the real cause of a truncated record: report it first
         self.issues.sort(key=lambda i: i.code != CAPTURE_CORRUPT.code)
 

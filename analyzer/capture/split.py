@@ -21,6 +21,10 @@ packets (the tests hold it).
 :class:`SplitSource` is the :class:`~analyzer.pipeline.Source` of one split (its packets are
 numbered from ``Split.first`` when known, else from 1); :func:`count_packets` counts the packets
 of one split from its record headers (for numbering the next ones).
+
+Files are opened through an *opener* (:data:`Opener`): local files by default; Spark's executors
+give one that reads any file system's files by seeks and ranged reads
+(:func:`analyzer.spark.source.open_ranged`), so that no file is ever read whole to be split.
 """
 
 from __future__ import annotations
@@ -28,8 +32,8 @@ from __future__ import annotations
 import io
 import os
 import struct
-from collections.abc import Iterator
-from typing import NamedTuple
+from collections.abc import Callable, Iterator
+from typing import BinaryIO, NamedTuple
 
 from analyzer.capture.files import (
     GZIP_MAGIC,
@@ -47,6 +51,14 @@ CHAIN = 8  # record headers in a row that must be plausible to accept a pcap bou
 MAX_SCAN = 64 << 20  # bytes searched for a pcap boundary past a target offset
 TS_SLACK = 3600  # seconds: how far a record's time may step back or jump within a chain
 _WINDOW = 1 << 20  # bytes read at a time while scanning for a boundary
+
+# a file's name -> (a seekable binary file, its size in bytes); raises OSError
+Opener = Callable[[str], tuple[BinaryIO, int]]
+
+
+def open_local(path: str) -> tuple[BinaryIO, int]:
+    """The default :data:`Opener`: a local file."""
+    return open(path, "rb"), os.path.getsize(path)  # noqa: SIM115 - the caller closes it
 
 
 class Split(NamedTuple):
@@ -67,7 +79,7 @@ def _kind(head: bytes) -> str | None:
     return None
 
 
-def splits(path: str | os.PathLike, target: int = DEFAULT_SPLIT) -> list[Split]:
+def splits(path: str | os.PathLike, target: int = DEFAULT_SPLIT, opener: Opener = open_local) -> list[Split]:
     """The splits of a capture file, each about ``target`` bytes.
 
     A file that is compressed, not a capture, or not bigger than the target is one split (its
@@ -77,8 +89,9 @@ def splits(path: str | os.PathLike, target: int = DEFAULT_SPLIT) -> list[Split]:
     """
     path = os.fspath(path)
     target = max(MIN_SPLIT, target)
-    size = os.path.getsize(path)
-    with open(path, "rb") as f:
+    raw, size = opener(path)
+    with raw:
+        f = _Buffered(raw, size)
         head = f.read(24)
         kind = _kind(head)
         if kind is None or kind == "compressed" or size <= target:
@@ -219,11 +232,47 @@ def _pcapng_splits(f, path: str, size: int, target: int) -> list[Split]:
 # -- reading a split -------------------------------------------------------------------------------
 
 
-class _RangeStream(io.RawIOBase):
-    """``header`` then bytes ``[start, end)`` of a file, as one readable stream."""
+class _Buffered:
+    """A seekable file read :data:`_WINDOW` bytes at a time: the small reads that walk pcapng
+    blocks and check pcap record headers cost one read of the file system per window (a remote
+    file system answers each read of its own)."""
 
-    def __init__(self, path: str, header: bytes, start: int, end: int) -> None:
-        self._f = open(path, "rb")  # noqa: SIM115 - closed by close()
+    def __init__(self, f: BinaryIO, size: int) -> None:
+        self.f, self.size = f, size
+        self.pos = 0
+        self.at = 0
+        self.buf = b""
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        self.pos = pos if whence == 0 else self.pos + pos if whence == 1 else self.size + pos
+        return self.pos
+
+    def tell(self) -> int:
+        return self.pos
+
+    def read(self, n: int = -1) -> bytes:
+        if n < 0:
+            n = max(0, self.size - self.pos)
+        o = self.pos - self.at
+        if o < 0 or o + n > len(self.buf):
+            if n >= _WINDOW:  # a big read: straight from the file
+                self.f.seek(self.pos)
+                data = self.f.read(n)
+                self.pos += len(data)
+                return data
+            self.f.seek(self.pos)
+            self.buf, self.at, o = self.f.read(_WINDOW), self.pos, 0
+        data = self.buf[o : o + n]
+        self.pos += len(data)
+        return data
+
+
+class _RangeStream(io.RawIOBase):
+    """``header`` then bytes ``[start, end)`` of a file, as one readable stream (the range read
+    in the reads its reader asks for: never whole)."""
+
+    def __init__(self, path: str, header: bytes, start: int, end: int, opener: Opener = open_local) -> None:
+        self._f = opener(path)[0]
         self._f.seek(start)
         self._head = memoryview(header)
         self._left = end - start
@@ -258,13 +307,15 @@ class SplitSource:
 
     Packets are numbered from ``split.first`` (1 when it is unknown: give ``first`` to number
     on from the packets of the splits before). Issues found while reading name the split; their
-    byte offsets count from the start of the split's header.
+    byte offsets are the file's (the carried header's bytes aside), their packet numbers count
+    on from ``first`` as the packets do.
     """
 
     live = False
 
-    def __init__(self, split: Split, first: int | None = None) -> None:
+    def __init__(self, split: Split, first: int | None = None, opener: Opener = open_local) -> None:
         self.split = split
+        self.opener = opener
         self.first = first if first is not None else split.first if split.first is not None else 1
         whole = split.start == 0 and not split.header
         self.name = split.path if whole else f"{split.path}[{split.start}:{split.end}]"
@@ -283,13 +334,13 @@ class SplitSource:
 
     def __iter__(self) -> Iterator[tuple]:
         s = self.split
-        stream = _RangeStream(s.path, s.header, s.start, s.end)
-        cap = self._cap = CaptureFile(stream)  # type: ignore[arg-type]  # a RawIOBase is a binary stream
+        stream = _RangeStream(s.path, s.header, s.start, s.end, self.opener)
+        # the stream's byte len(header) is the file's byte start
+        origin = s.start - len(s.header)
+        cap = self._cap = CaptureFile(stream, origin, self.first - 1)  # type: ignore[arg-type]  # a RawIOBase is a binary stream
         cap.secrets = self.secrets
-        base = self.first - 1
         try:
-            for index, ts, linktype, data in cap:
-                yield (base + index, ts, linktype, data)
+            yield from cap
         finally:
             stream.close()
             self.bytes_read = cap.bytes_read
@@ -297,13 +348,15 @@ class SplitSource:
             self.issues = cap.issues
 
 
-def count_packets(split: Split) -> int:
+def count_packets(split: Split, opener: Opener = open_local) -> int:
     """The number of packets in a split, from its record (block) headers only."""
-    with open(split.path, "rb") as f:
+    raw, size = opener(split.path)
+    with raw:
+        f = _Buffered(raw, size)
         head = split.header or f.read(24)
         kind = _kind(head)
         if kind == "compressed" or kind is None:
-            return sum(1 for _ in SplitSource(split))
+            return sum(1 for _ in SplitSource(split, opener=opener))
         n = 0
         if kind == "pcap":
             rec = _pcap_format(f, head).rec

@@ -10,9 +10,12 @@ Three things do depend on the other connections, and the merge puts them right:
   process numbers its own and says at which packet each opened; the merge renumbers (the id in
   every line is rewritten at its known place);
 * **knowledge** learnt from another connection's exchanges (topic ids -> names from Metadata
-  responses, client software, groups): processes send the exchanges knowledge is learnt from and,
-  for each exchange that names a topic by id, its topic references; the merge learns in capture
-  order and re-labels the exchanges whose topics the process could not name as one run would;
+  responses, client software, groups and their live members): processes send the exchanges
+  knowledge is learnt from and, for each exchange that names a topic by id, its topic references;
+  the merge learns in capture order and re-labels the exchanges whose topics the process could
+  not name as one run would; processes also send each simple commit answered UNKNOWN_MEMBER_ID
+  (:func:`~analyzer.session.groups.simple_commit`), which the merge judges again against the
+  members one run knows by then (``quirk.simple_commit_rejected``);
 * the **summary**: processes send what the statistics count of each event
   (:func:`~analyzer.session.stats.exchange_facts`); the merge counts them in capture order.
 
@@ -53,16 +56,17 @@ import orjson
 
 from analyzer.capture.files import MAX_RECORD, PCAP_MAGIC, CaptureFile
 from analyzer.capture.sets import CaptureSet
-from analyzer.capture.split import MIN_SPLIT, Split, SplitSource, splits
+from analyzer.capture.split import MIN_SPLIT, Opener, Split, SplitSource, open_local, splits
 from analyzer.dissect.constants import ApiKey
 from analyzer.dissect.message import Options
 from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue, Skip
 from analyzer.export.jsonout import connection_json, exchange_json, stream_event_json
 from analyzer.export.writer import Writer
-from analyzer.issues import CAPTURE_NO_TCP, STREAM_GAP
+from analyzer.issues import CAPTURE_NO_TCP, QUIRK_SIMPLE_COMMIT_REJECTED, STREAM_GAP
 from analyzer.model import Exchange, Issue
 from analyzer.pipeline import Analysis, Pipeline
 from analyzer.reassembly.packet import decode_tcp, skip_text
+from analyzer.session.groups import simple_commit, simple_commit_rejected
 from analyzer.session.knowledge import EXCHANGE_TOPIC_ARRAYS, LEARNS_FROM, UNNAMED_BROKER
 from analyzer.session.records import FETCH_APIS
 from analyzer.session.stats import Stats, exchange_facts, topic_record_counts
@@ -72,6 +76,7 @@ SAMPLE = 8 << 20  # capture bytes read to plan which process takes which connect
 _FLUSH = 1 << 62  # sort key of the events of the end of the capture, after every packet
 _EXCHANGE, _CONNECTION, _GAP, _ISSUE = range(4)
 _SECTIONS = (None, "connections", "gaps", "issues")
+_OFFSET_COMMIT = ApiKey.OFFSET_COMMIT
 
 
 class Job(NamedTuple):
@@ -164,10 +169,14 @@ class SplitWalk:
     the split's ``count``, ``first_ts``, ``last_ts``, ``skipped`` (reason -> [count, number of
     the first]), ``issues`` (its reader's), ``secrets`` (pcapng Decryption Secrets Blocks),
     ``format`` and ``compression``. Spark's executors walk splits of big files with it and
-    shuffle the packets to their owners, who each run a :class:`Share`."""
+    shuffle the packets to their owners, who each run a :class:`Share`.
 
-    def __init__(self, split: Split, owners: dict, parts: int) -> None:
+    The issues' byte offsets are the file's; their packet numbers too when the split knows the
+    number of its first packet (``split.first``: pcapng), else they count from the split's."""
+
+    def __init__(self, split: Split, owners: dict, parts: int, opener: Opener = open_local) -> None:
         self.split = split
+        self.opener = opener
         self.route = Router(owners, parts)
         self.count = 0
         self.first_ts: float | None = None
@@ -179,13 +188,16 @@ class SplitWalk:
         self.compression: str | None = None
 
     def __iter__(self):
-        src = SplitSource(self.split, 1)
+        first = self.split.first or 1
+        src = SplitSource(self.split, first, self.opener)
+        base = first - 1
         route = self.route
         skipped = self.skipped
         number = 0
         ts = 0.0
         try:
-            for number, ts, linktype, data in src:
+            for index, ts, linktype, data in src:
+                number = index - base
                 if self.first_ts is None:
                     self.first_ts = ts
                 seg = decode_tcp(linktype, data)
@@ -199,9 +211,10 @@ class SplitWalk:
             self.format, self.compression = src.format, src.compression
 
 
-def plan_owners(path: str, parts: int, sample: int = SAMPLE) -> dict:
+def plan_owners(path: str | BinaryIO, parts: int, sample: int = SAMPLE) -> dict:
     """Which process takes which connection, from the payload bytes of the connections seen in
-    the first ``sample`` bytes: the biggest first, each to the least loaded process."""
+    the first ``sample`` bytes (of a file, or of a binary stream read from its start): the
+    biggest first, each to the least loaded process."""
     size: Counter = Counter()
     cap = CaptureFile(path)
     for _, _ts, linktype, data in cap:
@@ -331,7 +344,8 @@ class Share:
                 facts = exchange_facts(ev, ids)
                 refs = _topic_refs(ev) if learnt or ids.used else None
                 ids.used = False
-                know = ev if ev.api_key in LEARNS_FROM else None
+                key = ev.api_key
+                know = ev if key in LEARNS_FROM or (key == _OFFSET_COMMIT and simple_commit(ev)) else None
                 items.append((batch, self._seq, _EXCHANGE, ev.conn.id, len(data), (facts, refs, know)))
             elif t is ConnIssue:
                 kind = _GAP if ev.issue.code == STREAM_GAP.code else _ISSUE
@@ -658,6 +672,28 @@ def _name_broker(data: bytes, x, kind: int, software: str) -> tuple[bytes, objec
     return data.replace(_UNNAMED, orjson.dumps(text)[:-1]), x
 
 
+def _rejudge(data: bytes, x: tuple, knowledge) -> tuple[bytes, tuple]:
+    """A simple commit answered UNKNOWN_MEMBER_ID (``know`` in ``x``) with its
+    ``quirk.simple_commit_rejected`` as one run names it: against the live members learnt from
+    every connection so far (its process saw only its own), in its line and its facts. The quirk
+    is the last of the exchange's own issues (pairing adds it last), and issues end the line."""
+    facts, refs, ex = x
+    software = knowledge.broker_software()
+    broker = software if software is not None else UNNAMED_BROKER
+    quirk = simple_commit_rejected(ex, knowledge.members, broker)
+    code = QUIRK_SIMPLE_COMMIT_REJECTED.code
+    had = [i for i in ex.issues if i.code == code]
+    if not had and quirk is None:
+        return data, x
+    ex.issues = [i for i in ex.issues if i.code != code] + ([quirk] if quirk is not None else [])
+    issues = ex.all_issues()
+    if data:
+        tag = b',"issues":'
+        data = data[: data.rindex(tag)] + tag + orjson.dumps([i.to_dict() for i in issues]) + b"}"
+    facts = (*facts[:7], [(i.code, i.severity, i.message) for i in issues], *facts[8:])
+    return data, (facts, refs, ex)
+
+
 def _ignore_sigint() -> None:
     """Ctrl-C is the parent's to handle (it ends the pool): no traceback from each process."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -854,8 +890,14 @@ def combine(  # noqa: C901 - one pass over the events, each kind inline
             data = _renumber(files[p].read(n), kind, conn) if w is not None else b""
             if kind == _EXCHANGE:
                 facts, refs, know = x
-                if know is not None:
+                if know is None:
+                    pass
+                elif know.api_key == _OFFSET_COMMIT:
+                    data, x = _rejudge(data, x, knowledge)
+                    facts = x[0]
+                else:
                     knowledge.learn(know)
+                    knowledge.members.learn(know)
                 if refs is not None:
                     labels: dict[str, list[int]] = {}
                     for nm, tid, partitions in refs[0]:

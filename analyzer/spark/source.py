@@ -8,7 +8,7 @@ to the executors. Each executor opens its files itself (:func:`open_uri`: local 
 other file systems through ``pyarrow.fs``) and streams them through
 :class:`~analyzer.pipeline.Analysis` in ``mapPartitions``: no file is ever one value on the JVM
 side, so its size is bounded by nothing but disk. :func:`analyze_piece` is the one function that
-turns a piece into rows; a local file bigger than the split size is instead cut into byte-range
+turns a piece into rows; a file bigger than the split size is instead cut into byte-range
 splits walked by several tasks, its connections brought together by one shuffle and stitched
 (:mod:`analyzer.spark.stitch`: the same rows). One pass over the files makes one DataFrame of
 tagged events (``events``, persisted by default); the tables are views of it:
@@ -244,6 +244,30 @@ def open_uri(uri: str) -> BinaryIO:
         return filesystem.open_input_stream(path, buffer_size=READ_BUFFER)  # type: ignore[return-value]
     except Exception as exc:  # pyarrow raises ArrowInvalid/ArrowIOError/OSError: one message
         raise OSError(str(exc).splitlines()[0] if str(exc) else repr(exc)) from exc
+
+
+def open_ranged(uri: str) -> tuple[BinaryIO, int]:
+    """A seekable file and its size (:data:`~analyzer.capture.split.Opener`), for reading byte
+    ranges of a file cut into splits: a plain path directly; any URI (``file:`` included, so
+    that the suite runs this way) through ``pyarrow.fs`` (``FileSystem.from_uri``; ``s3a://``
+    read as ``s3://``), its size from the file system's file info. Only the ranges read are
+    fetched. Raises OSError with one line naming the URI."""
+    if "://" not in uri and not uri.startswith("file:"):
+        return open(uri, "rb"), os.path.getsize(uri)  # noqa: SIM115 - the caller closes it
+    try:
+        from pyarrow import fs as pafs
+    except ImportError as exc:
+        raise OSError(f"{uri}: reading it in splits needs pyarrow ({exc})") from exc
+    target = "s3://" + uri[len("s3a://") :] if uri.startswith("s3a://") else uri
+    try:
+        filesystem, path = pafs.FileSystem.from_uri(target)
+        info = filesystem.get_file_info(path)
+        if info.type != pafs.FileType.File:
+            raise OSError("no such file" if info.type == pafs.FileType.NotFound else "not a file")
+        return filesystem.open_input_file(path), info.size  # type: ignore[return-value]
+    except Exception as exc:  # pyarrow raises ArrowInvalid/ArrowIOError/OSError: one line
+        reason = str(exc).splitlines()[0] if str(exc) else repr(exc)
+        raise OSError(f"{uri}: {reason}") from exc
 
 
 class _Named:
@@ -742,11 +766,12 @@ def analyze(
     executors: ``exchanges`` and ``records`` hold the matching exchanges only.
     ``show_secrets``: the executors leave SASL passwords, SCRAM proofs and signatures and
     OAUTHBEARER tokens unmasked (``--show-secrets``); masked by default.
-    ``split_size``: a local pcap or pcapng file bigger than this is cut into byte-range splits
+    ``split_size``: a pcap or pcapng file bigger than this (on any file system ``pyarrow.fs``
+    reads) is cut into byte-range splits
     of about this size, walked by several tasks, its connections brought together by one shuffle
     and stitched (:mod:`analyzer.spark.stitch`: the same rows as analysing it whole); None: every
-    piece whole. Rotated files chained into one piece, compressed files, files on other file
-    systems and analyses with ``where`` are analysed whole.
+    piece whole. Rotated files chained into one piece, compressed files and analyses with
+    ``where`` are analysed whole.
     """
     if where is not None:
         from analyzer.filter import compile_filter

@@ -1,8 +1,10 @@
 """One big capture file on Spark: byte-range splits walked on the executors, one keyed shuffle by
 connection, the pipeline per connection owner, and the stitching that makes the rows one run's.
 
-A local capture file bigger than the split size (:data:`~analyzer.capture.split.DEFAULT_SPLIT`,
-``analyze(split_size=...)``) is cut by :func:`~analyzer.capture.split.splits` (pcap at record
+A capture file bigger than the split size (:data:`~analyzer.capture.split.DEFAULT_SPLIT`,
+``analyze(split_size=...)``), on any file system ``pyarrow.fs`` reads (local, ``hdfs://``,
+``s3a://``...: :func:`~analyzer.spark.source.open_ranged`, seeks and ranged reads, never the
+whole file as one value), is cut by :func:`~analyzer.capture.split.splits` (pcap at record
 boundaries found by chained header checks, pcapng at block boundaries with the interface table
 carried; a compressed file stays one split, and then is analysed whole). Then:
 
@@ -19,7 +21,10 @@ carried; a compressed file stays one split, and then is analysed whole). Then:
 4. **stitch**: the driver collects the small part (when each connection opened, what the
    knowledge learnt from each Metadata-like exchange, the splits' counts) and works out what
    one run knows where; a map renumbers the connections in the order they opened over the whole
-   file and names topics (by id) and the broker software as one run names them at that point.
+   file and names topics (by id) and the broker software as one run names them at that point;
+   each simple commit answered UNKNOWN_MEMBER_ID is judged again against the group members one
+   run knows by then (``quirk.simple_commit_rejected``: members join and leave on other
+   connections, which other owners may have).
 
 The exchanges, issues, connections and records are those of analysing the file whole.
 """
@@ -37,7 +42,8 @@ from pyspark import StorageLevel
 from pyspark.rdd import RDD
 from pyspark.sql import SparkSession
 
-from analyzer.capture.split import Split, splits
+from analyzer.capture.split import Split, SplitSource, splits
+from analyzer.dissect.constants import ApiKey
 from analyzer.dissect.message import Options
 from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue
 from analyzer.export.parallel import (
@@ -56,18 +62,25 @@ from analyzer.export.parallel import (
     plan_owners,
     range_totals,
 )
-from analyzer.issues import CAPTURE_NO_TCP, SPARK_ANALYSIS_FAILED
-from analyzer.model import Exchange, Severity
+from analyzer.issues import (
+    CAPTURE_NO_TCP,
+    CAPTURE_UNREADABLE,
+    QUIRK_SIMPLE_COMMIT_REJECTED,
+    SPARK_ANALYSIS_FAILED,
+)
+from analyzer.model import Exchange, Issue, Severity
 from analyzer.reassembly.packet import decode_tcp
-from analyzer.session.knowledge import LEARNS_FROM, Knowledge
+from analyzer.session.groups import GroupMembers, member_change, simple_commit, simple_commit_rejected
+from analyzer.session.knowledge import LEARNS_FROM, UNNAMED_BROKER, Knowledge
 from analyzer.spark.source import (
     Piece,
     _connection_row,
     _event,
     _exchange_row,
     _issue_row,
+    _Named,
     _record_rows,
-    local_path,
+    open_ranged,
 )
 from analyzer.tls.keylog import KeyLog
 
@@ -79,13 +92,13 @@ def _memoryview_as_bytes(m: memoryview):
 
 
 def plan_splits(piece: Piece, split_size: int) -> list[Split] | None:
-    """The splits of a piece that is one local file bigger than ``split_size``; None: the piece
-    is analysed whole (several files, not local, compressed, not a capture, or small)."""
+    """The splits of a piece that is one file bigger than ``split_size``; None: the piece is
+    analysed whole (several files, compressed, not a capture, small, or a file system that
+    cannot be read by ranges here: its analysis then says why in one line naming the URI)."""
     if len(piece.uris) != 1 or piece.size <= split_size:
         return None
     try:
-        path = local_path(piece.uris[0])
-        parts = splits(path, split_size)
+        parts = splits(piece.uris[0], split_size, open_ranged)
     except (OSError, ValueError):
         return None  # the whole-file analysis reports what is wrong with it
     return parts if len(parts) > 1 else None
@@ -95,9 +108,13 @@ def _walk(tasks: Iterable[tuple]) -> Iterator[tuple]:
     """The packets of some splits, keyed ``(file, owner, split, number)``; then each split's
     counts, to every owner (number -1)."""
     for fno, sno, split, owners, parts in tasks:
-        walk = SplitWalk(split, owners, parts)
-        for owner, number, ts, linktype, data in walk:
-            yield (fno, owner, sno, number), (ts, linktype, bytes(data))
+        walk = SplitWalk(split, owners, parts, open_ranged)
+        try:
+            for owner, number, ts, linktype, data in walk:
+                yield (fno, owner, sno, number), (ts, linktype, bytes(data))
+        except OSError as exc:  # the file went away or its file system failed: the file's issue
+            where = f"{split.path}[{split.start}:{split.end}]"
+            walk.issues.append(CAPTURE_UNREADABLE(f"cannot read {where} on the executor: {exc}"))
         summary = (walk.count, walk.first_ts, walk.last_ts, walk.skipped, walk.issues, walk.secrets)
         summary += (walk.format, walk.compression)
         for owner in range(parts):
@@ -144,17 +161,25 @@ class _RowShare(Share):
                     rows += [_event("record", r) for r in _record_rows(name, ev, {} if refs else ids)]
                 ids.used = False
                 unnamed = any(i.message.startswith(_UNNAMED_TEXT) for i in ev.all_issues())
-                out.append((_ROW, fno, owner, batch, self._seq, ev.conn.id, _EXCHANGE, rows, refs, unnamed))
+                commit = _commit(ev) if ev.api_key == _OFFSET_COMMIT else None
+                if commit is not None:
+                    unnamed = True  # its quirk, if one run names it, says "the broker" until stitched
+                row = (_ROW, fno, owner, batch, self._seq, ev.conn.id, _EXCHANGE, rows, refs, unnamed, commit)
+                out.append(row)
                 if ev.api_key in LEARNS_FROM:
                     out.append((_KNOW, fno, owner, batch, self._seq, ev.conn.id, _learnt(ev)))
             elif t is ConnIssue:
                 self.issues += 1
                 unnamed = ev.issue.message.startswith(_UNNAMED_TEXT)
                 row = _event("issue", _issue_row(name, ev))
-                out.append((_ROW, fno, owner, batch, self._seq, ev.conn.id, _ISSUE, [row], None, unnamed))
+                out.append(
+                    (_ROW, fno, owner, batch, self._seq, ev.conn.id, _ISSUE, [row], None, unnamed, None)
+                )
             elif t is ConnectionEnd:
                 row = _event("connection", _connection_row(name, ev.conn))
-                out.append((_ROW, fno, owner, batch, self._seq, ev.conn.id, _CONNECTION, [row], None, False))
+                out.append(
+                    (_ROW, fno, owner, batch, self._seq, ev.conn.id, _CONNECTION, [row], None, False, None)
+                )
             else:
                 continue
             self._seq += 1
@@ -175,13 +200,30 @@ class _RowShare(Share):
         return out
 
 
-def _learnt(ex: Exchange) -> tuple[dict, str | None]:
-    """What the knowledge learns from ``ex`` whatever it knew before: topic ids and cluster id."""
+def _learnt(ex: Exchange) -> tuple[dict, str | None, tuple | None]:
+    """What the knowledge learns from ``ex`` whatever it knew before: topic ids, cluster id and
+    the change of a group's live members."""
     k = Knowledge()
     topics = ex.topics
     k.learn(ex)
     ex.topics = topics
-    return dict(k.topic_ids), k.cluster_id
+    return dict(k.topic_ids), k.cluster_id, member_change(ex)
+
+
+_OFFSET_COMMIT = ApiKey.OFFSET_COMMIT
+_QUIRK = QUIRK_SIMPLE_COMMIT_REJECTED.code
+
+
+def _commit(ex: Exchange) -> tuple | None:
+    """A simple commit answered UNKNOWN_MEMBER_ID: (group, the exchange's own issues but the
+    quirk, the quirk as named for an empty group by an unnamed broker, its messages' issues);
+    the quirk is the last of its own issues (pairing adds it last). None for another exchange."""
+    gid = simple_commit(ex)
+    if gid is None:
+        return None
+    quirk = simple_commit_rejected(ex, GroupMembers(), UNNAMED_BROKER)
+    own = [i for i in ex.issues if i.code != _QUIRK]
+    return gid, own, quirk, [i for m in (ex.request, ex.response) if m is not None for i in m.issues]
 
 
 def _failed(fno: int, at: int | None) -> tuple:
@@ -260,8 +302,16 @@ class _Knowing:
         self.tids: dict[str, tuple[list, list]] = {}  # topic id -> (keys, names)
         self.sw_keys: list = []
         self.sw: list = []
+        self.groups: dict[str, tuple[list, list]] = {}  # group id -> (keys, empty after each)
+        members = GroupMembers()
         software = None
-        for key, (topic_ids, cluster_id) in sorted(learnt, key=lambda x: x[0]):
+        for key, (topic_ids, cluster_id, change) in sorted(learnt, key=lambda x: x[0]):
+            if change is not None:
+                gid = change[0]
+                members.apply(*change)
+                keys, empty = self.groups.setdefault(gid, ([], []))
+                keys.append(key)
+                empty.append(members.empty(gid))
             for tid, name in topic_ids.items():
                 keys, names = self.tids.setdefault(tid, ([], []))
                 keys.append(key)
@@ -285,6 +335,14 @@ class _Knowing:
         i = bisect.bisect_right(self.sw_keys, key)
         return self.sw[i - 1] if i else None
 
+    def empty(self, group_id: str, key) -> bool:
+        """No live member of the group is known at ``key`` (learnt before it)."""
+        got = self.groups.get(group_id)
+        if got is None:
+            return True
+        i = bisect.bisect_left(got[0], key)  # a change at ``key`` itself is not this event's
+        return got[1][i - 1] if i else True
+
 
 def _key(batch: int, seq: int, conn: int) -> tuple:
     """An event's place in one run's order: by the packet that completed it; at the end, by
@@ -298,7 +356,7 @@ def _stitch(items: Iterable[tuple], tables: dict) -> Iterator[tuple]:
     for it in items:
         if it[0] != _ROW:
             continue
-        _tag, fno, owner, batch, seq, local, kind, rows, refs, unnamed = it
+        _tag, fno, owner, batch, seq, local, kind, rows, refs, unnamed, commit = it
         idmap, knowing = tables[fno]
         conn = idmap[(owner, local)]
         key = _key(batch, seq, conn)
@@ -306,6 +364,8 @@ def _stitch(items: Iterable[tuple], tables: dict) -> Iterator[tuple]:
         for ev in rows:
             what = ev[0]
             if what == "exchange":
+                if commit is not None:
+                    ev = _rejudge(ev, commit, knowing.empty(commit[0], key))
                 yield _exchange(ev, conn, key, refs, knowing, software)
             elif what == "record":
                 r = list(ev[5])
@@ -323,6 +383,25 @@ def _stitch(items: Iterable[tuple], tables: dict) -> Iterator[tuple]:
                 r = list(ev[3])
                 r[1] = conn
                 yield _event("connection", tuple(r))
+
+
+def _rejudge(ev: tuple, commit: tuple, empty: bool) -> tuple:
+    """A simple commit's exchange row with ``quirk.simple_commit_rejected`` as one run names it
+    (``empty``: one run knows no live member of its group there), its broker still unnamed."""
+    _gid, own, quirk, after = commit
+    issues: list[Issue] = [*own, quirk, *after] if empty else [*own, *after]
+    r = list(ev[1])
+    r[15] = [i.code for i in issues]
+    worst = max((i.severity for i in issues), default=None)
+    r[16] = None if worst is None else str(worst)
+    listed = orjson.dumps([i.to_dict() for i in issues])
+    if r[18] is not None:
+        js = r[18].encode()
+        tag = b',"issues":'
+        r[18] = (js[: js.rindex(tag)] + tag + listed + b"}").decode()
+    if r[21] is not None:
+        r[21] = listed.decode()
+    return _event("exchange", tuple(r))
 
 
 def _exchange(ev: tuple, conn: int, key: tuple, refs, knowing: _Knowing, software: str | None) -> tuple:
@@ -361,11 +440,31 @@ def _exchange(ev: tuple, conn: int, key: tuple, refs, knowing: _Knowing, softwar
     return _event("exchange", tuple(r))
 
 
-def _capture_rows(piece: Piece, walks: list, opens: int, exchanges: int, issues: int, keylog) -> list[tuple]:
+def _split_issues(cut: Split, before: int, issues: list) -> list:
+    """A split's issues with the file's packet numbers: as its walk found them when it knew the
+    number of its first packet (pcapng), else from the split read again from packet
+    ``before + 1`` (a damaged pcap split, on the driver)."""
+    if not issues or cut.first is not None or not before:
+        return issues
+    src = SplitSource(cut, before + 1, open_ranged)
+    for _ in src:
+        pass
+    return src.issues
+
+
+def _capture_rows(
+    piece: Piece, cuts: list[Split], walks: list, opens: int, exchanges: int, issues: int, keylog
+) -> list[tuple]:
     """The file's capture issues and its captures row, as the whole-file analysis gives them."""
-    walks = [v for _s, v in sorted(walks, key=lambda x: x[0])]
+    walks = sorted(walks, key=lambda x: x[0])
+    found = []
+    before = 0
+    for sno, w in walks:
+        found += _split_issues(cuts[sno], before, w[4])
+        before += w[0]
+    walks = [v for _s, v in walks]
     totals = range_totals([Route(True, w[0], w[1], w[2], w[3], []) for w in walks])
-    found = [i for w in walks for i in w[4]] + list(keylog)
+    found += list(keylog)
     if totals.packets and not opens:
         found.append(CAPTURE_NO_TCP("no TCP traffic in the capture"))
     last = totals.last_ts if totals.packets else None
@@ -407,8 +506,9 @@ def analyze_split(
     total = 0
     for fno, (piece, cuts) in enumerate(files):
         parts = max(1, min(len(cuts), 2 * sc.defaultParallelism))
-        path = local_path(piece.uris[0])
-        owners = plan_owners(path, parts)
+        f, _size = open_ranged(piece.uris[0])
+        with f:
+            owners = plan_owners(_Named(f, piece.uris[0]), parts)
         offsets.append(total)
         total += parts
         work += [(fno, sno, split, owners, parts) for sno, split in enumerate(cuts)]
@@ -425,7 +525,7 @@ def analyze_split(
     small = owned.filter(lambda it: it[0] != _ROW).collect()
     tables: dict[int, tuple] = {}
     rows: list[tuple] = []
-    for fno, (piece, _cuts) in enumerate(files):
+    for fno, (piece, cuts) in enumerate(files):
         mine = [it for it in small if it[1] == fno]
         opened = sorted(
             (index, it[2], local) for it in mine if it[0] == _OPENS for local, index in enumerate(it[3], 1)
@@ -443,7 +543,7 @@ def analyze_split(
                 keylog = [*keylog, SPARK_ANALYSIS_FAILED(stopped)]
         exchanges = sum(it[4] for it in ends)
         issues = sum(it[5] for it in ends)
-        rows += _capture_rows(piece, walks, len(opened), exchanges, issues, keylog)
+        rows += _capture_rows(piece, cuts, walks, len(opened), exchanges, issues, keylog)
     stitched = owned.mapPartitions(partial(_stitch, tables=tables))
     return stitched.union(sc.parallelize(rows, 1)), owned
 

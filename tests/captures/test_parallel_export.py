@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from analyzer import cli
-from analyzer.capture.files import CaptureFile
+from analyzer.dissect.constants import ApiKey
 from analyzer.export import parallel
-from analyzer.reassembly.packet import decode_tcp
-from tests.helpers.captures import CAPTURES, cut, project_captures, tls_captures
+from tests.helpers.capture_patch import exchanges, member_stays
+from tests.helpers.captures import CAPTURES, connection_keys, cut, project_captures, tls_captures
 
 
 def export_bytes(*args: str) -> tuple[int, bytes]:
@@ -80,11 +80,7 @@ def test_topic_names_learnt_on_another_connection(tmp_path, monkeypatch):
     path = CAPTURES / "librdkafka-kip848.pcap"
     _, one = export_bytes(str(path))
     assert b'"topics":{"rdk-kip848"' in one
-    flows = []
-    for _i, _ts, linktype, data in CaptureFile(path):
-        seg = decode_tcp(linktype, data)
-        if type(seg) is tuple and parallel.flow_key(seg) not in flows:
-            flows.append(parallel.flow_key(seg))
+    flows = connection_keys(path)
     assert len(flows) > 2
     relabelled = []
     relabel = parallel._relabel
@@ -200,11 +196,7 @@ def test_key_log_problems_as_one_run_has_them(tmp_path, monkeypatch):
     _with_bad_secret_line(CAPTURES / "kafka-python-tls-tls13-aes128gcm-dsb.pcapng", path)
     rc, one = export_bytes(str(path))
     assert b"tls.keylog_bad_line" in one or b"not 'LABEL" in one
-    flows = []
-    for _i, _ts, linktype, data in CaptureFile(path):
-        seg = decode_tcp(linktype, data)
-        if type(seg) is tuple and parallel.flow_key(seg) not in flows:
-            flows.append(parallel.flow_key(seg))
+    flows = connection_keys(path)
     for alone in flows:
         owners = {k: int(k == alone) for k in flows}
         monkeypatch.setattr(parallel, "plan_owners", lambda _path, _parts, o=owners: o)
@@ -252,3 +244,25 @@ def test_rotated_plain_pieces_are_read_once(tmp_path, monkeypatch):
         rc, par = export_bytes("-j", jobs, *pieces)
         assert rc == 0
         assert after_capture_line(par) == after_capture_line(whole)
+
+
+def test_group_members_live_on_another_connection(tmp_path, monkeypatch):
+    """The consumer joins the group on one process's connection and, its LeaveGroup naming
+    another member, stays in it; the admin's simple commit answered UNKNOWN_MEMBER_ID is on the
+    other process's connection. One run sees the live member (a plain error response, no
+    ``quirk.simple_commit_rejected``); so must the merge of ``export -j`` and ``stats -j``."""
+    src = CAPTURES / "librdkafka-admin.pcap"
+    path = member_stays(src, tmp_path / "member-stays.pcap")
+    rc1, one = export_bytes(str(path))
+    assert b"quirk.simple_commit_rejected" not in one and b"UNKNOWN_MEMBER_ID" in one
+    _, whole = export_bytes(str(src))
+    assert b"quirk.simple_commit_rejected" in whole
+    flows = connection_keys(path)
+    members = {ex.conn.a.port for ex in exchanges(path) if ex.api_key == ApiKey.JOIN_GROUP}
+    # the consumer's connection alone in one process, every other in the other
+    owners = {k: int(any(port in members for _a, port in k)) for k in flows}
+    monkeypatch.setattr(parallel, "plan_owners", lambda _path, _parts: owners)
+    assert export_bytes("-j", "2", str(path)) == (rc1, one)
+    assert stats_bytes("-j", "2", str(path)) == stats_bytes(str(path))
+    # and the other way: the member left (the bundled capture), on the other process's connection
+    assert export_bytes("-j", "2", str(src)) == export_bytes(str(src))

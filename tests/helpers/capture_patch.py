@@ -176,3 +176,17 @@ def delay_responses(path: Path, out: Path, select, seconds: float) -> int:
         struct.pack_into(order + "II", raw, hdr, t // 1_000_000, t % 1_000_000)
     out.write_bytes(bytes(raw))
     return len(moved)
+
+
+def member_stays(path: Path, out: Path) -> Path:
+    """Write ``out``: ``path`` with the member id of its one LeaveGroup request changed (its
+    last character), so the member that left stays live in the group as the capture shows it."""
+    from analyzer.dissect.constants import ApiKey
+
+    leave = lambda ex: ex.api_key == ApiKey.LEAVE_GROUP  # noqa: E731
+    [ex] = [e for e in exchanges(path) if leave(e)]
+    assert ex.request is not None and ex.request.body is not None
+    member = ex.request.body.get("member_id").encode()
+    other = member[:-1] + (b"x" if member[-1:] != b"x" else b"y")
+    assert patch_field(path, out, leave, "request", "member_id", struct.pack(">h", len(other)) + other) == 1
+    return out

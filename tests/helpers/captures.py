@@ -70,3 +70,18 @@ def cut(path: Path, every: int, out_dir: Path) -> list[Path]:
         p.write_bytes(head + b"".join(records[i : i + every]))
         pieces.append(p)
     return pieces
+
+
+def connection_keys(path: Path) -> list[tuple]:
+    """The TCP connections of a capture as ``export -j`` keys them
+    (:func:`~analyzer.export.parallel.flow_key`), in the order they are first seen."""
+    from analyzer.capture.files import CaptureFile
+    from analyzer.export.parallel import flow_key
+    from analyzer.reassembly.packet import decode_tcp
+
+    keys: dict[tuple, None] = {}
+    for _i, _ts, linktype, data in CaptureFile(path):
+        seg = decode_tcp(linktype, data)
+        if type(seg) is tuple:
+            keys.setdefault(flow_key(seg))
+    return list(keys)

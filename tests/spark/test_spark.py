@@ -22,7 +22,8 @@ from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue
 from analyzer.model import Exchange
 from analyzer.pipeline import Analysis
 from analyzer.session.stats import Stats, error_names
-from tests.helpers.captures import CAPTURES, PUBLIC, ROOT, public_captures, tls_captures
+from tests.helpers.capture_patch import exchanges, member_stays
+from tests.helpers.captures import CAPTURES, PUBLIC, ROOT, connection_keys, public_captures, tls_captures
 from tests.helpers.captures import project_captures as _clear_text_captures
 
 
@@ -812,3 +813,87 @@ def test_a_pcapng_in_tiny_splits_carries_interfaces_and_secrets(spark):
         assert Counter(tuple(r) for r in rows) == want
     finally:
         a.unpersist()
+
+
+@pytest.mark.parametrize("stays", [True, False], ids=["member-stays", "member-left"])
+def test_group_members_on_another_owner_in_tiny_splits(spark, tmp_path, monkeypatch, stays):
+    """The admin's simple commit answered UNKNOWN_MEMBER_ID on one owner's connection, the
+    consumer's JoinGroup and LeaveGroup on another's: the stitching judges the commit against
+    the members one run knows (``quirk.simple_commit_rejected`` only once the member left)."""
+    from analyzer.spark import stitch
+    from analyzer.spark.source import analyze
+
+    src = CAPTURES / "librdkafka-admin.pcap"
+    f = member_stays(src, tmp_path / "member-stays.pcap") if stays else src
+    want = _export_objects(f)
+    named = any("quirk.simple_commit_rejected" in t for t in want["exchange"])
+    assert named is not stays
+    consumer = {ex.conn.a.port for ex in exchanges(f) if ex.api_key == 11}  # JoinGroup
+    owners = {k: int(not any(port in consumer for _a, port in k)) for k in connection_keys(f)}
+    monkeypatch.setattr(stitch, "plan_owners", lambda _path, _parts: owners)
+    # a file:// URI: the splits are read through pyarrow.fs (LocalFileSystem, from_uri)
+    a = analyze(spark, [f.as_uri()], json=True, records=True, bodies=True, split_size=4096)
+    try:
+        assert list(a.split.values())[0] > 4
+        got = Counter(json.dumps(json.loads(r.json), sort_keys=True) for r in a.exchanges.collect())
+        assert got == want["exchange"]
+        quirks = [r for r in a.exchanges.collect() if "quirk.simple_commit_rejected" in r.issues]
+        assert len(quirks) == int(not stays)
+    finally:
+        a.unpersist()
+
+
+@pytest.mark.parametrize("name", ["librdkafka-admin.pcap", "kafka-python-tls-tls13-aes128gcm-dsb.pcapng"])
+def test_damage_in_a_tiny_split_is_where_the_whole_file_has_it(spark, tmp_path, name):
+    """A file cut in the middle of its last packet, in 4 KB splits: its capture issue has the
+    whole file's byte offset and packet numbers (not the last split's)."""
+    from analyzer.capture.files import CaptureFile
+    from analyzer.spark.source import analyze
+
+    raw = (CAPTURES / name).read_bytes()
+    f = tmp_path / ("cut" + Path(name).suffix)
+    f.write_bytes(raw[:-7])
+    whole = CaptureFile(f)
+    for _ in whole:
+        pass
+    want = [(i.code, i.message, i.offset) for i in whole.issues]
+    assert want and want[0][2] > 8192
+    a = analyze(spark, [str(f)], split_size=4096)
+    try:
+        assert list(a.split.values())[0] > 4
+        got = [(r.code, r.message, r.offset) for r in a.issues.collect() if r.connection is None]
+        assert got == want
+    finally:
+        a.unpersist()
+
+
+def test_splits_are_read_through_the_file_system_layer(tmp_path):
+    """A URI's splits are found and read through ``pyarrow.fs`` (seeks and ranged reads, the
+    size from the file info): the same splits and packets as the local file's; a URI no file
+    system reads is one line naming it, and the file is then analysed whole."""
+    from analyzer.capture.files import CaptureFile
+    from analyzer.capture.split import SplitSource, splits
+    from analyzer.spark.source import Piece, open_ranged
+    from analyzer.spark.stitch import plan_splits
+
+    for name in ("librdkafka-admin.pcap", "kafka-python-tls-tls13-aes128gcm-dsb.pcapng"):
+        path = CAPTURES / name
+        uri = path.as_uri()
+        f, size = open_ranged(uri)
+        with f:
+            assert type(f).__module__.startswith("pyarrow") and size == path.stat().st_size
+        local = splits(path, 4096)
+        remote = splits(uri, 4096, open_ranged)
+        assert len(local) > 4
+        assert [s._replace(path=str(path)) for s in remote] == local
+        got, first = [], 1
+        for s in remote:
+            got += [(i, ts, bytes(d)) for i, ts, _lt, d in SplitSource(s, s.first or first, open_ranged)]
+            first = len(got) + 1
+        assert got == [(i, ts, bytes(d)) for i, ts, _lt, d in CaptureFile(path)]
+    for uri in ("foo://host/x.pcap", (tmp_path / "gone.pcap").as_uri()):
+        with pytest.raises(OSError) as err:
+            open_ranged(uri)
+        msg = str(err.value)
+        assert msg.startswith(uri + ": ") and "\n" not in msg
+        assert plan_splits(Piece((uri,), (1 << 20,)), 4096) is None

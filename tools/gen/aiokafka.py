@@ -49,16 +49,7 @@ def scenario_aiokafka(codec: str) -> Callable[[Ctx], None]:
             ]
             for m, fut in futs:
                 md = await fut
-                ctx.events.record(
-                    "produced",
-                    topic,
-                    md.partition,
-                    md.offset,
-                    m.key,
-                    m.value,
-                    list(m.headers or ()),
-                    m.timestamp,
-                )
+                ctx.events.produced(topic, m, md.partition, md.offset, list(m.headers or ()), m.timestamp)
         finally:
             await p.stop()
 
@@ -80,16 +71,7 @@ def scenario_aiokafka(codec: str) -> Callable[[Ctx], None]:
                 for batch in (await c.getmany(timeout_ms=300)).values():
                     for r in batch:
                         got += 1
-                        ctx.events.record(
-                            "consumed",
-                            r.topic,
-                            r.partition,
-                            r.offset,
-                            r.key,
-                            r.value,
-                            list(r.headers),
-                            r.timestamp,
-                        )
+                        ctx.events.consumed(r, list(r.headers), r.timestamp)
             if got < len(msgs):
                 ctx.events.note(f"consumer got {got} of {len(msgs)} records")
             if got:

@@ -131,6 +131,24 @@ class Events:
             **extra,
         )
 
+    def produced(
+        self,
+        topic: str,
+        m: Msg,
+        partition: int | None,
+        offset: int | None,
+        headers: Any,
+        timestamp: int | None,
+        **extra: Any,
+    ) -> None:
+        """A "produced" record: the planned message ``m`` as the client's delivery placed it."""
+        self.record("produced", topic, partition, offset, m.key, m.value, headers, timestamp, **extra)
+
+    def consumed(self, r: Any, headers: Any, timestamp: int | None) -> None:
+        """A "consumed" record from a client's record object with ``topic``, ``partition``,
+        ``offset``, ``key`` and ``value`` attributes (kafka-python's and aiokafka's)."""
+        self.record("consumed", r.topic, r.partition, r.offset, r.key, r.value, headers, timestamp)
+
     def close(self) -> None:
         self._fh.close()
 

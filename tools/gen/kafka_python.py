@@ -90,28 +90,12 @@ def scenario_kafka_python(
                 md = fut.get(timeout=1)
             except Exception as exc:  # noqa: BLE001 - recorded in the manifest
                 # Still in the Produce request on the wire: keep it, with the error.
-                ctx.events.record(
-                    "produced",
-                    topic,
-                    m.partition,
-                    None,
-                    m.key,
-                    m.value,
-                    m.headers,
-                    m.timestamp if with_ts else None,
-                    error=type(exc).__name__,
-                )
+                ts = m.timestamp if with_ts else None
+                ctx.events.produced(topic, m, m.partition, None, m.headers, ts, error=type(exc).__name__)
                 continue
             delivered += 1
-            ctx.events.record(
-                "produced",
-                topic,
-                md.partition,
-                md.offset,
-                m.key,
-                m.value,
-                m.headers,
-                m.timestamp if with_ts else None,
+            ctx.events.produced(
+                topic, m, md.partition, md.offset, m.headers, m.timestamp if with_ts else None
             )
         p.close(timeout=5)
         if not delivered:
@@ -141,16 +125,7 @@ def scenario_kafka_python(
                 for r in batch:
                     got += 1
                     ts = r.timestamp if r.timestamp not in (None, -1) else None
-                    ctx.events.record(
-                        "consumed",
-                        r.topic,
-                        r.partition,
-                        r.offset,
-                        r.key,
-                        r.value,
-                        (r.headers or []) if headers else None,
-                        ts,
-                    )
+                    ctx.events.consumed(r, (r.headers or []) if headers else None, ts)
         if got < delivered:
             ctx.events.note(f"consumer got {got} of {delivered} records")
         if group and got:

@@ -19,6 +19,7 @@ import struct
 import threading
 
 from analyzer.dissect.constants import ApiKey, ErrorCode  # pure Python, no deps
+from analyzer.dissect.decoder import read_uvarint
 
 SASL_USER = "alice"
 SASL_PASSWORD = "alice-secret"  # recognisable: tests check it never appears in masked output
@@ -108,26 +109,16 @@ def _uvarint(n: int) -> bytes:
     return bytes(out)
 
 
-def _read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
-    n = shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        n |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return n, pos
-        shift += 7
-
-
 def _request_body(frame: bytes, flexible: bool) -> int:
     """Offset of the body: past api key, version, correlation id, client id (and tags)."""
     clen = struct.unpack_from(">h", frame, 8)[0]
     pos = 10 + max(clen, 0)
     if flexible:
-        ntags, pos = _read_uvarint(frame, pos)
+        end = len(frame)
+        ntags, pos = read_uvarint(frame, pos, end)
         for _ in range(ntags):
-            _, pos = _read_uvarint(frame, pos)
-            size, pos = _read_uvarint(frame, pos)
+            _, pos = read_uvarint(frame, pos, end)
+            size, pos = read_uvarint(frame, pos, end)
             pos += size
     return pos
 
@@ -244,7 +235,7 @@ async def sasl_connection(
             elif key == ApiKey.SASL_AUTHENTICATE and server is not None and not raw:
                 pos = _request_body(frame, version >= 2)
                 if version >= 2:
-                    size, pos = _read_uvarint(frame, pos)
+                    size, pos = read_uvarint(frame, pos, len(frame))
                     token = frame[pos : pos + size - 1]
                 else:
                     size = struct.unpack_from(">i", frame, pos)[0]

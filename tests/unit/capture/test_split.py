@@ -129,7 +129,34 @@ def test_a_truncated_file_keeps_its_damage_in_the_last_split(tmp_path):
     last = SplitSource(parts[-1])
     packets_of(last)
     assert [i.code for i in last.issues] == [CAPTURE_TRUNCATED.code]
+    # numbered on from the splits before, its issue is the whole file's: byte offset, packets
+    numbered = SplitSource(parts[-1], len(got) - count_packets(parts[-1]) + 1)
+    packets_of(numbered)
+    assert [(i.message, i.offset) for i in numbered.issues] == [(i.message, i.offset) for i in whole.issues]
     for s in parts[:-1]:
         src = SplitSource(s)
         packets_of(src)
         assert not src.issues
+
+
+@pytest.mark.parametrize("name", ["librdkafka-admin.pcap", "kafka-python-tls-tls13-aes128gcm-dsb.pcapng"])
+def test_a_splits_issues_are_the_files(tmp_path, name):
+    """Damage found inside a split (the file cut in the middle of its last packet) is reported
+    at the file's byte offset and packet numbers, as reading the whole file reports it: pcapng
+    splits know their first packet, a pcap split is numbered on from the splits before."""
+    raw = (CAPTURES / name).read_bytes()
+    path = tmp_path / ("cut" + Path(name).suffix)
+    path.write_bytes(raw[:-7])
+    whole = CaptureFile(path)
+    n = len(packets_of(whole))
+    assert [i.code for i in whole.issues] == [CAPTURE_TRUNCATED.code]
+    parts = splits(path, 4096)
+    assert len(parts) > 4 and parts[-1].start > whole.issues[0].offset - 4096
+    first = 1
+    found = []
+    for s in parts:
+        src = SplitSource(s, first)
+        first += len(packets_of(src))
+        found += [(i.code, i.message, i.offset) for i in src.issues]
+    assert first == n + 1
+    assert found == [(i.code, i.message, i.offset) for i in whole.issues]
