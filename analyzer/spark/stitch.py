@@ -389,6 +389,10 @@ def _capture_rows(piece: Piece, walks: list, opens: int, exchanges: int, issues:
                 last,
                 damaged,
                 list(piece.uris),
+                None,  # (check --parquet does not read split files: their rows have no state)
+                None,
+                None,
+                None,
             ),
         )
     )
