@@ -121,7 +121,16 @@ class Tables:
         if not caps:
             which = f"capture set {capture_set!r}" if capture_set is not None else "capture"
             raise NotTables(f"{base}: no {which} in the tables")
-        self.pieces = sorted(caps, key=lambda c: [_local(f) for f in c["files"] or (c["capture"],)])
+        # in the order check takes the chains of its captures (analyzer.capture.sets.plan): by
+        # their first packet's time, then path; the pieces without packets last
+        self.pieces = sorted(
+            caps,
+            key=lambda c: (
+                c["first_ts"] is None,
+                c["first_ts"] or 0.0,
+                [_local(f) for f in c["files"] or (c["capture"],)],
+            ),
+        )
         for c in self.pieces:
             if c["where_filter"]:
                 raise NotTables(
