@@ -1,5 +1,7 @@
 """``kafka-analyzer check``: the rules (built-in pack, rules file, flags), the capture set, the
-baseline, the outputs and the exit code.
+baseline, the outputs and the exit code. ``check --parquet DIR`` takes the capture set from the
+Parquet tables of ``kafka-analyzer spark`` (:func:`analyse_tables`): the same engine, fed the
+exchanges rebuilt from the tables.
 
 Exit codes: 0 every rule holds; 1 a rule failed or the baseline regressed; 2 a usage or
 configuration error; 3 inconclusive (a capture without Kafka traffic or unreadable, an aggregate
