@@ -49,20 +49,19 @@ def _unvalue(v: Any) -> Any:
 
 
 def field_state(f: Field) -> list:
-    """``[name, type, value, children, display]`` (children null for a leaf); lazily built
-    children (compact scalar arrays, v2 records) are built here."""
+    """``[name, type, value, children, display]`` (children null for a leaf; trailing nulls
+    left out); lazily built children (compact scalar arrays, v2 records) are built here."""
     ch = f.children
-    return [
-        f.name,
-        f.type,
-        _value(f.value),
-        None if ch is None else [field_state(c) for c in ch],
-        f.display,
-    ]
+    out = [f.name, f.type, _value(f.value)]
+    if ch is not None or f.display is not None:
+        out.append(None if ch is None else [field_state(c) for c in ch])
+        if f.display is not None:
+            out.append(f.display)
+    return out
 
 
 def field_from_state(s: list) -> Field:
-    name, ftype, value, children, display = s
+    name, ftype, value, children, display = s if len(s) == 5 else (*s, None, None)[:5]
     return Field(
         name,
         ftype,
