@@ -184,6 +184,14 @@ def analyse_tables(args, want_profile: bool) -> list[dict]:
             + ": write the tables with `kafka-analyzer spark --records`"
             + (", or switch the rule off" if "-Y" not in needs else "")
         )
+    if not needs and any(p["records_bodies"] for p in tables.pieces):
+        # check on captures decodes record bodies only when a rule reads them; these tables
+        # were decoded with them, so their record-level issues are in (said, not hidden)
+        print(
+            f"kafka-analyzer: note: {tables.base} was written with record bodies (spark --records): "
+            "the issues found in them count, as in `check` when a rule reads record bodies",
+            file=sys.stderr,
+        )
     out = []
     for piece in tables.pieces:
         engine = Engine(cfg, sel, today=_today(args))

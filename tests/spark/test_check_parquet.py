@@ -262,3 +262,36 @@ def test_not_tables_is_one_line_and_exit_2(tables, tmp_path):
     assert "Traceback" not in err
     rc, _out, err = _run(["check", "--parquet", tables["out"], tables["out"]])
     assert rc == 2 and "one output directory" in err
+
+
+def _rewrite(base: Path, table: str, change) -> None:
+    """Every Parquet file of ``table`` rewritten as ``change(pyarrow table)`` gives it."""
+    import pyarrow.parquet as pq
+
+    for f in (base / table).rglob("*.parquet"):
+        pq.write_table(change(pq.read_table(f, partitioning=None)), f)
+
+
+def test_tables_that_cannot_be_checked_say_why(tables, tmp_path):
+    import pyarrow as pa
+
+    filtered = tmp_path / "filtered"
+    shutil.copytree(tables["out"], filtered)
+
+    def where(t):
+        i = t.schema.get_field_index("where_filter")
+        return t.set_column(i, "where_filter", pa.array(["api == Produce"] * len(t), pa.string()))
+
+    _rewrite(filtered, "captures", where)
+    rc, out, err = _run(["check", "--parquet", filtered, "--set", "main"])
+    assert rc == 2 and not out and err.count("\n") == 1 and "spark -Y api == Produce" in err
+    older = tmp_path / "older"
+    shutil.copytree(tables["out"], older)
+    _rewrite(older, "exchanges", lambda t: t.drop(["state"]))
+    rc, out, err = _run(["check", "--parquet", older, "--set", "main"])
+    assert rc == 2 and not out and err.count("\n") == 1 and "older" in err
+    # every rule reading record bodies off, tables with them: a note says their issues count
+    rules = tmp_path / "off.toml"
+    rules.write_text('[pack]\n"kafka.invalid-batches" = false\n')
+    rc, out, err = _run(["check", "--parquet", tables["out"], "--set", "main", "--rules", rules])
+    assert rc == 1 and "note:" in err and "record bodies" in err
