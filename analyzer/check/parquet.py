@@ -116,7 +116,7 @@ class Tables:
         self._exchanges = _dataset(base, "exchanges")
         self._issues = _dataset(base, "issues")
         cols = ["capture", "packets", "exchanges", "first_ts", "last_ts", "files"]
-        cols += ["inconclusive", "exit_code", "records_bodies", "where_filter"]
+        cols += ["inconclusive", "exit_code", "records_bodies", "where_filter", "capture_set"]
         caps = _read(_dataset(base, "captures"), cols, self._flt)
         if not caps:
             which = f"capture set {capture_set!r}" if capture_set is not None else "capture"
@@ -158,9 +158,8 @@ class Tables:
         import pyarrow.dataset as ds
 
         names = list(piece["files"] or ()) + [piece["capture"]]
-        flt = ds.field("capture").isin(names)
-        if self._flt is not None:
-            flt = flt & self._flt
+        # (the same files written into two capture sets are two pieces)
+        flt = ds.field("capture").isin(names) & (ds.field("capture_set") == piece["capture_set"])
         rows = _read(self._exchanges, ["seq", "state"], flt)
         if any(r["state"] is None for r in rows):
             raise NotTables(
