@@ -30,6 +30,10 @@ _ISSUE_COLUMNS = ["capture", "ts", "connection", "client", "broker", "severity",
 _ISSUE_COLUMNS += ["offset", "where", "roles_known", "seq"]
 
 
+# the exchanges read in one scan of the tables (several pieces at a time, up to this many)
+BATCH_EXCHANGES = 50_000
+
+
 class NotTables(Exception):
     """The directory holds no tables ``check --parquet`` can evaluate rules on: why, and what to
     do (one line)."""
@@ -144,6 +148,8 @@ class Tables:
                     "with --split-size 0 for files above the split size"
                 )
 
+        self._rows: dict[int, tuple[list, list]] = {}
+
     def records_bodies(self) -> bool:
         return all(c["records_bodies"] for c in self.pieces)
 
@@ -152,15 +158,45 @@ class Tables:
         """The piece as ``check`` names a capture: its files joined with `` + ``."""
         return " + ".join(_local(f) for f in piece["files"] or (piece["capture"],))
 
+    def _load(self, piece: dict) -> None:
+        """Read the rows of ``piece`` and of the pieces after it, up to :data:`BATCH_EXCHANGES`
+        exchanges (one scan of the tables per batch of pieces, the memory of a batch)."""
+        import pyarrow.dataset as ds
+
+        at = next(i for i, p in enumerate(self.pieces) if p is piece)
+        batch, total = [], 0
+        for p in self.pieces[at:]:
+            if batch and total + (p["exchanges"] or 0) > BATCH_EXCHANGES:
+                break
+            batch.append(p)
+            total += p["exchanges"] or 0
+        owner: dict[tuple, int] = {}
+        for i, p in enumerate(batch):
+            for n in list(p["files"] or ()) + [p["capture"]]:
+                # (the same files written into two capture sets are two pieces)
+                owner[(p["capture_set"], n)] = at + i
+        flt = ds.field("capture").isin(sorted({n for _s, n in owner})) & ds.field("capture_set").isin(
+            sorted({s for s, _n in owner})
+        )
+        self._rows = {at + i: ([], []) for i in range(len(batch))}
+        for kind, rows in enumerate(
+            (
+                _read(self._exchanges, ["capture", "capture_set", "seq", "state"], flt),
+                _read(self._issues, [*_ISSUE_COLUMNS, "capture_set"], flt),
+            )
+        ):
+            for r in rows:
+                i = owner.get((r["capture_set"], r["capture"]))
+                if i is not None:
+                    self._rows[i][kind].append(r)
+
     def events(self, piece: dict):
         """The piece's exchanges and connection/capture issues, in the order one run emitted
         them; each exchange with the software the run knew of its client id then."""
-        import pyarrow.dataset as ds
-
-        names = list(piece["files"] or ()) + [piece["capture"]]
-        # (the same files written into two capture sets are two pieces)
-        flt = ds.field("capture").isin(names) & (ds.field("capture_set") == piece["capture_set"])
-        rows = _read(self._exchanges, ["seq", "state"], flt)
+        at = next(i for i, p in enumerate(self.pieces) if p is piece)
+        if at not in self._rows:
+            self._load(piece)
+        rows, issues = self._rows.pop(at)
         if any(r["state"] is None for r in rows):
             raise NotTables(
                 f"{self.base}: {piece['capture']}: exchanges without check state (a big file analysed "
@@ -171,7 +207,6 @@ class Tables:
                 f"{self.base}: {piece['capture']}: {len(rows)} exchange rows for "
                 f"{piece['exchanges']} exchanges: the tables are incomplete"
             )
-        issues = _read(self._issues, _ISSUE_COLUMNS, flt)
         merged = [(r["seq"], 0, r) for r in rows] + [(r["seq"] or 0, 1, r) for r in issues]
         merged.sort(key=lambda x: (x[0], x[1]))
         for _seq, kind, r in merged:
