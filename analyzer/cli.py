@@ -684,6 +684,21 @@ def cmd_check(args) -> int:
     return run(args, getattr(args, "chains", None) or [[args.capture]])
 
 
+def cmd_check_parquet(args) -> int:
+    """``check --parquet DIR``: the rules over the Parquet output of ``kafka-analyzer spark``."""
+    if len(args.capture) != 1:
+        _usage("check --parquet takes one output directory of `kafka-analyzer spark`")
+        return EXIT_USAGE
+    try:
+        import pyarrow.dataset  # noqa: F401
+    except ImportError as exc:
+        _usage(f"check --parquet needs pyarrow (pip install 'kafka-analyzer[spark]'): {exc}")
+        return EXIT_USAGE
+    from analyzer.check.run import run
+
+    return run(args, [])
+
+
 # -- tui -------------------------------------------------------------------------------------------
 
 
@@ -1064,6 +1079,14 @@ def build_parser() -> argparse.ArgumentParser:
         "e.g. 'not error' or 'api != Produce or produce.acks == -1'",
     )
     p.add_argument("--junit", metavar="FILE.xml", help="write a JUnit XML report")
+    p.add_argument(
+        "--parquet",
+        action="store_true",
+        help="CAPTURE is an output directory of `kafka-analyzer spark` (written with --records "
+        "when a rule reads record bodies, as kafka.invalid-batches does): the same rules, verdicts "
+        "and reports from its Parquet tables (no capture read; needs pyarrow, not Spark)",
+    )
+    p.add_argument("--set", metavar="NAME", help="(--parquet) that capture set only")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser(
@@ -1170,7 +1193,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     caps = getattr(args, "capture", None)
     if getattr(args, "parquet", False):
-        return cmd_stats_parquet(args)
+        return cmd_check_parquet(args) if args.command == "check" else cmd_stats_parquet(args)
     if caps:  # (tui -i has none)
         for cap in caps:
             problem = None if cap == "-" else check_readable(cap)

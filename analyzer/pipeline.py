@@ -504,6 +504,16 @@ class Analysis:
             return Exit.DAMAGED
         return Exit.OK
 
+    def inconclusive(self) -> str | None:
+        """Why nothing can be concluded from the input (``check``'s inconclusive captures): it
+        could not be used, or it holds no Kafka exchange; None otherwise."""
+        if self.unusable():
+            return "; ".join(f"{i.code}: {i.message}" for i in self.capture_issues)
+        if self.exchanges == 0:
+            said = [p for p in self.problems() if p.startswith("no Kafka")]
+            return said[0] if said else "no Kafka exchange in the capture"
+        return None
+
     def problems(self) -> list[str]:
         """One line per thing the user must know about the input (printed on stderr by the CLI,
         shown in the TUI): capture damage, and why no Kafka was found."""

@@ -142,17 +142,26 @@ class Engine:
             self._issue(ev.issue, {"ts": ev.ts})  # type: ignore[union-attr]
 
     def end(self, analysis) -> None:
+        self.finish(
+            analysis.packets,
+            analysis.first_ts,
+            analysis.last_ts if analysis.packets else None,
+            int(analysis.exit_code()),
+            analysis.inconclusive(),
+        )
+
+    def finish(
+        self, packets: int, first_ts: float | None, last_ts: float | None, exit_code: int, inconclusive
+    ) -> None:
+        """The capture's facts once its events are in (:meth:`end` takes them from the analysis;
+        ``check --parquet`` from the captures table)."""
         cur = self._cur
         assert cur is not None
-        cur.packets = analysis.packets
-        cur.first_ts = analysis.first_ts
-        cur.last_ts = analysis.last_ts if analysis.packets else None
-        cur.exit_code = int(analysis.exit_code())
-        if analysis.unusable():
-            cur.inconclusive = "; ".join(f"{i.code}: {i.message}" for i in analysis.capture_issues)
-        elif cur.exchanges == 0:
-            said = [p for p in analysis.problems() if p.startswith("no Kafka")]
-            cur.inconclusive = said[0] if said else "no Kafka exchange in the capture"
+        cur.packets = packets
+        cur.first_ts = first_ts
+        cur.last_ts = last_ts
+        cur.exit_code = exit_code
+        cur.inconclusive = inconclusive
 
     def _exchange(self, ex: Exchange) -> None:
         cur = self._cur

@@ -94,6 +94,12 @@ EXCHANGE = _struct(
     ("issue_details", _STR),
     # the export's "topics": topic -> partitions named (a map; ``topics`` holds its keys)
     ("topic_partitions", MapType(_STR, ArrayType(_INT))),
+    # with bodies=True, for ``check --parquet``: the exchange's place among the piece's exchange
+    # and issue events (1-based, the order one run emits them), and the exchange itself as plain
+    # data (analyzer.export.exchange_state: decoded trees, issues, the connection as it was);
+    # null for the rows of a big file analysed in splits
+    ("seq", _LONG),
+    ("state", _STR),
 )
 
 ISSUE = _struct(
@@ -109,6 +115,8 @@ ISSUE = _struct(
     ("message", _STR),
     ("offset", _LONG),
     ("where", _STR),
+    ("roles_known", BooleanType()),  # the connection's client and broker were known then
+    ("seq", _LONG),  # the event's place in the piece (see the exchanges' seq); null in splits
 )
 
 CONNECTION = _struct(
@@ -143,6 +151,13 @@ CAPTURE = _struct(
     # an error-level capture issue: truncated, corrupt, not a capture, no TCP, unreadable
     ("damaged", BooleanType()),
     ("files", ArrayType(_STR)),  # the files of the piece, in the order they were analysed
+    # for ``check --parquet``: why nothing can be concluded from the piece (unusable, no Kafka
+    # exchange), the CLI's exit code for it, whether record bodies were decoded (``--records``)
+    # and the display filter the rows were limited to (``-Y``)
+    ("inconclusive", _STR),
+    ("exit_code", _INT),
+    ("records_bodies", BooleanType()),
+    ("where_filter", _STR),
 )
 
 RECORD = _struct(
@@ -293,8 +308,17 @@ def _open_named(uri: str):
 
 
 def _exchange_row(
-    capture: str, ex, topic_ids: dict, with_json: bool, records: bool = False, bodies: bool = False
+    capture: str,
+    ex,
+    topic_ids: dict,
+    with_json: bool,
+    records: bool = False,
+    bodies: bool = False,
+    seq: int | None = None,
+    knowledge=None,
 ) -> tuple:
+    """An exchanges row; with ``bodies`` and ``knowledge`` (the run's, as it is when the exchange
+    is emitted), its ``seq`` and ``state`` for ``check --parquet``."""
     from analyzer.dissect import schema
     from analyzer.dissect.constants import ApiKey
     from analyzer.export.jsonout import endpoint_pair
@@ -317,7 +341,14 @@ def _exchange_row(
         name = "(unknown)"
     else:
         name = schema.api_name(key) or f"Api{key}"
-    js = rq = rs = det = None
+    js = rq = rs = det = state = None
+    if bodies and knowledge is not None:
+        import orjson
+
+        from analyzer.export.exchange_state import exchange_state
+
+        sw = knowledge.clients.get(ex.client_id) if ex.client_id is not None else None
+        state = orjson.dumps(exchange_state(ex, sw), option=orjson.OPT_NON_STR_KEYS).decode()
     if with_json or bodies:
         import orjson
 
@@ -355,6 +386,8 @@ def _exchange_row(
         rs,
         det,
         ex.topics,
+        None if state is None else seq,
+        state,
     )
 
 
@@ -397,7 +430,7 @@ def _binary(v):
     return bytes(v)
 
 
-def _issue_row(capture: str, ev) -> tuple:
+def _issue_row(capture: str, ev, seq: int | None = None) -> tuple:
     from analyzer.export.jsonout import endpoint_pair, stream_event_json
 
     d = stream_event_json(ev)
@@ -419,6 +452,8 @@ def _issue_row(capture: str, ev) -> tuple:
         i.message,
         i.offset,
         i.where,
+        conn is not None and conn.client_direction is not None,
+        seq,
     )
 
 
@@ -531,25 +566,29 @@ def analyze_piece(  # noqa: C901 - one loop dispatching every event kind to its 
     topic_ids = a.knowledge.topic_ids
     issues = 0
     damaged = False
+    seq = 0  # the exchange and issue events in the order they come (check --parquet's order)
     try:
         for ev in a.events():
             t = type(ev)
             if t is Exchange:
                 if flt is not None and not flt(ev):
                     continue
+                seq += 1
                 msg = ev.request or ev.response
                 where_from = file_of(
                     msg.frame.packet_indexes[0] if msg and msg.frame.packet_indexes else None
                 )
-                yield _event("exchange", _exchange_row(where_from, ev, topic_ids, with_json, records, bodies))
+                row = _exchange_row(where_from, ev, topic_ids, with_json, records, bodies, seq, a.knowledge)
+                yield _event("exchange", row)
                 if records:
                     for r in _record_rows(where_from, ev, topic_ids):
                         yield _event("record", r)
             elif t is ConnIssue or t is CaptureIssue:
                 issues += 1
+                seq += 1
                 if t is CaptureIssue and ev.issue.severity == Severity.ERROR:
                     damaged = True
-                yield _event("issue", _issue_row(file_of(None) if t is ConnIssue else name, ev))
+                yield _event("issue", _issue_row(file_of(None) if t is ConnIssue else name, ev, seq))
             elif t is ConnectionEnd:
                 yield _event("connection", _connection_row(file_of(None), ev.conn))
     except MemoryError:
@@ -562,7 +601,7 @@ def analyze_piece(  # noqa: C901 - one loop dispatching every event kind to its 
         yield _event(
             "issue",
             (name, a.last_ts, None, None, None, None, "issue", str(failed.severity), failed.code)
-            + (failed.message, None, None),
+            + (failed.message, None, None, False, seq + 1),
         )
     finally:
         if f is not None:
@@ -582,6 +621,10 @@ def analyze_piece(  # noqa: C901 - one loop dispatching every event kind to its 
             a.last_ts if a.packets else None,
             damaged,
             list(piece.uris),
+            a.inconclusive(),
+            int(a.exit_code()),
+            records_bodies,
+            where,
         ),
     )
 
@@ -592,9 +635,13 @@ def _unreadable(uri: str, size, message: str) -> Iterator[tuple]:
     i = CAPTURE_UNREADABLE(message)
     yield _event(
         "issue",
-        (uri, None, None, None, None, None, "issue", str(i.severity), i.code, i.message, None, None),
+        (uri, None, None, None, None, None, "issue", str(i.severity), i.code, i.message)
+        + (None, None, False, 1),
     )
-    yield _event("capture", (uri, None, None, size, 0, 0, 0, 1, None, None, True, [uri]))
+    yield _event(
+        "capture",
+        (uri, None, None, size, 0, 0, 0, 1, None, None, True, [uri], f"{i.code}: {i.message}", 2, None, None),
+    )
 
 
 def _analyze_bin(pieces: Iterable[Piece], opts: dict) -> Iterator[tuple]:

@@ -488,6 +488,10 @@ def _capture_rows(
                 last,
                 damaged,
                 list(piece.uris),
+                None,  # (check --parquet does not read split files: their rows have no state)
+                None,
+                None,
+                None,
             ),
         )
     )

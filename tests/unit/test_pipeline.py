@@ -32,3 +32,25 @@ def test_packets_that_are_not_tcp_segments_are_counted_by_reason():
     }
     assert all(type(k) is str for k in p.skipped)  # plain text: JSON, pickling to fanout workers
     assert {str(s) for s in Skip} == {"not ip", "not tcp", "fragment", "truncated", "unknown linktype"}
+
+
+def test_inconclusive_says_why_nothing_can_be_concluded(tmp_path):
+    """``Analysis.inconclusive``: check's reason for a capture it can conclude nothing from (an
+    unusable file, no Kafka exchange); None for a capture with Kafka traffic."""
+    from analyzer.dissect.message import Options
+    from analyzer.pipeline import Analysis
+    from tests.helpers.captures import CAPTURES
+
+    def run(path):
+        a = Analysis(str(path), Options())
+        for _ev in a.events():
+            pass
+        return a.inconclusive()
+
+    assert run(CAPTURES / "librdkafka-acks0.pcap") is None
+    notes = tmp_path / "notes.pcap"
+    notes.write_text("this is not a capture\n")
+    assert run(notes).startswith("capture.unknown_format: not a pcap or pcapng capture")
+    empty = tmp_path / "empty.pcap"
+    empty.write_bytes((CAPTURES / "librdkafka-acks0.pcap").read_bytes()[:24])  # the header only
+    assert run(empty).startswith("no Kafka")

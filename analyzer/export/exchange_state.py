@@ -1,0 +1,175 @@
+"""An exchange as plain data and back: what ``kafka-analyzer spark`` stores in the Parquet
+exchanges' ``state`` column so that ``check --parquet`` evaluates its rules on the very objects
+``check`` evaluates on captures (:class:`~analyzer.model.Exchange`, its messages and decoded
+trees), through the same engine and display filters.
+
+Unlike the export's JSON, nothing is lost that a rule or a filter reads: every decoded Field
+keeps its name, type, value (bytes stay bytes, a record batch's header its dict), children and
+display; the messages keep their api key, version, correlation id, client id, error codes,
+issues (the exchange's own apart from its messages'), frame times, lengths and packet numbers;
+the connection is the one the exchange was emitted with (its roles, and whether and by whom it
+was closed at that point); ``software`` is what the run knew of the client id's software then.
+What is left out is what no rule reads: the frame payloads (their secrets stay masked, as the
+trees are) and the byte spans of the fields. Record bodies are in the trees when the analysis
+decoded them (``spark --records``).
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from analyzer.model import ConnInfo, Endpoint, Exchange, Field, Frame, Issue, Message, Severity
+
+_SEVERITY = {str(s): s for s in Severity}
+
+
+def _value(v: Any) -> Any:
+    if v is None or type(v) in (bool, int, float, str):
+        return v
+    if isinstance(v, bytes | bytearray | memoryview):
+        return {"b": base64.b64encode(bytes(v)).decode()}
+    if isinstance(v, dict):
+        return {"d": {str(k): _value(x) for k, x in v.items()}}
+    if isinstance(v, list | tuple):
+        return {"t": [_value(x) for x in v]}
+    if isinstance(v, int | float | str):  # IntEnum, str subclasses
+        return v if not isinstance(v, bool) else bool(v)
+    raise TypeError(f"cannot store a field value of type {type(v).__name__}")
+
+
+def _unvalue(v: Any) -> Any:
+    if type(v) is not dict:
+        return v
+    if "b" in v:
+        return base64.b64decode(v["b"])
+    if "d" in v:
+        return {k: _unvalue(x) for k, x in v["d"].items()}
+    return tuple(_unvalue(x) for x in v["t"])
+
+
+def field_state(f: Field) -> list:
+    """``[name, type, value, children, display]`` (children null for a leaf; trailing nulls
+    left out); lazily built children (compact scalar arrays, v2 records) are built here."""
+    ch = f.children
+    out = [f.name, f.type, _value(f.value)]
+    if ch is not None or f.display is not None:
+        out.append(None if ch is None else [field_state(c) for c in ch])
+        if f.display is not None:
+            out.append(f.display)
+    return out
+
+
+def field_from_state(s: list) -> Field:
+    name, ftype, value, children, display = s if len(s) == 5 else (*s, None, None)[:5]
+    return Field(
+        name,
+        ftype,
+        _unvalue(value),
+        0,
+        0,
+        None if children is None else [field_from_state(c) for c in children],
+        display,
+    )
+
+
+def _issue(i: Issue) -> list:
+    return [str(i.severity), i.code, i.message, i.offset, i.where]
+
+
+def _unissue(s: list) -> Issue:
+    return Issue(_SEVERITY[s[0]], s[1], s[2], s[3], s[4])
+
+
+def message_state(m: Message | None) -> dict | None:
+    if m is None:
+        return None
+    fr = m.frame
+    return {
+        "frame": [fr.conn, fr.direction, fr.offset, fr.length, fr.ts_first, fr.ts_last]
+        + [list(fr.packet_indexes)],
+        "kind": m.kind,
+        "api_key": m.api_key,
+        "api_version": m.api_version,
+        "correlation_id": m.correlation_id,
+        "client_id": m.client_id,
+        "errors": list(m.errors),
+        "issues": [_issue(i) for i in m.issues],
+        "header": None if m.header is None else field_state(m.header),
+        "body": None if m.body is None else field_state(m.body),
+    }
+
+
+def message_from_state(s: dict | None) -> Message | None:
+    if s is None:
+        return None
+    conn, direction, offset, length, ts_first, ts_last, packets = s["frame"]
+    frame = Frame(conn, direction, offset, length, b"", ts_first, ts_last, tuple(packets), s["kind"])
+    return Message(
+        frame,
+        s["kind"],
+        s["api_key"],
+        s["api_version"],
+        s["correlation_id"],
+        None if s["header"] is None else field_from_state(s["header"]),
+        None if s["body"] is None else field_from_state(s["body"]),
+        [_unissue(i) for i in s["issues"]],
+        s["client_id"],
+        list(s["errors"]),
+    )
+
+
+def conn_state(c: ConnInfo) -> dict:
+    return {
+        "id": c.id,
+        "a": [c.a.ip, c.a.port],
+        "b": [c.b.ip, c.b.port],
+        "ts_first": c.ts_first,
+        "syn": c.syn,
+        "client_direction": c.client_direction,
+        "ts_last": c.ts_last,
+        "closed": c.closed,
+        "closed_by": c.closed_by,
+        "not_kafka": c.not_kafka,
+    }
+
+
+def conn_from_state(s: dict) -> ConnInfo:
+    return ConnInfo(
+        s["id"],
+        Endpoint(*s["a"]),
+        Endpoint(*s["b"]),
+        s["ts_first"],
+        s["syn"],
+        s["client_direction"],
+        s["ts_last"],
+        s["closed"],
+        s["closed_by"],
+        not_kafka=s["not_kafka"],
+    )
+
+
+def exchange_state(ex: Exchange, software: tuple | None = None) -> dict:
+    """The exchange as plain data (JSON-ready); ``software``: the client id's ``(name,
+    version)`` the run knew when the exchange was emitted."""
+    return {
+        "conn": conn_state(ex.conn),
+        "request": message_state(ex.request),
+        "response": message_state(ex.response),
+        "issues": [_issue(i) for i in ex.issues],
+        "topics": ex.topics,
+        "software": None if software is None else list(software),
+    }
+
+
+def exchange_from_state(s: dict) -> tuple[Exchange, tuple | None]:
+    """The :class:`Exchange` of :func:`exchange_state`, and the software known then."""
+    ex = Exchange(
+        conn_from_state(s["conn"]),
+        message_from_state(s["request"]),
+        message_from_state(s["response"]),
+        [_unissue(i) for i in s["issues"]],
+        {k: list(v) for k, v in s["topics"].items()},
+    )
+    sw = s["software"]
+    return ex, None if sw is None else tuple(sw)
