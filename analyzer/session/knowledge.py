@@ -201,5 +201,10 @@ def topics_of(msg: Message, topic_ids: dict[str, str] | None = None) -> dict[str
     out: dict[str, list[int]] = {}
     for t in topic_refs(msg, topic_ids):
         if t.element is not None and not t.nested and t.array in EXCHANGE_TOPIC_ARRAYS:
-            out.setdefault(t.topic, []).extend(t.partition_indexes())
+            parts = out.get(t.topic)
+            if parts is None:
+                parts = out[t.topic] = []
+            for p, _ in t.partitions:  # TopicRef.partition_indexes, without a list per topic
+                if p is not None:
+                    parts.append(p)
     return out
