@@ -80,7 +80,6 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -299,13 +298,14 @@ BATCH_KEYS = tuple(k for k in _summary(None, None, 0, 0, None) if k != "record_c
 _CODEC_NAMES = {c: codec_name(c) for c in range(8)}
 
 
-@dataclass(frozen=True, slots=True)
-class RecordScope:
+class RecordScope(NamedTuple):
     """Where a message set / batch sequence being decoded sits: ``base`` maps positions in its
     buffer to Field offsets (frame offsets at the top level, 0 inside decompressed data);
     ``anchor`` is None at the top level, inside decompressed data the frame offset issues use;
     ``where`` names the enclosing entry (None at the top level); ``trusted`` is False inside a
-    wrapper whose CRC failed; ``wrapper_magic`` is the magic of the enclosing wrapper."""
+    wrapper whose CRC failed; ``wrapper_magic`` is the magic of the enclosing wrapper.
+    (A NamedTuple: one is made per records field, and a frozen dataclass's __init__ costs
+    several times a tuple's.)"""
 
     base: int = 0
     depth: int = 0
@@ -379,20 +379,22 @@ class _Issues(list):
     __slots__ = ("cap", "counts", "dropped")
 
     def __init__(self, cap: int) -> None:  # list's own __init__ is not needed: an empty list
-        self.cap = max(cap, 1)
+        self.cap = cap if cap > 1 else 1
         self.counts: dict[str, int] = {}
-        self.dropped: dict[str, Issue] = {}  # code -> the first issue not listed
+        self.dropped: dict[str, Issue] | None = None  # code -> the first issue not listed
 
     def append(self, issue: Issue) -> None:
         code = issue.code
         n = self.counts[code] = self.counts.get(code, 0) + 1
         if n <= self.cap:
             list.append(self, issue)
+        elif self.dropped is None:
+            self.dropped = {code: issue}
         elif code not in self.dropped:
             self.dropped[code] = issue
 
     def close(self) -> list[Issue]:
-        for code, first in self.dropped.items():
+        for code, first in (self.dropped or {}).items():
             more = self.counts[code] - self.cap
             list.append(
                 self,
@@ -520,7 +522,10 @@ def decode_records_budget(
     ctx = _Ctx(limits, bodies, budget)
     fields = _decode_set(ctx, buf, TOP if base == 0 else RecordScope(base))
     left = -1 if ctx.budget_said else ctx.budget
-    return fields, ctx.issues.close(), left  # type: ignore[attr-defined]  # an _Issues
+    issues = ctx.issues
+    if issues.dropped is not None:  # type: ignore[attr-defined]  # an _Issues
+        issues.close()  # type: ignore[attr-defined]  # an _Issues
+    return fields, issues, left
 
 
 def _decode_set(ctx: _Ctx, buf: bytes, scope: RecordScope) -> list[Field]:
@@ -952,20 +957,29 @@ def _decode_batch(ctx: _Ctx, buf: bytes, mv: memoryview, pos: int, end: int, sco
         Field("base_sequence", "int32", bseq, at + 53, 4),
         Field("record_count", "int32", count, at + 57, 4),
     ]
-    summary = _summary(2, codec_name(codec), max(count, 0), 12 + blen, bo)
-    summary["attributes"] = attrs
-    summary["timestamp_type"] = "log_append_time" if attrs & 0x08 else "create_time"
-    summary["last_offset"] = bo + lod
-    summary["base_timestamp"] = bts
-    summary["max_timestamp"] = mts
-    summary["producer_id"] = pid
-    summary["producer_epoch"] = pep
-    summary["base_sequence"] = bseq
-    summary["partition_leader_epoch"] = ple
-    summary["transactional"] = bool(attrs & 0x10)
-    summary["control"] = control
-    summary["crc"] = crc
-    summary["crc_ok"] = crc_ok
+    # _summary's keys in its order, filled at once (one literal, not 12 stores into its dict)
+    summary = {
+        "magic": 2,
+        "codec": codec_name(codec),
+        "attributes": attrs,
+        "timestamp_type": "log_append_time" if attrs & 0x08 else "create_time",
+        "base_offset": bo,
+        "last_offset": bo + lod,
+        "base_timestamp": bts,
+        "max_timestamp": mts,
+        "producer_id": pid,
+        "producer_epoch": pep,
+        "base_sequence": bseq,
+        "partition_leader_epoch": ple,
+        "transactional": bool(attrs & 0x10),
+        "control": control,
+        "control_type": None,
+        "crc": crc,
+        "crc_ok": crc_ok,
+        "bytes": 12 + blen,
+        "partial": False,
+        "record_count": count if count > 0 else 0,
+    }
     field = Field("record_batch", "record_batch", summary, at, 12 + blen, children)
     if control and count != 1:
         # said from the header, so also when the batch is not inflated (no --records)
@@ -1006,7 +1020,8 @@ def _decode_batch(ctx: _Ctx, buf: bytes, mv: memoryview, pos: int, end: int, sco
                 ctx.add(issue, cioff, where)
         if raw is None:
             return field
-        records = _decode_v2_records(ctx, raw, 0, len(raw), 0, batch._replace(ioff=cioff))
+        batch = BatchInfo(bo, bts, mts, attrs, count, where, cioff)
+        records = _decode_v2_records(ctx, raw, 0, len(raw), 0, batch)
         children.append(Field("decompressed", "decompressed", raw, base + rstart, end - rstart, [records]))
     if control and records.rows:
         kd, ke = records.rows[0][8:10]

@@ -105,28 +105,35 @@ def validate_produce(body: Field, version: int | None = None, payload=None) -> l
     txn_id = body.get("transactional_id")
     for topic, partition, rec in produce_partitions(body):
         entries = [e for e in rec.children or () if isinstance(e.value, dict) and e.type != "partial"]
-        if version is not None and version >= 3 and entries:
+        # one magic 2 batch (the usual partition) is checked without a set or a generator
+        if (
+            version is not None
+            and version >= 3
+            and entries
+            and (len(entries) != 1 or entries[0].value.get("magic") != 2)
+        ):
             magics = {e.value.get("magic") for e in entries}
-            if len(entries) != 1 or magics != {2}:
-                issues.append(
-                    RECORDS_PRODUCE_BATCHES(
-                        f"Produce v{version} partition {topic}-{partition} holds {len(entries)} "
-                        f"entr{'y' if len(entries) == 1 else 'ies'} of magic "
-                        f"{'/'.join(str(m) for m in sorted(m for m in magics if m is not None))}: "
-                        "v3+ allows exactly one magic 2 batch per partition",
-                        rec.offset,
-                        f"{topic}-{partition}",
-                    )
-                )
-        if txn_id is None and any(e.value.get("transactional") for e in entries):
-            e = next(e for e in entries if e.value.get("transactional"))
             issues.append(
-                RECORDS_TRANSACTIONAL_WITHOUT_ID(
-                    "a transactional batch in a Produce request without a transactional_id",
-                    e.offset + 21,
-                    _where(topic, partition, e),
+                RECORDS_PRODUCE_BATCHES(
+                    f"Produce v{version} partition {topic}-{partition} holds {len(entries)} "
+                    f"entr{'y' if len(entries) == 1 else 'ies'} of magic "
+                    f"{'/'.join(str(m) for m in sorted(m for m in magics if m is not None))}: "
+                    "v3+ allows exactly one magic 2 batch per partition",
+                    rec.offset,
+                    f"{topic}-{partition}",
                 )
             )
+        if txn_id is None:
+            for e in entries:
+                if e.value.get("transactional"):  # the first transactional batch
+                    issues.append(
+                        RECORDS_TRANSACTIONAL_WITHOUT_ID(
+                            "a transactional batch in a Produce request without a transactional_id",
+                            e.offset + 21,
+                            _where(topic, partition, e),
+                        )
+                    )
+                    break
         magic0 = None
         for entry in entries:
             summary = entry.value
