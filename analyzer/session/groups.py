@@ -35,7 +35,7 @@ class GroupMembers:
 
     def learn(self, ex: Exchange) -> None:
         key = ex.api_key
-        if key not in _MEMBER_APIS or ex.request is None or ex.request.body is None:
+        if key not in MEMBER_APIS or ex.request is None or ex.request.body is None:
             return
         req = ex.request.body
         gid = req.get("group_id")
@@ -59,7 +59,7 @@ class GroupMembers:
         return not self.live.get(group_id)
 
 
-_MEMBER_APIS = frozenset((ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP))
+MEMBER_APIS = frozenset((ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP))
 
 
 def _elements(f: Field, name: str) -> list[Field]:
