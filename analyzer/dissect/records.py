@@ -127,6 +127,7 @@ __all__ = [
     "BatchInfo",
     "Record",
     "RecordRow",
+    "BatchField",
     "RecordScope",
     "RecordsField",
     "batch_records_field",
@@ -912,7 +913,8 @@ def _unwrap(
 
 
 def _decode_batch(ctx: _Ctx, buf: bytes, mv: memoryview, pos: int, end: int, scope: RecordScope) -> Field:
-    (bo, blen, ple, magic, crc, attrs, lod, bts, mts, pid, pep, bseq, count) = _V2.unpack_from(buf, pos)
+    header = _V2.unpack_from(buf, pos)
+    (bo, blen, ple, magic, crc, attrs, lod, bts, mts, pid, pep, bseq, count) = header
     base, anchor = scope.base, scope.anchor
     at = base + pos
     ioff = at if anchor is None else anchor
@@ -942,21 +944,6 @@ def _decode_batch(ctx: _Ctx, buf: bytes, mv: memoryview, pos: int, end: int, sco
         )
     codec = attrs & 7
     control = bool(attrs & 0x20)
-    children = [
-        Field("base_offset", "int64", bo, at, 8),
-        Field("batch_length", "int32", blen, at + 8, 4),
-        Field("partition_leader_epoch", "int32", ple, at + 12, 4),
-        Field("magic", "int8", magic, at + 16, 1),
-        Field("crc", "uint32", crc, at + 17, 4, None, _crc_display(crc, computed)),
-        Field("attributes", "int16", attrs, at + 21, 2, None, _v2_attr_display(attrs)),
-        Field("last_offset_delta", "int32", lod, at + 23, 4, None, f"last offset {bo + lod}"),
-        Field("base_timestamp", "int64", bts, at + 27, 8, None, iso_timestamp(bts)),
-        Field("max_timestamp", "int64", mts, at + 35, 8, None, iso_timestamp(mts)),
-        Field("producer_id", "int64", pid, at + 43, 8),
-        Field("producer_epoch", "int16", pep, at + 51, 2),
-        Field("base_sequence", "int32", bseq, at + 53, 4),
-        Field("record_count", "int32", count, at + 57, 4),
-    ]
     # _summary's keys in its order, filled at once (one literal, not 12 stores into its dict)
     summary = {
         "magic": 2,
@@ -980,7 +967,8 @@ def _decode_batch(ctx: _Ctx, buf: bytes, mv: memoryview, pos: int, end: int, sco
         "partial": False,
         "record_count": count if count > 0 else 0,
     }
-    field = Field("record_batch", "record_batch", summary, at, 12 + blen, children)
+    field = BatchField(summary, at, 12 + blen, header, computed)
+    children = field.tail
     if control and count != 1:
         # said from the header, so also when the batch is not inflated (no --records)
         ctx.issues.append(
@@ -1027,6 +1015,60 @@ def _decode_batch(ctx: _Ctx, buf: bytes, mv: memoryview, pos: int, end: int, sco
         kd, ke = records.rows[0][8:10]
         summary["control_type"] = None if kd is None or kd < 0 else control_type(records.buf[kd:ke])
     return field
+
+
+class BatchField(Field):
+    """A v2 ``record_batch`` entry: its header Fields (13, with their displays: CRC, attributes,
+    ISO timestamps) are built on first use of ``children``, from the unpacked ``header`` (the
+    61-byte header's values in order) and the ``computed`` CRC-32C; the statistics, the topic
+    labels and the checks read the summary (``value``) and never ask. ``tail`` holds what follows
+    the header (the ``records`` RecordsField or the ``decompressed`` Field), as ``children``
+    shows it after the header Fields."""
+
+    __slots__ = ("header", "computed", "tail")
+
+    def __init__(self, summary: dict, offset: int, length: int, header: tuple, computed: int) -> None:
+        self.name = "record_batch"
+        self.type = "record_batch"
+        self.value = summary
+        self.offset = offset
+        self.length = length
+        self.display = None
+        _CHILDREN.__set__(self, None)
+        self.header = header
+        self.computed = computed
+        self.tail: list[Field] = []
+
+    @property
+    def children(self) -> list[Field]:
+        kids = _CHILDREN.__get__(self)
+        if kids is None:
+            kids = _batch_header_fields(self.offset, self.header, self.computed) + self.tail
+            _CHILDREN.__set__(self, kids)
+        return kids
+
+    @children.setter
+    def children(self, kids: list[Field] | None) -> None:
+        _CHILDREN.__set__(self, kids)
+
+
+def _batch_header_fields(at: int, header: tuple, computed: int) -> list[Field]:
+    (bo, blen, ple, magic, crc, attrs, lod, bts, mts, pid, pep, bseq, count) = header
+    return [
+        Field("base_offset", "int64", bo, at, 8),
+        Field("batch_length", "int32", blen, at + 8, 4),
+        Field("partition_leader_epoch", "int32", ple, at + 12, 4),
+        Field("magic", "int8", magic, at + 16, 1),
+        Field("crc", "uint32", crc, at + 17, 4, None, _crc_display(crc, computed)),
+        Field("attributes", "int16", attrs, at + 21, 2, None, _v2_attr_display(attrs)),
+        Field("last_offset_delta", "int32", lod, at + 23, 4, None, f"last offset {bo + lod}"),
+        Field("base_timestamp", "int64", bts, at + 27, 8, None, iso_timestamp(bts)),
+        Field("max_timestamp", "int64", mts, at + 35, 8, None, iso_timestamp(mts)),
+        Field("producer_id", "int64", pid, at + 43, 8),
+        Field("producer_epoch", "int16", pep, at + 51, 2),
+        Field("base_sequence", "int32", bseq, at + 53, 4),
+        Field("record_count", "int32", count, at + 57, 4),
+    ]
 
 
 class RecordsField(Field):
@@ -1447,7 +1489,7 @@ def v2_records(rf: RecordsField) -> Iterator[Record]:
 
 def batch_records_field(entry: Field) -> RecordsField | None:
     """The rows of a v2 batch Field (directly, or under its ``decompressed`` child)."""
-    for c in entry.children or ():
+    for c in entry.tail if type(entry) is BatchField else entry.children or ():
         if type(c) is RecordsField:
             return c
         if c.type == "decompressed":

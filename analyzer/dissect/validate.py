@@ -34,7 +34,7 @@ Sans-IO, never raises on any tree.
 
 from __future__ import annotations
 
-from analyzer.dissect.records import _Malformed, _varint
+from analyzer.dissect.records import BatchField, _Malformed, _varint
 from analyzer.issues import (
     RECORDS_BAD_OFFSET_DELTA,
     RECORDS_BAD_OFFSET_RANGE,
@@ -87,7 +87,7 @@ def _where(topic: str, partition: int | None, batch: Field) -> str:
 
 def _records_of(batch: Field) -> tuple[Field | None, bool]:
     """The batch's scanned ``records`` Field (RecordsField) and whether it is decompressed."""
-    for c in batch.children or ():
+    for c in batch.tail if type(batch) is BatchField else batch.children or ():
         if c.name == "records" and hasattr(c, "rows"):
             return c, False
         if c.type == "decompressed" and c.children:
@@ -159,11 +159,14 @@ def _batch(entry: Field, s: dict, topic: str, partition: int | None, issues: lis
     at = entry.offset
     n = lod = None
     has_count = False
-    for x in entry.children or ():
-        if x.name == "record_count" and not has_count:
-            n, has_count = x.value, True
-        elif x.name == "last_offset_delta" and lod is None:
-            lod = x.value
+    if type(entry) is BatchField:  # the header's values, without building its Fields
+        n, lod, has_count = entry.header[12], entry.header[6], True
+    else:
+        for x in entry.children or ():
+            if x.name == "record_count" and not has_count:
+                n, has_count = x.value, True
+            elif x.name == "last_offset_delta" and lod is None:
+                lod = x.value
     if not has_count:
         n = s.get("record_count")
     pid, seq = s.get("producer_id"), s.get("base_sequence")
