@@ -463,20 +463,12 @@ class _Ctx:
         if size is None:
             return
         limits = self.limits
-        name = codec_name(codec)
-        own = blob_cap(limits, len(data))
-        if size > own:
-            self.issues.append(
-                RECORDS_DECOMPRESSION_LIMIT(
-                    f"{name} payload of {len(data)} bytes declares {size} decompressed bytes: over"
-                    f" its limit of {own} bytes (max_output={limits.max_output},"
-                    f" max_ratio={limits.max_ratio}); not inflated here (export --records and"
-                    " check decompress)",
-                    ioff,
-                    where,
-                )
-            )
-            return
+        # a blob's cap is at least min(max_output, ratio_grace): a size within both is under it
+        if size > limits.ratio_grace or size > limits.max_output:
+            own = blob_cap(limits, len(data))
+            if size > own:
+                self._over_cap(codec, data, size, own, ioff, where)
+                return
         if size > self.budget and not self.budget_said:
             self.budget_said = True
             self.issues.append(
@@ -489,7 +481,22 @@ class _Ctx:
                     where,
                 )
             )
-        self.budget = max(self.budget - size, 0)
+        left = self.budget - size
+        self.budget = left if left > 0 else 0
+
+    def _over_cap(self, codec: int, data, size: int, own: int, ioff: int, where: str) -> None:
+        """``records.decompression_limit`` for a blob that declares more than its cap."""
+        limits = self.limits
+        self.issues.append(
+            RECORDS_DECOMPRESSION_LIMIT(
+                f"{codec_name(codec)} payload of {len(data)} bytes declares {size} decompressed bytes:"
+                f" over its limit of {own} bytes (max_output={limits.max_output},"
+                f" max_ratio={limits.max_ratio}); not inflated here (export --records and"
+                " check decompress)",
+                ioff,
+                where,
+            )
+        )
 
     def add(self, issue: Issue, offset: int, where: str) -> None:
         """A codec's issue (built without a location), placed at ``offset`` and ``where``."""

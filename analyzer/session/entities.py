@@ -324,7 +324,10 @@ _NO_IDS: dict[str, str] = {}  # the cached refs name a topic by id alone with it
 def _named(r: TopicRef, ids: dict[str, str]) -> TopicRef:
     """``r`` known by id alone, with the id's name when ``ids`` has it (as the walk names it)."""
     assert r.topic_id is not None  # called for refs with an id and no name only
-    return r._replace(topic=ids.get(r.topic_id, r.topic_id))
+    # (r._replace, without its keyword parsing and _make: Fetch v13+ asks for every topic)
+    return TopicRef(
+        r.name, r.topic_id, ids.get(r.topic_id, r.topic_id), r.partitions, r.element, r.array, r.nested
+    )
 
 
 def entity_values(msg: Message | None, entity: str) -> list:
