@@ -195,6 +195,7 @@ def _tsresol(value: int) -> tuple[float, int]:
 
 # The smallest valid length of each block type we read (header, fixed fields, trailing length)
 _MIN_BLOCK = {1: 20, 2: 32, 3: 16, 6: 32, 0x0A0D0D0A: 28}
+_MIN_BLOCK_MAX = max(_MIN_BLOCK.values())
 _SHB_TYPE = 0x0A0D0D0A  # PCAPNG_SHB read in either byte order
 # the per-block layouts, compiled once per byte order (a format string per call costs)
 _LAYOUTS = {o: (struct.Struct(o + "II"), struct.Struct(o + "I"), struct.Struct(o + "IIIII")) for o in "<>"}
@@ -274,7 +275,8 @@ def iter_pcapng(  # noqa: C901 - hot path: one loop over blocks, block types inl
                 interfaces = []
                 head, word, epb = _LAYOUTS[order]
                 btype, blen = head.unpack_from(c.buf, c.pos)
-            if blen < _MIN_BLOCK.get(btype, 12) or blen % 4 or blen > MAX_RECORD:
+            # (no block type needs more than _MIN_BLOCK_MAX: a longer block skips the look-up)
+            if (blen < _MIN_BLOCK_MAX and blen < _MIN_BLOCK.get(btype, 12)) or blen % 4 or blen > MAX_RECORD:
                 issues.append(
                     CAPTURE_CORRUPT(
                         f"pcapng {_block_name(btype)} at byte {c.offset} has invalid length {blen} "

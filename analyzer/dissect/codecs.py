@@ -146,6 +146,9 @@ def blob_cap(limits: Limits, clen: int) -> int:
 
 # deflate's best ratio is about 1032:1: a gzip trailer claiming more is not a trailer
 _DEFLATE_MAX_RATIO = 1032
+_U32LE = struct.Struct("<I")  # gzip's ISIZE
+_U64LE = struct.Struct("<Q")  # the LZ4 frame content size
+_I32BE = struct.Struct(">i")  # a xerial block length
 
 
 def declared_size(codec: int, data: bytes | bytearray | memoryview) -> int | None:
@@ -156,20 +159,21 @@ def declared_size(codec: int, data: bytes | bytearray | memoryview) -> int | Non
     when the framing declares none (zstd from librdkafka, most LZ4 frames) or is damaged: only
     inflating tells then."""
     n = len(data)
+    # (slices compared as they are: a memoryview slice equals the bytes it holds, no copy)
     try:
-        if codec == 4 and _zstd is not None and bytes(data[:4]) == _ZSTD_MAGIC:
+        if codec == 4 and _zstd is not None and data[:4] == _ZSTD_MAGIC:
             size = _zstd.frame_content_size(bytes(data[:18]))
             return size if size >= 0 else None
-        if codec == 1 and n >= 18 and bytes(data[:2]) == b"\x1f\x8b":
-            (isize,) = struct.unpack_from("<I", data, n - 4)
+        if codec == 1 and n >= 18 and data[0] == 0x1F and data[1] == 0x8B:
+            (isize,) = _U32LE.unpack_from(data, n - 4)
             return isize if isize <= _DEFLATE_MAX_RATIO * n + 64 else None
-        if codec == 3 and n >= 14 and bytes(data[:4]) == _LZ4_MAGIC and data[4] & 0x08:
-            return int(struct.unpack_from("<Q", data, 6)[0])
+        if codec == 3 and n >= 14 and data[:4] == _LZ4_MAGIC and data[4] & 0x08:
+            return int(_U64LE.unpack_from(data, 6)[0])
         if codec == 2:
-            if bytes(data[:8]) == _XERIAL_MAGIC and n >= 16:
+            if n >= 16 and data[:8] == _XERIAL_MAGIC:
                 total, p = 0, 16
                 while p + 4 <= n:
-                    (blen,) = struct.unpack_from(">i", data, p)
+                    (blen,) = _I32BE.unpack_from(data, p)
                     p += 4
                     if blen < 0 or p + blen > n:
                         return None

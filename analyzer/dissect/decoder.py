@@ -20,7 +20,7 @@ import struct
 from functools import cache, lru_cache
 
 from analyzer.dissect import schema
-from analyzer.dissect.constants import ApiKey
+from analyzer.dissect.apikeys import API_VERSIONS, CONTROLLED_SHUTDOWN
 from analyzer.dissect.errors import ERRORS
 from analyzer.dissect.protocol_table import INHERIT
 from analyzer.issues import (
@@ -39,11 +39,6 @@ from analyzer.issues import (
     IssueKind,
 )
 from analyzer.model import Field, Issue
-
-# API keys used per message, as module globals: ApiKey.X is an enum attribute look-up, several
-# times slower than a global in Python 3.11 (measured 0.74 vs 0.14 us a comparison)
-_API_VERSIONS = ApiKey.API_VERSIONS
-_CONTROLLED_SHUTDOWN = ApiKey.CONTROLLED_SHUTDOWN
 
 OPEN = 0x7FFF
 
@@ -623,13 +618,13 @@ def request_header_version(api_key: int, api_version: int) -> int:
     got = schema.message_fields(api_key, "request", api_version)
     if got is not None and got[1]:
         return 2
-    if api_key == _CONTROLLED_SHUTDOWN and api_version == 0:  # v0 had no client id
+    if api_key == CONTROLLED_SHUTDOWN and api_version == 0:  # v0 had no client id
         return 0
     return 1
 
 
 def response_header_version(api_key: int, api_version: int) -> int:
-    if api_key == _API_VERSIONS:  # responses always use header v0 (KIP-511)
+    if api_key == API_VERSIONS:  # responses always use header v0 (KIP-511)
         return 0
     got = schema.message_fields(api_key, "response", api_version)
     return 1 if got is not None and got[1] else 0

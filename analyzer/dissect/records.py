@@ -80,7 +80,6 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -128,6 +127,7 @@ __all__ = [
     "BatchInfo",
     "Record",
     "RecordRow",
+    "BatchField",
     "RecordScope",
     "RecordsField",
     "batch_records_field",
@@ -299,13 +299,14 @@ BATCH_KEYS = tuple(k for k in _summary(None, None, 0, 0, None) if k != "record_c
 _CODEC_NAMES = {c: codec_name(c) for c in range(8)}
 
 
-@dataclass(frozen=True, slots=True)
-class RecordScope:
+class RecordScope(NamedTuple):
     """Where a message set / batch sequence being decoded sits: ``base`` maps positions in its
     buffer to Field offsets (frame offsets at the top level, 0 inside decompressed data);
     ``anchor`` is None at the top level, inside decompressed data the frame offset issues use;
     ``where`` names the enclosing entry (None at the top level); ``trusted`` is False inside a
-    wrapper whose CRC failed; ``wrapper_magic`` is the magic of the enclosing wrapper."""
+    wrapper whose CRC failed; ``wrapper_magic`` is the magic of the enclosing wrapper.
+    (A NamedTuple: one is made per records field, and a frozen dataclass's __init__ costs
+    several times a tuple's.)"""
 
     base: int = 0
     depth: int = 0
@@ -379,20 +380,22 @@ class _Issues(list):
     __slots__ = ("cap", "counts", "dropped")
 
     def __init__(self, cap: int) -> None:  # list's own __init__ is not needed: an empty list
-        self.cap = max(cap, 1)
+        self.cap = cap if cap > 1 else 1
         self.counts: dict[str, int] = {}
-        self.dropped: dict[str, Issue] = {}  # code -> the first issue not listed
+        self.dropped: dict[str, Issue] | None = None  # code -> the first issue not listed
 
     def append(self, issue: Issue) -> None:
         code = issue.code
         n = self.counts[code] = self.counts.get(code, 0) + 1
         if n <= self.cap:
             list.append(self, issue)
+        elif self.dropped is None:
+            self.dropped = {code: issue}
         elif code not in self.dropped:
             self.dropped[code] = issue
 
     def close(self) -> list[Issue]:
-        for code, first in self.dropped.items():
+        for code, first in (self.dropped or {}).items():
             more = self.counts[code] - self.cap
             list.append(
                 self,
@@ -460,20 +463,12 @@ class _Ctx:
         if size is None:
             return
         limits = self.limits
-        name = codec_name(codec)
-        own = blob_cap(limits, len(data))
-        if size > own:
-            self.issues.append(
-                RECORDS_DECOMPRESSION_LIMIT(
-                    f"{name} payload of {len(data)} bytes declares {size} decompressed bytes: over"
-                    f" its limit of {own} bytes (max_output={limits.max_output},"
-                    f" max_ratio={limits.max_ratio}); not inflated here (export --records and"
-                    " check decompress)",
-                    ioff,
-                    where,
-                )
-            )
-            return
+        # a blob's cap is at least min(max_output, ratio_grace): a size within both is under it
+        if size > limits.ratio_grace or size > limits.max_output:
+            own = blob_cap(limits, len(data))
+            if size > own:
+                self._over_cap(codec, data, size, own, ioff, where)
+                return
         if size > self.budget and not self.budget_said:
             self.budget_said = True
             self.issues.append(
@@ -486,7 +481,22 @@ class _Ctx:
                     where,
                 )
             )
-        self.budget = max(self.budget - size, 0)
+        left = self.budget - size
+        self.budget = left if left > 0 else 0
+
+    def _over_cap(self, codec: int, data, size: int, own: int, ioff: int, where: str) -> None:
+        """``records.decompression_limit`` for a blob that declares more than its cap."""
+        limits = self.limits
+        self.issues.append(
+            RECORDS_DECOMPRESSION_LIMIT(
+                f"{codec_name(codec)} payload of {len(data)} bytes declares {size} decompressed bytes:"
+                f" over its limit of {own} bytes (max_output={limits.max_output},"
+                f" max_ratio={limits.max_ratio}); not inflated here (export --records and"
+                " check decompress)",
+                ioff,
+                where,
+            )
+        )
 
     def add(self, issue: Issue, offset: int, where: str) -> None:
         """A codec's issue (built without a location), placed at ``offset`` and ``where``."""
@@ -520,7 +530,10 @@ def decode_records_budget(
     ctx = _Ctx(limits, bodies, budget)
     fields = _decode_set(ctx, buf, TOP if base == 0 else RecordScope(base))
     left = -1 if ctx.budget_said else ctx.budget
-    return fields, ctx.issues.close(), left  # type: ignore[attr-defined]  # an _Issues
+    issues = ctx.issues
+    if issues.dropped is not None:  # type: ignore[attr-defined]  # an _Issues
+        issues.close()  # type: ignore[attr-defined]  # an _Issues
+    return fields, issues, left
 
 
 def _decode_set(ctx: _Ctx, buf: bytes, scope: RecordScope) -> list[Field]:
@@ -907,7 +920,8 @@ def _unwrap(
 
 
 def _decode_batch(ctx: _Ctx, buf: bytes, mv: memoryview, pos: int, end: int, scope: RecordScope) -> Field:
-    (bo, blen, ple, magic, crc, attrs, lod, bts, mts, pid, pep, bseq, count) = _V2.unpack_from(buf, pos)
+    header = _V2.unpack_from(buf, pos)
+    (bo, blen, ple, magic, crc, attrs, lod, bts, mts, pid, pep, bseq, count) = header
     base, anchor = scope.base, scope.anchor
     at = base + pos
     ioff = at if anchor is None else anchor
@@ -937,36 +951,31 @@ def _decode_batch(ctx: _Ctx, buf: bytes, mv: memoryview, pos: int, end: int, sco
         )
     codec = attrs & 7
     control = bool(attrs & 0x20)
-    children = [
-        Field("base_offset", "int64", bo, at, 8),
-        Field("batch_length", "int32", blen, at + 8, 4),
-        Field("partition_leader_epoch", "int32", ple, at + 12, 4),
-        Field("magic", "int8", magic, at + 16, 1),
-        Field("crc", "uint32", crc, at + 17, 4, None, _crc_display(crc, computed)),
-        Field("attributes", "int16", attrs, at + 21, 2, None, _v2_attr_display(attrs)),
-        Field("last_offset_delta", "int32", lod, at + 23, 4, None, f"last offset {bo + lod}"),
-        Field("base_timestamp", "int64", bts, at + 27, 8, None, iso_timestamp(bts)),
-        Field("max_timestamp", "int64", mts, at + 35, 8, None, iso_timestamp(mts)),
-        Field("producer_id", "int64", pid, at + 43, 8),
-        Field("producer_epoch", "int16", pep, at + 51, 2),
-        Field("base_sequence", "int32", bseq, at + 53, 4),
-        Field("record_count", "int32", count, at + 57, 4),
-    ]
-    summary = _summary(2, codec_name(codec), max(count, 0), 12 + blen, bo)
-    summary["attributes"] = attrs
-    summary["timestamp_type"] = "log_append_time" if attrs & 0x08 else "create_time"
-    summary["last_offset"] = bo + lod
-    summary["base_timestamp"] = bts
-    summary["max_timestamp"] = mts
-    summary["producer_id"] = pid
-    summary["producer_epoch"] = pep
-    summary["base_sequence"] = bseq
-    summary["partition_leader_epoch"] = ple
-    summary["transactional"] = bool(attrs & 0x10)
-    summary["control"] = control
-    summary["crc"] = crc
-    summary["crc_ok"] = crc_ok
-    field = Field("record_batch", "record_batch", summary, at, 12 + blen, children)
+    # _summary's keys in its order, filled at once (one literal, not 12 stores into its dict)
+    summary = {
+        "magic": 2,
+        "codec": codec_name(codec),
+        "attributes": attrs,
+        "timestamp_type": "log_append_time" if attrs & 0x08 else "create_time",
+        "base_offset": bo,
+        "last_offset": bo + lod,
+        "base_timestamp": bts,
+        "max_timestamp": mts,
+        "producer_id": pid,
+        "producer_epoch": pep,
+        "base_sequence": bseq,
+        "partition_leader_epoch": ple,
+        "transactional": bool(attrs & 0x10),
+        "control": control,
+        "control_type": None,
+        "crc": crc,
+        "crc_ok": crc_ok,
+        "bytes": 12 + blen,
+        "partial": False,
+        "record_count": count if count > 0 else 0,
+    }
+    field = BatchField(summary, at, 12 + blen, header, computed)
+    children = field.tail
     if control and count != 1:
         # said from the header, so also when the batch is not inflated (no --records)
         ctx.issues.append(
@@ -1006,12 +1015,67 @@ def _decode_batch(ctx: _Ctx, buf: bytes, mv: memoryview, pos: int, end: int, sco
                 ctx.add(issue, cioff, where)
         if raw is None:
             return field
-        records = _decode_v2_records(ctx, raw, 0, len(raw), 0, batch._replace(ioff=cioff))
+        batch = BatchInfo(bo, bts, mts, attrs, count, where, cioff)
+        records = _decode_v2_records(ctx, raw, 0, len(raw), 0, batch)
         children.append(Field("decompressed", "decompressed", raw, base + rstart, end - rstart, [records]))
     if control and records.rows:
         kd, ke = records.rows[0][8:10]
         summary["control_type"] = None if kd is None or kd < 0 else control_type(records.buf[kd:ke])
     return field
+
+
+class BatchField(Field):
+    """A v2 ``record_batch`` entry: its header Fields (13, with their displays: CRC, attributes,
+    ISO timestamps) are built on first use of ``children``, from the unpacked ``header`` (the
+    61-byte header's values in order) and the ``computed`` CRC-32C; the statistics, the topic
+    labels and the checks read the summary (``value``) and never ask. ``tail`` holds what follows
+    the header (the ``records`` RecordsField or the ``decompressed`` Field), as ``children``
+    shows it after the header Fields."""
+
+    __slots__ = ("header", "computed", "tail")
+
+    def __init__(self, summary: dict, offset: int, length: int, header: tuple, computed: int) -> None:
+        self.name = "record_batch"
+        self.type = "record_batch"
+        self.value = summary
+        self.offset = offset
+        self.length = length
+        self.display = None
+        _CHILDREN.__set__(self, None)
+        self.header = header
+        self.computed = computed
+        self.tail: list[Field] = []
+
+    @property
+    def children(self) -> list[Field]:
+        kids = _CHILDREN.__get__(self)
+        if kids is None:
+            kids = _batch_header_fields(self.offset, self.header, self.computed) + self.tail
+            _CHILDREN.__set__(self, kids)
+        return kids
+
+    @children.setter
+    def children(self, kids: list[Field] | None) -> None:
+        _CHILDREN.__set__(self, kids)
+
+
+def _batch_header_fields(at: int, header: tuple, computed: int) -> list[Field]:
+    (bo, blen, ple, magic, crc, attrs, lod, bts, mts, pid, pep, bseq, count) = header
+    return [
+        Field("base_offset", "int64", bo, at, 8),
+        Field("batch_length", "int32", blen, at + 8, 4),
+        Field("partition_leader_epoch", "int32", ple, at + 12, 4),
+        Field("magic", "int8", magic, at + 16, 1),
+        Field("crc", "uint32", crc, at + 17, 4, None, _crc_display(crc, computed)),
+        Field("attributes", "int16", attrs, at + 21, 2, None, _v2_attr_display(attrs)),
+        Field("last_offset_delta", "int32", lod, at + 23, 4, None, f"last offset {bo + lod}"),
+        Field("base_timestamp", "int64", bts, at + 27, 8, None, iso_timestamp(bts)),
+        Field("max_timestamp", "int64", mts, at + 35, 8, None, iso_timestamp(mts)),
+        Field("producer_id", "int64", pid, at + 43, 8),
+        Field("producer_epoch", "int16", pep, at + 51, 2),
+        Field("base_sequence", "int32", bseq, at + 53, 4),
+        Field("record_count", "int32", count, at + 57, 4),
+    ]
 
 
 class RecordsField(Field):
@@ -1432,7 +1496,7 @@ def v2_records(rf: RecordsField) -> Iterator[Record]:
 
 def batch_records_field(entry: Field) -> RecordsField | None:
     """The rows of a v2 batch Field (directly, or under its ``decompressed`` child)."""
-    for c in entry.children or ():
+    for c in entry.tail if type(entry) is BatchField else entry.children or ():
         if type(c) is RecordsField:
             return c
         if c.type == "decompressed":

@@ -34,7 +34,7 @@ Sans-IO, never raises on any tree.
 
 from __future__ import annotations
 
-from analyzer.dissect.records import _Malformed, _varint
+from analyzer.dissect.records import BatchField, _Malformed, _varint
 from analyzer.issues import (
     RECORDS_BAD_OFFSET_DELTA,
     RECORDS_BAD_OFFSET_RANGE,
@@ -87,7 +87,7 @@ def _where(topic: str, partition: int | None, batch: Field) -> str:
 
 def _records_of(batch: Field) -> tuple[Field | None, bool]:
     """The batch's scanned ``records`` Field (RecordsField) and whether it is decompressed."""
-    for c in batch.children or ():
+    for c in batch.tail if type(batch) is BatchField else batch.children or ():
         if c.name == "records" and hasattr(c, "rows"):
             return c, False
         if c.type == "decompressed" and c.children:
@@ -105,28 +105,35 @@ def validate_produce(body: Field, version: int | None = None, payload=None) -> l
     txn_id = body.get("transactional_id")
     for topic, partition, rec in produce_partitions(body):
         entries = [e for e in rec.children or () if isinstance(e.value, dict) and e.type != "partial"]
-        if version is not None and version >= 3 and entries:
+        # one magic 2 batch (the usual partition) is checked without a set or a generator
+        if (
+            version is not None
+            and version >= 3
+            and entries
+            and (len(entries) != 1 or entries[0].value.get("magic") != 2)
+        ):
             magics = {e.value.get("magic") for e in entries}
-            if len(entries) != 1 or magics != {2}:
-                issues.append(
-                    RECORDS_PRODUCE_BATCHES(
-                        f"Produce v{version} partition {topic}-{partition} holds {len(entries)} "
-                        f"entr{'y' if len(entries) == 1 else 'ies'} of magic "
-                        f"{'/'.join(str(m) for m in sorted(m for m in magics if m is not None))}: "
-                        "v3+ allows exactly one magic 2 batch per partition",
-                        rec.offset,
-                        f"{topic}-{partition}",
-                    )
-                )
-        if txn_id is None and any(e.value.get("transactional") for e in entries):
-            e = next(e for e in entries if e.value.get("transactional"))
             issues.append(
-                RECORDS_TRANSACTIONAL_WITHOUT_ID(
-                    "a transactional batch in a Produce request without a transactional_id",
-                    e.offset + 21,
-                    _where(topic, partition, e),
+                RECORDS_PRODUCE_BATCHES(
+                    f"Produce v{version} partition {topic}-{partition} holds {len(entries)} "
+                    f"entr{'y' if len(entries) == 1 else 'ies'} of magic "
+                    f"{'/'.join(str(m) for m in sorted(m for m in magics if m is not None))}: "
+                    "v3+ allows exactly one magic 2 batch per partition",
+                    rec.offset,
+                    f"{topic}-{partition}",
                 )
             )
+        if txn_id is None:
+            for e in entries:
+                if e.value.get("transactional"):  # the first transactional batch
+                    issues.append(
+                        RECORDS_TRANSACTIONAL_WITHOUT_ID(
+                            "a transactional batch in a Produce request without a transactional_id",
+                            e.offset + 21,
+                            _where(topic, partition, e),
+                        )
+                    )
+                    break
         magic0 = None
         for entry in entries:
             summary = entry.value
@@ -152,11 +159,14 @@ def _batch(entry: Field, s: dict, topic: str, partition: int | None, issues: lis
     at = entry.offset
     n = lod = None
     has_count = False
-    for x in entry.children or ():
-        if x.name == "record_count" and not has_count:
-            n, has_count = x.value, True
-        elif x.name == "last_offset_delta" and lod is None:
-            lod = x.value
+    if type(entry) is BatchField:  # the header's values, without building its Fields
+        n, lod, has_count = entry.header[12], entry.header[6], True
+    else:
+        for x in entry.children or ():
+            if x.name == "record_count" and not has_count:
+                n, has_count = x.value, True
+            elif x.name == "last_offset_delta" and lod is None:
+                lod = x.value
     if not has_count:
         n = s.get("record_count")
     pid, seq = s.get("producer_id"), s.get("base_sequence")

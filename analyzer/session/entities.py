@@ -256,19 +256,78 @@ def topic_refs(msg: Message | None, topic_ids: dict[str, str] | None = None) -> 
         return iter(())
     cached = msg.topic_refs
     if cached is None:
-        refs = tuple(walk(msg, None, TOPICS))
-        # (the refs, whether some name a topic by id alone: only those are looked up again)
-        cached = msg.topic_refs = (refs, any(r.name is None and r.topic_id for r in refs))  # type: ignore[union-attr]  # TOPICS only: TopicRefs
+        cached = msg.topic_refs = _topics_of(msg)
     refs, by_id = cached
     if by_id and topic_ids:
         return (_named(r, topic_ids) if r.name is None and r.topic_id else r for r in refs)
     return iter(refs)
 
 
+def _topics_of(msg: Message) -> tuple[tuple[TopicRef, ...], bool]:
+    """(the TopicRefs of ``msg``, whether some name a topic by id alone: only those are looked
+    up again). What ``walk(msg, None, TOPICS)`` yields, collected into one list by
+    :func:`_collect_topics` (no generator per struct: every message of a capture is walked)."""
+    body, key, version = msg.body, msg.api_key, msg.api_version
+    if body is None or key is None or version is None:
+        return (), False
+    p = plan(key, msg.kind, version, TOPICS)
+    if not p:
+        return (), False
+    out: list[TopicRef] = []
+    _collect_topics(body, p, out, None, False, False, False)
+    by_id = False
+    for r in out:
+        if r.name is None and r.topic_id:
+            by_id = True
+            break
+    return tuple(out), by_id
+
+
+def _collect_topics(struct: Field, p: dict[str, Node], out: list, array, nested, inside, names_topic) -> None:
+    """:func:`_walk` for a plan of TOPICS: the same TopicRefs in the same order, appended to
+    ``out`` (a TOPICS plan has no other entity to yield)."""
+    if names_topic:
+        ref = _topic_ref(struct, p, _NO_IDS, array, nested)
+        if ref is not None:
+            out.append(ref)
+    for f in struct.children or ():
+        node = p.get(f.name)
+        if node is None:
+            continue
+        if node.role == TOPIC and node.array:  # a list of topic names
+            for e in f.children or ():
+                if e.value:
+                    out.append(TopicRef(e.value, None, e.value, (), None, f.name, inside))
+        if node.descend and f.children:
+            sub = node.sub
+            assert sub is not None  # descend is only set with a sub-plan (_struct_plan)
+            if not node.array:
+                _collect_topics(f, sub, out, None, False, inside, node.names_topic)
+            elif node.names_topic:
+                inner = node.inner
+                for e in f.children:
+                    if e.children:
+                        ref = _topic_ref(e, sub, _NO_IDS, f.name, inside)
+                        if ref is not None:
+                            out.append(ref)
+                        if inner:
+                            _collect_topics(e, sub, out, f.name, inside, True, False)
+            else:
+                for e in f.children:
+                    if e.children:
+                        _collect_topics(e, sub, out, f.name, inside, True, False)
+
+
+_NO_IDS: dict[str, str] = {}  # the cached refs name a topic by id alone with its id
+
+
 def _named(r: TopicRef, ids: dict[str, str]) -> TopicRef:
     """``r`` known by id alone, with the id's name when ``ids`` has it (as the walk names it)."""
     assert r.topic_id is not None  # called for refs with an id and no name only
-    return r._replace(topic=ids.get(r.topic_id, r.topic_id))
+    # (r._replace, without its keyword parsing and _make: Fetch v13+ asks for every topic)
+    return TopicRef(
+        r.name, r.topic_id, ids.get(r.topic_id, r.topic_id), r.partitions, r.element, r.array, r.nested
+    )
 
 
 def entity_values(msg: Message | None, entity: str) -> list:

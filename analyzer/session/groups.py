@@ -35,8 +35,6 @@ class GroupMembers:
         self.live: dict[str, set[str]] = {}
 
     def learn(self, ex: Exchange) -> None:
-        if ex.api_key not in _MEMBER_APIS:
-            return
         c = member_change(ex)
         if c is not None:
             self.apply(*c)
@@ -52,14 +50,14 @@ class GroupMembers:
         return not self.live.get(group_id)
 
 
-_MEMBER_APIS = frozenset((ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP))
+MEMBER_APIS = frozenset((ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP))
 
 
 def member_change(ex: Exchange) -> tuple[str, tuple[str, ...], tuple[str, ...]] | None:
     """(group id, members it makes live, members it removes) of a JoinGroup, SyncGroup, Heartbeat
     or LeaveGroup exchange, whatever was known before; None for any other exchange."""
     key = ex.api_key
-    if key not in _MEMBER_APIS or ex.request is None or ex.request.body is None:
+    if key not in MEMBER_APIS or ex.request is None or ex.request.body is None:
         return None
     req = ex.request.body
     gid = req.get("group_id")

@@ -23,7 +23,8 @@ import re
 from collections import OrderedDict
 
 from analyzer.dissect import schema
-from analyzer.dissect.constants import ApiKey, ErrorCode
+from analyzer.dissect.apikeys import API_VERSIONS, FETCH, OFFSET_COMMIT, PRODUCE, SASL_HANDSHAKE
+from analyzer.dissect.constants import ErrorCode
 from analyzer.dissect.decoder import snake
 from analyzer.dissect.error_versions import error_field, fetch_max_magic, records_too_new, too_new
 from analyzer.dissect.errors import ERRORS
@@ -46,15 +47,8 @@ from analyzer.issues import (
     QUIRK_LIBRDKAFKA_TAGGED_HANGUP,
 )
 from analyzer.model import ConnInfo, Exchange, Field, Frame, Issue, Message, Severity
-from analyzer.session.groups import simple_commit_rejected
+from analyzer.session.groups import MEMBER_APIS, simple_commit_rejected
 from analyzer.session.knowledge import UNNAMED_BROKER
-
-# API keys used per message, as module globals: ApiKey.X is an enum attribute look-up, several
-# times slower than a global in Python 3.11 (measured 0.74 vs 0.14 us a comparison)
-_API_VERSIONS = ApiKey.API_VERSIONS
-_FETCH = ApiKey.FETCH
-_PRODUCE = ApiKey.PRODUCE
-_SASL_HANDSHAKE = ApiKey.SASL_HANDSHAKE
 
 ACKS0_HELD = 256  # acks=0 Produce requests that wait for a possible answer, per connection
 
@@ -143,15 +137,17 @@ class ConnectionPairer:
     # -- internals ---------------------------------------------------------------------------
     def _exchange(self, req: Message | None, resp: Message | None, issues: list) -> Exchange:
         ex = Exchange(self.info, req, resp, issues)
-        self.last = ex if ex.api_key == _API_VERSIONS else None
+        key = ex.api_key
+        self.last = ex if key == API_VERSIONS else None
         if self.knowledge is not None:
             members = self.knowledge.members
-            if ex.api_key == ApiKey.OFFSET_COMMIT and resp is not None and resp.errors:
+            if key == OFFSET_COMMIT and resp is not None and resp.errors:
                 quirk = simple_commit_rejected(ex, members, self._broker())
                 if quirk is not None:
                     ex.issues.append(quirk)
             self.knowledge.learn(ex)
-            members.learn(ex)
+            if key in MEMBER_APIS:  # (GroupMembers.learn skips the others)
+                members.learn(ex)
         return ex
 
     def _too_new(self, req: Message, resp: Message) -> list[Issue]:
@@ -185,7 +181,7 @@ class ConnectionPairer:
         """Batches newer than the Fetch version reads (error_versions.records_too_new)."""
         if req.api_version is None:
             return []
-        found = records_too_new(_FETCH, req.api_version, resp.body)
+        found = records_too_new(FETCH, req.api_version, resp.body)
         if found is None:
             return []
         entry, magic, count = found
@@ -267,12 +263,7 @@ class ConnectionPairer:
         req = decode_request(frame, self.opts)
         out: list[Exchange] = []
         corr = req.correlation_id
-        if (
-            req.api_key == _PRODUCE
-            and req.body is not None
-            and req.body.get("acks") == 0
-            and corr is not None
-        ):
+        if req.api_key == PRODUCE and req.body is not None and req.body.get("acks") == 0 and corr is not None:
             # kept waiting: a broker that answers acks=0 (Tansu) gets its answer paired
             old = self.pending.pop(corr, None)
             if old is not None:
@@ -347,13 +338,13 @@ class ConnectionPairer:
             if self.acks0_first is None:
                 self.acks0_first = corr
         extra = self._too_new(req, resp) if resp.errors else []
-        if req.api_key == _FETCH:
+        if req.api_key == FETCH:
             extra += self._records_too_new(req, resp)
-        elif req.api_key == ApiKey.PRODUCE and ErrorCode.UNSUPPORTED_VERSION in resp.errors:
+        elif req.api_key == PRODUCE and ErrorCode.UNSUPPORTED_VERSION in resp.errors:
             extra += self._legacy_rejected(req, resp)
         out.append(self._exchange(req, resp, extra))
         if (
-            req.api_key == _SASL_HANDSHAKE
+            req.api_key == SASL_HANDSHAKE
             and resp.body is not None
             and resp.body.get("error_code") == ErrorCode.NONE
         ):
@@ -384,7 +375,7 @@ def librdkafka_version(name: str | None, version: str | None) -> tuple[int, ...]
 
 
 def _tagged_names(version: int) -> frozenset[str]:
-    got = schema.message_fields(_API_VERSIONS, "response", version)
+    got = schema.message_fields(API_VERSIONS, "response", version)
     if got is None:
         return frozenset()
     return frozenset(snake(f.name) for f in got[0] if schema.in_versions(f.tagged, version))
@@ -394,7 +385,7 @@ def _tagged_hangup(ex: Exchange | None, info: ConnInfo) -> Issue | None:
     """librdkafka < 2.2 misread an ApiVersions v3+ answer with tagged fields and closed the
     connection right after it (librdkafka PR #4278): the connection's last exchange is that
     answer, the client closed, and its ApiVersions software says librdkafka before 2.2."""
-    if ex is None or info.closed_by != "client" or ex.api_key != _API_VERSIONS:
+    if ex is None or info.closed_by != "client" or ex.api_key != API_VERSIONS:
         return None
     req, resp = ex.request, ex.response
     if req is None or resp is None or req.body is None or resp.body is None or (req.api_version or 0) < 3:

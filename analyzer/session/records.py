@@ -7,7 +7,7 @@ records of :func:`~analyzer.dissect.records.entry_records`, the shape the export
 Control records (transaction markers) are flagged.
 
 Topics and partitions come from the entity walker (:mod:`analyzer.session.entities`);
-:func:`partition_records` (shared with the statistics) picks the records fields of its
+:func:`partition_records` picks the records fields of its
 partition structs.
 """
 

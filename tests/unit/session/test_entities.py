@@ -112,6 +112,22 @@ def test_exchange_topics_equal_the_old_heuristic(name):
     assert compared, "no message of the capture names a topic"
 
 
+@pytest.mark.parametrize("name", ALL)
+def test_topic_refs_are_the_walk_for_topics(name):
+    """topic_refs collects without generators what walk(msg, None, TOPICS) yields: same refs,
+    same order, on every message of every bundled capture."""
+    exs, _ = exchanges(name)
+    compared = 0
+    for ex in exs:
+        for m in (ex.request, ex.response):
+            if m is None:
+                continue
+            m.topic_refs = None  # not the refs cached while the capture was analysed
+            assert tuple(topic_refs(m)) == tuple(walk(m, None, entities.TOPICS)), (ex.api_key, m.kind)
+            compared += m.topic_refs is not None and bool(m.topic_refs[0])
+    assert compared, "no message of the capture names a topic"
+
+
 def test_fetch_topic_ids_resolve_to_names():
     exs, ids = exchanges("librdkafka-produce-consume-zstd.pcap")
     fetches = [m for m in messages("librdkafka-produce-consume-zstd.pcap", ApiKey.FETCH, "request")]
