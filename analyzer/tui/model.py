@@ -66,7 +66,8 @@ class Spool:
 
 
 class FrameRef:
-    """Where one frame is: its spooled payload and packet numbers, and its metadata.
+    """Where one frame is: its spooled payload, packet numbers and packet offsets, and its
+    metadata.
 
     ``keep`` holds a message that is not re-decoded (a raw SASL token, decoded with its
     connection's mechanism at capture time; these are small)."""
@@ -93,12 +94,19 @@ class FrameRef:
         self.spool = spool.put(frame.payload)
         pk = frame.packet_indexes
         self.packets = len(pk)
-        spool.put(array("q", pk).tobytes())
+        # the packet numbers, then where each packet after the first starts in the frame (the
+        # first starts at 0): nothing more for the frames that fit in one packet
+        # (-1: not known, a frame not built by the framer)
+        spooled = array("q", pk)
+        if len(pk) > 1:
+            offs = frame.packet_offsets
+            spooled.extend(offs[1:] if len(offs) == len(pk) else (-1,) * (len(pk) - 1))
+        spool.put(spooled.tobytes())
         self.keep = keep
 
     def frame(self, conn: int, kind: str, spool: Spool) -> Frame:
-        n = self.nbytes
-        raw = spool.get(self.spool, n + 8 * self.packets)
+        n, count = self.nbytes, self.packets
+        raw = spool.get(self.spool, n + 8 * (2 * count - 1 if count > 1 else count))
         pk = array("q")
         pk.frombytes(raw[n:])
         return Frame(
@@ -109,8 +117,9 @@ class FrameRef:
             raw[:n],
             self.ts_first,
             self.ts_last,
-            tuple(pk),
+            tuple(pk[:count]),
             kind,
+            (0, *pk[count:]) if count and min(pk[count:], default=0) >= 0 else (),
         )
 
 

@@ -80,6 +80,8 @@ def test_exchanges_decode_again_from_the_spool(path):
                     continue
                 assert bytes(got.frame.payload) == bytes(exp.frame.payload)
                 assert got.frame.packet_indexes == exp.frame.packet_indexes
+                assert got.frame.packet_offsets == exp.frame.packet_offsets
+                assert len(got.frame.packet_offsets) == len(got.frame.packet_indexes)
                 assert (got.frame.ts_first, got.frame.ts_last) == (exp.frame.ts_first, exp.frame.ts_last)
                 assert tree_of(got.header) == tree_of(exp.header)
                 assert tree_of(got.body) == tree_of(exp.body)
@@ -135,6 +137,28 @@ def test_spool_round_trip(tmp_path):
     assert s.get(b, 6) == b"world!" and s.get(a, 5) == b"hello"
     s.close()
     assert list(tmp_path.iterdir()) == []  # an anonymous temporary file
+
+
+def test_frame_packets_round_trip_through_the_spool(tmp_path):
+    """Packet numbers and offsets come back from the spool as the framer gave them; a frame
+    whose offsets are not known (not built by the framer) comes back without offsets."""
+    from analyzer.model import Frame
+    from analyzer.tui.model import FrameRef
+
+    s = Spool(str(tmp_path))
+    frames = [
+        Frame(1, 0, 0, 3, b"abc", 1.0, 1.0, (5,), "request", (0,)),
+        Frame(1, 0, 7, 3000, b"x" * 3000, 1.0, 2.0, (6, 8, 9), "request", (0, 1448, 2896)),
+        Frame(1, 1, 0, 3000, b"y" * 3000, 1.0, 2.0, (10, 11), "response"),
+        Frame(1, 1, 0, 0, b"", 1.0, 2.0, (), "response"),
+    ]
+    refs = [FrameRef(f, s, None) for f in frames]
+    s.flush()
+    got = [r.frame(1, f.kind, s) for r, f in zip(refs, frames, strict=True)]
+    assert [g.packet_indexes for g in got] == [(5,), (6, 8, 9), (10, 11), ()]
+    assert [g.packet_offsets for g in got] == [(0,), (0, 1448, 2896), (), ()]
+    assert [bytes(g.payload) for g in got] == [bytes(f.payload) for f in frames]
+    s.close()
 
 
 def test_filter_matches():
