@@ -279,6 +279,7 @@ def test_io_series_and_latency_histogram():
 
 
 def test_indexer_posts_every_row_once_then_done(tmp_path):
+    import gc
     import threading
 
     from analyzer.tui.indexer import Indexer
@@ -288,9 +289,13 @@ def test_indexer_posts_every_row_once_then_done(tmp_path):
     index = Index(Options(True))
     stats = Stats(a.knowledge.topic_ids)
     posted = []
-    Indexer(a, index, stats, threading.Lock(), first_batch=0.0, batch=0.0).run(
-        lambda p: posted.append(p) or True, lambda: False, str(TXN)
+    thresholds = gc.get_threshold()
+    seen = []  # the GC's thresholds while indexing: a young generation of gc_young objects
+    Indexer(a, index, stats, threading.Lock(), first_batch=0.0, batch=0.0, gc_young=12345).run(
+        lambda p: posted.append(p) or seen.append(gc.get_threshold()) or True, lambda: False, str(TXN)
     )
+    assert seen and all(t == (12345, *thresholds[1:]) for t in seen)
+    assert gc.get_threshold() == thresholds  # and as they were once done
     assert posted[-1].done and posted[-1].error is None and posted[-1].fraction == 1.0
     assert not any(p.done for p in posted[:-1])
     rows = [r for p in posted for r in p.rows]
