@@ -468,21 +468,23 @@ class KafkaConnection:
         st: _Direction, start: int, end: int
     ) -> tuple[float, float, tuple[int, ...], tuple[int, ...]]:
         """The first and last timestamps of the bytes ``start..end`` of the stream, the packets
-        they came in and where each packet's bytes start (relative to ``start``)."""
+        they came in and where each packet's bytes start (relative to ``start``: the first
+        packet's at 0, each later one's where the chunk before it ended)."""
         ts_first = ts_last = None
         idx: list[int] = []
         offs: list[int] = []
-        prev = start  # where the next chunk's bytes start (the first one: at the frame start)
+        prev = start
         for cend, ts, pi in st.chunks:
             if cend <= start:
-                prev = cend
                 continue
             if ts_first is None:
                 ts_first = ts
-            ts_last = ts
-            if not idx or idx[-1] != pi:
                 idx.append(pi)
-                offs.append(prev - start if prev > start else 0)
+                offs.append(0)
+            elif idx[-1] != pi:
+                idx.append(pi)
+                offs.append(prev - start)
+            ts_last = ts
             if cend >= end:
                 break
             prev = cend
