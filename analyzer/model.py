@@ -105,7 +105,8 @@ class Frame:
     ``packet_indexes`` are the packets whose bytes make up the frame, in stream order, and
     ``packet_offsets`` where each one's bytes start in the frame (counted from the size prefix:
     the first is 0; a later packet may start inside the size prefix). Empty offsets: not known
-    (a frame not built from a capture)."""
+    (a frame not built from a capture, or over several packets when the framer was not asked
+    to record them: ``Options.packet_offsets``)."""
 
     conn: int
     direction: int

@@ -113,8 +113,10 @@ class KafkaConnection:
         port_client: int | None = None,
         max_frame: int = DEFAULT_MAX_FRAME,
         detect_limit: int = 1 << 20,
+        offsets: bool = True,
     ) -> None:
         self.conn = conn
+        self.offsets = offsets  # record Frame.packet_offsets (else: empty for frames over many packets)
         self.client = client
         self.port_client = port_client  # the direction towards a usual Kafka port, if any
         self.syn = syn
@@ -421,7 +423,7 @@ class KafkaConnection:
             e = p + 4 + size
             if e > n:
                 break
-            ts_first, ts_last, packets, offsets = self._packets(st, st.start + p, st.start + e)
+            ts_first, ts_last, packets, offsets = self._packets(st, st.start + p, st.start + e, self.offsets)
             frames.append(
                 self._frame(d, st.start + p, size, bytes(buf[p + 4 : e]), ts_first, ts_last, packets, offsets)
             )
@@ -465,30 +467,43 @@ class KafkaConnection:
 
     @staticmethod
     def _packets(
-        st: _Direction, start: int, end: int
+        st: _Direction, start: int, end: int, want_offsets: bool
     ) -> tuple[float, float, tuple[int, ...], tuple[int, ...]]:
         """The first and last timestamps of the bytes ``start..end`` of the stream, the packets
-        they came in and where each packet's bytes start (relative to ``start``: the first
-        packet's at 0, each later one's where the chunk before it ended)."""
+        they came in and, with ``want_offsets``, where each packet's bytes start (relative to
+        ``start``: the first packet's at 0, each later one's where the chunk before it ended;
+        without, empty when there are several packets)."""
         ts_first = ts_last = None
         idx: list[int] = []
-        offs: list[int] = []
-        prev = start
+        if want_offsets:
+            offs: list[int] = []
+            prev = start
+            for cend, ts, pi in st.chunks:
+                if cend <= start:
+                    continue
+                if ts_first is None:
+                    ts_first = ts
+                    idx.append(pi)
+                    offs.append(0)
+                elif idx[-1] != pi:
+                    idx.append(pi)
+                    offs.append(prev - start)
+                ts_last = ts
+                if cend >= end:
+                    break
+                prev = cend
+            return ts_first or 0.0, ts_last or 0.0, tuple(idx), tuple(offs)
         for cend, ts, pi in st.chunks:
             if cend <= start:
                 continue
             if ts_first is None:
                 ts_first = ts
-                idx.append(pi)
-                offs.append(0)
-            elif idx[-1] != pi:
-                idx.append(pi)
-                offs.append(prev - start)
             ts_last = ts
+            if not idx or idx[-1] != pi:
+                idx.append(pi)
             if cend >= end:
                 break
-            prev = cend
-        return ts_first or 0.0, ts_last or 0.0, tuple(idx), tuple(offs)
+        return ts_first or 0.0, ts_last or 0.0, tuple(idx), _AT_START if len(idx) == 1 else ()
 
     @staticmethod
     def _trim_chunks(st: _Direction) -> None:

@@ -35,12 +35,13 @@ NDPI = PUBLIC / "ndpi_kafka.pcapng"
 
 
 def full(path: Path) -> list[Exchange]:
-    return [ev for ev in Analysis(path, Options(records_bodies=True)).events() if type(ev) is Exchange]
+    opts = Options(records_bodies=True, packet_offsets=True)
+    return [ev for ev in Analysis(path, opts).events() if type(ev) is Exchange]
 
 
 def indexed(path: Path) -> tuple[Index, Analysis]:
-    """The TUI's way: one pass without record bodies, in batches."""
-    a = Analysis(path, Options(records_bodies=False))
+    """The TUI's way: one pass without record bodies, in batches, packet offsets recorded."""
+    a = Analysis(path, Options(records_bodies=False, packet_offsets=True))
     index = Index(Options(records_bodies=True))
     for events in a.batches(0.05):
         if index.origin is None:

@@ -73,6 +73,10 @@ def test_packet_offsets_where_each_packet_starts_in_the_frame():
         assert list(zip(f.packet_indexes, f.packet_offsets, strict=True)) == want
     assert [f.packet_indexes for f in frames] == [(1,), (1, 2, 3), (3, 4, 5)]
     assert [f.packet_offsets for f in frames] == [(0,), (0, 148, 648), (0, 2, 502)]
+    # not asked for (stats, read: the framer's cost stays as it was): none over several packets
+    again, _ = feed_all(KafkaConnection(1, syn=True, offsets=False), evs)
+    assert [f.packet_indexes for f in again] == [f.packet_indexes for f in frames]
+    assert [f.packet_offsets for f in again] == [(0,), (), ()]
 
 
 def test_packet_offsets_of_a_frame_inside_one_segment_and_after_a_cut_segment():
