@@ -100,7 +100,13 @@ class Endpoint(NamedTuple):
 
 @dataclass(slots=True)
 class Frame:
-    """One size-prefixed Kafka frame; ``payload`` excludes the 4-byte size."""
+    """One size-prefixed Kafka frame; ``payload`` excludes the 4-byte size.
+
+    ``packet_indexes`` are the packets whose bytes make up the frame, in stream order, and
+    ``packet_offsets`` where each one's bytes start in the frame (counted from the size prefix:
+    the first is 0; a later packet may start inside the size prefix). Empty offsets: not known
+    (a frame not built from a capture, or over several packets when the framer was not asked
+    to record them: ``Options.packet_offsets``)."""
 
     conn: int
     direction: int
@@ -111,6 +117,7 @@ class Frame:
     ts_last: float
     packet_indexes: tuple[int, ...]
     kind: str = "request"  # "request" | "response": decided by the connection's roles
+    packet_offsets: tuple[int, ...] = ()
 
 
 @dataclass(slots=True)

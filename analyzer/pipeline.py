@@ -239,7 +239,9 @@ class Pipeline:
         elif ev.sport in self.ports:
             client = 1
         port_client = 0 if ev.dport in KAFKA_PORTS else 1 if ev.sport in KAFKA_PORTS else None
-        framer = KafkaConnection(ev.conn, ev.syn, client=client, port_client=port_client)
+        framer = KafkaConnection(
+            ev.conn, ev.syn, client=client, port_client=port_client, offsets=self.opts.packet_offsets
+        )
         self.conns[ev.conn] = _Conn(info, framer, ConnectionPairer(info, self.opts, self.knowledge))
 
 

@@ -41,6 +41,7 @@ _i32 = struct.Struct(">i").unpack_from
 _req_head = struct.Struct(">hhih").unpack_from  # api_key, api_version, correlation_id, client id length
 
 DEFAULT_MAX_FRAME = 256 << 20
+_AT_START = (0,)  # the packet offsets of a frame inside one packet
 MAX_PENDING = 4096  # awaited correlation ids kept per connection for resynchronisation
 
 
@@ -112,8 +113,10 @@ class KafkaConnection:
         port_client: int | None = None,
         max_frame: int = DEFAULT_MAX_FRAME,
         detect_limit: int = 1 << 20,
+        offsets: bool = True,
     ) -> None:
         self.conn = conn
+        self.offsets = offsets  # record Frame.packet_offsets (else: empty for frames over many packets)
         self.client = client
         self.port_client = port_client  # the direction towards a usual Kafka port, if any
         self.syn = syn
@@ -153,7 +156,9 @@ class KafkaConnection:
                 if e > n:
                     break
                 frames.append(
-                    self._frame(d, ev.offset + p, size, data[p + 4 : e], ev.ts, ev.ts, (ev.packet_index,))
+                    self._frame(
+                        d, ev.offset + p, size, data[p + 4 : e], ev.ts, ev.ts, (ev.packet_index,), _AT_START
+                    )
                 )
                 p = e
             if p == n:
@@ -216,11 +221,11 @@ class KafkaConnection:
             )
         )
 
-    def _frame(self, d, offset, size, payload, ts_first, ts_last, packets) -> Frame:
+    def _frame(self, d, offset, size, payload, ts_first, ts_last, packets, offsets) -> Frame:
         st = self.dirs[d]
         st.frames += 1
         kind = "request" if d == self.client else "response"
-        f = Frame(self.conn, d, offset, size, payload, ts_first, ts_last, packets, kind)
+        f = Frame(self.conn, d, offset, size, payload, ts_first, ts_last, packets, kind, offsets)
         if kind == "request" and size >= 8:
             pending = self.pending
             pending[_i32(payload, 4)[0]] = None
@@ -418,9 +423,9 @@ class KafkaConnection:
             e = p + 4 + size
             if e > n:
                 break
-            ts_first, ts_last, packets = self._packets(st, st.start + p, st.start + e)
+            ts_first, ts_last, packets, offsets = self._packets(st, st.start + p, st.start + e, self.offsets)
             frames.append(
-                self._frame(d, st.start + p, size, bytes(buf[p + 4 : e]), ts_first, ts_last, packets)
+                self._frame(d, st.start + p, size, bytes(buf[p + 4 : e]), ts_first, ts_last, packets, offsets)
             )
             p = e
         if p:
@@ -461,9 +466,33 @@ class KafkaConnection:
             st.skipping = 0
 
     @staticmethod
-    def _packets(st: _Direction, start: int, end: int) -> tuple[float, float, tuple[int, ...]]:
+    def _packets(
+        st: _Direction, start: int, end: int, want_offsets: bool
+    ) -> tuple[float, float, tuple[int, ...], tuple[int, ...]]:
+        """The first and last timestamps of the bytes ``start..end`` of the stream, the packets
+        they came in and, with ``want_offsets``, where each packet's bytes start (relative to
+        ``start``: the first packet's at 0, each later one's where the chunk before it ended;
+        without, empty when there are several packets)."""
         ts_first = ts_last = None
         idx: list[int] = []
+        if want_offsets:
+            offs: list[int] = []
+            prev = start
+            for cend, ts, pi in st.chunks:
+                if cend <= start:
+                    continue
+                if ts_first is None:
+                    ts_first = ts
+                    idx.append(pi)
+                    offs.append(0)
+                elif idx[-1] != pi:
+                    idx.append(pi)
+                    offs.append(prev - start)
+                ts_last = ts
+                if cend >= end:
+                    break
+                prev = cend
+            return ts_first or 0.0, ts_last or 0.0, tuple(idx), tuple(offs)
         for cend, ts, pi in st.chunks:
             if cend <= start:
                 continue
@@ -474,7 +503,7 @@ class KafkaConnection:
                 idx.append(pi)
             if cend >= end:
                 break
-        return ts_first or 0.0, ts_last or 0.0, tuple(idx)
+        return ts_first or 0.0, ts_last or 0.0, tuple(idx), _AT_START if len(idx) == 1 else ()
 
     @staticmethod
     def _trim_chunks(st: _Direction) -> None:

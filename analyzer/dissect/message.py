@@ -77,12 +77,21 @@ _PARTIAL = {k.code: k for k in (RECORDS_PARTIAL_BATCH, RECORDS_PARTIAL_MESSAGE)}
 class Options:
     """Decoding options shared by a whole run."""
 
-    __slots__ = ("records_bodies", "show_secrets", "limits", "_hook", "layouts")
+    __slots__ = ("records_bodies", "show_secrets", "limits", "_hook", "layouts", "packet_offsets")
 
-    def __init__(self, records_bodies: bool = False, show_secrets: bool = False, limits=None):
+    def __init__(
+        self,
+        records_bodies: bool = False,
+        show_secrets: bool = False,
+        limits=None,
+        packet_offsets: bool = False,
+    ):
         self.records_bodies = records_bodies
         self.show_secrets = show_secrets
         self.limits = limits
+        # the framer records where each packet starts in a frame (Frame.packet_offsets: for the
+        # TUI's hex view; a few per cent of the framing's cost, so off unless asked for)
+        self.packet_offsets = packet_offsets
         self._hook = None  # the records hook, made once per Options
         self.layouts = layout.Memory()  # the misalignment search's memory for the run
 

@@ -38,21 +38,30 @@ class Spool:
 
     The indexing thread appends (:meth:`put`) and calls :meth:`flush` before it hands rows to
     the UI; the UI thread reads what was flushed (:meth:`get`, ``os.pread``: no shared file
-    position). The file is deleted when closed (and by the OS if the process dies).
+    position). What is put waits in memory until :meth:`flush` (one write per batch of rows,
+    not one or two per frame). The file is deleted when closed (and by the OS if the process
+    dies).
     """
 
     def __init__(self, directory: str | None = None) -> None:
         self._f = tempfile.TemporaryFile(prefix="kafka-analyzer-tui-", dir=directory)  # noqa: SIM115
         self._fd = self._f.fileno()
+        self._buf = bytearray()
         self.size = 0
 
-    def put(self, data: bytes | memoryview) -> int:
+    def put(self, data: bytes | memoryview, more: bytes = b"") -> int:
+        """Append ``data`` (and ``more`` after it); where ``data`` starts."""
         off = self.size
-        self._f.write(data)
-        self.size += len(data)
+        buf = self._buf
+        buf += data
+        buf += more
+        self.size = off + len(data) + len(more)
         return off
 
     def flush(self) -> None:
+        if self._buf:
+            self._f.write(self._buf)
+            self._buf = bytearray()
         self._f.flush()
 
     def get(self, offset: int, length: int) -> bytes:
@@ -66,7 +75,8 @@ class Spool:
 
 
 class FrameRef:
-    """Where one frame is: its spooled payload and packet numbers, and its metadata.
+    """Where one frame is: its spooled payload, packet numbers and packet offsets, and its
+    metadata.
 
     ``keep`` holds a message that is not re-decoded (a raw SASL token, decoded with its
     connection's mechanism at capture time; these are small)."""
@@ -90,15 +100,21 @@ class FrameRef:
         self.ts_first = frame.ts_first
         self.ts_last = frame.ts_last
         self.nbytes = len(frame.payload)  # the size field's value for whole frames
-        self.spool = spool.put(frame.payload)
         pk = frame.packet_indexes
         self.packets = len(pk)
-        spool.put(array("q", pk).tobytes())
+        # the packet numbers, then where each packet after the first starts in the frame (the
+        # first starts at 0): nothing more for the frames that fit in one packet
+        # (-1: not known, a frame not built by the framer)
+        spooled = array("q", pk)
+        if len(pk) > 1:
+            offs = frame.packet_offsets
+            spooled.extend(offs[1:] if len(offs) == len(pk) else (-1,) * (len(pk) - 1))
+        self.spool = spool.put(frame.payload, spooled.tobytes())
         self.keep = keep
 
     def frame(self, conn: int, kind: str, spool: Spool) -> Frame:
-        n = self.nbytes
-        raw = spool.get(self.spool, n + 8 * self.packets)
+        n, count = self.nbytes, self.packets
+        raw = spool.get(self.spool, n + 8 * (2 * count - 1 if count > 1 else count))
         pk = array("q")
         pk.frombytes(raw[n:])
         return Frame(
@@ -109,8 +125,9 @@ class FrameRef:
             raw[:n],
             self.ts_first,
             self.ts_last,
-            tuple(pk),
+            tuple(pk[:count]),
             kind,
+            (0, *pk[count:]) if count and min(pk[count:], default=0) >= 0 else (),
         )
 
 

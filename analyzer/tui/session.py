@@ -162,7 +162,12 @@ class Session:
         self.opts = opts if opts is not None else Options(records_bodies=True)
         self.lock = threading.Lock()
         # indexing decodes without record bodies; the view decodes them (self.opts)
-        scan = Options(records_bodies=False, show_secrets=self.opts.show_secrets, limits=self.opts.limits)
+        scan = Options(
+            records_bodies=False,
+            show_secrets=self.opts.show_secrets,
+            limits=self.opts.limits,
+            packet_offsets=True,  # the hex view marks where each packet starts
+        )
         self.analysis = Analysis(
             source,
             scan,

@@ -1049,3 +1049,110 @@ def test_header_click_sorts_and_io_of_the_filtered_list():
             )
 
     asyncio.run(go())
+
+
+def capture_payloads(path: Path) -> dict[int, bytes]:
+    """The TCP payload of every packet of ``path`` (numbered from 1), read with scapy: not with
+    the analyzer's own reader, decoder or reassembly."""
+    from scapy.layers.inet import TCP
+    from scapy.utils import rdpcap
+
+    return {i: bytes(p[TCP].payload) for i, p in enumerate(rdpcap(str(path)), 1) if TCP in p}
+
+
+def packet_cells(hv: HexView) -> tuple[set[int], set[int], set[int]]:
+    """Byte offsets drawn in the packet-boundary style (in the hex column, in the ascii column)
+    and those followed by the boundary glyph ``┆`` in the hex column."""
+    pk = hv.get_component_rich_style("hexview--packet")
+    n = hv.bytes_per_row
+    hex_on: set[int] = set()
+    ascii_on: set[int] = set()
+    glyph: set[int] = set()
+    for row in range(hv.rows):
+        segs = hv.row_segments(row)
+        sep = next(i for i, s in enumerate(segs) if s.text.startswith("│"))
+        k = -1
+        for s in segs[2:sep]:
+            if len(s.text) == 2:
+                k += 1
+                if s.style is not None and s.style.underline and s.style.color == pk.color:
+                    hex_on.add(row * n + k)
+            elif s.text == "┆":
+                glyph.add(row * n + k + 1)
+        chars = [s for s in segs[sep + 1 :] if len(s.text) == 1]
+        ascii_on.update(row * n + k for k, s in enumerate(chars) if s.style == pk or s.style.underline)
+    return hex_on, ascii_on, glyph
+
+
+@pytest.mark.parametrize("source", ["file", "stdin"])
+@pytest.mark.parametrize("size", [SIZE, (80, 24)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_hex_view_marks_packet_boundaries(source, size):
+    """A Produce request spread over several 1500-byte-MTU packets: the hex view marks where each
+    packet's bytes start, at the offsets the capture's own TCP payload sizes give, and names the
+    packet(s) of the selected field."""
+    payloads = capture_payloads(GZIP)
+
+    async def go(app: AnalyzerApp):
+        async with app.run_test(size=size) as pilot:
+            await wait_done(app, pilot)
+            row = next(r for r in app.rows if r.api_key == 0 and r.req.packets >= 4)
+            assert app.select_exchange(row.index)
+            await pilot.pause()
+            if not app.query_one("#hex").display:  # hidden at first when narrow
+                await pilot.press("w")
+                await pilot.pause()
+            hv = app.query_one("#hex-request", HexView)
+            frame = app.view.request.frame
+            data = hv.data
+            pks = frame.packet_indexes
+            assert len(pks) >= 4 and hv.size.width > 0
+            # from the capture alone: the frame starts its first packet (the size prefix first),
+            # each packet's payload follows the one before, the last holds the frame's end
+            first = payloads[pks[0]]
+            assert int.from_bytes(first[:4], "big") == len(data)
+            whole = b"".join(payloads[p] for p in pks)
+            assert whole[4 : 4 + len(data)] == data and len(whole) - len(payloads[pks[-1]]) < 4 + len(data)
+            want, at = [], -4
+            for p in pks:
+                want.append((max(at, 0), p))
+                at += len(payloads[p])
+            assert hv.packets == tuple(want)
+            sizes = [b[0] - a[0] for a, b in zip(hv.packets, hv.packets[1:], strict=False)]
+            assert sizes[0] == len(first) - 4 and sizes[1:] == [len(payloads[p]) for p in pks[1:-1]]
+            # drawn: the first byte of every packet but the first, in both columns, after ┆
+            hex_on, ascii_on, glyph = packet_cells(hv)
+            starts = {off for off, _ in hv.packets[1:]}
+            assert hex_on == starts and ascii_on == starts
+            assert glyph == {s for s in starts if s % hv.bytes_per_row}
+            assert hv.border_subtitle == f"{len(pks)} packets " + " ".join(
+                [f"#{pks[0]}"] + [f"#{p}@{o}" for o, p in hv.packets[1:]]
+            )
+            # a field inside the first packet, then the records, which run across them all
+            acks = app.find_field("request", lambda f: f.name == "acks")
+            assert acks is not None and app.reveal_field("request", acks)
+            await pilot.pause()
+            assert hv.border_subtitle.endswith(f"packet #{pks[0]}")
+            recs = app.find_field("request", lambda f: f.type == "records" and f.length > 4000)
+            assert recs is not None and app.reveal_field("request", recs)
+            await pilot.pause()
+            assert hv.border_subtitle.endswith(f"packets #{pks[0]}-#{pks[-1]}")
+            # on screen: the row in view that holds the second packet's first byte draws it
+            # underlined (and its number at the end of the row when the view is wide enough)
+            n = hv.bytes_per_row
+            b = hv.packets[1][0]
+            hv.scroll_to(y=b // n, animate=False)
+            await pilot.pause()
+            line = hv.render_line(b // n - hv.scroll_offset.y)
+            cells = [s for s in line if len(s.text) == 2 and s.style is not None and s.style.underline]
+            assert [c.text for c in cells] == [f"{data[b]:02x}"]
+            assert (f"◂#{pks[1]}" in line.text) == (hv.size.width >= hv.line_width + 4)
+            # the response: its own packets (a one-packet frame lists just that one)
+            rv = app.query_one("#hex-response", HexView)
+            rpk = app.view.response.frame.packet_indexes
+            assert [p for _, p in rv.packets] == list(rpk)
+
+    if source == "file":
+        asyncio.run(go(AnalyzerApp(str(GZIP))))
+    else:
+        with open(GZIP, "rb") as f:
+            asyncio.run(go(AnalyzerApp(f, name="-")))

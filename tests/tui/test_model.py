@@ -35,12 +35,13 @@ NDPI = PUBLIC / "ndpi_kafka.pcapng"
 
 
 def full(path: Path) -> list[Exchange]:
-    return [ev for ev in Analysis(path, Options(records_bodies=True)).events() if type(ev) is Exchange]
+    opts = Options(records_bodies=True, packet_offsets=True)
+    return [ev for ev in Analysis(path, opts).events() if type(ev) is Exchange]
 
 
 def indexed(path: Path) -> tuple[Index, Analysis]:
-    """The TUI's way: one pass without record bodies, in batches."""
-    a = Analysis(path, Options(records_bodies=False))
+    """The TUI's way: one pass without record bodies, in batches, packet offsets recorded."""
+    a = Analysis(path, Options(records_bodies=False, packet_offsets=True))
     index = Index(Options(records_bodies=True))
     for events in a.batches(0.05):
         if index.origin is None:
@@ -80,6 +81,8 @@ def test_exchanges_decode_again_from_the_spool(path):
                     continue
                 assert bytes(got.frame.payload) == bytes(exp.frame.payload)
                 assert got.frame.packet_indexes == exp.frame.packet_indexes
+                assert got.frame.packet_offsets == exp.frame.packet_offsets
+                assert len(got.frame.packet_offsets) == len(got.frame.packet_indexes)
                 assert (got.frame.ts_first, got.frame.ts_last) == (exp.frame.ts_first, exp.frame.ts_last)
                 assert tree_of(got.header) == tree_of(exp.header)
                 assert tree_of(got.body) == tree_of(exp.body)
@@ -135,6 +138,28 @@ def test_spool_round_trip(tmp_path):
     assert s.get(b, 6) == b"world!" and s.get(a, 5) == b"hello"
     s.close()
     assert list(tmp_path.iterdir()) == []  # an anonymous temporary file
+
+
+def test_frame_packets_round_trip_through_the_spool(tmp_path):
+    """Packet numbers and offsets come back from the spool as the framer gave them; a frame
+    whose offsets are not known (not built by the framer) comes back without offsets."""
+    from analyzer.model import Frame
+    from analyzer.tui.model import FrameRef
+
+    s = Spool(str(tmp_path))
+    frames = [
+        Frame(1, 0, 0, 3, b"abc", 1.0, 1.0, (5,), "request", (0,)),
+        Frame(1, 0, 7, 3000, b"x" * 3000, 1.0, 2.0, (6, 8, 9), "request", (0, 1448, 2896)),
+        Frame(1, 1, 0, 3000, b"y" * 3000, 1.0, 2.0, (10, 11), "response"),
+        Frame(1, 1, 0, 0, b"", 1.0, 2.0, (), "response"),
+    ]
+    refs = [FrameRef(f, s, None) for f in frames]
+    s.flush()
+    got = [r.frame(1, f.kind, s) for r, f in zip(refs, frames, strict=True)]
+    assert [g.packet_indexes for g in got] == [(5,), (6, 8, 9), (10, 11), ()]
+    assert [g.packet_offsets for g in got] == [(0,), (0, 1448, 2896), (), ()]
+    assert [bytes(g.payload) for g in got] == [bytes(f.payload) for f in frames]
+    s.close()
 
 
 def test_filter_matches():
@@ -255,6 +280,7 @@ def test_io_series_and_latency_histogram():
 
 
 def test_indexer_posts_every_row_once_then_done(tmp_path):
+    import gc
     import threading
 
     from analyzer.tui.indexer import Indexer
@@ -264,9 +290,13 @@ def test_indexer_posts_every_row_once_then_done(tmp_path):
     index = Index(Options(True))
     stats = Stats(a.knowledge.topic_ids)
     posted = []
-    Indexer(a, index, stats, threading.Lock(), first_batch=0.0, batch=0.0).run(
-        lambda p: posted.append(p) or True, lambda: False, str(TXN)
+    thresholds = gc.get_threshold()
+    seen = []  # the GC's thresholds while indexing: a young generation of gc_young objects
+    Indexer(a, index, stats, threading.Lock(), first_batch=0.0, batch=0.0, gc_young=12345).run(
+        lambda p: posted.append(p) or seen.append(gc.get_threshold()) or True, lambda: False, str(TXN)
     )
+    assert seen and all(t == (12345, *thresholds[1:]) for t in seen)
+    assert gc.get_threshold() == thresholds  # and as they were once done
     assert posted[-1].done and posted[-1].error is None and posted[-1].fraction == 1.0
     assert not any(p.done for p in posted[:-1])
     rows = [r for p in posted for r in p.rows]

@@ -35,11 +35,16 @@ def view(what: str):
             app.select_exchange(fetch)
             await pilot.pause()
             app.action_records()
-        elif what == "detail":
-            produce = next(r.index for r in app.rows if r.api_key == 0)
+        elif what == "detail":  # detail only: a Produce over 4 packets, their boundaries marked
+            produce = next(r.index for r in app.rows if r.api_key == 0 and r.req.packets >= 4)
             app.select_exchange(produce)
             await pilot.pause()
-            await pilot.press("z")
+            await pilot.press("z", "z")
+            if not app.query_one("#hex").display:  # (hidden at first when narrow)
+                await pilot.press("w")
+            await pilot.pause()
+            hv = app.query_one("#hex-request")  # scrolled to where the second packet starts
+            hv.scroll_to(y=hv.packets[1][0] // hv.bytes_per_row - 2, animate=False)
         elif what == "filter":  # a bad filter being typed: the error and where, under the bar
             bar = app.query_one("#filter")
             bar.DELAY = 60  # (nothing applied while typing on a loaded machine)

@@ -53,6 +53,6 @@ class ExchangeHex(Vertical):
         if target is None:
             hv.set_data(b"", f"{kind}: not captured")
             return
-        if target.data != hv.data or target.title != hv.title:
-            hv.set_data(target.data, target.title)
+        if target.data != hv.data or target.title != hv.title or target.packets != hv.packets:
+            hv.set_data(target.data, target.title, target.packets)
         hv.set_highlight(target.start, target.end)

@@ -1,6 +1,9 @@
-"""A hex and ASCII view of a byte string with one highlighted span (the line API)."""
+"""A hex and ASCII view of a byte string with one highlighted span and its packet boundaries
+(the line API)."""
 
 from __future__ import annotations
+
+from bisect import bisect_right
 
 from rich.segment import Segment
 from rich.style import Style
@@ -18,14 +21,21 @@ class HexView(ScrollView, can_focus=True):
 
     16 bytes per row when the view is wide enough, else 8 or 4. Rendered line by line (the line
     API), so a payload of megabytes costs only the visible rows.
+
+    ``packets`` says where the bytes of each captured packet start (``(offset, packet number)``,
+    by offset): the first byte of every packet but the first is drawn underlined in the packet
+    style in both columns, after a ``┆`` in the hex column, and its row ends with the packet
+    number (``◂#12``) when the view is wide enough; the subtitle names the packet(s) of the
+    selection, or lists the packets when nothing is selected.
     """
 
-    COMPONENT_CLASSES = {"hexview--offset", "hexview--highlight", "hexview--separator"}
+    COMPONENT_CLASSES = {"hexview--offset", "hexview--highlight", "hexview--separator", "hexview--packet"}
     DEFAULT_CSS = """
     HexView { background: $surface; }
     HexView > .hexview--offset { color: $text-muted; }
     HexView > .hexview--separator { color: $text-muted; }
     HexView > .hexview--highlight { background: $accent; color: $text; text-style: bold; }
+    HexView > .hexview--packet { color: $warning; text-style: bold underline; }
     """
 
     def __init__(self, *args, **kwargs) -> None:
@@ -34,16 +44,32 @@ class HexView(ScrollView, can_focus=True):
         self.highlight: tuple[int, int] | None = None
         self.bytes_per_row = 16
         self.title = ""
+        self.packets: tuple[tuple[int, int], ...] = ()
+        self._starts: list[int] = []  # the packets' start offsets (bisected per row)
 
     # state --------------------------------------------------------------------------------------
-    def set_data(self, data: bytes, title: str = "") -> None:
+    def set_data(self, data: bytes, title: str = "", packets: tuple[tuple[int, int], ...] = ()) -> None:
         if data is not self.data:
             self.data = data
             self.highlight = None
             self.scroll_to(0, 0, animate=False)
         self.title = title
+        self.packets = packets
+        self._starts = [off for off, _ in packets]
         self._update_size()
         self.refresh()
+
+    def packet_at(self, offset: int) -> int | None:
+        """The number of the packet byte ``offset`` came in (None: not known)."""
+        i = bisect_right(self._starts, offset) - 1
+        return self.packets[i][1] if i >= 0 else None
+
+    def boundaries(self, start: int, end: int) -> list[tuple[int, int]]:
+        """The packet boundaries (first bytes of every packet but the first) in ``start..end``."""
+        st = self._starts
+        lo = max(bisect_right(st, start - 1), 1)
+        hi = bisect_right(st, end - 1)
+        return list(self.packets[lo:hi]) if lo < hi else []
 
     def set_highlight(self, start: int | None, end: int | None) -> None:
         if start is None or end is None or end <= start:
@@ -82,9 +108,22 @@ class HexView(ScrollView, can_focus=True):
         self.border_title = f"{self.title} ({size})" if self.title else size
         if self.highlight:
             s, e = self.highlight
-            self.border_subtitle = f"selected {s}..{e - 1} (0x{s:x}, {e - s} bytes)"
+            sub = f"selected {s}..{e - 1} (0x{s:x}, {e - s} bytes)"
+            first, last = self.packet_at(s), self.packet_at(e - 1)
+            if first is not None:
+                sub += f" packet #{first}" if first == last else f" packets #{first}-#{last}"
+            self.border_subtitle = sub
         else:
-            self.border_subtitle = ""
+            self.border_subtitle = self.packets_text()
+
+    def packets_text(self, most: int = 6) -> str:
+        """The packets and where they start: ``packets #31 #32@1444 #33@2892``."""
+        p = self.packets
+        if len(p) < 2:
+            return f"packet #{p[0][1]}" if p else ""
+        words = [f"#{pk}@{off}" if off else f"#{pk}" for off, pk in p[:most]]
+        more = f" …{len(p) - most} more" if len(p) > most else ""
+        return f"{len(p)} packets " + " ".join(words) + more
 
     def _scroll_to_highlight(self) -> None:
         if not self.highlight:
@@ -108,6 +147,8 @@ class HexView(ScrollView, can_focus=True):
         off_style = self.get_component_rich_style("hexview--offset")
         sep_style = self.get_component_rich_style("hexview--separator")
         hl_style = self.get_component_rich_style("hexview--highlight")
+        pk_style = self.get_component_rich_style("hexview--packet")
+        hl_pk_style = hl_style + Style(underline=True)
         plain = Style()
         start = row * n
         if not data and row == 0:
@@ -116,24 +157,36 @@ class HexView(ScrollView, can_focus=True):
         if not chunk:
             return []
         hs, he = self.highlight or (-1, -1)
+        marks = self.boundaries(start, start + len(chunk)) if self.packets else []
+        first = {off - start for off, _ in marks}  # row positions of a packet's first byte
         segs = [Segment(f"{start:08x}", off_style), Segment("  ", plain)]
 
         def lit(i: int) -> bool:
             return i < len(chunk) and hs <= start + i < he
 
+        def style(i: int) -> Style:
+            if i in first:
+                return hl_pk_style if lit(i) else pk_style
+            return hl_style if lit(i) else plain
+
         for i in range(n):
             if i == 8 and n == 16:
                 segs.append(Segment(" ", hl_style if lit(7) and lit(8) else plain))
             if i < len(chunk):
-                segs.append(Segment(f"{chunk[i]:02x}", hl_style if lit(i) else plain))
-                # the gap between two highlighted bytes is highlighted too
-                segs.append(Segment(" ", hl_style if lit(i) and i + 1 < n and lit(i + 1) else plain))
+                segs.append(Segment(f"{chunk[i]:02x}", style(i)))
+                if i + 1 in first:  # a packet starts at the next byte
+                    segs.append(Segment("┆", pk_style))
+                else:  # the gap between two highlighted bytes is highlighted too
+                    segs.append(Segment(" ", hl_style if lit(i) and i + 1 < n and lit(i + 1) else plain))
             else:
                 segs.append(Segment("   ", plain))
         segs.append(Segment("│ ", sep_style))
         for i, b in enumerate(chunk):
-            on = hs <= start + i < he
-            segs.append(Segment(_ascii(b), hl_style if on else plain))
+            segs.append(Segment(_ascii(b), style(i)))
+        if marks:  # past the line width: shown when the view is wide enough
+            segs.append(Segment(" " * (n - len(chunk)) + " ", plain))
+            numbers = "◂" + " ".join(f"#{pk}" for _, pk in marks)
+            segs.append(Segment(numbers, pk_style + Style(underline=False)))
         return segs
 
     def render_line(self, y: int) -> Strip:

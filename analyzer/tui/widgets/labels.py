@@ -8,7 +8,7 @@ from rich.style import Style
 from rich.text import Text
 
 from analyzer.dissect.message import masked_payload
-from analyzer.model import Exchange, Field, Issue, Message, Severity
+from analyzer.model import Exchange, Field, Frame, Issue, Message, Severity
 from analyzer.session.report import api_text
 
 # -- labels ----------------------------------------------------------------------------------------
@@ -157,6 +157,25 @@ class HexTarget:
     start: int | None  # highlighted span [start, end) inside ``data``
     end: int | None
     title: str
+    # where each packet's bytes start in ``data``: (offset, packet number), by offset
+    packets: tuple[tuple[int, int], ...] = ()
+
+
+def packet_starts(frame: Frame) -> tuple[tuple[int, int], ...]:
+    """Where the bytes of each of ``frame``'s packets start in its payload (the bytes after the
+    4-byte size prefix): ``(offset, packet number)`` in stream order. A packet that starts in the
+    size prefix starts the payload (it replaces the packet before it at offset 0). Empty when
+    the packets' offsets are not known."""
+    offs = frame.packet_offsets
+    if not offs or len(offs) != len(frame.packet_indexes):
+        return ()
+    out: list[tuple[int, int]] = []
+    for off, pk in zip(offs, frame.packet_indexes, strict=True):
+        at = max(off - 4, 0)
+        if out and out[-1][0] == at:
+            out.pop()
+        out.append((at, pk))
+    return tuple(out)
 
 
 def hex_target(
@@ -173,6 +192,7 @@ def hex_target(
         return None
     data: bytes = masked_payload(m, show_secrets)
     title = f"{kind} frame payload"
+    packets = packet_starts(m.frame)
     start = end = None
     if node is not None and node.kind == kind:
         if node.field is not None:
@@ -183,6 +203,7 @@ def hex_target(
                     data = bytes(v) if isinstance(v, bytes | bytearray | memoryview) else b""
                     owner = node.path[i - 1].name if i else "records"
                     title = f"{kind}: decompressed data of {owner} @{container.offset}"
+                    packets = ()  # (not the captured bytes)
                     break
             f = node.field
             start, end = f.offset, f.offset + max(f.length, 0)
@@ -193,4 +214,4 @@ def hex_target(
             end = max(start, min(end or start, len(data)))
             if end == start:
                 start = end = None
-    return HexTarget(data, start, end, title)
+    return HexTarget(data, start, end, title, packets)

@@ -55,6 +55,41 @@ def test_packet_indexes_and_timestamps_of_a_frame():
     assert f.ts_first == 10.0 and f.ts_last == evs[-1].ts
 
 
+def test_packet_offsets_where_each_packet_starts_in_the_frame():
+    # frames of 352, 652 and 952 bytes (0..352, 352..1004, 1004..1956) in packets 1..5 of
+    # 500, 500, 6, 500, 500 bytes: packet 4 starts in the middle of frame 3's size prefix
+    req = REQS[0] + REQS[1] + REQS[2]
+    sizes = [500, 500, 6, 500, 500]
+    evs = chunks(0, req, sizes)
+    frames, issues = feed_all(KafkaConnection(1, syn=True), evs)
+    assert not issues and [f.offset for f in frames] == [0, 352, 1004]
+    for f in frames:  # the same from the segments' own offsets
+        end = f.offset + 4 + f.length
+        want = [
+            (ev.packet_index, max(ev.offset - f.offset, 0))
+            for ev in evs
+            if ev.offset < end and ev.offset + len(ev.data) > f.offset
+        ]
+        assert list(zip(f.packet_indexes, f.packet_offsets, strict=True)) == want
+    assert [f.packet_indexes for f in frames] == [(1,), (1, 2, 3), (3, 4, 5)]
+    assert [f.packet_offsets for f in frames] == [(0,), (0, 148, 648), (0, 2, 502)]
+    # not asked for (stats, read: the framer's cost stays as it was): none over several packets
+    again, _ = feed_all(KafkaConnection(1, syn=True, offsets=False), evs)
+    assert [f.packet_indexes for f in again] == [f.packet_indexes for f in frames]
+    assert [f.packet_offsets for f in again] == [(0,), (), ()]
+
+
+def test_packet_offsets_of_a_frame_inside_one_segment_and_after_a_cut_segment():
+    # whole frames in one segment (the framer's fast path), then a frame split after them
+    req = REQS[0] + REQS[1] + REQS[2]
+    first = len(REQS[0]) + len(REQS[1]) + 10  # the third frame's first 10 bytes, then the rest
+    evs = [StreamData(1, 0, 0, req[:first], 1.0, 7), StreamData(1, 0, first, req[first:], 2.0, 9)]
+    frames, issues = feed_all(KafkaConnection(1, syn=True, client=0), evs)
+    assert not issues
+    assert [f.packet_offsets for f in frames] == [(0,), (0,), (0, 10)]
+    assert [f.packet_indexes for f in frames] == [(7,), (7,), (7, 9)]
+
+
 def test_gap_loses_only_the_frame_it_hits():
     req = b"".join(REQS)
     # frame boundaries
