@@ -24,9 +24,13 @@ carried; a compressed file stays one split, and then is analysed whole). Then:
    file and names topics (by id) and the broker software as one run names them at that point;
    each simple commit answered UNKNOWN_MEMBER_ID is judged again against the group members one
    run knows by then (``quirk.simple_commit_rejected``: members join and leave on other
-   connections, which other owners may have).
+   connections, which other owners may have); with the Parquet output, the exchange and issue
+   events are numbered in the order one run emits them (``seq``: the owners send the packet
+   number of each event, the end's by connection) and each exchange's ``state`` gets the
+   connection id, the judged quirk, the names and the client software one run has there.
 
-The exchanges, issues, connections and records are those of analysing the file whole.
+The exchanges, issues, connections and records (and ``check --parquet``'s ``seq`` and ``state``,
+the captures row's verdict) are those of analysing the file whole.
 """
 
 from __future__ import annotations
@@ -420,9 +424,11 @@ def _key(batch: int, seq: int, conn: int) -> tuple:
     return (batch, conn if batch == _FLUSH else 0, seq)
 
 
-def _stitch(items: Iterable[tuple], tables: dict) -> Iterator[tuple]:
+def _stitch(items: Iterable[tuple], shared) -> Iterator[tuple]:
     """An owner's rows as one run has them: connection ids over the whole file, topics by id and
-    the broker software named as one run knew them at that point."""
+    the broker software named as one run knew them at that point; ``shared``: the driver's
+    tables, broadcast."""
+    tables: dict = shared.value
     at: tuple = ()  # the current batch (file, owner, batch, connection at the end)
     n = 0  # its exchange and issue events so far
     for it in items:
@@ -685,7 +691,8 @@ def analyze_split(
         exchanges = sum(it[4] for it in ends)
         issues = sum(it[5] for it in ends)
         rows += _capture_rows(piece, cuts, walks, len(opened), exchanges, issues, keylog, order.total, opts)
-    stitched = owned.mapPartitions(partial(_stitch, tables=tables))
+    # (broadcast: the events' batches are 8 bytes an event, read by every task)
+    stitched = owned.mapPartitions(partial(_stitch, shared=sc.broadcast(tables)))
     return stitched.union(sc.parallelize(rows, 1)), owned
 
 
