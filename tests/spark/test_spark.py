@@ -880,6 +880,16 @@ def test_damage_in_a_tiny_split_is_where_the_whole_file_has_it(spark, tmp_path, 
         assert list(a.split.values())[0] > 4
         got = [(r.code, r.message, r.offset) for r in a.issues.collect() if r.connection is None]
         assert got == want
+        # check --parquet's view: the issues' order and the file's verdict are one run's
+        one = analyze(spark, [str(f)], split_size=0)
+        for table, cols in (
+            ("issues", ("seq", "roles_known", "connection", "code", "message", "ts")),
+            ("captures", ("issues", "damaged", "exit_code", "inconclusive")),
+        ):
+            rows = [sorted(tuple(r[c] for c in cols) for r in getattr(x, table).collect()) for x in (a, one)]
+            assert rows[0] == rows[1], table
+        assert a.captures.collect()[0].exit_code == 1
+        one.unpersist()
     finally:
         a.unpersist()
 
