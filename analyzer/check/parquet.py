@@ -9,8 +9,12 @@ issues table), in the order one run emitted them (``seq``), to the same
 piece ends with the facts of its captures row. A piece is what ``check`` calls a capture: a
 file, or the rotated files of one recording chained.
 
+Tables of a big file that ``spark`` analysed in byte-range splits are the same: the stitching
+writes the ``state`` and ``seq`` one run writes.
+
 What cannot be evaluated is said, never passed: tables without the ``state`` column (written by
-an older ``spark``, or a big file analysed in byte-range splits), tables limited by ``spark -Y``,
+an older ``spark``), a big file analysed in splits that holds no Kafka exchange (why, only one
+run says), tables limited by ``spark -Y``,
 and rules that need record bodies over tables written without ``spark --records`` are
 :class:`NotTables` errors (exit 2) naming the fix.
 """
@@ -144,8 +148,8 @@ class Tables:
             if c["exit_code"] is None:
                 raise NotTables(
                     f"{base}: {c['capture']} has no check state (written by an older `kafka-analyzer "
-                    "spark`, or a big file analysed in byte-range splits): write the tables again, "
-                    "with --split-size 0 for files above the split size"
+                    "spark`, or a big file analysed in byte-range splits that holds no Kafka exchange): "
+                    "write the tables again (with --split-size 0 for such a file)"
                 )
 
         self._rows: dict[int, tuple[list, list]] = {}
@@ -199,8 +203,8 @@ class Tables:
         rows, issues = self._rows.pop(at)
         if any(r["state"] is None for r in rows):
             raise NotTables(
-                f"{self.base}: {piece['capture']}: exchanges without check state (a big file analysed "
-                "in byte-range splits): write the tables again with `spark --split-size 0`"
+                f"{self.base}: {piece['capture']}: exchanges without check state (written by an older "
+                "`kafka-analyzer spark`): write the tables again"
             )
         if len(rows) != (piece["exchanges"] or 0):
             raise NotTables(

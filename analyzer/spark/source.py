@@ -97,7 +97,7 @@ EXCHANGE = _struct(
     # with bodies=True, for ``check --parquet``: the exchange's place among the piece's exchange
     # and issue events (1-based, the order one run emits them), and the exchange itself as plain
     # data (analyzer.export.exchange_state: decoded trees, issues, the connection as it was);
-    # null for the rows of a big file analysed in splits
+    # (the stitching of a big file analysed in splits writes those of one run)
     ("seq", _LONG),
     ("state", _STR),
 )
@@ -116,7 +116,7 @@ ISSUE = _struct(
     ("offset", _LONG),
     ("where", _STR),
     ("roles_known", BooleanType()),  # the connection's client and broker were known then
-    ("seq", _LONG),  # the event's place in the piece (see the exchanges' seq); null in splits
+    ("seq", _LONG),  # the event's place in the piece (see the exchanges' seq)
 )
 
 CONNECTION = _struct(

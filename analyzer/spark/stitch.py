@@ -24,9 +24,13 @@ carried; a compressed file stays one split, and then is analysed whole). Then:
    file and names topics (by id) and the broker software as one run names them at that point;
    each simple commit answered UNKNOWN_MEMBER_ID is judged again against the group members one
    run knows by then (``quirk.simple_commit_rejected``: members join and leave on other
-   connections, which other owners may have).
+   connections, which other owners may have); with the Parquet output, the exchange and issue
+   events are numbered in the order one run emits them (``seq``: the owners send the packet
+   number of each event, the end's by connection) and each exchange's ``state`` gets the
+   connection id, the judged quirk, the names and the client software one run has there.
 
-The exchanges, issues, connections and records are those of analysing the file whole.
+The exchanges, issues, connections and records (and ``check --parquet``'s ``seq`` and ``state``,
+the captures row's verdict) are those of analysing the file whole.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from __future__ import annotations
 import bisect
 import copyreg
 import traceback
+from array import array
 from collections.abc import Iterable, Iterator
 from functools import partial
 
@@ -46,6 +51,8 @@ from analyzer.capture.split import Split, SplitSource, splits
 from analyzer.dissect.constants import ApiKey
 from analyzer.dissect.message import Options
 from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue
+from analyzer.export.exchange_state import _issue as _issue_state
+from analyzer.export.exchange_state import exchange_state
 from analyzer.export.parallel import (
     _CONNECTION,
     _EXCHANGE,
@@ -69,6 +76,7 @@ from analyzer.issues import (
     SPARK_ANALYSIS_FAILED,
 )
 from analyzer.model import Exchange, Issue, Severity
+from analyzer.pipeline import LOSSY, UNUSABLE, Exit
 from analyzer.reassembly.packet import decode_tcp
 from analyzer.session.groups import GroupMembers, member_change, simple_commit, simple_commit_rejected
 from analyzer.session.knowledge import LEARNS_FROM, UNNAMED_BROKER, Knowledge
@@ -84,7 +92,7 @@ from analyzer.spark.source import (
 )
 from analyzer.tls.keylog import KeyLog
 
-_ROW, _KNOW, _OPENS, _SPLITS, _FAILED = range(5)  # what the owners send: a row, or the driver's part
+_ROW, _KNOW, _OPENS, _SPLITS, _FAILED, _ORDER = range(6)  # what the owners send: a row, or the driver's part
 
 
 def _memoryview_as_bytes(m: memoryview):
@@ -142,6 +150,10 @@ class _RowShare(Share):
         self.pending: list[tuple] = []
         self.exchanges = 0
         self.issues = 0
+        # the batch of each exchange and issue event (their order: seq), those of the end by
+        # connection
+        self.marks = array("q")
+        self.flushed: list[int] = []
 
     def _emit(self, events: list, batch: int) -> None:
         ids = self.ids
@@ -164,7 +176,12 @@ class _RowShare(Share):
                 commit = _commit(ev) if ev.api_key == _OFFSET_COMMIT else None
                 if commit is not None:
                     unnamed = True  # its quirk, if one run names it, says "the broker" until stitched
+                state = None
+                if opts["bodies"]:  # check --parquet's state: the stitching completes it
+                    state = orjson.dumps(exchange_state(ev), option=orjson.OPT_NON_STR_KEYS)
+                self._mark(batch, ev.conn.id)
                 row = (_ROW, fno, owner, batch, self._seq, ev.conn.id, _EXCHANGE, rows, refs, unnamed, commit)
+                row += (state,)
                 out.append(row)
                 if ev.api_key in LEARNS_FROM:
                     out.append((_KNOW, fno, owner, batch, self._seq, ev.conn.id, _learnt(ev)))
@@ -172,17 +189,27 @@ class _RowShare(Share):
                 self.issues += 1
                 unnamed = ev.issue.message.startswith(_UNNAMED_TEXT)
                 row = _event("issue", _issue_row(name, ev))
+                self._mark(batch, ev.conn.id)
                 out.append(
-                    (_ROW, fno, owner, batch, self._seq, ev.conn.id, _ISSUE, [row], None, unnamed, None)
+                    (_ROW, fno, owner, batch, self._seq, ev.conn.id, _ISSUE, [row], None, unnamed, None, None)
                 )
             elif t is ConnectionEnd:
                 row = _event("connection", _connection_row(name, ev.conn))
-                out.append(
-                    (_ROW, fno, owner, batch, self._seq, ev.conn.id, _CONNECTION, [row], None, False, None)
-                )
+                at = (_ROW, fno, owner, batch, self._seq, ev.conn.id, _CONNECTION)
+                out.append((*at, [row], None, False, None, None))
             else:
                 continue
             self._seq += 1
+
+    def _mark(self, batch: int, conn: int) -> None:
+        if batch == _FLUSH:
+            self.flushed.append(conn)
+        else:
+            self.marks.append(batch)
+
+    def order(self) -> tuple:
+        """What the driver needs to number the events as one run does (seq)."""
+        return (_ORDER, self.fno, self.owner, self.marks, self.flushed)
 
     def drain(self) -> list[tuple]:
         out, self.pending = self.pending, []
@@ -195,19 +222,20 @@ class _RowShare(Share):
             (_OPENS, self.fno, self.owner, part.opens, self.exchanges, self.issues)
             + (part.keylog_pulled, part.keylog_issues)
         )
+        out.append(self.order())
         if splits_seen:
             out.append((_SPLITS, self.fno, splits_seen))
         return out
 
 
-def _learnt(ex: Exchange) -> tuple[dict, str | None, tuple | None]:
-    """What the knowledge learns from ``ex`` whatever it knew before: topic ids, cluster id and
-    the change of a group's live members."""
+def _learnt(ex: Exchange) -> tuple[dict, str | None, tuple | None, dict]:
+    """What the knowledge learns from ``ex`` whatever it knew before: topic ids, cluster id, the
+    change of a group's live members and the client software."""
     k = Knowledge()
     topics = ex.topics
     k.learn(ex)
     ex.topics = topics
-    return dict(k.topic_ids), k.cluster_id, member_change(ex)
+    return dict(k.topic_ids), k.cluster_id, member_change(ex), dict(k.clients)
 
 
 _OFFSET_COMMIT = ApiKey.OFFSET_COMMIT
@@ -246,6 +274,7 @@ def _close(share: _RowShare, seen: list, broken: bool) -> list[tuple]:
     else:
         out = []
     out.append((_OPENS, share.fno, share.owner, share.opens, share.exchanges, share.issues, 0, []))
+    out.append(share.order())
     if seen:
         out.append((_SPLITS, share.fno, seen))
     return out
@@ -303,9 +332,14 @@ class _Knowing:
         self.sw_keys: list = []
         self.sw: list = []
         self.groups: dict[str, tuple[list, list]] = {}  # group id -> (keys, empty after each)
+        self.clients: dict[str, tuple[list, list]] = {}  # client id -> (keys, software)
         members = GroupMembers()
         software = None
-        for key, (topic_ids, cluster_id, change) in sorted(learnt, key=lambda x: x[0]):
+        for key, (topic_ids, cluster_id, change, clients) in sorted(learnt, key=lambda x: x[0]):
+            for cid, sw in clients.items():
+                keys, known = self.clients.setdefault(cid, ([], []))
+                keys.append(key)
+                known.append(sw)
             if change is not None:
                 gid = change[0]
                 members.apply(*change)
@@ -335,6 +369,15 @@ class _Knowing:
         i = bisect.bisect_right(self.sw_keys, key)
         return self.sw[i - 1] if i else None
 
+    def client(self, client_id: str | None, key) -> tuple | None:
+        """The software of ``client_id`` one run knows when it emits the event at ``key``: one
+        run emits a packet's events once it learnt from all of them (the end's, from all)."""
+        got = self.clients.get(client_id) if client_id is not None else None
+        if got is None:
+            return None
+        i = bisect.bisect_right(got[0], (key[0], _AFTER))
+        return got[1][i - 1] if i else None
+
     def empty(self, group_id: str, key) -> bool:
         """No live member of the group is known at ``key`` (learnt before it)."""
         got = self.groups.get(group_id)
@@ -344,29 +387,76 @@ class _Knowing:
         return got[1][i - 1] if i else True
 
 
+_AFTER = float("inf")  # (batch, _AFTER): after every event of the batch
+
+
+class _Order:
+    """One run's numbering of a file's exchange and issue events (seq, 1-based), from the
+    batches of every owner's events: a packet's events are one owner's (its connection's); the
+    end's are ordered by connection, then as their owner emitted them."""
+
+    def __init__(self, orders: list[tuple], idmap: dict) -> None:
+        marks = array("q")
+        ends: dict[int, int] = {}
+        for _tag, _fno, owner, m, flushed in orders:
+            marks.extend(m)
+            for local in flushed:
+                conn = idmap[(owner, local)]
+                ends[conn] = ends.get(conn, 0) + 1
+        self.marks = array("q", sorted(marks))
+        self.ends: dict[int, int] = {}
+        n = len(self.marks)
+        for conn in sorted(ends):
+            self.ends[conn] = n
+            n += ends[conn]
+        self.total = n
+
+    def first(self, batch: int, conn: int) -> int:
+        """The number of the events before the first of ``batch`` (of ``conn``'s at the end)."""
+        if batch == _FLUSH:
+            return self.ends[conn]
+        return bisect.bisect_left(self.marks, batch)
+
+
 def _key(batch: int, seq: int, conn: int) -> tuple:
     """An event's place in one run's order: by the packet that completed it; at the end, by
     connection (as export -j's merge orders them)."""
     return (batch, conn if batch == _FLUSH else 0, seq)
 
 
-def _stitch(items: Iterable[tuple], tables: dict) -> Iterator[tuple]:
+def _stitch(items: Iterable[tuple], shared) -> Iterator[tuple]:
     """An owner's rows as one run has them: connection ids over the whole file, topics by id and
-    the broker software named as one run knew them at that point."""
+    the broker software named as one run knew them at that point; ``shared``: the driver's
+    tables, broadcast."""
+    tables: dict = shared.value
+    at: tuple = ()  # the current batch (file, owner, batch, connection at the end)
+    n = 0  # its exchange and issue events so far
     for it in items:
         if it[0] != _ROW:
             continue
-        _tag, fno, owner, batch, seq, local, kind, rows, refs, unnamed, commit = it
-        idmap, knowing = tables[fno]
+        _tag, fno, owner, batch, seq, local, kind, rows, refs, unnamed, commit, state = it
+        idmap, knowing, order = tables[fno]
         conn = idmap[(owner, local)]
         key = _key(batch, seq, conn)
         software = knowing.software(key) if unnamed else None
+        number = None
+        if kind != _CONNECTION:
+            where = (fno, owner, batch, conn if batch == _FLUSH else 0)
+            if where != at:
+                at, n = where, 0
+            n += 1
+            number = order.first(batch, conn) + n
         for ev in rows:
             what = ev[0]
             if what == "exchange":
+                empty = None
                 if commit is not None:
-                    ev = _rejudge(ev, commit, knowing.empty(commit[0], key))
-                yield _exchange(ev, conn, key, refs, knowing, software)
+                    empty = knowing.empty(commit[0], key)
+                    ev = _rejudge(ev, commit, empty)
+                ev = _exchange(ev, conn, key, refs, knowing, software)
+                if state is not None:
+                    ev = _with_state(ev, state, conn, key, knowing, software, commit, empty, number)
+                yield ev
             elif what == "record":
                 r = list(ev[5])
                 r[2] = conn
@@ -378,11 +468,37 @@ def _stitch(items: Iterable[tuple], tables: dict) -> Iterator[tuple]:
                 r[2] = conn
                 if software is not None:
                     r[9] = software + " answered " + r[9][len(_UNNAMED_TEXT) :]
+                r[13] = number
                 yield _event("issue", tuple(r))
             else:
                 r = list(ev[3])
                 r[1] = conn
                 yield _event("connection", tuple(r))
+
+
+def _with_state(
+    ev: tuple, state: bytes, conn: int, key: tuple, knowing: _Knowing, software, commit, empty, number: int
+) -> tuple:
+    """An exchange row with its ``seq`` and ``state`` as one run writes them: the connection's id
+    over the whole file, the commit's quirk judged again, the topics and the broker named, the
+    client software one run knew then."""
+    r = list(ev[1])
+    s = orjson.loads(state)
+    s["conn"]["id"] = conn
+    for m in (s["request"], s["response"]):
+        if m is not None:
+            m["frame"][0] = conn
+    if commit is not None:
+        _gid, own, quirk, _after = commit
+        s["issues"] = [_issue_state(i) for i in ([*own, quirk] if empty else own)]
+    s["topics"] = r[22]
+    sw = knowing.client(r[5], key)
+    s["software"] = None if sw is None else list(sw)
+    js = orjson.dumps(s, option=orjson.OPT_NON_STR_KEYS)
+    if software is not None:
+        js = js.replace(_UNNAMED, orjson.dumps(software + " answered ")[:-1])
+    r[23], r[24] = number, js.decode()
+    return _event("exchange", tuple(r))
 
 
 def _rejudge(ev: tuple, commit: tuple, empty: bool) -> tuple:
@@ -453,9 +569,18 @@ def _split_issues(cut: Split, before: int, issues: list) -> list:
 
 
 def _capture_rows(
-    piece: Piece, cuts: list[Split], walks: list, opens: int, exchanges: int, issues: int, keylog
+    piece: Piece,
+    cuts: list[Split],
+    walks: list,
+    opens: int,
+    exchanges: int,
+    issues: int,
+    keylog,
+    events: int,
+    opts: dict,
 ) -> list[tuple]:
-    """The file's capture issues and its captures row, as the whole-file analysis gives them."""
+    """The file's capture issues and its captures row, as the whole-file analysis gives them
+    (the capture issues come last, after the ``events`` exchange and issue events)."""
     walks = sorted(walks, key=lambda x: x[0])
     found = []
     before = 0
@@ -469,8 +594,11 @@ def _capture_rows(
         found.append(CAPTURE_NO_TCP("no TCP traffic in the capture"))
     last = totals.last_ts if totals.packets else None
     name = piece.name
-    rows = [_event("issue", _issue_row(name, CaptureIssue(i, last))) for i in found]
+    rows = [
+        _event("issue", _issue_row(name, CaptureIssue(i, last), events + n)) for n, i in enumerate(found, 1)
+    ]
     damaged = any(i.severity == Severity.ERROR for i in found)
+    inconclusive, code = _outcome(found, exchanges)
     fmt, compression = (walks[0][6], walks[0][7]) if walks else (None, None)
     rows.append(
         _event(
@@ -488,14 +616,28 @@ def _capture_rows(
                 last,
                 damaged,
                 list(piece.uris),
-                None,  # (check --parquet does not read split files: their rows have no state)
-                None,
-                None,
-                None,
+                inconclusive,
+                code,
+                opts["records"],
+                None,  # (a file analysed with -Y is not split)
             ),
         )
     )
     return rows
+
+
+def _outcome(found: list[Issue], exchanges: int) -> tuple[str | None, int | None]:
+    """The file's ``inconclusive`` and exit code as :class:`~analyzer.pipeline.Analysis` has
+    them; the exit code None (``check --parquet`` says it cannot judge the file) when it holds
+    no Kafka exchange: why, one run says from what the owners do not gather (skipped packets,
+    TLS without keys)."""
+    if any(i.code in UNUSABLE for i in found):
+        return "; ".join(f"{i.code}: {i.message}" for i in found), int(Exit.USAGE)
+    if not exchanges:
+        return None, None
+    if any(i.severity == Severity.ERROR or i.code in LOSSY for i in found):
+        return None, int(Exit.DAMAGED)
+    return None, int(Exit.OK)
 
 
 def analyze_split(
@@ -536,7 +678,8 @@ def analyze_split(
         )
         idmap = {(owner, local): n for n, (_index, owner, local) in enumerate(opened, 1)}
         learnt = [(_key(it[3], it[4], idmap[(it[2], it[5])]), it[6]) for it in mine if it[0] == _KNOW]
-        tables[fno] = (idmap, _Knowing(learnt))
+        order = _Order([it for it in mine if it[0] == _ORDER], idmap)
+        tables[fno] = (idmap, _Knowing(learnt), order)
         ends = [it for it in mine if it[0] == _OPENS]
         walks = [w for it in mine if it[0] == _SPLITS for w in it[2]]
         keylog = max(ends, key=lambda it: it[6])[7] if ends else []
@@ -547,8 +690,9 @@ def analyze_split(
                 keylog = [*keylog, SPARK_ANALYSIS_FAILED(stopped)]
         exchanges = sum(it[4] for it in ends)
         issues = sum(it[5] for it in ends)
-        rows += _capture_rows(piece, cuts, walks, len(opened), exchanges, issues, keylog)
-    stitched = owned.mapPartitions(partial(_stitch, tables=tables))
+        rows += _capture_rows(piece, cuts, walks, len(opened), exchanges, issues, keylog, order.total, opts)
+    # (broadcast: the events' batches are 8 bytes an event, read by every task)
+    stitched = owned.mapPartitions(partial(_stitch, shared=sc.broadcast(tables)))
     return stitched.union(sc.parallelize(rows, 1)), owned
 
 

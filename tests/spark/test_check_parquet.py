@@ -32,6 +32,10 @@ WHOLE = ["librdkafka-acks0.pcap", "kafka-python-0.8.2-none.pcap", "librdkafka-sa
 ROTATED = "kafka-go-none.pcap"
 TRUNCATED = "librdkafka-produce-consume-gzip.pcap"
 OTHER = "librdkafka-produce-consume-zstd.pcap"  # the second capture set
+# written twice more: cut into 4 KB byte-range splits (set "split": connections and frames cross
+# splits) and analysed whole (set "whole"); acks=0 and SASL PLAIN findings, and the admin client
+# whose simple commits the stitching judges against the group members
+SPLIT = ["librdkafka-acks0.pcap", "librdkafka-admin.pcap", "librdkafka-sasl-plain.pcap"]
 
 RULES = """
 [check]
@@ -80,8 +84,9 @@ def _run(argv: list[str]) -> tuple[int, str, str]:
 
 @pytest.fixture(scope="module")
 def tables(tmp_path_factory) -> dict:
-    """One Spark session: set ``main`` (the captures above, with --records) and set ``other``
-    (one capture, without --records) written into one output directory."""
+    """One Spark session: set ``main`` (the captures above, with --records), set ``other``
+    (one capture, without --records), sets ``split`` and ``whole`` (the SPLIT captures with
+    --records, in 4 KB splits and whole) written into one output directory."""
     from pyspark.sql import SparkSession
 
     from analyzer.cli import build_parser
@@ -96,6 +101,9 @@ def tables(tmp_path_factory) -> dict:
     (src / "notes.pcap").write_text("this is not a capture\n")
     other = tmp_path_factory.mktemp("check-other")
     shutil.copy(CAPTURES / OTHER, other / OTHER)
+    split = tmp_path_factory.mktemp("check-split")
+    for name in SPLIT:
+        shutil.copy(CAPTURES / name, split / name)
     out = tmp_path_factory.mktemp("check-tables")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SPARK_LOCAL_IP", "127.0.0.1")
@@ -111,7 +119,12 @@ def tables(tmp_path_factory) -> dict:
         )
         spark.sparkContext.setLogLevel("ERROR")
         try:
-            for d, name, extra in ((src, "main", ["--records"]), (other, "other", [])):
+            for d, name, extra in (
+                (src, "main", ["--records"]),
+                (other, "other", []),
+                (split, "split", ["--records", "--split-size", "4K"]),
+                (split, "whole", ["--records", "--split-size", "0"]),
+            ):
                 args = build_parser().parse_args(["spark", str(d), "--out", str(out), "--set", name, *extra])
                 args.captures, args.top = args.inputs, 20
                 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
@@ -120,7 +133,7 @@ def tables(tmp_path_factory) -> dict:
             spark.stop()
     rules = out.parent / "rules.toml"
     rules.write_text(RULES)
-    return {"src": src, "other": other, "out": out, "rules": rules, "pieces": pieces}
+    return {"src": src, "other": other, "split": split, "out": out, "rules": rules, "pieces": pieces}
 
 
 def _captures(d: Path) -> list[str]:
@@ -295,3 +308,53 @@ def test_tables_that_cannot_be_checked_say_why(tables, tmp_path):
     rules.write_text('[pack]\n"kafka.invalid-batches" = false\n')
     rc, out, err = _run(["check", "--parquet", tables["out"], "--set", "main", "--rules", rules])
     assert rc == 1 and "note:" in err and "record bodies" in err
+
+
+@pytest.mark.parametrize(
+    "flags", [[], ["--rules", "RULES", "--fail-on", "warning", "-v"]], ids=["pack", "rules"]
+)
+def test_check_parquet_on_a_file_analysed_in_splits_equals_check(tables, tmp_path, flags):
+    """Big files analysed in byte-range splits and stitched: the same verdicts as check on them."""
+    from analyzer.capture.split import splits
+
+    assert all(len(splits(str(tables["split"] / n), 4096)) > 3 for n in SPLIT)
+    flags = [str(tables["rules"]) if f == "RULES" else f for f in flags]
+    c, p = _both(tables, tmp_path, *flags, inputs="split", parquet_set="split")
+    assert p[0] == c[0]
+    assert _findings(p[1]) == _findings(c[1])
+    assert p[1] == c[1] and p[2] == c[2] and p[3] == c[3]
+    assert {r["status"] for r in c[1]["rules"]} & {"failed", "warned"}
+    assert len(c[1]["captures"]) == len(SPLIT)
+
+
+def test_a_split_file_has_the_state_and_order_of_one_run(tables):
+    """The stitching writes the ``seq`` and ``state`` of the exchanges and the ``seq`` and
+    ``roles_known`` of the issues, and the captures row, that one run over the file writes."""
+    import pyarrow.dataset as ds
+
+    def rows(table: str, columns: list[str], which: str) -> dict:
+        d = ds.dataset(tables["out"] / table, format="parquet", partitioning="hive")
+        got: dict = {}
+        for r in d.to_table(
+            columns=["capture", *columns], filter=ds.field("capture_set") == which
+        ).to_pylist():
+            got.setdefault(Path(r.pop("capture")).name, []).append(r)
+        return got
+
+    for table, columns in (
+        ("exchanges", ["seq", "state", "connection", "correlation_id", "issues"]),
+        ("issues", ["seq", "roles_known", "connection", "code", "message", "ts"]),
+        ("captures", ["packets", "exchanges", "issues", "exit_code", "inconclusive", "records_bodies"]),
+    ):
+        split, whole = rows(table, columns, "split"), rows(table, columns, "whole")
+        assert sorted(split) == sorted(whole) == (sorted(SPLIT) if table != "issues" else sorted(whole))
+        for name in whole:
+            a = sorted(split[name], key=lambda r: (r.get("seq") or 0, json.dumps(r, sort_keys=True)))
+            b = sorted(whole[name], key=lambda r: (r.get("seq") or 0, json.dumps(r, sort_keys=True)))
+            if table == "exchanges":
+                for r in a + b:
+                    r["state"] = json.loads(r["state"])
+            assert a == b, (table, name)
+    states = [json.loads(r["state"]) for r in rows("exchanges", ["state"], "split")["librdkafka-admin.pcap"]]
+    assert any(i[1] == "quirk.simple_commit_rejected" for s in states for i in s["issues"])
+    assert any(s["software"] for s in states)

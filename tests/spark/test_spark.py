@@ -780,6 +780,23 @@ def test_a_big_file_in_tiny_splits_gives_the_export(spark, tmp_path):
             for r in a.records.collect()
         )
         assert recs == wrecs and recs
+        # check --parquet's columns: the seq and state of each exchange, the seq and roles of each
+        # issue, the captures row's verdict, as one run over the whole file writes them
+        one = analyze(spark, [str(big)], records=True, bodies=True, split_size=0)
+        assert not one.split
+        for table, cols in (
+            ("exchanges", ("seq", "state")),
+            ("issues", ("seq", "roles_known", "connection", "code", "message")),
+            ("captures", ("issues", "exit_code", "inconclusive", "records_bodies")),
+        ):
+            split_rows, whole_rows = (
+                sorted(tuple(r[c] for c in cols) for r in getattr(x, table).collect()) for x in (a, one)
+            )
+            assert split_rows == whole_rows, table
+            assert all(r[0] is not None for r in split_rows)
+        one.unpersist()
+        seqs = sorted(r.seq for t in (a.exchanges, a.issues) for r in t.collect())
+        assert seqs == list(range(1, len(seqs) + 1))
     finally:
         a.unpersist()
 
@@ -863,6 +880,16 @@ def test_damage_in_a_tiny_split_is_where_the_whole_file_has_it(spark, tmp_path, 
         assert list(a.split.values())[0] > 4
         got = [(r.code, r.message, r.offset) for r in a.issues.collect() if r.connection is None]
         assert got == want
+        # check --parquet's view: the issues' order and the file's verdict are one run's
+        one = analyze(spark, [str(f)], split_size=0)
+        for table, cols in (
+            ("issues", ("seq", "roles_known", "connection", "code", "message", "ts")),
+            ("captures", ("issues", "damaged", "exit_code", "inconclusive")),
+        ):
+            rows = [sorted(tuple(r[c] for c in cols) for r in getattr(x, table).collect()) for x in (a, one)]
+            assert rows[0] == rows[1], table
+        assert a.captures.collect()[0].exit_code == 1
+        one.unpersist()
     finally:
         a.unpersist()
 
