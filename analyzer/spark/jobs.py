@@ -224,6 +224,9 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+_CACHE_BATCH = "spark.sql.inMemoryColumnarStorage.batchSize"
+
+
 def _session(args) -> SparkSession:
     """The session of the command line: ``--master`` (else spark-submit's, else ``local[*]``),
     ``--conf`` settings, few shuffle partitions (the summaries are small) unless configured."""
@@ -256,6 +259,12 @@ def _session(args) -> SparkSession:
     spark.sparkContext.setLogLevel(args.log_level)
     if not spark.sparkContext.getConf().contains("spark.sql.shuffle.partitions"):
         spark.conf.set("spark.sql.shuffle.partitions", str(max(2, spark.sparkContext.defaultParallelism)))
+    if not spark.sparkContext.getConf().contains(_CACHE_BATCH):
+        # the events are cached column-wise, 10,000 rows a batch by default; a row carries the
+        # exchange's export JSON and check state (about 10 KB), so a batch's column buffers
+        # (grown by doubling) reached hundreds of MB and two tasks ran a 1 GiB driver out of heap
+        # on the 1 GB bench capture (local mode: the executors are the driver's JVM)
+        spark.conf.set(_CACHE_BATCH, "1000")
     _quiet_glob_warning(spark)
     return spark
 

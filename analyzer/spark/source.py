@@ -865,7 +865,7 @@ def analyze(
     assert rdd is not None  # list_files found at least one file
     events = spark.createDataFrame(rdd, EVENT, verifySchema=False)
     if persist:
-        events = events.persist(StorageLevel.MEMORY_AND_DISK)
+        events = events.persist(StorageLevel.DISK_ONLY)
     return Analysis(events, records, pieces, {p.uris[0]: len(c) for p, c in big}, owned)
 
 

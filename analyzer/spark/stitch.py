@@ -666,7 +666,7 @@ def analyze_split(
         .mapPartitions(_walk)
         .repartitionAndSortWithinPartitions(total, partial(_partition, base=base))
         .mapPartitions(partial(_own, names=names, opts=opts))
-        .persist(StorageLevel.MEMORY_AND_DISK)
+        .persist(StorageLevel.DISK_ONLY)
     )
     small = owned.filter(lambda it: it[0] != _ROW).collect()
     tables: dict[int, tuple] = {}
