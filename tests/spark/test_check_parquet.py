@@ -11,13 +11,13 @@ import json
 import os
 import re
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
 from analyzer.cli import main
 from tests.helpers.captures import CAPTURES, cut
+from tests.helpers.spark import local_spark
 
 pyspark = pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
@@ -87,7 +87,6 @@ def tables(tmp_path_factory) -> dict:
     """One Spark session: set ``main`` (the captures above, with --records), set ``other``
     (one capture, without --records), sets ``split`` and ``whole`` (the SPLIT captures with
     --records, in 4 KB splits and whole) written into one output directory."""
-    from pyspark.sql import SparkSession
 
     from analyzer.cli import build_parser
     from analyzer.spark.jobs import _spark_run, guarded
@@ -105,32 +104,17 @@ def tables(tmp_path_factory) -> dict:
     for name in SPLIT:
         shutil.copy(CAPTURES / name, split / name)
     out = tmp_path_factory.mktemp("check-tables")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SPARK_LOCAL_IP", "127.0.0.1")
-        mp.setenv("PYSPARK_PYTHON", sys.executable)
-        spark = (
-            SparkSession.builder.master("local[2]")
-            .appName("kafka-analyzer-check-parquet")
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.sql.shuffle.partitions", "2")
-            .config("spark.driver.host", "127.0.0.1")
-            .getOrCreate()
-        )
-        spark.sparkContext.setLogLevel("ERROR")
-        try:
-            for d, name, extra in (
-                (src, "main", ["--records"]),
-                (other, "other", []),
-                (split, "split", ["--records", "--split-size", "4K"]),
-                (split, "whole", ["--records", "--split-size", "0"]),
-            ):
-                args = build_parser().parse_args(["spark", str(d), "--out", str(out), "--set", name, *extra])
-                args.captures, args.top = args.inputs, 20
-                with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                    guarded(args, _spark_run, spark)
-        finally:
-            spark.stop()
+    with local_spark("kafka-analyzer-check-parquet") as spark:
+        for d, name, extra in (
+            (src, "main", ["--records"]),
+            (other, "other", []),
+            (split, "split", ["--records", "--split-size", "4K"]),
+            (split, "whole", ["--records", "--split-size", "0"]),
+        ):
+            args = build_parser().parse_args(["spark", str(d), "--out", str(out), "--set", name, *extra])
+            args.captures, args.top = args.inputs, 20
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                guarded(args, _spark_run, spark)
     rules = out.parent / "rules.toml"
     rules.write_text(RULES)
     return {"src": src, "other": other, "split": split, "out": out, "rules": rules, "pieces": pieces}

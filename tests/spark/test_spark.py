@@ -25,6 +25,7 @@ from analyzer.session.stats import Stats, error_names
 from tests.helpers.capture_patch import exchanges, member_stays
 from tests.helpers.captures import CAPTURES, PUBLIC, ROOT, connection_keys, public_captures, tls_captures
 from tests.helpers.captures import project_captures as _clear_text_captures
+from tests.helpers.spark import local_spark
 
 
 def project_captures():
@@ -44,27 +45,10 @@ TRUNCATED = "librdkafka-produce-consume-gzip.pcap"
 GZIPPED = "aiokafka-gzip.pcap"
 
 
-def _conf(builder):
-    return (
-        builder.config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.driver.host", "127.0.0.1")
-    )
-
-
 @pytest.fixture(scope="module")
 def spark():
-    from pyspark.sql import SparkSession
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SPARK_LOCAL_IP", "127.0.0.1")
-        mp.setenv("PYSPARK_PYTHON", sys.executable)  # workers that can import the analyzer
-        s = _conf(SparkSession.builder.master("local[2]").appName("kafka-analyzer-tests")).getOrCreate()
-        s.sparkContext.setLogLevel("ERROR")
+    with local_spark("kafka-analyzer-tests") as s:
         yield s
-        s.stop()
 
 
 @pytest.fixture(scope="module")

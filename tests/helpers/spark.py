@@ -1,0 +1,35 @@
+"""A local Spark session for the tests (pyspark imported only when one is opened)."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+
+@contextlib.contextmanager
+def local_spark(app: str) -> Iterator:
+    """A ``local[2]`` session on loopback only: no UI, 2 shuffle partitions, Python workers
+    running this interpreter (which can import the analyzer); stopped on exit."""
+    from pyspark.sql import SparkSession
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SPARK_LOCAL_IP", "127.0.0.1")
+        mp.setenv("PYSPARK_PYTHON", sys.executable)
+        s = (
+            SparkSession.builder.master("local[2]")
+            .appName(app)
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.sql.shuffle.partitions", "2")
+            .config("spark.default.parallelism", "2")
+            .config("spark.driver.host", "127.0.0.1")
+            .getOrCreate()
+        )
+        s.sparkContext.setLogLevel("ERROR")
+        try:
+            yield s
+        finally:
+            s.stop()
