@@ -90,6 +90,32 @@ class Field:
                 stack.extend(reversed(f.children))
 
 
+class LazyField(Field):
+    """A Field whose ``children`` are built by :meth:`build_children` the first time someone asks
+    (the field tree, a filter), not when the bytes are decoded; a subclass's ``__init__`` sets
+    ``children`` to None. ``children`` can still be assigned, as on any Field."""
+
+    __slots__ = ()
+
+    @property  # over the slot of Field
+    def children(self) -> list[Field]:
+        kids = _CHILDREN.__get__(self)
+        if kids is None:
+            kids = self.build_children()
+            _CHILDREN.__set__(self, kids)
+        return kids
+
+    @children.setter
+    def children(self, kids: list[Field] | None) -> None:
+        _CHILDREN.__set__(self, kids)
+
+    def build_children(self) -> list[Field]:
+        raise NotImplementedError
+
+
+_CHILDREN = Field.__dict__["children"]  # Field's slot, read and written under LazyField's property
+
+
 class Endpoint(NamedTuple):
     ip: str
     port: int

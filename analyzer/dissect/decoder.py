@@ -38,7 +38,7 @@ from analyzer.issues import (
     DECODE_UNSUPPORTED_VERSION,
     IssueKind,
 )
-from analyzer.model import Field, Issue
+from analyzer.model import Field, Issue, LazyField
 
 OPEN = 0x7FFF
 
@@ -156,7 +156,7 @@ class Ctx:
         self.records_budget: int | None = None
 
 
-class ScalarArrayField(Field):
+class ScalarArrayField(LazyField):
     """An array of fixed-size scalars (``[]int32``...) kept compact: the values as one tuple,
     element Fields built only when someone asks for ``children`` (the field tree, a filter),
     exactly as the per-element decoding made them. The export reads ``values`` directly."""
@@ -172,27 +172,15 @@ class ScalarArrayField(Field):
         self.offset = offset
         self.length = length
         self.display = None
-        _CHILDREN.__set__(self, None)
+        self.children = None
         self.values = values
         self.elem = elem
         self.size = size  # bytes per element; element i is at ``first + i * size``
         self.first = first
 
-    @property
-    def children(self) -> list[Field]:
-        kids = _CHILDREN.__get__(self)
-        if kids is None:
-            e, sz, p = self.elem, self.size, self.first
-            kids = [Field(e, e, v, p + i * sz, sz) for i, v in enumerate(self.values)]
-            _CHILDREN.__set__(self, kids)
-        return kids
-
-    @children.setter
-    def children(self, kids: list[Field] | None) -> None:
-        _CHILDREN.__set__(self, kids)
-
-
-_CHILDREN = Field.__dict__["children"]  # the slot under ScalarArrayField's lazy property
+    def build_children(self) -> list[Field]:
+        e, sz, p = self.elem, self.size, self.first
+        return [Field(e, e, v, p + i * sz, sz) for i, v in enumerate(self.values)]
 
 
 def _compile_fields(fields: tuple, version: int, flexible: bool, path: str) -> tuple:

@@ -115,7 +115,7 @@ from analyzer.issues import (
     RECORDS_UNKNOWN_MAGIC,
     IssueKind,
 )
-from analyzer.model import Field, Issue, Severity
+from analyzer.model import Field, Issue, LazyField, Severity
 
 __all__ = [
     "decode_records",
@@ -1024,7 +1024,7 @@ def _decode_batch(ctx: _Ctx, buf: bytes, mv: memoryview, pos: int, end: int, sco
     return field
 
 
-class BatchField(Field):
+class BatchField(LazyField):
     """A v2 ``record_batch`` entry: its header Fields (13, with their displays: CRC, attributes,
     ISO timestamps) are built on first use of ``children``, from the unpacked ``header`` (the
     61-byte header's values in order) and the ``computed`` CRC-32C; the statistics, the topic
@@ -1041,22 +1041,13 @@ class BatchField(Field):
         self.offset = offset
         self.length = length
         self.display = None
-        _CHILDREN.__set__(self, None)
+        self.children = None
         self.header = header
         self.computed = computed
         self.tail: list[Field] = []
 
-    @property
-    def children(self) -> list[Field]:
-        kids = _CHILDREN.__get__(self)
-        if kids is None:
-            kids = _batch_header_fields(self.offset, self.header, self.computed) + self.tail
-            _CHILDREN.__set__(self, kids)
-        return kids
-
-    @children.setter
-    def children(self, kids: list[Field] | None) -> None:
-        _CHILDREN.__set__(self, kids)
+    def build_children(self) -> list[Field]:
+        return _batch_header_fields(self.offset, self.header, self.computed) + self.tail
 
 
 def _batch_header_fields(at: int, header: tuple, computed: int) -> list[Field]:
@@ -1078,7 +1069,7 @@ def _batch_header_fields(at: int, header: tuple, computed: int) -> list[Field]:
     ]
 
 
-class RecordsField(Field):
+class RecordsField(LazyField):
     """The ``records`` array of a v2 batch: parsed once into rows, Field children built on first use.
 
     The scan in :func:`_decode_v2_records` is the one parser: it checks every length and varint,
@@ -1098,7 +1089,7 @@ class RecordsField(Field):
         self.offset = offset
         self.length = length
         self.display = None
-        _CHILDREN.__set__(self, None)
+        self.children = None
         self.rows = rows
         self.buf = buf
         self.rbase = base
@@ -1108,20 +1099,8 @@ class RecordsField(Field):
         """Row ``i`` as a :class:`RecordRow` (the same tuple values, with names)."""
         return tuple.__new__(RecordRow, self.rows[i])
 
-    @property
-    def children(self) -> list[Field]:
-        kids = _CHILDREN.__get__(self)
-        if kids is None:
-            kids = [_record_field(self, row) for row in self.rows]
-            _CHILDREN.__set__(self, kids)
-        return kids
-
-    @children.setter
-    def children(self, kids: list[Field] | None) -> None:
-        _CHILDREN.__set__(self, kids)
-
-
-_CHILDREN = Field.__dict__["children"]  # the slot under RecordsField's lazy property
+    def build_children(self) -> list[Field]:
+        return [_record_field(self, row) for row in self.rows]
 
 
 def _record_ts(batch: BatchInfo, tsd: int) -> int | None:

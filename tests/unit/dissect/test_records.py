@@ -15,6 +15,7 @@ from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchB
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from kafka.record.util import calc_crc32c, encode_varint
 
+from analyzer import model as model_mod
 from analyzer.dissect import records as records_mod
 from analyzer.dissect.codecs import Limits, xxh32
 from analyzer.dissect.records import BATCH_KEYS, DEFAULT_LIMITS, decode_records, entry_records, iso_timestamp
@@ -882,12 +883,12 @@ def test_record_fields_are_built_on_first_use():
     assert not issues
     rf = records_array(batch)
     assert isinstance(rf, records_mod.RecordsField) and rf.value == 6
-    assert records_mod._CHILDREN.__get__(rf) is None  # nothing built by the parse
+    assert model_mod._CHILDREN.__get__(rf) is None  # nothing built by the parse
     from analyzer.export.jsonout import rows_json
 
     rows_json(rf)
     list(records_mod.entry_records(batch))
-    assert records_mod._CHILDREN.__get__(rf) is None  # nor by the export or the records view
+    assert model_mod._CHILDREN.__get__(rf) is None  # nor by the export or the records view
     assert len(rf.children) == 6 and rf.children is rf.children  # built once, then kept
 
 
