@@ -168,7 +168,7 @@ class AnalyzerApp(App[int]):
         if self.initial_filter:
             self.set_filter(self.initial_filter)
         if self.live:
-            self.set_interval(1.0, self._update_status)
+            self.set_interval(1.0, self._live_tick)
         self._analyze()
 
     def on_unmount(self) -> None:
@@ -232,6 +232,12 @@ class AnalyzerApp(App[int]):
             title += f"  connection {self.conn_scope} (esc: all)"
         table.border_title = title
         table.sort = (col, rev)
+
+    def _live_tick(self) -> None:
+        """Packets/s and drops once a second while live; the app's timer still ticks while its
+        screen is torn down on exit, when the widgets are already gone."""
+        if self.is_running:
+            self._update_status()
 
     def _update_status(self) -> None:
         self.query_one(StatusBar).show(self.session, str(self.path), self.follow)

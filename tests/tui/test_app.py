@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from rich.style import Style
+from textual.css.query import NoMatches
 
 from analyzer.dissect.message import Options
 from analyzer.model import Exchange, Severity
@@ -392,6 +393,24 @@ def test_q_quits():
             await pilot.pause()
             assert app.return_code == 0
             assert not app.is_running
+
+    asyncio.run(go())
+
+
+def test_live_status_tick_while_the_app_closes():
+    """The live status timer belongs to the app and can tick once more while the screen's widgets
+    are being removed on exit (a CI run failed so: NoMatches for StatusBar); a tick then does
+    nothing."""
+
+    async def go():
+        async with started(GZIP) as (app, pilot):
+            app._live_tick()  # running: the status bar is refreshed
+            await pilot.press("q")
+            await pilot.pause()
+        assert not app.is_running
+        app._live_tick()
+        with pytest.raises(NoMatches):  # what the tick did before: the widgets are gone
+            app._update_status()
 
     asyncio.run(go())
 
