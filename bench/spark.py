@@ -3,6 +3,8 @@
     .venv/bin/pip install -e ".[spark,bench]"
     .venv/bin/python bench/spark.py [--capture /work/perf/bench-250mb.pcap] [--copies 4]
         [--big /work/perf/bench-1gb.pcap] [--pieces 10] [--sets rotated,single,copies]
+        [--runs cli1,cli2,local1,local2,default]
+    .venv/bin/python bench/spark.py --sets huge,many --runs default   # "Spark at scale"
 
 The sets, each about 1 GB, in ``bench/out/spark-set-KIND/``:
 
@@ -15,11 +17,21 @@ The sets, each about 1 GB, in ``bench/out/spark-set-KIND/``:
 * ``copies``: ``--copies`` hard links (copies across file systems) of ``--capture``: four
   recordings of the same time, four pieces, none chained.
 
-For each set, one after the other, each once (the page cache warm from a first read):
+Two more sets show that default settings scale (their own section, "Spark at scale"):
 
-* ``kafka-analyzer stats SET/* -j 1`` and ``-j 2``;
-* ``kafka-analyzer spark SET --out DIR --master local[1]`` and ``local[2]``, default settings
-  (driver memory 1 GiB): the analysis on the executors, the Parquet tables written.
+* ``huge``: one file of about 10 GB, ``bench/pcapcat.py -n --huge-copies`` of ``--capture``
+  (made once in ``bench/out/``, kept: it takes minutes);
+* ``many``: ``--big`` cut by ``editcap -c`` into ``--many`` rotated files (1,000: about 1 MB
+  each), one chain with connections crossing every edge.
+
+For each set, one after the other, each once (the page cache warm from a first read), the
+``--runs`` chosen:
+
+* ``cli1``, ``cli2``: ``kafka-analyzer stats SET/* -j 1`` and ``-j 2``;
+* ``local1``, ``local2``: ``kafka-analyzer spark SET --out DIR --master local[1]`` and
+  ``local[2]``, default settings (driver memory 1 GiB): the analysis on the executors, the
+  Parquet tables written;
+* ``default``: ``kafka-analyzer spark SET --out DIR``, nothing set at all (``local[*]``).
 
 For each: wall time, MB/s of capture (the set's bytes / wall time), and peak memory sampled
 every 0.1 s with psutil over the process tree: the driver (the Python process started), the
@@ -49,15 +61,32 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
 RESULTS = ROOT / "bench" / "RESULTS.md"
 SECTION = "## Spark and capture sets"
+SCALE_SECTION = "## Spark at scale"
 
 
-SETS = ("rotated", "single", "copies")
+SETS = ("rotated", "single", "copies", "huge", "many")
+SCALE = ("huge", "many")
+RUNS = ("cli1", "cli2", "local1", "local2", "default")
 
 
 def make_set(kind: str, args: argparse.Namespace) -> tuple[Path, int, str]:
     """The set's directory, its bytes and a line describing it."""
     d = OUT / f"spark-set-{kind}"
     d.mkdir(parents=True, exist_ok=True)
+    if kind == "huge":
+        src = Path(args.capture)
+        dst = d / f"{src.stem}-x{args.huge_copies}{src.suffix}"
+        if not dst.exists():
+            for old in d.iterdir():
+                old.unlink()
+            cat = [sys.executable, str(ROOT / "bench" / "pcapcat.py"), str(src), "-n", str(args.huge_copies)]
+            env = {**os.environ, "PYTHONPATH": str(ROOT)}
+            subprocess.run([*cat, "-o", str(dst)], check=True, cwd=ROOT, env=env)  # via a .part file
+        what = (
+            f"`{src.name}` (the bench capture) {args.huge_copies} times back to back, one file "
+            f"(`bench/pcapcat.py -n {args.huge_copies}`: each copy's connections their own addresses)"
+        )
+        return d, dst.stat().st_size, what
     for old in d.iterdir():
         old.unlink()
     if kind == "copies":
@@ -75,7 +104,7 @@ def make_set(kind: str, args: argparse.Namespace) -> tuple[Path, int, str]:
     else:
         src = Path(args.big)
         packets = _packets(src)
-        per = -(-packets // args.pieces)
+        per = -(-packets // (args.many if kind == "many" else args.pieces))
         subprocess.run(["editcap", "-F", "pcap", "-c", str(per), str(src), str(d / "rot.pcap")], check=True)
         what = (
             f"`{src.name}` ({packets:,} packets) cut by `editcap -c {per}` into "
@@ -154,11 +183,19 @@ def main() -> int:
     ap.add_argument("--copies", type=int, default=4)
     ap.add_argument("--big", default="/work/perf/bench-1gb.pcap", help="(rotated, single) one 1 GB recording")
     ap.add_argument("--pieces", type=int, default=10, help="(rotated) files the recording is cut into")
-    ap.add_argument("--sets", default=",".join(SETS), help=f"which sets, comma-separated: {', '.join(SETS)}")
+    ap.add_argument("--huge-copies", type=int, default=40, help="(huge) copies of --capture in one file")
+    ap.add_argument("--many", type=int, default=1000, help="(many) files --big is cut into")
+    ap.add_argument("--sets", default="rotated,single,copies", help=f"comma-separated: {', '.join(SETS)}")
+    ap.add_argument("--runs", default="cli1,cli2,local1,local2", help=f"comma-separated: {', '.join(RUNS)}")
     args = ap.parse_args()
     kinds = [k for k in args.sets.split(",") if k]
     if not kinds or any(k not in SETS for k in kinds):
         ap.error(f"--sets takes {', '.join(SETS)}")
+    if set(kinds) & set(SCALE) and not set(kinds) <= set(SCALE):
+        ap.error(f"--sets: {', '.join(SCALE)} have their own section; run them apart from the others")
+    runs = [r for r in args.runs.split(",") if r]
+    if not runs or any(r not in RUNS for r in runs):
+        ap.error(f"--runs takes {', '.join(RUNS)}")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": sys.executable}
     cli = [sys.executable, "-m", "analyzer"]
     load0 = os.getloadavg()
@@ -172,15 +209,17 @@ def main() -> int:
                 while f.read(1 << 24):
                     pass
         results = []
-        for label, cmd in (
-            ("CLI `stats -j 1`", [*cli, "stats", *files, "-j", "1"]),
-            ("CLI `stats -j 2`", [*cli, "stats", *files, "-j", "2"]),
-            ("Spark `local[1]`", "local[1]"),
-            ("Spark `local[2]`", "local[2]"),
-        ):
+        every = {
+            "cli1": ("CLI `stats -j 1`", [*cli, "stats", *files, "-j", "1"]),
+            "cli2": ("CLI `stats -j 2`", [*cli, "stats", *files, "-j", "2"]),
+            "local1": ("Spark `local[1]`", "local[1]"),
+            "local2": ("Spark `local[2]`", "local[2]"),
+            "default": ("Spark, default settings", ""),
+        }
+        for label, cmd in (every[r] for r in runs):
             if isinstance(cmd, str):
                 out = tempfile.mkdtemp(prefix="spark-bench-", dir=OUT)
-                cmd = [*cli, "spark", str(d), "--out", out, "--master", cmd]
+                cmd = [*cli, "spark", str(d), "--out", out, *(["--master", cmd] if cmd else [])]
             r = run(cmd, env)
             r["label"] = label
             text = r["stdout"].decode(errors="replace")
@@ -203,10 +242,11 @@ def main() -> int:
                 print(r["stderr"].decode(errors="replace")[-2000:], file=sys.stderr)
         done.append((kind, what, total, results))
     load1 = os.getloadavg()
-    section = report(done, started, load0, load1)
+    title = SCALE_SECTION if set(kinds) <= set(SCALE) else SECTION
+    section = report(title, done, started, load0, load1)
     text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
-    if SECTION in text:  # replace this section only
-        head, _, rest = text.partition(SECTION)
+    if title in text:  # replace this section only
+        head, _, rest = text.partition(title)
         nxt = rest.find("\n## ")
         text = head + section + (rest[nxt + 1 :] if nxt >= 0 else "")
     else:
@@ -215,11 +255,11 @@ def main() -> int:
     return 0 if all(r["rc"] in (0, 1) for *_, rs in done for r in rs) else 1
 
 
-def report(done, started, load0, load1) -> str:
+def report(title, done, started, load0, load1) -> str:
     import pyspark
 
     lines = [
-        SECTION,
+        title,
         "",
         f"Written by `bench/spark.py` on {started:%Y-%m-%d %H:%M} UTC; every figure below comes from that "
         "one run (one round each, page cache warm), on the 2-core machine "
