@@ -37,9 +37,11 @@ from __future__ import annotations
 
 import bisect
 import copyreg
+import os
 import traceback
 from array import array
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from functools import partial
 
 import orjson
@@ -100,15 +102,17 @@ def _memoryview_as_bytes(m: memoryview):
 
 
 def plan_splits(piece: Piece, split_size: int) -> list[Split] | None:
-    """The splits of a piece that is one file bigger than ``split_size``; None: the piece is
-    analysed whole (several files, compressed, not a capture, small, or a file system that
-    cannot be read by ranges here: its analysis then says why in one line naming the URI)."""
-    if len(piece.uris) != 1 or piece.size <= split_size:
+    """The splits of a piece bigger than ``split_size``: those of each of its files in the
+    piece's order (a chain of rotated files: each file one split or more, with its own header
+    and interface table, as ``export -j`` cuts a chain); None: the piece is analysed whole
+    (small, one file that is compressed or not a capture, or a file system that cannot be read
+    by ranges here: its analysis then says why in one line naming the URI)."""
+    if piece.size <= split_size:
         return None
     try:
-        parts = splits(piece.uris[0], split_size, open_ranged)
+        parts = [s for uri in piece.uris for s in splits(uri, split_size, open_ranged)]
     except (OSError, ValueError):
-        return None  # the whole-file analysis reports what is wrong with it
+        return None  # the whole-piece analysis reports what is wrong with it
     return parts if len(parts) > 1 else None
 
 
@@ -132,7 +136,7 @@ def _walk(tasks: Iterable[tuple]) -> Iterator[tuple]:
 class _RowShare(Share):
     """An owner's share of one file: its events as rows, with what the stitching needs."""
 
-    def __init__(self, name: str, fno: int, owner: int, opts: dict) -> None:
+    def __init__(self, name: str, fno: int, owner: int, opts: dict, uris: tuple | None = None) -> None:
         keylog = KeyLog()
         if opts["tls_keylog"] is not None:
             keylog.add_text(opts["tls_keylog"], "the key log")
@@ -147,6 +151,11 @@ class _RowShare(Share):
             False,
         )
         self.name, self.fno, self.owner, self.opts = name, fno, owner, opts
+        # a chain: the file of each split, and the number of each file's first packet (as
+        # CaptureSet.files has them, once the counts of the splits before are known)
+        self.uris = uris
+        self.starts: list[int] = [1]
+        self.files: list[str] = [uris[0]] if uris else []
         self.pending: list[tuple] = []
         self.exchanges = 0
         self.issues = 0
@@ -155,10 +164,29 @@ class _RowShare(Share):
         self.marks = array("q")
         self.flushed: list[int] = []
 
+    def split_starts(self, sno: int, first: int) -> None:
+        """Split ``sno`` starts at packet ``first`` (of the piece): a new file when a chain's
+        split is its file's first."""
+        uris = self.uris
+        if uris and sno < len(uris) and uris[sno] != uris[sno - 1]:
+            self.starts.append(first)
+            self.files.append(uris[sno])
+
+    def file_of(self, number: int | None) -> str:
+        """The ``capture`` of a row, as :func:`~analyzer.spark.source.analyze_piece` names it:
+        the piece for one file; for a chain, the file of packet ``number`` (None or the end:
+        the chain's last file)."""
+        if not self.uris:
+            return self.name
+        if number is None or number == _FLUSH:
+            return self.uris[-1]
+        return self.files[bisect.bisect_right(self.starts, number) - 1]
+
     def _emit(self, events: list, batch: int) -> None:
         ids = self.ids
         opts = self.opts
-        name, fno, owner = self.name, self.fno, self.owner
+        fno, owner = self.fno, self.owner
+        here = self.file_of(batch)  # the file being read when the events come
         out = self.pending
         learnt = ids.used  # a topic id was looked up while labelling this batch's exchanges
         ids.used = False
@@ -166,6 +194,8 @@ class _RowShare(Share):
             t = type(ev)
             if t is Exchange:
                 self.exchanges += 1
+                msg = ev.request or ev.response
+                name = self.file_of(msg.frame.packet_indexes[0]) if msg and msg.frame.packet_indexes else here
                 row = _exchange_row(name, ev, ids, opts["with_json"], opts["records"], opts["bodies"])
                 refs = _topic_refs(ev) if learnt or ids.used else None
                 rows = [_event("exchange", row)]
@@ -188,13 +218,13 @@ class _RowShare(Share):
             elif t is ConnIssue:
                 self.issues += 1
                 unnamed = ev.issue.message.startswith(_UNNAMED_TEXT)
-                row = _event("issue", _issue_row(name, ev))
+                row = _event("issue", _issue_row(here, ev))
                 self._mark(batch, ev.conn.id)
                 out.append(
                     (_ROW, fno, owner, batch, self._seq, ev.conn.id, _ISSUE, [row], None, unnamed, None, None)
                 )
             elif t is ConnectionEnd:
-                row = _event("connection", _connection_row(name, ev.conn))
+                row = _event("connection", _connection_row(here, ev.conn))
                 at = (_ROW, fno, owner, batch, self._seq, ev.conn.id, _CONNECTION)
                 out.append((*at, [row], None, False, None, None))
             else:
@@ -280,7 +310,7 @@ def _close(share: _RowShare, seen: list, broken: bool) -> list[tuple]:
     return out
 
 
-def _own(items: Iterable[tuple], names: list[str], opts: dict) -> Iterator[tuple]:  # noqa: C901 - the owner's loop, the split counts inline
+def _own(items: Iterable[tuple], names: list[tuple], opts: dict) -> Iterator[tuple]:  # noqa: C901 - the owner's loop, the split counts inline
     """An owner's packets, in capture order, through its share."""
     copyreg.pickle(memoryview, _memoryview_as_bytes)  # rows and issues may hold slices of frames
     share: _RowShare | None = None
@@ -292,11 +322,13 @@ def _own(items: Iterable[tuple], names: list[str], opts: dict) -> Iterator[tuple
         if (fno, owner) != current:
             if share is not None:
                 yield from _close(share, seen, broken)
-            current, share, bases, seen = (fno, owner), _RowShare(names[fno], fno, owner, opts), {0: 0}, []
+            name, uris = names[fno]
+            current, share, bases, seen = (fno, owner), _RowShare(name, fno, owner, opts, uris), {0: 0}, []
             broken = False
         assert share is not None
         if number < 0:  # a split's counts: they number the next split's packets
             bases[sno + 1] = bases[sno] + value[0]
+            share.split_starts(sno + 1, bases[sno + 1] + 1)
             for secret in value[5]:  # the split's Decryption Secrets Blocks (its header's too)
                 if secret not in share.secrets:
                     share.secrets.append(secret)
@@ -583,9 +615,17 @@ def _capture_rows(
     (the capture issues come last, after the ``events`` exchange and issue events)."""
     walks = sorted(walks, key=lambda x: x[0])
     found = []
-    before = 0
+    before = 0  # packets of the file before the split
+    chain = len(piece.uris) > 1
     for sno, w in walks:
-        found += _split_issues(cuts[sno], before, w[4])
+        cut = cuts[sno]
+        if sno and cut.path != cuts[sno - 1].path:
+            before = 0
+        damage = _split_issues(cut, before, w[4])
+        if chain:  # as CaptureSet reports a file's damage: named by the file
+            base = os.path.basename(cut.path)
+            damage = [replace(i, message=f"{base}: {i.message}", where=i.where or base) for i in damage]
+        found += damage
         before += w[0]
     walks = [v for _s, v in walks]
     totals = range_totals([Route(True, w[0], w[1], w[2], w[3], []) for w in walks])
@@ -659,7 +699,8 @@ def analyze_split(
         total += parts
         work += [(fno, sno, split, owners, parts) for sno, split in enumerate(cuts)]
     base = list(offsets)
-    names = [p.name for p, _ in files]
+    # a chain's rows name the file of each split (one file's, the piece)
+    names = [(p.name, tuple(c.path for c in cuts) if len(p.uris) > 1 else None) for p, cuts in files]
     slices = max(1, min(len(work), tasks))
     owned = (
         sc.parallelize(work, slices)
