@@ -1,16 +1,23 @@
-"""One big capture file on Spark: byte-range splits walked on the executors, one keyed shuffle by
-connection, the pipeline per connection owner, and the stitching that makes the rows one run's.
+"""A big piece on Spark (one capture file, or the rotated files of one recording chained): byte-range
+splits walked on the executors, one keyed shuffle by connection, the pipeline per connection
+owner, and the stitching that makes the rows one run's.
 
-A capture file bigger than the split size (:data:`~analyzer.capture.split.DEFAULT_SPLIT`,
+A piece bigger than the split size (:data:`~analyzer.capture.split.DEFAULT_SPLIT`,
 ``analyze(split_size=...)``), on any file system ``pyarrow.fs`` reads (local, ``hdfs://``,
 ``s3a://``...: :func:`~analyzer.spark.source.open_ranged`, seeks and ranged reads, never the
-whole file as one value), is cut by :func:`~analyzer.capture.split.splits` (pcap at record
-boundaries found by chained header checks, pcapng at block boundaries with the interface table
-carried; a compressed file stays one split, and then is analysed whole). Then:
+whole file as one value), is cut by :func:`~analyzer.capture.split.splits`, file after file
+for a chain (each file one split or more, with its own header; pcap at record boundaries found
+by chained header checks, pcapng at block boundaries with the interface table carried; a
+compressed file stays one split: one file alone is then analysed whole), as ``export -j`` cuts
+a file or a chain. The splits are numbered in the piece's order, so the packets of a chain are
+numbered on from file to file as :class:`~analyzer.capture.sets.CaptureSet` numbers them; each
+row names its file as the piece analysed whole names it (an exchange the file of its first
+packet, a connection's end and issue the file being read), the capture issues are named by
+their file. Then:
 
 1. **walk** (a task per few splits): each split is read once
    (:class:`~analyzer.export.parallel.SplitWalk`, the walker ``export -j`` shares) and each
-   TCP packet is keyed ``(file, owner, split, number)``: ``owner`` the part its connection
+   TCP packet is keyed ``(piece, owner, split, number)``: ``owner`` the part its connection
    belongs to (canonical flow key: the plan of the first megabytes, else a hash, as
    ``export -j`` routes); each split also sends every owner its packet count (number -1);
 2. **one shuffle**: ``repartitionAndSortWithinPartitions`` on the owner, sorted by split and
@@ -30,7 +37,7 @@ carried; a compressed file stays one split, and then is analysed whole). Then:
    connection id, the judged quirk, the names and the client software one run has there.
 
 The exchanges, issues, connections and records (and ``check --parquet``'s ``seq`` and ``state``,
-the captures row's verdict) are those of analysing the file whole.
+the captures row's verdict) are those of analysing the piece whole in one task.
 """
 
 from __future__ import annotations
@@ -117,7 +124,7 @@ def plan_splits(piece: Piece, split_size: int) -> list[Split] | None:
 
 
 def _walk(tasks: Iterable[tuple]) -> Iterator[tuple]:
-    """The packets of some splits, keyed ``(file, owner, split, number)``; then each split's
+    """The packets of some splits, keyed ``(piece, owner, split, number)``; then each split's
     counts, to every owner (number -1)."""
     for fno, sno, split, owners, parts in tasks:
         walk = SplitWalk(split, owners, parts, open_ranged)
@@ -134,7 +141,7 @@ def _walk(tasks: Iterable[tuple]) -> Iterator[tuple]:
 
 
 class _RowShare(Share):
-    """An owner's share of one file: its events as rows, with what the stitching needs."""
+    """An owner's share of one piece: its events as rows, with what the stitching needs."""
 
     def __init__(self, name: str, fno: int, owner: int, opts: dict, uris: tuple | None = None) -> None:
         keylog = KeyLog()
@@ -355,7 +362,7 @@ def _own(items: Iterable[tuple], names: list[tuple], opts: dict) -> Iterator[tup
 
 
 class _Knowing:
-    """What one run knows at each point of a file (an event's order key): the topic ids and the
+    """What one run knows at each point of a piece (an event's order key): the topic ids and the
     broker software, from the knowledge learnt in order over every owner."""
 
     def __init__(self, learnt: list[tuple]) -> None:
@@ -423,7 +430,7 @@ _AFTER = float("inf")  # (batch, _AFTER): after every event of the batch
 
 
 class _Order:
-    """One run's numbering of a file's exchange and issue events (seq, 1-based), from the
+    """One run's numbering of a piece's exchange and issue events (seq, 1-based), from the
     batches of every owner's events: a packet's events are one owner's (its connection's); the
     end's are ordered by connection, then as their owner emitted them."""
 
@@ -457,7 +464,7 @@ def _key(batch: int, seq: int, conn: int) -> tuple:
 
 
 def _stitch(items: Iterable[tuple], shared) -> Iterator[tuple]:
-    """An owner's rows as one run has them: connection ids over the whole file, topics by id and
+    """An owner's rows as one run has them: connection ids over the whole piece, topics by id and
     the broker software named as one run knew them at that point; ``shared``: the driver's
     tables, broadcast."""
     tables: dict = shared.value
@@ -512,7 +519,7 @@ def _with_state(
     ev: tuple, state: bytes, conn: int, key: tuple, knowing: _Knowing, software, commit, empty, number: int
 ) -> tuple:
     """An exchange row with its ``seq`` and ``state`` as one run writes them: the connection's id
-    over the whole file, the commit's quirk judged again, the topics and the broker named, the
+    over the whole piece, the commit's quirk judged again, the topics and the broker named, the
     client software one run knew then."""
     r = list(ev[1])
     s = orjson.loads(state)
@@ -611,7 +618,7 @@ def _capture_rows(
     events: int,
     opts: dict,
 ) -> list[tuple]:
-    """The file's capture issues and its captures row, as the whole-file analysis gives them
+    """The piece's capture issues and its captures row, as the whole-piece analysis gives them
     (the capture issues come last, after the ``events`` exchange and issue events)."""
     walks = sorted(walks, key=lambda x: x[0])
     found = []
@@ -683,9 +690,10 @@ def _outcome(found: list[Issue], exchanges: int) -> tuple[str | None, int | None
 def analyze_split(
     spark: SparkSession, files: list[tuple[Piece, list[Split]]], opts: dict, tasks: int
 ) -> tuple[RDD, RDD]:
-    """The event rows of big files cut into splits (see the module docstring), and the RDD of
-    the owners' output (persisted: unpersist it once the rows are no longer needed). Runs the
-    walk, the shuffle and the owners now (a Spark job): the stitching needs their small part."""
+    """The event rows of big pieces (files, chains) cut into splits (see the module docstring),
+    and the RDD of the owners' output (persisted: unpersist it once the rows are no longer
+    needed). Runs the walk, the shuffle and the owners now (a Spark job): the stitching needs
+    their small part."""
     sc = spark.sparkContext
     work = []
     offsets = []
