@@ -165,6 +165,7 @@ class CaptureSet:
         more = len(self.paths) - 1
         self.name = self.paths[0] if not more else f"{self.paths[0]} (+{more} more)"
         self.issues: list[Issue] = []
+        self.secrets: list[bytes] = []  # TLS key logs of the files' pcapng Decryption Secrets Blocks
         self.files: list[tuple[str, int]] = []  # (path, number of its first packet)
         self.bytes_read = 0
         self.size: int | None = 0
@@ -196,6 +197,7 @@ class CaptureSet:
                 self.issues.append(CAPTURE_UNREADABLE(f"{name}: cannot open {path}: {exc}", where=name))
                 continue
             cap = self._current = CaptureFile(path if f is None else f)
+            cap.secrets = self.secrets  # in force from where each file holds them, as in one file
             self.files.append((path, number + 1))
             base = number
             try:

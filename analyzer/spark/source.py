@@ -7,11 +7,12 @@ them into *pieces* (:class:`Piece`: one file, or the rotated files of one record
 to the executors. Each executor opens its files itself (:func:`open_uri`: local files directly,
 other file systems through ``pyarrow.fs``) and streams them through
 :class:`~analyzer.pipeline.Analysis` in ``mapPartitions``: no file is ever one value on the JVM
-side, so its size is bounded by nothing but disk. :func:`analyze_piece` is the one function that
-turns a piece into rows; a file bigger than the split size is instead cut into byte-range
-splits walked by several tasks, its connections brought together by one shuffle and stitched
-(:mod:`analyzer.spark.stitch`: the same rows). One pass over the files makes one DataFrame of
-tagged events (``events``, persisted by default); the tables are views of it:
+side, so its size is bounded by nothing but disk. :func:`analyze_piece` turns a piece into rows in
+one task; a piece bigger than the split size (a file, or a chain: the splits of its files in
+order) is instead cut into byte-range splits walked by several tasks, its connections brought
+together by one shuffle and stitched (:mod:`analyzer.spark.stitch`: the same rows). One pass
+over the files makes one DataFrame of tagged events (``events``, persisted by default); the
+tables are views of it:
 
 * ``exchanges``: one row per request/response pair (:data:`EXCHANGE`);
 * ``issues``: connection- and capture-level issues: gaps, resynchronisations, truncation,
@@ -97,7 +98,7 @@ EXCHANGE = _struct(
     # with bodies=True, for ``check --parquet``: the exchange's place among the piece's exchange
     # and issue events (1-based, the order one run emits them), and the exchange itself as plain
     # data (analyzer.export.exchange_state: decoded trees, issues, the connection as it was);
-    # (the stitching of a big file analysed in splits writes those of one run)
+    # (the stitching of a piece analysed in splits writes those of one run)
     ("seq", _LONG),
     ("state", _STR),
 )
@@ -514,8 +515,9 @@ def analyze_piece(  # noqa: C901 - one loop dispatching every event kind to its 
     exchanges' ``request``, ``response`` and ``issue_details`` (the export's JSON).
     ``show_secrets``: leave SASL secrets unmasked (masked by default, as in every output).
 
-    A piece is whole files, analysed in order by one task (a big file cut into splits is
-    analysed by :mod:`analyzer.spark.stitch` instead).
+    A piece is whole files, analysed in order by one task (a piece bigger than the split
+    size, one file or a chain, is cut into splits and analysed by :mod:`analyzer.spark.stitch`
+    instead, with the same rows).
 
     Never raises for a bad file: damage is an issue row; so is a failure of the analysis itself
     (``spark.analysis_failed``, with everything before it kept), so one file cannot fail a job.
@@ -760,7 +762,7 @@ class Analysis:
     ):
         self.events = events
         self.pieces = pieces or []
-        self.split = split or {}  # the files cut into byte-range splits: URI -> number of splits
+        self.split = split or {}  # the pieces cut into splits: first URI -> number of splits
         self._owned = owned  # the owners' output of the split files (persisted)
         self.exchanges = self._kind("exchange")
         self.issues = self._kind("issue")
@@ -813,12 +815,12 @@ def analyze(
     executors: ``exchanges`` and ``records`` hold the matching exchanges only.
     ``show_secrets``: the executors leave SASL passwords, SCRAM proofs and signatures and
     OAUTHBEARER tokens unmasked (``--show-secrets``); masked by default.
-    ``split_size``: a pcap or pcapng file bigger than this (on any file system ``pyarrow.fs``
-    reads) is cut into byte-range splits
-    of about this size, walked by several tasks, its connections brought together by one shuffle
-    and stitched (:mod:`analyzer.spark.stitch`: the same rows as analysing it whole); None: every
-    piece whole. Rotated files chained into one piece, compressed files and analyses with
-    ``where`` are analysed whole.
+    ``split_size``: a piece bigger than this (one pcap or pcapng file, or rotated files chained,
+    on any file system ``pyarrow.fs`` reads) is cut into byte-range splits of about this size
+    (a chain: those of each of its files, in the chain's order), walked by several tasks, its
+    connections brought together by one shuffle and stitched (:mod:`analyzer.spark.stitch`: the
+    same rows as analysing the piece whole in one task); None: every piece whole. A compressed
+    file (one split) alone and analyses with ``where`` are analysed whole.
     """
     if where is not None:
         from analyzer.filter import compile_filter

@@ -1,16 +1,23 @@
-"""One big capture file on Spark: byte-range splits walked on the executors, one keyed shuffle by
-connection, the pipeline per connection owner, and the stitching that makes the rows one run's.
+"""A big piece on Spark (one capture file, or the rotated files of one recording chained): byte-range
+splits walked on the executors, one keyed shuffle by connection, the pipeline per connection
+owner, and the stitching that makes the rows one run's.
 
-A capture file bigger than the split size (:data:`~analyzer.capture.split.DEFAULT_SPLIT`,
+A piece bigger than the split size (:data:`~analyzer.capture.split.DEFAULT_SPLIT`,
 ``analyze(split_size=...)``), on any file system ``pyarrow.fs`` reads (local, ``hdfs://``,
 ``s3a://``...: :func:`~analyzer.spark.source.open_ranged`, seeks and ranged reads, never the
-whole file as one value), is cut by :func:`~analyzer.capture.split.splits` (pcap at record
-boundaries found by chained header checks, pcapng at block boundaries with the interface table
-carried; a compressed file stays one split, and then is analysed whole). Then:
+whole file as one value), is cut by :func:`~analyzer.capture.split.splits`, file after file
+for a chain (each file one split or more, with its own header; pcap at record boundaries found
+by chained header checks, pcapng at block boundaries with the interface table carried; a
+compressed file stays one split: one file alone is then analysed whole), as ``export -j`` cuts
+a file or a chain. The splits are numbered in the piece's order, so the packets of a chain are
+numbered on from file to file as :class:`~analyzer.capture.sets.CaptureSet` numbers them; each
+row names its file as the piece analysed whole names it (an exchange the file of its first
+packet, a connection's end and issue the file being read), the capture issues are named by
+their file. Then:
 
 1. **walk** (a task per few splits): each split is read once
    (:class:`~analyzer.export.parallel.SplitWalk`, the walker ``export -j`` shares) and each
-   TCP packet is keyed ``(file, owner, split, number)``: ``owner`` the part its connection
+   TCP packet is keyed ``(piece, owner, split, number)``: ``owner`` the part its connection
    belongs to (canonical flow key: the plan of the first megabytes, else a hash, as
    ``export -j`` routes); each split also sends every owner its packet count (number -1);
 2. **one shuffle**: ``repartitionAndSortWithinPartitions`` on the owner, sorted by split and
@@ -30,16 +37,18 @@ carried; a compressed file stays one split, and then is analysed whole). Then:
    connection id, the judged quirk, the names and the client software one run has there.
 
 The exchanges, issues, connections and records (and ``check --parquet``'s ``seq`` and ``state``,
-the captures row's verdict) are those of analysing the file whole.
+the captures row's verdict) are those of analysing the piece whole in one task.
 """
 
 from __future__ import annotations
 
 import bisect
 import copyreg
+import os
 import traceback
 from array import array
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from functools import partial
 
 import orjson
@@ -100,20 +109,22 @@ def _memoryview_as_bytes(m: memoryview):
 
 
 def plan_splits(piece: Piece, split_size: int) -> list[Split] | None:
-    """The splits of a piece that is one file bigger than ``split_size``; None: the piece is
-    analysed whole (several files, compressed, not a capture, small, or a file system that
-    cannot be read by ranges here: its analysis then says why in one line naming the URI)."""
-    if len(piece.uris) != 1 or piece.size <= split_size:
+    """The splits of a piece bigger than ``split_size``: those of each of its files in the
+    piece's order (a chain of rotated files: each file one split or more, with its own header
+    and interface table, as ``export -j`` cuts a chain); None: the piece is analysed whole
+    (small, one file that is compressed or not a capture, or a file system that cannot be read
+    by ranges here: its analysis then says why in one line naming the URI)."""
+    if piece.size <= split_size:
         return None
     try:
-        parts = splits(piece.uris[0], split_size, open_ranged)
+        parts = [s for uri in piece.uris for s in splits(uri, split_size, open_ranged)]
     except (OSError, ValueError):
-        return None  # the whole-file analysis reports what is wrong with it
+        return None  # the whole-piece analysis reports what is wrong with it
     return parts if len(parts) > 1 else None
 
 
 def _walk(tasks: Iterable[tuple]) -> Iterator[tuple]:
-    """The packets of some splits, keyed ``(file, owner, split, number)``; then each split's
+    """The packets of some splits, keyed ``(piece, owner, split, number)``; then each split's
     counts, to every owner (number -1)."""
     for fno, sno, split, owners, parts in tasks:
         walk = SplitWalk(split, owners, parts, open_ranged)
@@ -130,9 +141,9 @@ def _walk(tasks: Iterable[tuple]) -> Iterator[tuple]:
 
 
 class _RowShare(Share):
-    """An owner's share of one file: its events as rows, with what the stitching needs."""
+    """An owner's share of one piece: its events as rows, with what the stitching needs."""
 
-    def __init__(self, name: str, fno: int, owner: int, opts: dict) -> None:
+    def __init__(self, name: str, fno: int, owner: int, opts: dict, uris: tuple | None = None) -> None:
         keylog = KeyLog()
         if opts["tls_keylog"] is not None:
             keylog.add_text(opts["tls_keylog"], "the key log")
@@ -147,6 +158,11 @@ class _RowShare(Share):
             False,
         )
         self.name, self.fno, self.owner, self.opts = name, fno, owner, opts
+        # a chain: the file of each split, and the number of each file's first packet (as
+        # CaptureSet.files has them, once the counts of the splits before are known)
+        self.uris = uris
+        self.starts: list[int] = [1]
+        self.files: list[str] = [uris[0]] if uris else []
         self.pending: list[tuple] = []
         self.exchanges = 0
         self.issues = 0
@@ -155,10 +171,29 @@ class _RowShare(Share):
         self.marks = array("q")
         self.flushed: list[int] = []
 
+    def split_starts(self, sno: int, first: int) -> None:
+        """Split ``sno`` starts at packet ``first`` (of the piece): a new file when a chain's
+        split is its file's first."""
+        uris = self.uris
+        if uris and sno < len(uris) and uris[sno] != uris[sno - 1]:
+            self.starts.append(first)
+            self.files.append(uris[sno])
+
+    def file_of(self, number: int | None) -> str:
+        """The ``capture`` of a row, as :func:`~analyzer.spark.source.analyze_piece` names it:
+        the piece for one file; for a chain, the file of packet ``number`` (None or the end:
+        the chain's last file)."""
+        if not self.uris:
+            return self.name
+        if number is None or number == _FLUSH:
+            return self.uris[-1]
+        return self.files[bisect.bisect_right(self.starts, number) - 1]
+
     def _emit(self, events: list, batch: int) -> None:
         ids = self.ids
         opts = self.opts
-        name, fno, owner = self.name, self.fno, self.owner
+        fno, owner = self.fno, self.owner
+        here = self.file_of(batch)  # the file being read when the events come
         out = self.pending
         learnt = ids.used  # a topic id was looked up while labelling this batch's exchanges
         ids.used = False
@@ -166,6 +201,8 @@ class _RowShare(Share):
             t = type(ev)
             if t is Exchange:
                 self.exchanges += 1
+                msg = ev.request or ev.response
+                name = self.file_of(msg.frame.packet_indexes[0]) if msg and msg.frame.packet_indexes else here
                 row = _exchange_row(name, ev, ids, opts["with_json"], opts["records"], opts["bodies"])
                 refs = _topic_refs(ev) if learnt or ids.used else None
                 rows = [_event("exchange", row)]
@@ -188,13 +225,13 @@ class _RowShare(Share):
             elif t is ConnIssue:
                 self.issues += 1
                 unnamed = ev.issue.message.startswith(_UNNAMED_TEXT)
-                row = _event("issue", _issue_row(name, ev))
+                row = _event("issue", _issue_row(here, ev))
                 self._mark(batch, ev.conn.id)
                 out.append(
                     (_ROW, fno, owner, batch, self._seq, ev.conn.id, _ISSUE, [row], None, unnamed, None, None)
                 )
             elif t is ConnectionEnd:
-                row = _event("connection", _connection_row(name, ev.conn))
+                row = _event("connection", _connection_row(here, ev.conn))
                 at = (_ROW, fno, owner, batch, self._seq, ev.conn.id, _CONNECTION)
                 out.append((*at, [row], None, False, None, None))
             else:
@@ -280,7 +317,7 @@ def _close(share: _RowShare, seen: list, broken: bool) -> list[tuple]:
     return out
 
 
-def _own(items: Iterable[tuple], names: list[str], opts: dict) -> Iterator[tuple]:  # noqa: C901 - the owner's loop, the split counts inline
+def _own(items: Iterable[tuple], names: list[tuple], opts: dict) -> Iterator[tuple]:  # noqa: C901 - the owner's loop, the split counts inline
     """An owner's packets, in capture order, through its share."""
     copyreg.pickle(memoryview, _memoryview_as_bytes)  # rows and issues may hold slices of frames
     share: _RowShare | None = None
@@ -292,11 +329,13 @@ def _own(items: Iterable[tuple], names: list[str], opts: dict) -> Iterator[tuple
         if (fno, owner) != current:
             if share is not None:
                 yield from _close(share, seen, broken)
-            current, share, bases, seen = (fno, owner), _RowShare(names[fno], fno, owner, opts), {0: 0}, []
+            name, uris = names[fno]
+            current, share, bases, seen = (fno, owner), _RowShare(name, fno, owner, opts, uris), {0: 0}, []
             broken = False
         assert share is not None
         if number < 0:  # a split's counts: they number the next split's packets
             bases[sno + 1] = bases[sno] + value[0]
+            share.split_starts(sno + 1, bases[sno + 1] + 1)
             for secret in value[5]:  # the split's Decryption Secrets Blocks (its header's too)
                 if secret not in share.secrets:
                     share.secrets.append(secret)
@@ -323,7 +362,7 @@ def _own(items: Iterable[tuple], names: list[str], opts: dict) -> Iterator[tuple
 
 
 class _Knowing:
-    """What one run knows at each point of a file (an event's order key): the topic ids and the
+    """What one run knows at each point of a piece (an event's order key): the topic ids and the
     broker software, from the knowledge learnt in order over every owner."""
 
     def __init__(self, learnt: list[tuple]) -> None:
@@ -391,7 +430,7 @@ _AFTER = float("inf")  # (batch, _AFTER): after every event of the batch
 
 
 class _Order:
-    """One run's numbering of a file's exchange and issue events (seq, 1-based), from the
+    """One run's numbering of a piece's exchange and issue events (seq, 1-based), from the
     batches of every owner's events: a packet's events are one owner's (its connection's); the
     end's are ordered by connection, then as their owner emitted them."""
 
@@ -425,7 +464,7 @@ def _key(batch: int, seq: int, conn: int) -> tuple:
 
 
 def _stitch(items: Iterable[tuple], shared) -> Iterator[tuple]:
-    """An owner's rows as one run has them: connection ids over the whole file, topics by id and
+    """An owner's rows as one run has them: connection ids over the whole piece, topics by id and
     the broker software named as one run knew them at that point; ``shared``: the driver's
     tables, broadcast."""
     tables: dict = shared.value
@@ -480,7 +519,7 @@ def _with_state(
     ev: tuple, state: bytes, conn: int, key: tuple, knowing: _Knowing, software, commit, empty, number: int
 ) -> tuple:
     """An exchange row with its ``seq`` and ``state`` as one run writes them: the connection's id
-    over the whole file, the commit's quirk judged again, the topics and the broker named, the
+    over the whole piece, the commit's quirk judged again, the topics and the broker named, the
     client software one run knew then."""
     r = list(ev[1])
     s = orjson.loads(state)
@@ -579,13 +618,21 @@ def _capture_rows(
     events: int,
     opts: dict,
 ) -> list[tuple]:
-    """The file's capture issues and its captures row, as the whole-file analysis gives them
+    """The piece's capture issues and its captures row, as the whole-piece analysis gives them
     (the capture issues come last, after the ``events`` exchange and issue events)."""
     walks = sorted(walks, key=lambda x: x[0])
     found = []
-    before = 0
+    before = 0  # packets of the file before the split
+    chain = len(piece.uris) > 1
     for sno, w in walks:
-        found += _split_issues(cuts[sno], before, w[4])
+        cut = cuts[sno]
+        if sno and cut.path != cuts[sno - 1].path:
+            before = 0
+        damage = _split_issues(cut, before, w[4])
+        if chain:  # as CaptureSet reports a file's damage: named by the file
+            base = os.path.basename(cut.path)
+            damage = [replace(i, message=f"{base}: {i.message}", where=i.where or base) for i in damage]
+        found += damage
         before += w[0]
     walks = [v for _s, v in walks]
     totals = range_totals([Route(True, w[0], w[1], w[2], w[3], []) for w in walks])
@@ -643,9 +690,10 @@ def _outcome(found: list[Issue], exchanges: int) -> tuple[str | None, int | None
 def analyze_split(
     spark: SparkSession, files: list[tuple[Piece, list[Split]]], opts: dict, tasks: int
 ) -> tuple[RDD, RDD]:
-    """The event rows of big files cut into splits (see the module docstring), and the RDD of
-    the owners' output (persisted: unpersist it once the rows are no longer needed). Runs the
-    walk, the shuffle and the owners now (a Spark job): the stitching needs their small part."""
+    """The event rows of big pieces (files, chains) cut into splits (see the module docstring),
+    and the RDD of the owners' output (persisted: unpersist it once the rows are no longer
+    needed). Runs the walk, the shuffle and the owners now (a Spark job): the stitching needs
+    their small part."""
     sc = spark.sparkContext
     work = []
     offsets = []
@@ -659,7 +707,8 @@ def analyze_split(
         total += parts
         work += [(fno, sno, split, owners, parts) for sno, split in enumerate(cuts)]
     base = list(offsets)
-    names = [p.name for p, _ in files]
+    # a chain's rows name the file of each split (one file's, the piece)
+    names = [(p.name, tuple(c.path for c in cuts) if len(p.uris) > 1 else None) for p, cuts in files]
     slices = max(1, min(len(work), tasks))
     owned = (
         sc.parallelize(work, slices)

@@ -57,6 +57,28 @@ def test_rotated_pieces_with_jobs_give_the_whole(path, every, tmp_path):
     assert par.split(b"\n", 1)[0] == seq.split(b"\n", 1)[0]  # the same name for the set
 
 
+def test_rotated_pcapng_pieces_with_their_secrets_with_jobs(tmp_path):
+    """A pcapng with its TLS secrets in Decryption Secrets Blocks rotated into pieces (each with
+    the section header, interfaces and secrets in force): the pieces decrypt as the whole file,
+    with one process or two."""
+    from analyzer.capture.split import splits
+
+    whole = CAPTURES / "kafka-python-tls-tls13-aes128gcm-dsb.pcapng"
+    raw = whole.read_bytes()
+    pieces = []
+    for i, s in enumerate(splits(whole, 8192)):
+        p = tmp_path / f"dsb-{i:03d}.pcapng"
+        p.write_bytes(s.header + raw[s.start : s.end])
+        pieces.append(str(p))
+    assert len(pieces) > 2
+    rc, one = export_bytes("--no-spans", str(whole))
+    rc1, seq = export_bytes("--no-spans", *pieces)
+    rc2, par = export_bytes("--no-spans", "-j", "2", *pieces)
+    assert rc1 == rc2 and after_capture_line(par) == after_capture_line(seq)
+    assert b'"api_name":"Produce"' in seq or b'"api_key":0' in seq
+    assert seq.count(b'"type":"exchange"') == one.count(b'"type":"exchange"') > 10
+
+
 @pytest.mark.parametrize("path", tls_captures(), ids=lambda p: p.name)
 def test_tls_with_a_key_log(path):
     keys = path.with_suffix(".keys")

@@ -36,6 +36,8 @@ OTHER = "librdkafka-produce-consume-zstd.pcap"  # the second capture set
 # splits) and analysed whole (set "whole"); acks=0 and SASL PLAIN findings, and the admin client
 # whose simple commits the stitching judges against the group members
 SPLIT = ["librdkafka-acks0.pcap", "librdkafka-admin.pcap", "librdkafka-sasl-plain.pcap"]
+# and a recording rotated every 40 packets (files of about 10 KB: one chain, in 4 KB splits too)
+SPLIT_ROTATED = "librdkafka-produce-consume-none.pcap"
 
 RULES = """
 [check]
@@ -103,6 +105,7 @@ def tables(tmp_path_factory) -> dict:
     split = tmp_path_factory.mktemp("check-split")
     for name in SPLIT:
         shutil.copy(CAPTURES / name, split / name)
+    rotated = cut(CAPTURES / SPLIT_ROTATED, 40, split)
     out = tmp_path_factory.mktemp("check-tables")
     with local_spark("kafka-analyzer-check-parquet") as spark:
         for d, name, extra in (
@@ -117,7 +120,15 @@ def tables(tmp_path_factory) -> dict:
                 guarded(args, _spark_run, spark)
     rules = out.parent / "rules.toml"
     rules.write_text(RULES)
-    return {"src": src, "other": other, "split": split, "out": out, "rules": rules, "pieces": pieces}
+    return {
+        "src": src,
+        "other": other,
+        "split": split,
+        "out": out,
+        "rules": rules,
+        "pieces": pieces,
+        "rotated": rotated,
+    }
 
 
 def _captures(d: Path) -> list[str]:
@@ -298,22 +309,26 @@ def test_tables_that_cannot_be_checked_say_why(tables, tmp_path):
     "flags", [[], ["--rules", "RULES", "--fail-on", "warning", "-v"]], ids=["pack", "rules"]
 )
 def test_check_parquet_on_a_file_analysed_in_splits_equals_check(tables, tmp_path, flags):
-    """Big files analysed in byte-range splits and stitched: the same verdicts as check on them."""
+    """Big files, and a chain of rotated files, analysed in byte-range splits and stitched: the
+    same verdicts as check on them."""
     from analyzer.capture.split import splits
 
     assert all(len(splits(str(tables["split"] / n), 4096)) > 3 for n in SPLIT)
+    rotated = tables["rotated"]
+    assert len(rotated) > 3 and sum(len(splits(p, 4096)) for p in rotated) > len(rotated)
     flags = [str(tables["rules"]) if f == "RULES" else f for f in flags]
     c, p = _both(tables, tmp_path, *flags, inputs="split", parquet_set="split")
     assert p[0] == c[0]
     assert _findings(p[1]) == _findings(c[1])
     assert p[1] == c[1] and p[2] == c[2] and p[3] == c[3]
     assert {r["status"] for r in c[1]["rules"]} & {"failed", "warned"}
-    assert len(c[1]["captures"]) == len(SPLIT)
+    assert len(c[1]["captures"]) == len(SPLIT) + 1
 
 
 def test_a_split_file_has_the_state_and_order_of_one_run(tables):
     """The stitching writes the ``seq`` and ``state`` of the exchanges and the ``seq`` and
-    ``roles_known`` of the issues, and the captures row, that one run over the file writes."""
+    ``roles_known`` of the issues, and the captures row, that one run over the file (the chain
+    of rotated files) writes."""
     import pyarrow.dataset as ds
 
     def rows(table: str, columns: list[str], which: str) -> dict:
@@ -331,7 +346,12 @@ def test_a_split_file_has_the_state_and_order_of_one_run(tables):
         ("captures", ["packets", "exchanges", "issues", "exit_code", "inconclusive", "records_bodies"]),
     ):
         split, whole = rows(table, columns, "split"), rows(table, columns, "whole")
-        assert sorted(split) == sorted(whole) == (sorted(SPLIT) if table != "issues" else sorted(whole))
+        assert sorted(split) == sorted(whole)
+        if table != "issues":  # the chain's rows name their files, its captures row the first
+            pieces = {p.name for p in tables["rotated"]}
+            first = tables["rotated"][0].name + f" (+{len(pieces) - 1} more)"
+            files = set(whole) - set(SPLIT)
+            assert files == {first} if table == "captures" else files <= pieces and len(files) > 1
         for name in whole:
             a = sorted(split[name], key=lambda r: (r.get("seq") or 0, json.dumps(r, sort_keys=True)))
             b = sorted(whole[name], key=lambda r: (r.get("seq") or 0, json.dumps(r, sort_keys=True)))

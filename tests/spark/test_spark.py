@@ -908,3 +908,82 @@ def test_splits_are_read_through_the_file_system_layer(tmp_path):
         msg = str(err.value)
         assert msg.startswith(uri + ": ") and "\n" not in msg
         assert plan_splits(Piece((uri,), (1 << 20,)), 4096) is None
+
+
+def _all_rows(a) -> dict[str, list]:
+    """Every row of every table, every column, sorted (lists and maps as sorted text)."""
+
+    def value(v):
+        return json.dumps(v, sort_keys=True, default=str) if isinstance(v, list | dict) else v
+
+    tables = {name: getattr(a, name) for name in ("exchanges", "issues", "connections", "captures")}
+    if a.records is not None:
+        tables["records"] = a.records
+    return {
+        name: sorted((tuple(value(r[c]) for c in df.columns) for r in df.collect()), key=repr)
+        for name, df in tables.items()
+    }
+
+
+def test_a_chain_in_tiny_splits_gives_the_chain_whole(spark, tmp_path):
+    """A capture rotated every 40 packets (files of about 7 KB, connections and frames cut
+    between them) in 4 KB splits: the chain's files are splits of one piece (each file its own
+    header, some cut inside), walked by several tasks, shuffled by connection and stitched; every
+    row of every table (the capture column naming each row's file, seq and state, the captures
+    row) is that of the chain analysed as one piece, and the exchanges are the export's of the
+    concatenation."""
+    from analyzer.capture.split import splits
+    from analyzer.spark.source import analyze
+
+    src = CAPTURES / "librdkafka-txn.pcap"
+    folder = tmp_path / "rotated"
+    folder.mkdir()
+    pieces = _cut_pcap(src, folder, 40)
+    cuts = sum(len(splits(p, 4096)) for p in pieces)
+    assert len(pieces) > 5 and cuts > len(pieces)  # some files are cut inside too
+    want = _export_objects(src)
+    a = analyze(spark, str(folder), json=True, records=True, bodies=True, split_size=4096)
+    one = analyze(spark, str(folder), json=True, records=True, bodies=True, split_size=None)
+    try:
+        assert list(a.split.values()) == [cuts] and not one.split
+        assert len(a.pieces) == 1 and len(a.pieces[0].uris) == len(pieces)
+        got = Counter(json.dumps(json.loads(r.json), sort_keys=True) for r in a.exchanges.collect())
+        assert got == want["exchange"] and sum(got.values()) > 20
+        split_rows, whole_rows = _all_rows(a), _all_rows(one)
+        for table in split_rows:
+            assert split_rows[table] == whole_rows[table], table
+        names = {Path(_local(r.capture)).name for r in a.exchanges.collect()}
+        assert len(names) > 3 and names <= {p.name for p in pieces}
+    finally:
+        a.unpersist()
+        one.unpersist()
+
+
+def test_rotated_captures_in_tiny_splits_give_their_chains_whole(spark, tmp_path):
+    """The bundled clear-text pcaps as one file rotated every 60 packets, a truncated rotation
+    among them, and one of them rotated on its own (a second recording at the same time: a
+    second chain): in 4 KB splits, every row of every table is that of each chain analysed as
+    one piece, damage named by its file."""
+    from analyzer.spark.source import analyze
+
+    big = _one_recording(tmp_path / "bundled.pcap")
+    folder = tmp_path / "rotated"
+    folder.mkdir()
+    pieces = _cut_pcap(big, folder, 60)
+    cut = pieces[len(pieces) // 2]
+    cut.write_bytes(cut.read_bytes()[:-7])  # a rotation cut in the middle of its last packet
+    pieces += _cut_pcap(CAPTURES / "librdkafka-txn.pcap", folder, 40)
+    a = analyze(spark, str(folder), records=True, bodies=True, split_size=4096)
+    one = analyze(spark, str(folder), records=True, bodies=True, split_size=None)
+    try:
+        chains = [p for p in a.pieces if len(p.uris) > 1]
+        assert len(chains) == 2 and sum(len(p.uris) for p in chains) == len(pieces) > 100
+        assert len(a.split) == 2 and not one.split
+        split_rows, whole_rows = _all_rows(a), _all_rows(one)
+        for table in split_rows:
+            assert split_rows[table] == whole_rows[table], table
+        damage = [r for r in a.issues.collect() if r.connection is None and r.code == "capture.truncated"]
+        assert damage and all(r.message.startswith(cut.name + ": ") for r in damage)
+    finally:
+        a.unpersist()
+        one.unpersist()

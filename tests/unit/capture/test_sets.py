@@ -101,3 +101,30 @@ def test_damage_in_one_piece_is_named_and_the_rest_analysed(tmp_path):
     issues = summary["capture_issues"]
     assert any(pieces[1].name in i["message"] and i["code"] == "capture.truncated" for i in issues)
     assert sum(1 for x in lines if x["type"] == "exchange") > 40
+
+
+def test_pcapng_pieces_carry_their_decryption_secrets(tmp_path):
+    """A pcapng whose TLS secrets are in Decryption Secrets Blocks, rotated into pieces (each
+    with the section header, interfaces and secrets in force): the set gives the key logs to
+    the pipeline as one file does, so its TLS exchanges decrypt as the whole file's."""
+    from analyzer.capture.split import splits
+    from analyzer.model import Exchange
+    from analyzer.pipeline import Analysis
+    from tests.helpers.captures import CAPTURES
+
+    whole = CAPTURES / "kafka-python-tls-tls13-aes128gcm-dsb.pcapng"
+    raw = whole.read_bytes()
+    pieces = []
+    for i, s in enumerate(splits(whole, 8192)):
+        p = tmp_path / f"dsb-{i:03d}.pcapng"
+        p.write_bytes(s.header + raw[s.start : s.end])
+        pieces.append(str(p))
+    assert len(pieces) > 2 and plan(pieces) == [pieces]
+
+    def rows(source) -> list[tuple]:
+        a = Analysis(source)
+        return [(e.api_key, e.correlation_id, e.conn.id, e.ts) for e in a.events() if type(e) is Exchange]
+
+    want = rows(whole)
+    assert len(want) > 10
+    assert rows(CaptureSet(pieces)) == want

@@ -49,3 +49,36 @@ def test_split_walks_give_the_files_packets_with_their_owners(name):
     assert totals.packets == base == len(want) + sum(skipped.values())
     assert (totals.first_ts, totals.last_ts) == (want[0][2], want[-1][2])
     assert totals.skipped == skipped
+
+
+def test_split_walks_of_a_chain_give_the_sets_packets(tmp_path):
+    """Rotated files cut into splits, file after file (each file its own header): walked in
+    that order and numbered on from split to split, their packets are the capture set's, as
+    Spark walks a chain; their totals are the set's."""
+    from analyzer.capture.sets import CaptureSet
+    from tests.helpers.captures import cut
+
+    pieces = cut(CAPTURES / "librdkafka-txn.pcap", 40, tmp_path)
+    parts = 2
+    owners = plan_owners(str(pieces[0]), parts)
+    route = Router(owners, parts)
+    want, skipped = [], Counter()
+    for index, ts, linktype, data in CaptureSet(pieces):
+        seg = decode_tcp(linktype, data)
+        if type(seg) is Skip:
+            skipped[skip_text(seg, linktype)] += 1
+            continue
+        want.append((route(seg), index, ts, bytes(data)))
+    cuts = [c for p in pieces for c in splits(p, 4096)]
+    assert len(pieces) > 5 and len(cuts) > len(pieces)
+    got, walks, base = [], [], 0
+    for c in cuts:
+        w = SplitWalk(c, owners, parts)
+        got += [(o, base + n, ts, bytes(d)) for o, n, ts, _lt, d in w]
+        walks.append(w)
+        base += w.count
+        assert not w.issues
+    assert got == want
+    totals = range_totals(walks)
+    assert totals.packets == base == len(want) + sum(skipped.values())
+    assert totals.skipped == skipped
