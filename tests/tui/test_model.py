@@ -300,7 +300,7 @@ def test_indexer_posts_every_row_once_then_done(tmp_path):
     assert posted[-1].done and posted[-1].error is None and posted[-1].fraction == 1.0
     assert not any(p.done for p in posted[:-1])
     rows = [r for p in posted for r in p.rows]
-    assert rows == index.rows and [r.index for r in rows] == list(range(len(want)))
+    assert rows == list(index.rows) and [r.index for r in rows] == list(range(len(want)))
     assert stats.exchanges == len(want) and index.origin == a.first_ts
     index.close()
 
