@@ -37,7 +37,7 @@ from analyzer.tui.messages import (
     ShowExchanges,
     ShowTimeline,
 )
-from analyzer.tui.model import COLUMNS, Row, SortedRows, Taken
+from analyzer.tui.model import COLUMNS, Row, SortedRows, SpoolError, Taken
 from analyzer.tui.screens.base import View
 from analyzer.tui.screens.command import CommandScreen, parse_command
 from analyzer.tui.screens.records import RecordsScreen, record_rows
@@ -663,15 +663,19 @@ def run_tui(
             return Exit.USAGE
         os.dup2(tty, 0)
         os.close(tty)
-    app = AnalyzerApp(
-        src,
-        opts,
-        tuple(ports),
-        name="-" if source == "-" else None,
-        tls_keylog=tls_keylog,
-        display_filter=display_filter,
-        max_exchanges=max_exchanges,
-    )
+    try:
+        app = AnalyzerApp(
+            src,
+            opts,
+            tuple(ports),
+            name="-" if source == "-" else None,
+            tls_keylog=tls_keylog,
+            display_filter=display_filter,
+            max_exchanges=max_exchanges,
+        )
+    except SpoolError as e:
+        print(f"kafka-analyzer: tui: {e}", file=sys.stderr)
+        return Exit.USAGE
     try:
         app.run()
     finally:

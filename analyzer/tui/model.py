@@ -35,6 +35,20 @@ _intern = sys.intern
 # -- the spool -------------------------------------------------------------------------------------
 
 
+class SpoolError(Exception):
+    """The TUI's temporary files (the spool, the spilled rows) could not be made or written
+    (a full disk, an unusable temporary directory): what happened, for the user."""
+
+
+def temp_file(prefix: str, directory: str | None):
+    """An anonymous temporary file, or :class:`SpoolError` saying why not."""
+    try:
+        return tempfile.TemporaryFile(prefix=prefix, dir=directory)  # noqa: SIM115
+    except OSError as e:
+        where = f" in {directory}" if directory else " (TMPDIR)"
+        raise SpoolError(f"cannot create the TUI's temporary file{where}: {e}") from e
+
+
 class Spool:
     """An append-only temporary file of frame payloads (and their packet numbers).
 
@@ -46,7 +60,7 @@ class Spool:
     """
 
     def __init__(self, directory: str | None = None) -> None:
-        self._f = tempfile.TemporaryFile(prefix="kafka-analyzer-tui-", dir=directory)  # noqa: SIM115
+        self._f = temp_file("kafka-analyzer-tui-", directory)
         self._fd = self._f.fileno()
         self._buf = bytearray()
         self.size = 0
@@ -61,10 +75,13 @@ class Spool:
         return off
 
     def flush(self) -> None:
-        if self._buf:
-            self._f.write(self._buf)
-            self._buf = bytearray()
-        self._f.flush()
+        try:
+            if self._buf:
+                self._f.write(self._buf)
+                self._buf = bytearray()
+            self._f.flush()
+        except OSError as e:
+            raise SpoolError(f"cannot write the TUI's temporary file of frames: {e.strerror or e}") from e
 
     def get(self, offset: int, length: int) -> bytes:
         return os.pread(self._fd, length, offset)
@@ -257,15 +274,21 @@ class RowStore:
             self._mem += data
         else:
             if self._file is None:
-                self._file = tempfile.TemporaryFile(prefix="kafka-analyzer-rows-", dir=self.directory)  # noqa: SIM115
+                self._file = temp_file("kafka-analyzer-rows-", self.directory)
                 self._fd = self._file.fileno()
             self._pending += data
         self._n += 1
 
     def flush(self) -> None:
         if self._pending:
-            data, self._pending = self._pending, bytearray()
-            os.pwrite(self._fd, data, self._written * ROW.size)
+            data = self._pending
+            try:
+                done = os.pwrite(self._fd, data, self._written * ROW.size)
+                while done < len(data):  # a short write
+                    done += os.pwrite(self._fd, data[done:], self._written * ROW.size + done)
+            except OSError as e:
+                raise SpoolError(f"cannot write the TUI's temporary file of rows: {e.strerror or e}") from e
+            self._pending = bytearray()
             self._written += len(data) // ROW.size
 
     def record(self, i: int) -> tuple:

@@ -658,3 +658,44 @@ def test_spilled_session_filters_and_views_match(monkeypatch):
     finally:
         mem.close()
         spilled.close()
+
+
+def test_temporary_file_failures_are_said_not_raised(tmp_path, monkeypatch):
+    """A temporary directory that cannot be used stops the TUI before it starts with exit 2 and
+    a message; a full disk while rows spill ends the indexing with a message (the rows indexed
+    before stay), no traceback."""
+    import errno
+    import tempfile
+    import threading
+
+    from analyzer.tui import model
+    from analyzer.tui.app import run_tui
+    from analyzer.tui.indexer import Indexer
+
+    with pytest.raises(model.SpoolError, match="cannot create the TUI's temporary file in"):
+        Index(Options(True), directory=str(tmp_path / "missing"))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "missing"))
+    assert run_tui(str(TXN)) == 2
+    monkeypatch.undo()
+
+    def full_disk(fd, data, offset):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(model.os, "pwrite", full_disk)
+    a = Analysis(TXN, Options())
+    index = Index(Options(True), spill_after=60)
+    posted = []
+    Indexer(a, index, Stats(), threading.Lock(), first_batch=0.0, batch=0.0).run(
+        lambda p: posted.append(p) or True, lambda: False, str(TXN)
+    )
+    try:
+        last = posted[-1]
+        assert last.done and last.error == (
+            "cannot write the TUI's temporary file of rows: No space left on device"
+        )
+        # the rows posted before are whole (the batch that failed is not posted)
+        kept = [r for p in posted for r in p.rows]
+        assert len(kept) <= 60 and [r.index for r in kept] == list(range(len(kept)))
+        assert all(index.exchange(r).request is not None for r in kept if r.req_bytes >= 0)
+    finally:
+        index.close()
