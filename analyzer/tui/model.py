@@ -1,11 +1,15 @@
 """The TUI's data: a compact index of the exchanges, the spool of their frame payloads, the filter
 and the sort orders, the connection and issue summaries. No Textual here (unit-tested alone).
 
-Indexing keeps per exchange only what the list, the filter and the sort need (:class:`Row`:
-times, endpoints, API, version, correlation id, topics, sizes, latency, flags) and where its
-frames' payloads are in a temporary file (:class:`Spool`): the capture's bytes are not kept in
-memory, so memory grows with exchanges, not bytes. The decoded trees (with record bodies) are
-made again from the spooled payloads when an exchange is shown (:meth:`Index.exchange`).
+Indexing keeps per exchange only what the list, the filter and the sort need (times, endpoints,
+API, version, correlation id, topics, sizes, latency, flags, issue codes) and where its frames are
+in a temporary file (:class:`Spool`, the frames' metadata in front of their payloads), packed in
+one record of about 100 bytes (:class:`RowStore`; strings and tuples are numbers of interned
+tables): the capture's bytes are not kept in memory, so memory grows with exchanges, not bytes,
+and beyond :data:`SPILL_ROWS` exchanges the records spill to a temporary file too. A
+:class:`Row` is made from its record when asked for (the list draws a window; filter and sort
+read every record in chunks). The decoded trees (with record bodies) are made again from the
+spooled payloads when an exchange is shown (:meth:`Index.exchange`).
 """
 
 from __future__ import annotations
@@ -224,6 +228,7 @@ class _Table:
 # and response frames are spooled (-1: none), the api key and version the response was
 # decoded with (NONE: none); strings and tuples are numbers of :class:`RowStore`'s tables
 ROW = struct.Struct("<iddiiiqiiqqibiqqii")
+_TS = struct.Struct("<d")  # a record's ts, 4 bytes in
 
 
 class RowStore:
@@ -308,6 +313,12 @@ class RowStore:
         if isinstance(i, slice):
             return [Row(self, self.record(j)) for j in range(*i.indices(self._n))]
         return Row(self, self.record(i))
+
+    def ts(self, i: int) -> float:
+        """Row ``i``'s request time (without making the row, when it is in memory)."""
+        if 0 <= i < min(self.spill_after, self._n):
+            return _TS.unpack_from(self._mem, i * ROW.size + 4)[0]
+        return self.record(i)[1]
 
     def __iter__(self):
         return self.iter(0, self._n)
@@ -1092,7 +1103,10 @@ class SortedRows:
                 self._last = k
             else:
                 store = r._store
-                pos = bisect_right(idx, k, key=lambda i: (key(store[i]), i))
+                if self.sort == TIME_COLUMN:  # the usual order: the times without the rows
+                    pos = bisect_right(idx, k, key=lambda i: (store.ts(i), i))
+                else:
+                    pos = bisect_right(idx, k, key=lambda i: (key(store[i]), i))
                 idx.insert(pos, r.index)
                 appended = False
         return appended

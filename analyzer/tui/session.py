@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from analyzer.filter import FilterError
 
 LIVE_IDLE_TIMEOUT = 300.0  # seconds: live connections idle longer are closed (as `live` does)
-LIVE_MAX_ROWS = 500_000  # exchanges a live session keeps (about 300 MB); later ones are counted, not kept
+LIVE_MAX_ROWS = 500_000  # exchanges a live session keeps (~50 MB packed); later ones are counted, not kept
 
 
 # -- decoded exchanges ------------------------------------------------------------------------------
