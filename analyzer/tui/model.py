@@ -36,6 +36,11 @@ from analyzer.session.stats import error_names
 _intern = sys.intern
 
 
+def _istr(v):
+    """``v`` interned when it is a str."""
+    return _intern(v) if type(v) is str else v
+
+
 # -- the spool -------------------------------------------------------------------------------------
 
 
@@ -870,7 +875,7 @@ class GroupTimeline:
                 if member:
                     members.add(member)
                 if rb.get("leader"):
-                    self.leaders[gid] = rb.get("leader")
+                    self.leaders[gid] = _istr(rb.get("leader"))
             elif key == ApiKey.CONSUMER_GROUP_HEARTBEAT:
                 member = rb.get("member_id") or member
                 if member and body.get("member_epoch") != -1:
@@ -889,16 +894,16 @@ class GroupTimeline:
             gen = body.get("generation_id", body.get("member_epoch"))
         errors = error_names(resp)
         self.events.append(
-            GroupEvent(
+            GroupEvent(  # one per heartbeat too: the strings interned, shared by the events
                 row.index,
                 row.ts,
-                gid,
-                row.api,
-                member,
+                _istr(gid),
+                _istr(row.api),
+                _istr(member),
                 gen if isinstance(gen, int) and gen >= 0 else None,
                 len(members),
                 self.leaders.get(gid),
-                ", ".join(dict.fromkeys(errors)) if errors else None,
+                _intern(", ".join(dict.fromkeys(errors))) if errors else None,
             )
         )
 
