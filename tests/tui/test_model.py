@@ -437,12 +437,17 @@ def test_index_limit_counts_what_it_does_not_keep():
     events = list(Analysis(path, Options(records_bodies=False)).events())
     n = sum(1 for e in events if type(e) is Exchange)
     idx = Index(Options(True), limit=5)
+    spilled = Index(Options(True), limit=5, spill_after=2)  # the bound holds on spilled rows too
     try:
         idx.add(events)
+        spilled.add(events)
         assert len(idx.rows) == 5 and idx.dropped == n - 5
         assert [r.index for r in idx.rows] == list(range(5))
+        assert len(spilled.rows) == 5 and spilled.dropped == n - 5 and spilled.rows.spilled == 3
+        assert [_row_state(r) for r in spilled.rows] == [_row_state(r) for r in idx.rows]
     finally:
         idx.close()
+        spilled.close()
 
 
 def test_live_status_text():
