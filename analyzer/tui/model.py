@@ -460,15 +460,16 @@ class Row:
         self.resp_key = (None if rkey == NONE else rkey, None if rversion == NONE else rversion)
 
     @staticmethod
-    def record(index: int, ex: Exchange, store: RowStore) -> tuple:
+    def record(index: int, ex: Exchange, store: RowStore, issues: list[Issue] | None = None) -> tuple:
         """The packed form of exchange ``ex`` (its frames spooled; its strings and tuples put
-        in ``store``'s tables)."""
+        in ``store``'s tables); ``issues``: ``ex.all_issues()`` when the caller has them."""
         req, resp = ex.request, ex.response
         spool = store.spool
         cid = ex.client_id
         # (topic, partitions) pairs
         topics = tuple((_intern(t), tuple(ps)) for t, ps in ex.topics.items()) if ex.topics else EMPTY
-        issues = ex.all_issues()  # once: the flags and the codes both need them
+        if issues is None:  # once: the flags and the codes both need them
+            issues = ex.all_issues()
         errs = error_names(resp)
         flags, worst = exchange_flags(ex, issues, errs)
         # every issue code and Kafka error name (the issues view groups by these)
@@ -951,11 +952,12 @@ class Index:
                 if self.limit is not None and len(rows) >= self.limit:
                     self.dropped += 1
                     continue
-                rec = Row.record(len(rows), ev, rows)  # type: ignore[arg-type]
+                issues = ev.all_issues()  # type: ignore[union-attr]
+                rec = Row.record(len(rows), ev, rows, issues)  # type: ignore[arg-type]
                 rows.append(rec)
                 row = Row(rows, rec)
                 out.append(row)
-                self._count(row, ev)  # type: ignore[arg-type]
+                self._count(row, ev, issues)  # type: ignore[arg-type]
             elif t is ConnIssue:
                 info = ev.conn  # type: ignore[union-attr]
                 self._conn(info).issues += 1
@@ -975,7 +977,7 @@ class Index:
             s = self.conns[info.id] = ConnSummary(info)
         return s
 
-    def _count(self, row: Row, ex: Exchange) -> None:
+    def _count(self, row: Row, ex: Exchange, all_issues: list[Issue]) -> None:
         if row.api_key in _GROUP_APIS:
             self.groups.add(row, ex)
         s = self._conn(row.conn)
@@ -986,7 +988,7 @@ class Index:
         if row.client_id is not None:
             s.client_ids[row.client_id] += 1
         if row.codes:
-            issues = {i.code: i for i in ex.all_issues()}
+            issues = {i.code: i for i in all_issues}
             for code in row.codes:
                 g = self.issue_groups.get(code)
                 if g is None:
