@@ -86,13 +86,15 @@ def measure_filter(app, expr: str) -> dict:
     return {"matched": matched, "decode_every_row_s": every_row, "cold_s": cold, "again_s": warm}
 
 
-def child(capture: str, width: int, height: int, filters: bool = True) -> None:
+def child(
+    capture: str, width: int, height: int, filters: bool = True, spill_after: int | None = None
+) -> None:
     import asyncio
 
     from analyzer.tui.app import AnalyzerApp
 
     async def go() -> dict:
-        app = AnalyzerApp(capture)
+        app = AnalyzerApp(capture, spill_after=spill_after)
         async with app.run_test(size=(width, height)) as pilot:
             while app.first_row_at is None and not app.done and app.is_running:
                 await asyncio.sleep(0.005)  # (pilot.pause forces a repaint)
@@ -120,6 +122,7 @@ def child(capture: str, width: int, height: int, filters: bool = True) -> None:
                 "exchanges": len(app.rows),
                 "packets": app.packets,
                 "spool_mb": app.index.spool.size / 1e6,
+                "spilled_rows": app.index.rows.spilled,
             }
             app.index.close()
         return out
@@ -138,11 +141,17 @@ def main() -> int:
         action="store_true",
         help="only the four figures (first rows, indexed, RSS, select): no display filter timings",
     )
+    ap.add_argument(
+        "--spill-after",
+        type=int,
+        default=None,
+        help="rows the TUI keeps in memory (the rest in a temporary file)",
+    )
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     w, h = (int(x) for x in args.size.split("x"))
     if args.child:
-        child(args.capture, w, h, filters=not args.no_filters)
+        child(args.capture, w, h, filters=not args.no_filters, spill_after=args.spill_after)
         return 0
     py = sys.executable
     size_mb = os.path.getsize(args.capture) / 2**20
@@ -151,6 +160,8 @@ def main() -> int:
     for _ in range(args.rounds):  # alternating, so that both see the same load
         stats_runs.append(child_rss([py, "-m", "analyzer", "stats", args.capture]))
         cmd = [py, str(Path(__file__).resolve()), "--child", args.capture, "--size", args.size]
+        if args.spill_after is not None:
+            cmd += ["--spill-after", str(args.spill_after)]
         wall, rss, out = child_rss(cmd + (["--no-filters"] if args.no_filters else []))
         tui_runs.append((json.loads(out.strip().splitlines()[-1]), rss))
     stats_s = statistics.median(w for w, _, _ in stats_runs)
@@ -188,7 +199,7 @@ def main() -> int:
     print(f"tui first rows:      {r['first_row_s']:7.2f} s")
     print(
         f"tui fully indexed:   {r['indexed_s']:7.2f} s   = {r['indexed_vs_stats']:.2f}x stats; "
-        f"peak RSS {tui_rss:6.0f} MB; spool {r['spool_mb']:.0f} MB"
+        f"peak RSS {tui_rss:6.0f} MB; spool {r['spool_mb']:.0f} MB; {r.get('spilled_rows', 0)} rows spilled"
     )
     print(f"tui select biggest:  {r['select_s']:7.2f} s   ({r['select_exchange']})")
     for expr, f in r["filters"].items():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from analyzer.dissect import schema
 from analyzer.issues import REGISTRY
-from analyzer.model import Exchange, Severity
+from analyzer.model import Exchange, Issue, Severity
 from analyzer.session.stats import Stats, error_names
 
 
@@ -35,16 +35,21 @@ def latency_text(ex: Exchange) -> str:
     return f"{lat * 1000:.3f}ms" if lat is not None else "-"
 
 
-def exchange_flags(ex: Exchange) -> tuple[list[str], Severity | None]:
+def exchange_flags(
+    ex: Exchange, issues: list[Issue] | None = None, errs: list[str] | None = None
+) -> tuple[list[str], Severity | None]:
     """The response's error names and the exchange's notable issues (warnings and worse, and
-    every pairing issue), and the worst severity among them (errors count as ERROR)."""
-    errs = error_names(ex.response)
+    every pairing issue), and the worst severity among them (errors count as ERROR).
+    ``issues`` and ``errs``: ``ex.all_issues()`` and ``error_names(ex.response)`` when the
+    caller has them already."""
+    if errs is None:
+        errs = error_names(ex.response)
     flags: list[str] = []
     worst: Severity | None = Severity.ERROR if errs else None
     if errs:
         uniq = sorted(set(errs))
         flags.append(",".join(uniq[:3]) + (f",+{len(uniq) - 3}" if len(uniq) > 3 else ""))
-    for i in ex.all_issues():
+    for i in ex.all_issues() if issues is None else issues:
         if i.severity >= Severity.WARNING or REGISTRY[i.code].stage == "pairing":
             flags.append(i.code)
             if i.severity >= Severity.WARNING and (worst is None or i.severity > worst):

@@ -37,7 +37,7 @@ from analyzer.tui.messages import (
     ShowExchanges,
     ShowTimeline,
 )
-from analyzer.tui.model import COLUMNS, Row, SortedRows
+from analyzer.tui.model import COLUMNS, Row, SortedRows, SpoolError, Taken
 from analyzer.tui.screens.base import View
 from analyzer.tui.screens.command import CommandScreen, parse_command
 from analyzer.tui.screens.records import RecordsScreen, record_rows
@@ -93,9 +93,10 @@ class AnalyzerApp(App[int]):
         tls_keylog: str | None = None,
         display_filter: str | None = None,
         max_exchanges: int | None = None,
+        spill_after: int | None = None,
     ) -> None:
         super().__init__()
-        self.session = s = Session(source, opts, ports, tls_keylog, max_exchanges)
+        self.session = s = Session(source, opts, ports, tls_keylog, max_exchanges, spill_after)
         self.live = s.live
         self.path = name or (source if isinstance(source, str) else getattr(source, "name", "-"))
         if self.live:
@@ -125,7 +126,7 @@ class AnalyzerApp(App[int]):
 
     # the list's state ----------------------------------------------------------------------------
     @property
-    def rows(self) -> list[Row]:
+    def rows(self) -> Taken:
         """Every row taken from the indexer, in arrival order (``rows[i].index == i``)."""
         return self.list.rows
 
@@ -249,7 +250,7 @@ class AnalyzerApp(App[int]):
         row = self.rows[event.index]
         if self.live:  # moving up stops following new exchanges; the last row (G) follows again
             self.follow = event.cursor_row == len(self.shown) - 1
-        if row is not self.current:
+        if self.current is None or row.index != self.current.index:
             self._show(row)
 
     @on(ListScrolledUp)
@@ -662,15 +663,19 @@ def run_tui(
             return Exit.USAGE
         os.dup2(tty, 0)
         os.close(tty)
-    app = AnalyzerApp(
-        src,
-        opts,
-        tuple(ports),
-        name="-" if source == "-" else None,
-        tls_keylog=tls_keylog,
-        display_filter=display_filter,
-        max_exchanges=max_exchanges,
-    )
+    try:
+        app = AnalyzerApp(
+            src,
+            opts,
+            tuple(ports),
+            name="-" if source == "-" else None,
+            tls_keylog=tls_keylog,
+            display_filter=display_filter,
+            max_exchanges=max_exchanges,
+        )
+    except SpoolError as e:
+        print(f"kafka-analyzer: tui: {e}", file=sys.stderr)
+        return Exit.USAGE
     try:
         app.run()
     finally:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from analyzer.capture.files import check_readable
 from analyzer.pipeline import Analysis
 from analyzer.session.stats import Stats
-from analyzer.tui.model import Index, Row
+from analyzer.tui.model import Index, Row, SpoolError
 
 
 @dataclass(slots=True)
@@ -123,6 +123,8 @@ class Indexer:
                     wait = self.batch if now - start < self.late_after else self.late_batch
             if not cancelled():
                 post(Progress(rows, a.packets, 1.0, done=True, connections=a.connections))
+        except SpoolError as e:  # a full disk: what was indexed stays browsable
+            post(Progress(rows, a.packets, None, done=True, error=str(e), connections=a.connections))
         except Exception as e:  # a bug must not take the UI down: say what happened
             error = f"analysis failed after {a.packets} packets: {type(e).__name__}: {e}"
             post(Progress(rows, a.packets, None, done=True, error=error, connections=a.connections))

@@ -1,16 +1,22 @@
 """The TUI's data: a compact index of the exchanges, the spool of their frame payloads, the filter
 and the sort orders, the connection and issue summaries. No Textual here (unit-tested alone).
 
-Indexing keeps per exchange only what the list, the filter and the sort need (:class:`Row`:
-times, endpoints, API, version, correlation id, topics, sizes, latency, flags) and where its
-frames' payloads are in a temporary file (:class:`Spool`): the capture's bytes are not kept in
-memory, so memory grows with exchanges, not bytes. The decoded trees (with record bodies) are
-made again from the spooled payloads when an exchange is shown (:meth:`Index.exchange`).
+Indexing keeps per exchange only what the list, the filter and the sort need (times, endpoints,
+API, version, correlation id, topics, sizes, latency, flags, issue codes) and where its frames are
+in a temporary file (:class:`Spool`, the frames' metadata in front of their payloads), packed in
+one record of about 100 bytes (:class:`RowStore`; strings and tuples are numbers of interned
+tables): the capture's bytes are not kept in memory, so memory grows with exchanges, not bytes,
+and beyond :data:`SPILL_ROWS` exchanges the records spill to a temporary file too. A
+:class:`Row` is made from its record when asked for (the list draws a window; filter and sort
+read every record in chunks). The decoded trees (with record bodies) are made again from the
+spooled payloads when an exchange is shown (:meth:`Index.exchange`).
 """
 
 from __future__ import annotations
 
+import math
 import os
+import struct
 import sys
 import tempfile
 from array import array
@@ -30,7 +36,26 @@ from analyzer.session.stats import error_names
 _intern = sys.intern
 
 
+def _istr(v):
+    """``v`` interned when it is a str."""
+    return _intern(v) if type(v) is str else v
+
+
 # -- the spool -------------------------------------------------------------------------------------
+
+
+class SpoolError(Exception):
+    """The TUI's temporary files (the spool, the spilled rows) could not be made or written
+    (a full disk, an unusable temporary directory): what happened, for the user."""
+
+
+def temp_file(prefix: str, directory: str | None):
+    """An anonymous temporary file, or :class:`SpoolError` saying why not."""
+    try:
+        return tempfile.TemporaryFile(prefix=prefix, dir=directory)  # noqa: SIM115
+    except OSError as e:
+        where = f" in {directory}" if directory else " (TMPDIR)"
+        raise SpoolError(f"cannot create the TUI's temporary file{where}: {e}") from e
 
 
 class Spool:
@@ -44,7 +69,7 @@ class Spool:
     """
 
     def __init__(self, directory: str | None = None) -> None:
-        self._f = tempfile.TemporaryFile(prefix="kafka-analyzer-tui-", dir=directory)  # noqa: SIM115
+        self._f = temp_file("kafka-analyzer-tui-", directory)
         self._fd = self._f.fileno()
         self._buf = bytearray()
         self.size = 0
@@ -59,10 +84,13 @@ class Spool:
         return off
 
     def flush(self) -> None:
-        if self._buf:
-            self._f.write(self._buf)
-            self._buf = bytearray()
-        self._f.flush()
+        try:
+            if self._buf:
+                self._f.write(self._buf)
+                self._buf = bytearray()
+            self._f.flush()
+        except OSError as e:
+            raise SpoolError(f"cannot write the TUI's temporary file of frames: {e.strerror or e}") from e
 
     def get(self, offset: int, length: int) -> bytes:
         return os.pread(self._fd, length, offset)
@@ -74,9 +102,12 @@ class Spool:
 # -- rows --------------------------------------------------------------------------------------------
 
 
+FRAME_HEAD = struct.Struct("<Bqqqddi")  # direction, stream offset, length, bytes, first/last ts, packets
+
+
 class FrameRef:
     """Where one frame is: its spooled payload, packet numbers and packet offsets, and its
-    metadata.
+    metadata (spooled in front of its payload: a row keeps only where it starts).
 
     ``keep`` holds a message that is not re-decoded (a raw SASL token, decoded with its
     connection's mechanism at capture time; these are small)."""
@@ -100,21 +131,30 @@ class FrameRef:
         self.ts_first = frame.ts_first
         self.ts_last = frame.ts_last
         self.nbytes = len(frame.payload)  # the size field's value for whole frames
-        pk = frame.packet_indexes
-        self.packets = len(pk)
-        # the packet numbers, then where each packet after the first starts in the frame (the
-        # first starts at 0): nothing more for the frames that fit in one packet
-        # (-1: not known, a frame not built by the framer)
-        spooled = array("q", pk)
-        if len(pk) > 1:
-            offs = frame.packet_offsets
-            spooled.extend(offs[1:] if len(offs) == len(pk) else (-1,) * (len(pk) - 1))
-        self.spool = spool.put(frame.payload, spooled.tobytes())
+        self.packets = len(frame.packet_indexes)
+        self.spool = spool_frame(frame, spool)
         self.keep = keep
+
+    @classmethod
+    def load(cls, spool: Spool, offset: int, keep: Message | None) -> FrameRef:
+        """The frame spooled at ``offset`` (by :func:`spool_frame`)."""
+        ref = cls.__new__(cls)
+        (
+            ref.direction,
+            ref.stream_offset,
+            ref.length,
+            ref.nbytes,
+            ref.ts_first,
+            ref.ts_last,
+            ref.packets,
+        ) = FRAME_HEAD.unpack(spool.get(offset, FRAME_HEAD.size))
+        ref.spool = offset
+        ref.keep = keep
+        return ref
 
     def frame(self, conn: int, kind: str, spool: Spool) -> Frame:
         n, count = self.nbytes, self.packets
-        raw = spool.get(self.spool, n + 8 * (2 * count - 1 if count > 1 else count))
+        raw = spool.get(self.spool + FRAME_HEAD.size, n + 8 * (2 * count - 1 if count > 1 else count))
         pk = array("q")
         pk.frombytes(raw[n:])
         return Frame(
@@ -131,11 +171,238 @@ class FrameRef:
         )
 
 
+def spool_frame(frame: Frame, spool: Spool) -> int:
+    """Spool ``frame``: its metadata, payload, packet numbers and where each packet after the
+    first starts in the frame (the first starts at 0; nothing more for the frames that fit in
+    one packet; -1: not known, a frame not built by the framer). Where it starts."""
+    pk = frame.packet_indexes
+    spooled = array("q", pk)
+    if len(pk) > 1:
+        offs = frame.packet_offsets
+        spooled.extend(offs[1:] if len(offs) == len(pk) else (-1,) * (len(pk) - 1))
+    payload = frame.payload
+    head = FRAME_HEAD.pack(
+        frame.direction, frame.offset, frame.length, len(payload), frame.ts_first, frame.ts_last, len(pk)
+    )
+    off = spool.put(head, payload)
+    spool.put(spooled.tobytes())
+    return off
+
+
 EMPTY: tuple = ()
+_SEVERITIES = tuple(sorted(Severity))  # by value
+NONE = -(1 << 31)  # None in an int16 column (api key, version)
+NO_CORR = -(1 << 62)  # None as a correlation id (an int32)
+SPILL_ROWS = 2_000_000  # rows kept in memory; the later ones spill to a temporary file
+
+
+class Indexes(array):
+    """Row indexes, 4 bytes each (a list of ints costs up to 36); equal to a list of the same
+    ints, as the lists they replace were."""
+
+    def __new__(cls, items: Iterable[int] = ()) -> Indexes:
+        return super().__new__(cls, "i", items)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, list):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return super().__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class _Table:
+    """Distinct values by number (rows keep the numbers): 0 is ``first``."""
+
+    __slots__ = ("values", "codes")
+
+    def __init__(self, first: object) -> None:
+        self.values: list = [first]
+        self.codes: dict = {first: 0}
+
+    def code(self, value: object) -> int:
+        c = self.codes.get(value)
+        if c is None:
+            c = self.codes[value] = len(self.values)
+            self.values.append(value)
+        return c
+
+
+# one row: index, ts, latency (NaN: none), conn id, api key, api version, corr, client id,
+# topics, request bytes, response bytes, flags, severity (-1: none), codes, where the request
+# and response frames are spooled (-1: none), the api key and version the response was
+# decoded with (NONE: none); strings and tuples are numbers of :class:`RowStore`'s tables
+ROW = struct.Struct("<iddiiiqiiqqibiqqii")
+_TS = struct.Struct("<d")  # a record's ts, 4 bytes in
+
+
+class RowStore:
+    """Every row of an index, packed (:data:`ROW`, about 100 bytes an exchange): in memory for
+    the first ``spill_after``, then in a temporary file (deleted when closed, and by the OS if
+    the process dies) read back on demand. ``store[i]`` is row ``i`` (a :class:`Row`, made
+    again on each access); iterating reads the rows in chunks.
+
+    The indexing thread appends and calls :meth:`flush` before it hands rows to the UI; the
+    UI thread reads what was flushed (``os.pread``: no shared file position)."""
+
+    CHUNK = 1 << 15  # rows read at a time when iterating
+
+    def __init__(self, spool: Spool, spill_after: int | None = None, directory: str | None = None) -> None:
+        self.spool = spool
+        self.spill_after = SPILL_ROWS if spill_after is None else max(0, spill_after)
+        self.directory = directory
+        self._mem = bytearray()
+        self._n = 0
+        self._file = None
+        self._fd = -1
+        self._pending = bytearray()  # spilled rows not yet written
+        self._written = 0  # spilled rows written
+        self.clients = _Table(None)
+        self.topics = _Table(EMPTY)
+        self.flags = _Table(EMPTY)
+        self.codes = _Table(EMPTY)
+        self.conns: dict[int, ConnInfo] = {}
+        self.issues: dict[int, tuple[Issue, ...]] = {}  # exchange-level (pairing) issues, by row
+        self.keep: dict[int, Message] = {}  # raw SASL tokens, by where their frame is spooled
+
+    def __len__(self) -> int:
+        return self._n
+
+    @property
+    def spilled(self) -> int:
+        """Rows in the temporary file."""
+        return max(0, self._n - self.spill_after)
+
+    @property
+    def spill_file(self):
+        """The temporary file of the spilled rows (None until a row spills)."""
+        return self._file
+
+    def append(self, rec: tuple) -> None:
+        data = ROW.pack(*rec)
+        if self._n < self.spill_after:
+            self._mem += data
+        else:
+            if self._file is None:
+                self._file = temp_file("kafka-analyzer-rows-", self.directory)
+                self._fd = self._file.fileno()
+            self._pending += data
+        self._n += 1
+
+    def flush(self) -> None:
+        if self._pending:
+            data = self._pending
+            try:
+                done = os.pwrite(self._fd, data, self._written * ROW.size)
+                while done < len(data):  # a short write
+                    done += os.pwrite(self._fd, data[done:], self._written * ROW.size + done)
+            except OSError as e:
+                raise SpoolError(f"cannot write the TUI's temporary file of rows: {e.strerror or e}") from e
+            self._pending = bytearray()
+            self._written += len(data) // ROW.size
+
+    def record(self, i: int) -> tuple:
+        n = self._n
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("row index out of range")
+        if i < self.spill_after:
+            return ROW.unpack_from(self._mem, i * ROW.size)
+        k = i - self.spill_after
+        if k >= self._written:  # not written yet (the indexing thread)
+            return ROW.unpack_from(self._pending, (k - self._written) * ROW.size)
+        return ROW.unpack(os.pread(self._fd, ROW.size, k * ROW.size))
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [Row(self, self.record(j)) for j in range(*i.indices(self._n))]
+        return Row(self, self.record(i))
+
+    def ts(self, i: int) -> float:
+        """Row ``i``'s request time (without making the row, when it is in memory)."""
+        if 0 <= i < min(self.spill_after, self._n):
+            return _TS.unpack_from(self._mem, i * ROW.size + 4)[0]
+        return self.record(i)[1]
+
+    def __iter__(self):
+        return self.iter(0, self._n)
+
+    def iter(self, start: int, stop: int):
+        """Rows ``start`` to ``stop`` (excluded), read in chunks."""
+        size, chunk = ROW.size, self.CHUNK
+        i = start
+        while i < stop:
+            j = min(stop, i + chunk)
+            if i < self.spill_after:
+                j = min(j, self.spill_after)
+                data = bytes(self._mem[i * size : j * size])
+            else:
+                k = i - self.spill_after
+                j = min(j, self.spill_after + self._written)
+                if j <= i:  # not written yet: one by one
+                    yield self[i]
+                    i += 1
+                    continue
+                data = os.pread(self._fd, (j - i) * size, k * size)
+            for rec in ROW.iter_unpack(data):
+                yield Row(self, rec)
+            i = j
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._fd = -1
+
+
+class Taken:
+    """The first ``n`` rows of a :class:`RowStore` (what the UI took so far), as a sequence."""
+
+    def __init__(self, store: RowStore, n: int = 0) -> None:
+        self.store = store
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self.store[j] for j in range(*i.indices(self.n))]
+        if i < 0:
+            i += self.n
+        if not 0 <= i < self.n:
+            raise IndexError("row index out of range")
+        return self.store[i]
+
+    def __iter__(self):
+        return self.store.iter(0, self.n)
+
+    def extend(self, rows: list[Row]) -> None:
+        self.n += len(rows)
+
+
+class Picked:
+    """Rows of ``rows`` by index (``indexes``), as a sequence made on access."""
+
+    def __init__(self, rows, indexes) -> None:
+        self.rows = rows
+        self.indexes = indexes
+
+    def __len__(self) -> int:
+        return len(self.indexes)
+
+    def __getitem__(self, i):
+        return self.rows[self.indexes[i]]
+
+    def __iter__(self):
+        rows = self.rows
+        return (rows[i] for i in self.indexes)
 
 
 class Row:
-    """One exchange in the index: what the list shows, filters and sorts on."""
+    """One exchange in the index: what the list shows, filters and sorts on (made from its
+    packed record in a :class:`RowStore`; the frames' metadata is read from the spool when
+    asked for: :attr:`req`, :attr:`resp`)."""
 
     __slots__ = (
         "index",
@@ -151,45 +418,125 @@ class Row:
         "latency",
         "flags",
         "severity",
-        "has_errors",
         "codes",
-        "issues",
-        "req",
-        "resp",
+        "req_at",
+        "resp_at",
         "resp_key",
+        "_store",
     )
 
-    def __init__(self, index: int, ex: Exchange, spool: Spool) -> None:
+    def __init__(self, store: RowStore, rec: tuple) -> None:
+        (
+            self.index,
+            self.ts,
+            latency,
+            conn,
+            key,
+            version,
+            corr,
+            client,
+            topics,
+            self.req_bytes,
+            self.resp_bytes,
+            flags,
+            severity,
+            codes,
+            self.req_at,
+            self.resp_at,
+            rkey,
+            rversion,
+        ) = rec
+        self._store = store
+        self.conn: ConnInfo = store.conns[conn]
+        self.latency = None if latency != latency else latency
+        self.api_key = None if key == NONE else key
+        self.api_version = None if version == NONE else version
+        self.corr = None if corr == NO_CORR else corr
+        self.client_id = store.clients.values[client]
+        self.topics: tuple[tuple[str, tuple[int, ...]], ...] = store.topics.values[topics]
+        self.flags: tuple[str, ...] = store.flags.values[flags]
+        self.severity = None if severity < 0 else _SEVERITIES[severity]
+        self.codes: tuple[str, ...] = store.codes.values[codes]
+        self.resp_key = (None if rkey == NONE else rkey, None if rversion == NONE else rversion)
+
+    @staticmethod
+    def record(index: int, ex: Exchange, store: RowStore, issues: list[Issue] | None = None) -> tuple:
+        """The packed form of exchange ``ex`` (its frames spooled; its strings and tuples put
+        in ``store``'s tables); ``issues``: ``ex.all_issues()`` when the caller has them."""
         req, resp = ex.request, ex.response
-        self.index = index
-        self.conn: ConnInfo = ex.conn
-        self.ts = ex.ts
-        self.api_key = ex.api_key
-        self.api_version = ex.api_version
-        self.corr = ex.correlation_id
+        spool = store.spool
         cid = ex.client_id
-        self.client_id = _intern(cid) if cid is not None else None
-        # (topic, partitions) pairs: a tuple of interned names costs a fraction of a dict
-        self.topics: tuple[tuple[str, tuple[int, ...]], ...] = (
-            tuple((_intern(t), tuple(ps)) for t, ps in ex.topics.items()) if ex.topics else EMPTY
-        )
-        self.req_bytes = req.frame.length + 4 if req is not None else -1
-        self.resp_bytes = resp.frame.length + 4 if resp is not None else -1
-        self.latency = ex.latency
-        flags, worst = exchange_flags(ex)
-        self.flags = tuple(_intern(f) for f in flags)
-        self.severity = worst
-        self.has_errors = worst is not None
+        # (topic, partitions) pairs
+        topics = tuple((_intern(t), tuple(ps)) for t, ps in ex.topics.items()) if ex.topics else EMPTY
+        if issues is None:  # once: the flags and the codes both need them
+            issues = ex.all_issues()
+        errs = error_names(resp)
+        flags, worst = exchange_flags(ex, issues, errs)
         # every issue code and Kafka error name (the issues view groups by these)
-        codes = [i.code for i in ex.all_issues()]
-        codes.extend(f"kafka.{n}" for n in error_names(resp))
-        self.codes = tuple(_intern(c) for c in dict.fromkeys(codes)) if codes else EMPTY
-        self.issues = ex.issues if ex.issues else EMPTY  # exchange-level (pairing) issues
+        codes = [i.code for i in issues]
+        codes.extend(f"kafka.{n}" for n in errs)
+        if ex.issues:
+            store.issues[index] = tuple(ex.issues)
+        store.conns.setdefault(ex.conn.id, ex.conn)
         token = req is not None and req.api_key is None  # a raw SASL token and its answer
-        self.req = FrameRef(req.frame, spool, req if token else None) if req is not None else None
-        self.resp = FrameRef(resp.frame, spool, resp if token else None) if resp is not None else None
+        req_at = resp_at = -1
+        if req is not None:
+            req_at = spool_frame(req.frame, spool)
+            if token:
+                store.keep[req_at] = req
+        if resp is not None:
+            resp_at = spool_frame(resp.frame, spool)
+            if token:
+                store.keep[resp_at] = resp
+        latency = ex.latency
+        key, version, corr = ex.api_key, ex.api_version, ex.correlation_id
         # the api key and version the response was decoded with (its request's)
-        self.resp_key = (req.api_key, req.api_version) if req is not None else (None, None)
+        rkey, rversion = (req.api_key, req.api_version) if req is not None else (None, None)
+        return (
+            index,
+            ex.ts,
+            math.nan if latency is None else latency,
+            ex.conn.id,
+            NONE if key is None else key,
+            NONE if version is None else version,
+            NO_CORR if corr is None else corr,
+            store.clients.code(_intern(cid) if cid is not None else None),
+            store.topics.code(topics),
+            req.frame.length + 4 if req is not None else -1,
+            resp.frame.length + 4 if resp is not None else -1,
+            store.flags.code(tuple(flags)) if flags else 0,
+            -1 if worst is None else int(worst),
+            store.codes.code(tuple(dict.fromkeys(codes))) if codes else 0,
+            req_at,
+            resp_at,
+            NONE if rkey is None else rkey,
+            NONE if rversion is None else rversion,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Row) and other.index == self.index and other._store is self._store
+
+    def __hash__(self) -> int:
+        return self.index
+
+    @property
+    def has_errors(self) -> bool:
+        return self.severity is not None
+
+    @property
+    def issues(self) -> tuple[Issue, ...]:
+        """The exchange-level (pairing) issues."""
+        return self._store.issues.get(self.index, EMPTY)
+
+    @property
+    def req(self) -> FrameRef | None:
+        at = self.req_at
+        return FrameRef.load(self._store.spool, at, self._store.keep.get(at)) if at >= 0 else None
+
+    @property
+    def resp(self) -> FrameRef | None:
+        at = self.resp_at
+        return FrameRef.load(self._store.spool, at, self._store.keep.get(at)) if at >= 0 else None
 
     # what the list shows -------------------------------------------------------------------------
     @property
@@ -252,7 +599,7 @@ COLUMNS: tuple[Column, ...] = (
         14,
         0,
         lambda r, o: f"{r.ts - o:.6f}" if o is not None else "-",
-        lambda r: (r.ts, r.index),
+        lambda r: r.ts,
     ),
     Column("client -> broker", 47, 3, lambda r, o: r.endpoints, lambda r: (r.endpoints, r.ts)),
     Column(
@@ -447,7 +794,7 @@ class IssueGroup:
     code: str
     severity: Severity | None
     example: str
-    rows: list[int] = field(default_factory=list)  # row indexes
+    rows: Indexes = field(default_factory=Indexes)  # row indexes
     events: int = 0  # connection- and capture-level occurrences (no exchange to jump to)
 
 
@@ -529,7 +876,7 @@ class GroupTimeline:
                 if member:
                     members.add(member)
                 if rb.get("leader"):
-                    self.leaders[gid] = rb.get("leader")
+                    self.leaders[gid] = _istr(rb.get("leader"))
             elif key == ApiKey.CONSUMER_GROUP_HEARTBEAT:
                 member = rb.get("member_id") or member
                 if member and body.get("member_epoch") != -1:
@@ -548,16 +895,16 @@ class GroupTimeline:
             gen = body.get("generation_id", body.get("member_epoch"))
         errors = error_names(resp)
         self.events.append(
-            GroupEvent(
+            GroupEvent(  # one per heartbeat too: the strings interned, shared by the events
                 row.index,
                 row.ts,
-                gid,
-                row.api,
-                member,
+                _istr(gid),
+                _istr(row.api),
+                _istr(member),
                 gen if isinstance(gen, int) and gen >= 0 else None,
                 len(members),
                 self.leaders.get(gid),
-                ", ".join(dict.fromkeys(errors)) if errors else None,
+                _intern(", ".join(dict.fromkeys(errors))) if errors else None,
             )
         )
 
@@ -572,10 +919,18 @@ class Index:
     :meth:`add` takes the driver's events (on the indexing thread) and returns the new rows;
     :meth:`exchange` rebuilds an exchange with its field trees from the spool."""
 
-    def __init__(self, opts: Options, spool: Spool | None = None, limit: int | None = None) -> None:
+    def __init__(
+        self,
+        opts: Options,
+        spool: Spool | None = None,
+        limit: int | None = None,
+        spill_after: int | None = None,
+        directory: str | None = None,
+    ) -> None:
         self.opts = opts  # how exchanges are decoded when shown (record bodies on)
-        self.spool = spool if spool is not None else Spool()
-        self.rows: list[Row] = []
+        self.spool = spool if spool is not None else Spool(directory)
+        # the rows, packed; beyond ``spill_after`` (default SPILL_ROWS) in a temporary file
+        self.rows = RowStore(self.spool, spill_after, directory)
         self.limit = limit  # rows kept at most (a live session); later exchanges are only counted
         self.dropped = 0  # exchanges not kept because of the limit
         self.conns: dict[int, ConnSummary] = {}
@@ -585,6 +940,7 @@ class Index:
         self.origin: float | None = None  # the time column counts from here
 
     def close(self) -> None:
+        self.rows.close()
         self.spool.close()
 
     def add(self, events: Iterable[Event]) -> list[Row]:
@@ -596,10 +952,12 @@ class Index:
                 if self.limit is not None and len(rows) >= self.limit:
                     self.dropped += 1
                     continue
-                row = Row(len(rows), ev, self.spool)  # type: ignore[arg-type]
-                rows.append(row)
+                issues = ev.all_issues()  # type: ignore[union-attr]
+                rec = Row.record(len(rows), ev, rows, issues)  # type: ignore[arg-type]
+                rows.append(rec)
+                row = Row(rows, rec)
                 out.append(row)
-                self._count(row, ev)  # type: ignore[arg-type]
+                self._count(row, ev, issues)  # type: ignore[arg-type]
             elif t is ConnIssue:
                 info = ev.conn  # type: ignore[union-attr]
                 self._conn(info).issues += 1
@@ -610,6 +968,7 @@ class Index:
                 self._conn(ev.conn)  # type: ignore[union-attr]
         if out:
             self.spool.flush()
+            rows.flush()
         return out
 
     def _conn(self, info: ConnInfo) -> ConnSummary:
@@ -618,7 +977,7 @@ class Index:
             s = self.conns[info.id] = ConnSummary(info)
         return s
 
-    def _count(self, row: Row, ex: Exchange) -> None:
+    def _count(self, row: Row, ex: Exchange, all_issues: list[Issue]) -> None:
         if row.api_key in _GROUP_APIS:
             self.groups.add(row, ex)
         s = self._conn(row.conn)
@@ -629,7 +988,7 @@ class Index:
         if row.client_id is not None:
             s.client_ids[row.client_id] += 1
         if row.codes:
-            issues = {i.code: i for i in ex.all_issues()}
+            issues = {i.code: i for i in all_issues}
             for code in row.codes:
                 g = self.issue_groups.get(code)
                 if g is None:
@@ -710,52 +1069,69 @@ class Index:
 class SortedRows:
     """The rows a view shows, kept sorted by one column while rows stream in.
 
-    Keys are computed once per row (``(column key, index)``: ties keep arrival order); rows
-    that sort after every row shown are appended, the others inserted (in time order, only
-    the exchanges that completed late, such as long-polling Fetches)."""
+    Only the row indexes are kept (:class:`Indexes`, 4 bytes a row), sorted by ``(column
+    key, index)`` (ties keep arrival order); rows that sort after every row shown are
+    appended, the others inserted (in time order, only the exchanges that completed late,
+    such as long-polling Fetches: the keys of the rows they are compared with are made again
+    from their rows)."""
 
     def __init__(self, sort: int = TIME_COLUMN, reverse: bool = False) -> None:
         self.sort = sort
         self.reverse = reverse
-        self.keys: list = []
-        self.indexes: list[int] = []
+        self.indexes = Indexes()
+        self._last: tuple | None = None  # (key, index) of the last row
 
     def reset(self, rows: Iterable[Row]) -> None:
         key = COLUMNS[self.sort].key
-        pairs = sorted(((key(r), r.index), r.index) for r in rows)
-        self.keys = [k for k, _ in pairs]
-        self.indexes = [i for _, i in pairs]
+        keys: list = []
+        idx = Indexes()
+        for r in rows:
+            keys.append(key(r))
+            idx.append(r.index)
+        n = len(keys)
+        # stable sorts: by index first (when the rows did not come in index order), then key
+        pos = list(range(n))
+        if any(idx[i] > idx[i + 1] for i in range(n - 1)):
+            pos.sort(key=idx.__getitem__)
+        pos.sort(key=keys.__getitem__)
+        self.indexes = Indexes(idx[p] for p in pos)
+        self._last = (keys[pos[-1]], idx[pos[-1]]) if n else None
 
     def add(self, rows: Iterable[Row]) -> bool:
         """Add ``rows``; True when they were all appended at the end (ascending)."""
         key = COLUMNS[self.sort].key
-        keys, idx = self.keys, self.indexes
+        idx = self.indexes
         appended = True
         for r in rows:
             k = (key(r), r.index)
-            if not keys or k >= keys[-1]:
-                keys.append(k)
+            last = self._last
+            if last is None or k >= last:
                 idx.append(r.index)
+                self._last = k
             else:
-                pos = bisect_right(keys, k)
-                keys.insert(pos, k)
+                store = r._store
+                if self.sort == TIME_COLUMN:  # the usual order: the times without the rows
+                    pos = bisect_right(idx, k, key=lambda i: (store.ts(i), i))
+                else:
+                    pos = bisect_right(idx, k, key=lambda i: (key(store[i]), i))
                 idx.insert(pos, r.index)
                 appended = False
         return appended
 
-    def shown(self) -> list[int]:
+    def shown(self) -> Indexes:
         """The row indexes in display order."""
-        return self.indexes[::-1] if self.reverse else list(self.indexes)
+        return Indexes(self.indexes[::-1]) if self.reverse else Indexes(self.indexes)
 
 
 class ListView:
     """What the exchange list shows: the rows taken so far (arrival order), those the filter
     ``text`` and the connection scope ``conn`` keep, sorted (``shown``: row indexes)."""
 
-    def __init__(self) -> None:
-        self.rows: list[Row] = []
+    def __init__(self, rows: Taken | None = None) -> None:
+        # the rows taken (a list, or the first rows of an index's store)
+        self.rows: list[Row] | Taken = rows if rows is not None else []
         self.order = SortedRows()
-        self.shown: list[int] = []
+        self.shown: Indexes = Indexes()
         self.text = ""
         self.conn: int | None = None
         self.predicate: Callable[[Row], bool] | None = None  # the display filter, when text is one
@@ -790,14 +1166,20 @@ class ListView:
 
 def io_series(rows: Iterable[Row], buckets: int = 60) -> dict:
     """Requests, bytes (both directions) and exchanges with errors per second, in ``buckets``
-    equal time slices over the span of the rows' request times."""
-    rows = list(rows)
-    if not rows:
+    equal time slices over the span of the rows' request times. ``rows`` is read twice when
+    it is a sequence (an index's rows are made again on each pass, not all kept)."""
+    if not hasattr(rows, "__len__"):
+        rows = list(rows)
+    if not len(rows):  # type: ignore[arg-type]
         return {"seconds": 0.0, "step": 0.0, "requests": [], "bytes": [], "errors": []}
-    t0 = min(r.ts for r in rows)
-    t1 = max(r.ts for r in rows)
+    t0, t1, count = math.inf, -math.inf, 0
+    for r in rows:
+        ts = r.ts
+        t0 = min(t0, ts)
+        t1 = max(t1, ts)
+        count += 1
     span = max(t1 - t0, 1e-6)
-    n = max(1, min(buckets, len(rows)))
+    n = max(1, min(buckets, count))
     step = span / n
     req = [0.0] * n
     byt = [0.0] * n

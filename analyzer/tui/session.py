@@ -23,14 +23,14 @@ from analyzer.pipeline import Analysis, Exit
 from analyzer.session.report import stats_tables
 from analyzer.session.stats import Stats
 from analyzer.tui.indexer import Indexer, Progress
-from analyzer.tui.model import Index, ListView, Row, field_expressions
+from analyzer.tui.model import Index, ListView, Row, Taken, field_expressions
 from analyzer.tui.widgets.status import problem_lines
 
 if TYPE_CHECKING:
     from analyzer.filter import FilterError
 
 LIVE_IDLE_TIMEOUT = 300.0  # seconds: live connections idle longer are closed (as `live` does)
-LIVE_MAX_ROWS = 500_000  # exchanges a live session keeps (about 300 MB); later ones are counted, not kept
+LIVE_MAX_ROWS = 500_000  # exchanges a live session keeps (~50 MB packed); later ones are counted, not kept
 
 
 # -- decoded exchanges ------------------------------------------------------------------------------
@@ -152,7 +152,10 @@ class Session:
         ports: tuple[int, ...] = (),
         tls_keylog: str | None = None,
         max_rows: int | None = None,
+        spill_after: int | None = None,
     ) -> None:
+        """``spill_after``: rows kept in memory, the later ones in a temporary file (default
+        :data:`analyzer.tui.model.SPILL_ROWS`)."""
         self.source = source
         self.live = (
             not isinstance(source, str)
@@ -180,9 +183,10 @@ class Session:
         self.index = Index(
             Options(True, self.opts.show_secrets, self.opts.limits),
             limit=(max_rows or LIVE_MAX_ROWS) if self.live else max_rows,
+            spill_after=spill_after,
         )
         self.lean_opts = Options(False, self.opts.show_secrets, self.opts.limits)
-        self.list = ListView()  # the rows taken, filtered, scoped and sorted
+        self.list = ListView(Taken(self.index.rows))  # the rows taken, filtered, scoped and sorted
         self.filter_history: list[str] = []  # the filters applied, oldest first
         self.cache = DecodedCache(self.CACHE_BYTES)
         self.error_rows = 0  # exchanges with error codes or problems
@@ -267,8 +271,9 @@ class Session:
 
     # rows and exchanges ---------------------------------------------------------------------------
     @property
-    def rows(self) -> list[Row]:
-        return self.list.rows
+    def rows(self) -> Taken:
+        """The rows taken so far, made again from the index on each access."""
+        return self.list.rows  # type: ignore[return-value]
 
     def exchange(self, row: Row, bodies: bool = True, scan: bool = False) -> Exchange:
         """The exchange of ``row`` with its field trees (record bodies with ``bodies``), decoded

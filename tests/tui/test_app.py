@@ -1175,3 +1175,57 @@ def test_hex_view_marks_packet_boundaries(source, size):
     else:
         with open(GZIP, "rb") as f:
             asyncio.run(go(AnalyzerApp(f, name="-")))
+
+
+def test_spilled_index_shows_what_the_memory_index_shows():
+    """With the spill threshold forced to 50 rows (most of the capture's rows in a temporary
+    file), the list's rows, every sort order, the filters' matches, the selected exchange's tree
+    and hex, and the views are those of the index kept in memory; the file is open while the app
+    runs and closed with its session."""
+    from analyzer.tui.model import COLUMNS
+
+    async def state(spill_after):
+        app = AnalyzerApp(str(TXN), spill_after=spill_after)
+        out = {}
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_done(app, pilot)
+            table = app.query_one("#exchanges")
+            out["spilled"] = app.index.rows.spilled
+            f = app.index.rows.spill_file
+            out["open"] = f is not None and not f.closed
+            out["text"] = [table.row_text(i) for i in range(len(app.shown))]
+            for col in range(len(COLUMNS)):
+                for rev in (False, True):
+                    app.set_sort(col, rev)
+                    await pilot.pause()
+                    out[("sort", col, rev)] = list(app.shown)
+            app.set_sort(1)
+            for expr in ("api == Fetch", "fetch", "errors", "produce.acks == -1"):
+                app.set_filter(expr)
+                await pilot.pause()
+                out[("filter", expr)] = list(app.shown)
+            app.set_filter("")
+            await pilot.pause()
+            last = max((r for r in app.rows if r.index >= 50), key=lambda r: r.req_bytes).index
+            assert app.select_exchange(last)
+            await pilot.pause()
+            out["tree"] = app.query_one(DetailTree).all_labels()
+            out["hex"] = app.query_one("#hex-request", HexView).data
+            for view in ("conn", "issues", "groups", "io", "timeline", "stats"):
+                app.open_view(view)
+                await pilot.pause()
+                out[("view", view)] = type(app.screen).__name__
+            app.open_view("ex")
+            await pilot.pause()
+        app.session.close()
+        out["closed"] = f is None or f.closed
+        return out
+
+    mem = asyncio.run(state(None))
+    spilled = asyncio.run(state(50))
+    assert mem["spilled"] == 0 and not mem["open"]
+    assert spilled["spilled"] > 50 and spilled["open"] and spilled["closed"]
+    for k in mem:
+        if k not in ("spilled", "open"):
+            assert spilled[k] == mem[k], k
+    assert mem[("filter", "api == Fetch")] and mem["tree"]

@@ -3,6 +3,7 @@ connections, issues, pictures."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -300,7 +301,7 @@ def test_indexer_posts_every_row_once_then_done(tmp_path):
     assert posted[-1].done and posted[-1].error is None and posted[-1].fraction == 1.0
     assert not any(p.done for p in posted[:-1])
     rows = [r for p in posted for r in p.rows]
-    assert rows == index.rows and [r.index for r in rows] == list(range(len(want)))
+    assert rows == list(index.rows) and [r.index for r in rows] == list(range(len(want)))
     assert stats.exchanges == len(want) and index.origin == a.first_ts
     index.close()
 
@@ -436,12 +437,17 @@ def test_index_limit_counts_what_it_does_not_keep():
     events = list(Analysis(path, Options(records_bodies=False)).events())
     n = sum(1 for e in events if type(e) is Exchange)
     idx = Index(Options(True), limit=5)
+    spilled = Index(Options(True), limit=5, spill_after=2)  # the bound holds on spilled rows too
     try:
         idx.add(events)
+        spilled.add(events)
         assert len(idx.rows) == 5 and idx.dropped == n - 5
         assert [r.index for r in idx.rows] == list(range(5))
+        assert len(spilled.rows) == 5 and spilled.dropped == n - 5 and spilled.rows.spilled == 3
+        assert [_row_state(r) for r in spilled.rows] == [_row_state(r) for r in idx.rows]
     finally:
         idx.close()
+        spilled.close()
 
 
 def test_live_status_text():
@@ -510,3 +516,191 @@ def replace_latency(row, latency):
     r = copy.copy(row)
     r.latency = latency
     return r
+
+
+# -- rows spilled to a temporary file -----------------------------------------------------------
+
+
+def _row_state(row):
+    """Everything a row answers, its frames' metadata included."""
+    refs = [
+        None if f is None else (f.direction, f.stream_offset, f.length, f.nbytes, f.ts_first, f.ts_last)
+        for f in (row.req, row.resp)
+    ]
+    return (
+        row.index,
+        row.conn.id,
+        row.ts,
+        row.api_key,
+        row.api_version,
+        row.corr,
+        row.client_id,
+        row.topics,
+        row.req_bytes,
+        row.resp_bytes,
+        row.latency,
+        row.flags,
+        row.severity,
+        row.has_errors,
+        row.codes,
+        row.issues,
+        row.resp_key,
+        refs,
+        row.cells(1.0),
+    )
+
+
+def test_spilled_rows_are_the_rows_kept_in_memory(tmp_path):
+    """With the spill threshold forced to 50 rows, the later rows live in a temporary file (open
+    while the index is, gone once closed) and read back as the rows kept in memory: the same
+    fields, cells, sort orders (every column, both ways, while streaming in and rebuilt),
+    filter matches and decoded exchanges."""
+    from analyzer.tui.model import ROW, ListView, Taken
+
+    path = TXN
+    a = Analysis(path, Options(records_bodies=False, packet_offsets=True))
+    mem = Index(Options(records_bodies=True))
+    spilled = Index(Options(records_bodies=True), spill_after=50, directory=str(tmp_path))
+    for events in a.batches(0.05):
+        for index in (mem, spilled):
+            if index.origin is None:
+                index.origin = a.first_ts
+            index.add(events)
+    n = len(mem.rows)
+    try:
+        assert n > 50 and len(spilled.rows) == n
+        assert mem.rows.spilled == 0 and mem.rows.spill_file is None
+        assert spilled.rows.spilled == n - 50
+        f = spilled.rows.spill_file
+        assert os.fstat(f.fileno()).st_size == (n - 50) * ROW.size  # the file is there
+        assert list(tmp_path.iterdir()) == []  # anonymous: deleted even if the process dies
+
+        # every row, by index and streamed back in chunks (small chunks: several reads)
+        spilled.rows.CHUNK = 16
+        assert [_row_state(r) for r in spilled.rows] == [_row_state(r) for r in mem.rows]
+        assert [_row_state(spilled.rows[i]) for i in range(n)] == [_row_state(r) for r in mem.rows]
+        assert [_row_state(r) for r in spilled.rows[-3:]] == [_row_state(r) for r in mem.rows[-3:]]
+
+        # sort orders: streaming in (completion order) and rebuilt, every column, both ways
+        for col in range(len(COLUMNS)):
+            for rev in (False, True):
+                orders = []
+                for index in (mem, spilled):
+                    o = SortedRows(col, rev)
+                    for k in range(0, n, 7):
+                        o.add(index.rows[k : k + 7])
+                    o2 = SortedRows(col, rev)
+                    o2.reset(index.rows)
+                    assert o.shown() == o2.shown()
+                    orders.append(o.shown())
+                assert orders[0] == orders[1], COLUMNS[col].name
+
+        # the list view over the taken rows, filtered by text, scoped to a connection
+        for text in ("", "fetch", "errors", "topic:txn", "produce"):
+            shown = []
+            for index in (mem, spilled):
+                lv = ListView(Taken(index.rows))
+                lv.text = text
+                for k in range(0, n, 9):
+                    lv.add(index.rows[k : k + 9])
+                shown.append(list(lv.shown))
+                lv.conn = index.rows[0].conn.id
+                lv.sort_by(8, reverse=True)
+                shown.append(list(lv.shown))
+            assert shown[0] == shown[2] and shown[1] == shown[3], text
+
+        # the decoded exchanges (record bodies), from the spool
+        for r, s in zip(mem.rows, spilled.rows, strict=True):
+            x, y = mem.exchange(r), spilled.exchange(s)
+            assert x.all_issues() == y.all_issues() and x.topics == y.topics
+            for m, k in ((x.request, y.request), (x.response, y.response)):
+                assert (m is None) == (k is None)
+                if m is not None:
+                    assert tree_of(m.header) == tree_of(k.header) and tree_of(m.body) == tree_of(k.body)
+                    assert bytes(m.frame.payload) == bytes(k.frame.payload)
+                    assert m.frame.packet_indexes == k.frame.packet_indexes
+
+        # the views' data
+        assert io_series(spilled.rows) == io_series(mem.rows)
+        assert [(g.code, list(g.rows), g.events) for g in spilled.issue_rows()] == [
+            (g.code, list(g.rows), g.events) for g in mem.issue_rows()
+        ]
+        assert spilled.groups.rows(spilled.origin) == mem.groups.rows(mem.origin)
+        assert spilled.connection_rows() == mem.connection_rows()
+    finally:
+        mem.close()
+        spilled.close()
+    assert f.closed and list(tmp_path.iterdir()) == []  # closed: the file is gone
+
+
+def test_spilled_session_filters_and_views_match(monkeypatch):
+    """A session whose index spills (the module's threshold forced to 50) answers display
+    filters, the timeline and the I/O series as one that keeps every row in memory."""
+    from analyzer.tui import model
+    from analyzer.tui.session import Session
+
+    def run(s):
+        s.indexer().run(lambda p: s.take(p) is not None or True, lambda: False, str(TXN))
+        return s
+
+    mem = run(Session(str(TXN)))
+    monkeypatch.setattr(model, "SPILL_ROWS", 50)
+    spilled = run(Session(str(TXN)))
+    try:
+        assert spilled.index.rows.spilled == len(spilled.rows) - 50 > 0 and mem.index.rows.spilled == 0
+        from analyzer.filter import compile_filter
+
+        for expr in ("api == Fetch", "produce.acks == -1", "latency > 0.001", "not api == Produce"):
+            kept = []
+            for s in (mem, spilled):
+                pred = s.predicate(compile_filter(expr))
+                kept.append([r.index for r in s.rows if pred(r)])
+            assert kept[0] == kept[1] != [], expr
+        conn = mem.rows[0].conn.id
+        a, b = mem.connection_timeline(conn), spilled.connection_timeline(conn)
+        assert a[0] == b[0] and [r.index for r in a[1]] == [r.index for r in b[1]]
+        assert io_series(spilled.rows) == io_series(mem.rows)
+    finally:
+        mem.close()
+        spilled.close()
+
+
+def test_temporary_file_failures_are_said_not_raised(tmp_path, monkeypatch):
+    """A temporary directory that cannot be used stops the TUI before it starts with exit 2 and
+    a message; a full disk while rows spill ends the indexing with a message (the rows indexed
+    before stay), no traceback."""
+    import errno
+    import tempfile
+    import threading
+
+    from analyzer.tui import model
+    from analyzer.tui.app import run_tui
+    from analyzer.tui.indexer import Indexer
+
+    with pytest.raises(model.SpoolError, match="cannot create the TUI's temporary file in"):
+        Index(Options(True), directory=str(tmp_path / "missing"))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "missing"))
+    assert run_tui(str(TXN)) == 2
+    monkeypatch.undo()
+
+    def full_disk(fd, data, offset):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(model.os, "pwrite", full_disk)
+    a = Analysis(TXN, Options())
+    index = Index(Options(True), spill_after=60)
+    posted = []
+    Indexer(a, index, Stats(), threading.Lock(), first_batch=0.0, batch=0.0).run(
+        lambda p: posted.append(p) or True, lambda: False, str(TXN)
+    )
+    try:
+        last = posted[-1]
+        assert last.done and last.error == (
+            "cannot write the TUI's temporary file of rows: No space left on device"
+        )
+        # the rows posted before are whole (the batch that failed is not posted)
+        kept = [r for p in posted for r in p.rows]
+        assert len(kept) <= 60 and [r.index for r in kept] == list(range(len(kept)))
+        assert all(index.exchange(r).request is not None for r in kept if r.req_bytes >= 0)
+    finally:
+        index.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from analyzer.tui.model import Picked
 from analyzer.tui.screens.base import View
 from analyzer.tui.screens.connections import ConnectionsScreen
 from analyzer.tui.screens.groups import GroupsScreen
@@ -34,7 +35,7 @@ def make_view(what: str, session: Session, conn: int | None = None) -> View:
         lv = se.list
         if lv.text or lv.conn is not None:  # what the list shows
             scope = " ".join(x for x in (lv.text, f"conn {lv.conn}" if lv.conn is not None else "") if x)
-            rows = [se.rows[i] for i in lv.shown]
+            rows = Picked(se.rows, lv.shown)
             return IOScreen(rows, se.index.origin, f"the {len(rows)} exchanges the list shows ({scope})")
         return IOScreen(se.rows, se.index.origin)
     return HelpScreen()
