@@ -16,6 +16,10 @@ pure-Python implementation keeps the analyzer working (slowly: roughly 10 MB/s).
 
 from __future__ import annotations
 
+import importlib.machinery
+import importlib.util
+import os
+import sys
 import zlib
 from collections.abc import Callable
 
@@ -51,13 +55,40 @@ def crc32c_python(data: Buffer) -> int:
     return crc ^ 0xFFFFFFFF
 
 
+def _crc32c_extension() -> Callable[[Buffer], int]:
+    """The ``crc32c`` package's C function. Its ``__init__`` imports ``importlib.metadata`` for
+    the package's ``__version__`` (with email, zipfile, csv...: more than a third of the
+    analyzer's start-up), so the extension module is loaded from the package's directory as
+    ``crc32c._crc32c``, the name under which a later ``import crc32c`` finds and reuses it.
+    Raises ImportError when the package is missing (or blocked in ``sys.modules``)."""
+    if "crc32c" in sys.modules or "crc32c._crc32c" in sys.modules:
+        import crc32c as _ic  # imported already (None there: blocked, raises ImportError)
+
+        return _ic.crc32c
+    spec = importlib.util.find_spec("crc32c")
+    for folder in (spec.submodule_search_locations or ()) if spec is not None else ():
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = os.path.join(folder, "_crc32c" + suffix)
+            if os.path.isfile(path):
+                ext = importlib.util.spec_from_file_location("crc32c._crc32c", path)
+                if ext is None or ext.loader is None:
+                    break
+                mod = importlib.util.module_from_spec(ext)
+                ext.loader.exec_module(mod)
+                sys.modules["crc32c._crc32c"] = mod
+                return mod.crc32c
+    import crc32c as _ic  # an unusual layout: the package's own import
+
+    return _ic.crc32c
+
+
 def _select() -> tuple[Callable[[Buffer], int], str]:
     try:
-        import crc32c as _ic
+        fn = _crc32c_extension()
     except ImportError:
         pass
     else:
-        return _ic.crc32c, "crc32c"
+        return fn, "crc32c"
     try:
         import google_crc32c as _g
     except ImportError:
