@@ -292,6 +292,7 @@ class Share:
         self.pipe = Pipeline(opts, ports=ports, keylog=self.keylog)
         self.ids = _Watched()
         self.pipe.knowledge.topic_ids = self.ids
+        self.pipe.knowledge.names_broker = False  # the merge names it, from every share's answers
         self.items: list = []
         self.opens: list[int] = []
         self.spans, self.records = spans, opts.records_bodies

@@ -76,8 +76,9 @@ class Group:
     generations_seen: list[int] = field(default_factory=list)
 
 
-# What an issue calls the broker while its software is not known (yet): export -j's merge names it
-# where one run would have known it (export/parallel.py).
+# What an issue calls the broker while its software is not known (yet), and in a share of the
+# connections: export -j's merge and Spark's stitching name it where one run would have known it
+# (export/parallel.py, spark/stitch.py).
 UNNAMED_BROKER = "the broker"
 
 
@@ -94,10 +95,16 @@ class Knowledge:
     sequences: SequenceTracker = field(default_factory=SequenceTracker)
     # live members of the classic groups (quirk.simple_commit_rejected)
     members: GroupMembers = field(default_factory=GroupMembers)
+    # False in a share of the connections (export -j, Spark owners): its issues call the broker
+    # UNNAMED_BROKER, and the merge names it as one run knew it then, from every connection's
+    # answers (a share's own last cluster id may be older than another share's)
+    names_broker: bool = True
 
     def broker_software(self) -> str | None:
         """The broker implementation, when its answers say it: the cluster id its Metadata
         responses carry by default (Tansu's ``tansu_cluster``, librdkafka's mock ``mockCluster…``)."""
+        if not self.names_broker:
+            return None
         cid = self.cluster_id or ""
         if cid == "tansu_cluster":
             return "Tansu"
