@@ -90,6 +90,7 @@ from analyzer.reassembly.packet import decode_tcp
 from analyzer.session.groups import GroupMembers, member_change, simple_commit, simple_commit_rejected
 from analyzer.session.knowledge import LEARNS_FROM, UNNAMED_BROKER, Knowledge
 from analyzer.spark.source import (
+    TASK_BYTES,
     Piece,
     _connection_row,
     _event,
@@ -699,7 +700,7 @@ def analyze_split(
     offsets = []
     total = 0
     for fno, (piece, cuts) in enumerate(files):
-        parts = max(1, min(len(cuts), 2 * sc.defaultParallelism))
+        parts = owner_parts(piece.size, len(cuts), sc.defaultParallelism)
         f, _size = open_ranged(piece.uris[0])
         with f:
             owners = plan_owners(_Named(f, piece.uris[0]), parts)
@@ -743,6 +744,14 @@ def analyze_split(
     # (broadcast: the events' batches are 8 bytes an event, read by every task)
     stitched = owned.mapPartitions(partial(_stitch, shared=sc.broadcast(tables)))
     return stitched.union(sc.parallelize(rows, 1)), owned
+
+
+def owner_parts(size: int, splits: int, cores: int) -> int:
+    """How many owners share a piece's connections: two per core, and more for a big piece, so
+    that an owner's task (its packets, the rows it writes) stays about :data:`TASK_BYTES` of
+    capture however big the piece is (four owners for a 10 GB file took 2.5 GB each and ran the
+    1 GiB driver JVM out of heap); at most one per split."""
+    return max(1, min(splits, max(2 * cores, -(-size // TASK_BYTES))))
 
 
 def _partition(key: tuple, base: list[int]) -> int:

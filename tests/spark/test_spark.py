@@ -573,6 +573,20 @@ def test_an_executor_out_of_memory_is_one_line(tmp_path):
     assert "Traceback" not in r.stderr and "py4j" not in r.stderr
 
 
+def test_owners_grow_with_the_file():
+    """Two owners per core for a file of a few splits; about one per 128 MB beyond, so that an
+    owner's task stays that size for a 10 GB file (four owners of 2.5 GB each ran the default
+    1 GiB driver out of heap); never more than the splits."""
+    from analyzer.spark.stitch import owner_parts
+
+    assert owner_parts(1 << 30, 8, 2) == 8
+    assert owner_parts(300 << 20, 3, 2) == 3
+    assert owner_parts(600 << 20, 5, 2) == 5
+    assert owner_parts(10 << 30, 80, 2) == 80
+    assert owner_parts(10 << 30, 80, 64) == 80
+    assert owner_parts(2 << 20, 500, 2) == 4  # tiny splits of a small file: two per core
+
+
 def test_spark_failures_are_one_line():
     """Spark's failures become one line naming the setting to change; other exceptions are not
     Spark's to explain."""
@@ -698,14 +712,16 @@ def _frames_cut(f: Path, size: int, exchanges: Counter) -> int:
     return cut
 
 
-def test_a_big_file_in_tiny_splits_gives_the_export(spark, tmp_path):
+def test_a_big_file_in_tiny_splits_gives_the_export(spark, tmp_path, monkeypatch):
     """One file cut into 4 KB byte-range splits (connections, exchanges and frames cut between
     splits): walked by several tasks, shuffled by connection and stitched, it gives the export's
     exchanges field for field (pairs, latencies, connection ids, topics, issues, bodies), its
-    connections, issues, records and counts."""
+    connections, issues, records and counts. The owners are as many as a file 2,000 times
+    bigger would have (a task's bytes scaled down with the file)."""
     from analyzer.capture.split import splits
     from analyzer.dissect.message import Options
     from analyzer.session.records import FETCH_APIS, iter_records
+    from analyzer.spark import stitch
     from analyzer.spark.source import analyze
 
     big = _one_recording(tmp_path / "bundled.pcap")
@@ -713,9 +729,13 @@ def test_a_big_file_in_tiny_splits_gives_the_export(spark, tmp_path):
     assert len(cuts) > 100
     want = _export_objects(big)
     assert _frames_cut(big, 4096, want["exchange"]) > 0  # frames cut in the middle
+    monkeypatch.setattr(stitch, "TASK_BYTES", (128 << 20) // 2000)
+    owners = stitch.owner_parts(big.stat().st_size, len(cuts), spark.sparkContext.defaultParallelism)
+    assert owners > 2 * spark.sparkContext.defaultParallelism
     a = analyze(spark, [str(big)], json=True, records=True, bodies=True, split_size=4096)
     try:
         assert list(a.split.values()) == [len(cuts)]
+        assert a._owned.getNumPartitions() == owners
         got = Counter(json.dumps(json.loads(r.json), sort_keys=True) for r in a.exchanges.collect())
         assert sum(got.values()) == sum(want["exchange"].values()) > 1000
         assert got == want["exchange"]
