@@ -17,7 +17,7 @@ The sets, each about 1 GB, in ``bench/out/spark-set-KIND/``:
 * ``copies``: ``--copies`` hard links (copies across file systems) of ``--capture``: four
   recordings of the same time, four pieces, none chained.
 
-Two more sets show that default settings scale (their own section, "Spark at scale"):
+Two more sets show that default settings scale (their own section, "Spark at scale: SETS"):
 
 * ``huge``: one file of about 10 GB, ``bench/pcapcat.py -n --huge-copies`` of ``--capture``
   (made once in ``bench/out/``, kept: it takes minutes);
@@ -242,7 +242,7 @@ def main() -> int:
                 print(r["stderr"].decode(errors="replace")[-2000:], file=sys.stderr)
         done.append((kind, what, total, results))
     load1 = os.getloadavg()
-    title = SCALE_SECTION if set(kinds) <= set(SCALE) else SECTION
+    title = f"{SCALE_SECTION}: {', '.join(kinds)}" if set(kinds) <= set(SCALE) else SECTION
     section = report(title, done, started, load0, load1)
     text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
     if title in text:  # replace this section only
