@@ -245,10 +245,11 @@ def main() -> int:
     title = f"{SCALE_SECTION}: {', '.join(kinds)}" if set(kinds) <= set(SCALE) else SECTION
     section = report(title, done, started, load0, load1)
     text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
-    if title in text:  # replace this section only
-        head, _, rest = text.partition(title)
+    line = "\n" + title + "\n"  # the heading itself, not a longer one it begins
+    if line in text:  # replace this section only
+        head, _, rest = text.partition(line)
         nxt = rest.find("\n## ")
-        text = head + section + (rest[nxt + 1 :] if nxt >= 0 else "")
+        text = head + "\n" + section + (rest[nxt + 1 :] if nxt >= 0 else "")
     else:
         text = text.rstrip("\n") + "\n\n" + section
     RESULTS.write_text(text)
