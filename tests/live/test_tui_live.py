@@ -57,7 +57,7 @@ def test_tui_live_on_a_mock_cluster(tmp_path):
             async with app.run_test(size=(120, 35)) as pilot:
                 assert app.live and app.sub_title == "live on lo"
                 await until(pilot, lambda: "LIVE" in status(app), 5, "the LIVE status")
-                assert app.rows == []
+                assert len(app.rows) == 0
                 # traffic while the app runs (the clients' threads start in the namespace too)
                 await asyncio.to_thread(mock.traffic, N)
                 ours = lambda: [r for r in app.rows if (r.client_id or "").startswith("tui-test")]  # noqa: E731
