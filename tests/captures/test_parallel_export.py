@@ -14,7 +14,7 @@ from analyzer import cli
 from analyzer.dissect.constants import ApiKey
 from analyzer.export import parallel
 from tests.helpers.capture_patch import exchanges, member_stays
-from tests.helpers.captures import CAPTURES, connection_keys, cut, project_captures, tls_captures
+from tests.helpers.captures import CAPTURES, connection_keys, cut, cut_splits, project_captures, tls_captures
 
 
 def export_bytes(*args: str) -> tuple[int, bytes]:
@@ -61,15 +61,8 @@ def test_rotated_pcapng_pieces_with_their_secrets_with_jobs(tmp_path):
     """A pcapng with its TLS secrets in Decryption Secrets Blocks rotated into pieces (each with
     the section header, interfaces and secrets in force): the pieces decrypt as the whole file,
     with one process or two."""
-    from analyzer.capture.split import splits
-
     whole = CAPTURES / "kafka-python-tls-tls13-aes128gcm-dsb.pcapng"
-    raw = whole.read_bytes()
-    pieces = []
-    for i, s in enumerate(splits(whole, 8192)):
-        p = tmp_path / f"dsb-{i:03d}.pcapng"
-        p.write_bytes(s.header + raw[s.start : s.end])
-        pieces.append(str(p))
+    pieces = cut_splits(whole, 8192, tmp_path)
     assert len(pieces) > 2
     rc, one = export_bytes("--no-spans", str(whole))
     rc1, seq = export_bytes("--no-spans", *pieces)

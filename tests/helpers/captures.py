@@ -72,6 +72,20 @@ def cut(path: Path, every: int, out_dir: Path) -> list[Path]:
     return pieces
 
 
+def cut_splits(path: Path, size: int, out_dir: Path) -> list[str]:
+    """Rotate a capture into the files of its byte-range splits of about ``size`` bytes (each
+    with the header in force: for pcapng the section header, interfaces and secrets)."""
+    from analyzer.capture.split import splits
+
+    raw = path.read_bytes()
+    pieces = []
+    for i, s in enumerate(splits(path, size)):
+        p = out_dir / f"{path.stem}-{i:03d}{path.suffix}"
+        p.write_bytes(s.header + raw[s.start : s.end])
+        pieces.append(str(p))
+    return pieces
+
+
 def connection_keys(path: Path) -> list[tuple]:
     """The TCP connections of a capture as ``export -j`` keys them
     (:func:`~analyzer.export.parallel.flow_key`), in the order they are first seen."""

@@ -8,7 +8,7 @@ import pytest
 
 from analyzer import cli
 from analyzer.capture.sets import MAX_EDGE_GAP, CaptureSet, plan, span
-from tests.helpers.captures import cut, project_captures
+from tests.helpers.captures import cut, cut_splits, project_captures
 
 
 def export(*args: str) -> tuple[int, list[dict]]:
@@ -107,18 +107,12 @@ def test_pcapng_pieces_carry_their_decryption_secrets(tmp_path):
     """A pcapng whose TLS secrets are in Decryption Secrets Blocks, rotated into pieces (each
     with the section header, interfaces and secrets in force): the set gives the key logs to
     the pipeline as one file does, so its TLS exchanges decrypt as the whole file's."""
-    from analyzer.capture.split import splits
     from analyzer.model import Exchange
     from analyzer.pipeline import Analysis
     from tests.helpers.captures import CAPTURES
 
     whole = CAPTURES / "kafka-python-tls-tls13-aes128gcm-dsb.pcapng"
-    raw = whole.read_bytes()
-    pieces = []
-    for i, s in enumerate(splits(whole, 8192)):
-        p = tmp_path / f"dsb-{i:03d}.pcapng"
-        p.write_bytes(s.header + raw[s.start : s.end])
-        pieces.append(str(p))
+    pieces = cut_splits(whole, 8192, tmp_path)
     assert len(pieces) > 2 and plan(pieces) == [pieces]
 
     def rows(source) -> list[tuple]:

@@ -37,6 +37,17 @@ def test_split_walks_give_the_files_packets_with_their_owners(name):
     assert {w[0] for w in want} == set(range(parts))
     cuts = splits(path, 4096)
     assert len(cuts) > 5
+    got, walks, base = _walk_splits(cuts, owners, parts)
+    assert got == want
+    totals = range_totals(walks)
+    assert totals.packets == base == len(want) + sum(skipped.values())
+    assert (totals.first_ts, totals.last_ts) == (want[0][2], want[-1][2])
+    assert totals.skipped == skipped
+
+
+def _walk_splits(cuts, owners, parts) -> tuple[list, list, int]:
+    """Walk ``cuts`` in order, numbering on from split to split: each packet as (owner, number,
+    ts, bytes), the walks, and the packets counted; no split has an issue."""
     got, walks, base = [], [], 0
     for c in cuts:
         w = SplitWalk(c, owners, parts)
@@ -44,11 +55,7 @@ def test_split_walks_give_the_files_packets_with_their_owners(name):
         walks.append(w)
         base += w.count
         assert not w.issues
-    assert got == want
-    totals = range_totals(walks)
-    assert totals.packets == base == len(want) + sum(skipped.values())
-    assert (totals.first_ts, totals.last_ts) == (want[0][2], want[-1][2])
-    assert totals.skipped == skipped
+    return got, walks, base
 
 
 def test_split_walks_of_a_chain_give_the_sets_packets(tmp_path):
@@ -71,13 +78,7 @@ def test_split_walks_of_a_chain_give_the_sets_packets(tmp_path):
         want.append((route(seg), index, ts, bytes(data)))
     cuts = [c for p in pieces for c in splits(p, 4096)]
     assert len(pieces) > 5 and len(cuts) > len(pieces)
-    got, walks, base = [], [], 0
-    for c in cuts:
-        w = SplitWalk(c, owners, parts)
-        got += [(o, base + n, ts, bytes(d)) for o, n, ts, _lt, d in w]
-        walks.append(w)
-        base += w.count
-        assert not w.issues
+    got, walks, base = _walk_splits(cuts, owners, parts)
     assert got == want
     totals = range_totals(walks)
     assert totals.packets == base == len(want) + sum(skipped.values())
