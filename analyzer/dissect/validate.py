@@ -156,24 +156,6 @@ def validate_produce(body: Field, version: int | None = None, payload=None) -> l
 
 
 def _batch(entry: Field, s: dict, topic: str, partition: int | None, issues: list[Issue], payload) -> None:
-    if type(entry) is BatchField:
-        # the header's values, without building its Fields: the summary's control, producer_id,
-        # base_sequence, attributes and timestamps are these values
-        _, _, _, _, _, attrs, lod, bts, mts, pid, _, seq, n = entry.header
-        if (
-            not attrs & 0x20
-            and n > 0
-            and lod == n - 1
-            and (pid < 0 or seq >= 0)
-            and (attrs & 0x08 or bts == -1 or mts == -1 or mts >= bts)
-        ):
-            # a consistent header (the usual batch): only its records are left to check
-            _batch_records(entry, topic, partition, issues, payload, attrs, bts, mts, n)
-            return
-    _batch_checks(entry, s, topic, partition, issues, payload)
-
-
-def _batch_checks(entry: Field, s: dict, topic: str, partition: int | None, issues: list[Issue], payload):
     at = entry.offset
     n = lod = None
     has_count = False
@@ -241,21 +223,13 @@ def _batch_checks(entry: Field, s: dict, topic: str, partition: int | None, issu
             )
         )
         return
-    _batch_records(entry, topic, partition, issues, payload, s.get("attributes") or 0, bts, mts, n)
-
-
-def _batch_records(
-    entry: Field, topic: str, partition: int | None, issues: list[Issue], payload, attrs: int, bts, mts, n
-) -> None:
-    """The checks of the batch's records (offset deltas, timestamps in the batch's range)."""
-    ts_base = bts if not attrs & 0x08 and bts is not None and bts != -1 else None
+    ts_base = bts if create_time and bts != -1 else None
     rf, decompressed = _records_of(entry)
     if rf is not None:
         rows = _rows_of(rf, decompressed)
-    elif payload is not None and not attrs & 7 and n:
+    elif payload is not None and not (s.get("attributes") or 0) & 7 and n:
         # record bodies not decoded (the default): an uncompressed batch's records are scanned
         # for their offset and timestamp deltas only
-        at = entry.offset
         rows = _scan(payload, at + 61, at + entry.length, n)
     else:
         return

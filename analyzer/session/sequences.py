@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections import deque
 
-from analyzer.dissect.records import BatchField
 from analyzer.dissect.validate import produce_partitions
 from analyzer.issues import RECORDS_BAD_SEQUENCE
 from analyzer.model import Message
@@ -39,16 +38,10 @@ class SequenceTracker:
         for topic, partition, rec in produce_partitions(body):
             for entry in rec.children or ():
                 s = entry.value
-                if type(entry) is BatchField:  # the header's values (the summary holds the same)
-                    if s["crc_ok"] is False:
-                        continue
-                    h = entry.header
-                    pid, epoch, seq, count = h[9], h[10], h[11], h[12]
-                else:
-                    if entry.type != "record_batch" or not isinstance(s, dict) or s.get("crc_ok") is False:
-                        continue
-                    pid, epoch, seq = s.get("producer_id"), s.get("producer_epoch"), s.get("base_sequence")
-                    count = s.get("record_count") or 0
+                if entry.type != "record_batch" or not isinstance(s, dict) or s.get("crc_ok") is False:
+                    continue
+                pid, epoch, seq = s.get("producer_id"), s.get("producer_epoch"), s.get("base_sequence")
+                count = s.get("record_count") or 0
                 if pid is None or pid < 0 or seq is None or seq < 0 or count <= 0:
                     continue
                 key = (pid, epoch, topic, partition)
