@@ -307,11 +307,15 @@ def _varlen_reader(name: str, ftype: str, nullable: bool, flex: bool):
 
     def read_varlen(buf, pos, end, out, ctx):
         start = pos
-        try:
-            n, pos = _read_len(buf, pos, end, flex, wide)
-        except Fault as exc:
-            exc.field = name
-            raise
+        if flex and pos < end and buf[pos] < 0x80:  # a one-byte compact length: no call
+            n = buf[pos] - 1
+            pos += 1
+        else:
+            try:
+                n, pos = _read_len(buf, pos, end, flex, wide)
+            except Fault as exc:
+                exc.field = name
+                raise
         if n < 0:
             if n != -1:
                 raise Fault(DECODE_BAD_LENGTH, f"{name}: negative length {n}", start, name)
@@ -369,11 +373,15 @@ def _array_reader(name, ftype, elem_reader, nullable: bool, flex: bool, scalar=N
 
     def read_array(buf, pos, end, out, ctx):
         start = pos
-        try:
-            n, pos = _read_len(buf, pos, end, flex, True)
-        except Fault as exc:
-            exc.field = name
-            raise
+        if flex and pos < end and buf[pos] < 0x80:  # a one-byte compact count: no call
+            n = buf[pos] - 1
+            pos += 1
+        else:
+            try:
+                n, pos = _read_len(buf, pos, end, flex, True)
+            except Fault as exc:
+                exc.field = name
+                raise
         if n < 0:
             if n != -1:
                 raise Fault(DECODE_BAD_LENGTH, f"{name}: negative array count {n}", start, name)
@@ -450,18 +458,31 @@ def _run_struct(sub, flex, buf, pos, end, children, ctx):
     for r in ordered:
         pos = r(buf, pos, end, children, ctx)
     if flex:
+        if pos < end and not buf[pos]:  # no tagged fields (one 0 byte), the usual case: no call
+            return pos + 1
         pos = _read_tagged(tagged, buf, pos, end, children, ctx)
     return pos
 
 
 def _struct_reader(type_name: str, sub, flex: bool):
+    ename = snake(type_name)
+    ordered, tagged = sub
+
     def read_elem(buf, pos, end, out, ctx):
+        # _run_struct inlined: one call less per element of every struct array
         children: list[Field] = []
-        f = Field(snake(type_name), type_name, None, pos, 0, children)
+        f = Field(ename, type_name, None, pos, 0, children)
         out.append(f)
-        start = pos
+        start = p = pos
         try:
-            pos = _run_struct(sub, flex, buf, pos, end, children, ctx)
+            for r in ordered:
+                p = r(buf, p, end, children, ctx)
+            if flex:
+                if p < end and not buf[p]:  # no tagged fields: no call
+                    p += 1
+                else:
+                    p = _read_tagged(tagged, buf, p, end, children, ctx)
+            pos = p  # (a fault leaves the element's length 0, as _run_struct did)
         finally:
             f.length = pos - start
         return pos
@@ -571,7 +592,10 @@ def decode_struct(plan, buf, pos: int, end: int, name: str, type_name: str, ctx:
         for r in ordered:
             pos = r(buf, pos, end, children, ctx)
         if flex:
-            pos = _read_tagged(tagged, buf, pos, end, children, ctx)
+            if pos < end and not buf[pos]:  # no tagged fields: no call
+                pos += 1
+            else:
+                pos = _read_tagged(tagged, buf, pos, end, children, ctx)
     except Fault as exc:
         where = _path_at(f, exc.offset)
         if exc.field is not None and not where.endswith("." + exc.field):
