@@ -23,10 +23,11 @@ Events (:data:`analyzer.events.Event`), in capture order:
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from enum import IntEnum
 from typing import TYPE_CHECKING, BinaryIO, Protocol
 
@@ -328,7 +329,9 @@ class Analysis:
         self.progress = progress
         self.cancel = cancel
         self.expire_every = expire_every if idle_timeout is not None else None
-        self.lock: AbstractContextManager = lock if lock is not None else nullcontext()
+        # (a real lock when none is given: its enter and exit are C calls, nullcontext's are Python
+        # calls, once per packet that produced events)
+        self.lock: AbstractContextManager = lock if lock is not None else threading.Lock()
         self.exchanges = 0  # exchanges emitted
         self.interrupted = False  # Ctrl-C, stop() or cancel() ended the packets early
         self.finished = False
