@@ -14,7 +14,7 @@ Every length and count is checked against the bytes that remain before anything 
 
 from __future__ import annotations
 
-import base64
+import binascii
 import re
 import struct
 from functools import cache, lru_cache
@@ -81,9 +81,14 @@ def snake(name: str) -> str:
     return _CAMEL.sub("_", name).lower()
 
 
+_URLSAFE = bytes.maketrans(b"+/", b"-_")
+
+
 def kafka_uuid(raw: bytes) -> str:
     """Kafka's own text form of a Uuid (URL-safe base64, no padding), as its tools print it."""
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+    # base64.urlsafe_b64encode's own steps, without its two Python calls (a Fetch names every
+    # topic by id)
+    return binascii.b2a_base64(raw, newline=False).translate(_URLSAFE).rstrip(b"=").decode()
 
 
 # -- primitive readers: (buf, pos, end) -> (value, new pos); raise Fault ---------------------
@@ -280,7 +285,7 @@ def _primitive_reader(name: str, ftype: str, nullable: bool, flex: bool):
 
         def read_uuid(buf, pos, end, out, ctx):
             _need(pos, 16, end, name)
-            out.append(Field(name, "uuid", kafka_uuid(bytes(buf[pos : pos + 16])), pos, 16))
+            out.append(Field(name, "uuid", kafka_uuid(buf[pos : pos + 16]), pos, 16))
             return pos + 16
 
         return read_uuid
@@ -303,6 +308,7 @@ def _read_len(buf, pos, end, flex: bool, wide: bool):
 
 def _varlen_reader(name: str, ftype: str, nullable: bool, flex: bool):
     wide = ftype != "string"
+    is_string = ftype == "string"
     is_records = ftype == "records"
 
     def read_varlen(buf, pos, end, out, ctx):
@@ -334,12 +340,11 @@ def _varlen_reader(name: str, ftype: str, nullable: bool, flex: bool):
             raise Fault(
                 DECODE_TRUNCATED, f"{name} ({ftype}): length {n} but {end - pos} bytes left", start, name
             )
-        if ftype == "string":
-            raw = bytes(buf[pos : pos + n])
+        if is_string:
             try:
-                v = raw.decode("utf-8")
+                v = str(buf[pos : pos + n], "utf-8")  # (bytes or memoryview alike, no copy first)
             except UnicodeDecodeError:
-                v = raw.decode("utf-8", "backslashreplace")
+                v = bytes(buf[pos : pos + n]).decode("utf-8", "backslashreplace")
                 ctx.issues.append(DECODE_BAD_UTF8(f"{name} is not valid UTF-8", pos, name))
             out.append(Field(name, ftype, v, start, pos + n - start))
         elif is_records:

@@ -155,7 +155,7 @@ def decode_request(frame: Frame, opts: Options = DEFAULT_OPTIONS) -> Message:
             if api_key == PRODUCE:
                 ctx.issues.extend(validate_produce(body, api_version, payload))
     issues = ctx.issues
-    if any(i.code in _PARTIAL for i in issues):
+    if issues and any(i.code in _PARTIAL for i in issues):  # (no generator for a clean request)
         # Only a Fetch response may end with a cut-off batch; in a Produce request it is damage
         issues = [
             _PARTIAL[i.code](i.message, i.offset, i.where, severity=Severity.ERROR)
@@ -287,7 +287,9 @@ def _decode_response_as(payload, ctx: Ctx, opts: Options, api_key: int, version:
             body, ctx = _realign(payload, pos, api_key, "response", version, body, ctx, nhead, opts)
         if body is not None:
             _embedded(api_key, "response", body, payload, ctx, opts)
-    clean = not any(i.severity == Severity.ERROR or i.code == DECODE_TRAILING_BYTES.code for i in ctx.issues)
+    clean = not ctx.issues or not any(
+        i.severity == Severity.ERROR or i.code == DECODE_TRAILING_BYTES.code for i in ctx.issues
+    )
     return header, body, ctx.issues, not clean, ctx.errors
 
 
