@@ -294,16 +294,22 @@ def _primitive_reader(name: str, ftype: str, nullable: bool, flex: bool):
     raise ValueError(f"unknown primitive type {ftype!r} for {name}")
 
 
-def _read_len(buf, pos, end, flex: bool, wide: bool):
-    """Length prefix: compact (uvarint N+1) or int16/int32. Returns (length or -1, new pos)."""
-    if flex:
-        n, pos = read_uvarint(buf, pos, end)
-        return n - 1, pos
-    if wide:
-        _need(pos, 4, end, "length")
-        return _i32(buf, pos)[0], pos + 4
-    _need(pos, 2, end, "length")
-    return _i16(buf, pos)[0], pos + 2
+def _read_len(buf, pos, end, flex: bool, wide: bool, name: str):
+    """Length prefix of field ``name``: compact (uvarint N+1) or int16/int32. Returns (length or
+    -1, new pos); a Fault names the field. (The readers read a one-byte compact length
+    themselves.)"""
+    try:
+        if flex:
+            n, pos = read_uvarint(buf, pos, end)
+            return n - 1, pos
+        if wide:
+            _need(pos, 4, end, "length")
+            return _i32(buf, pos)[0], pos + 4
+        _need(pos, 2, end, "length")
+        return _i16(buf, pos)[0], pos + 2
+    except Fault as exc:
+        exc.field = name
+        raise
 
 
 def _varlen_reader(name: str, ftype: str, nullable: bool, flex: bool):
@@ -317,11 +323,7 @@ def _varlen_reader(name: str, ftype: str, nullable: bool, flex: bool):
             n = buf[pos] - 1
             pos += 1
         else:
-            try:
-                n, pos = _read_len(buf, pos, end, flex, wide)
-            except Fault as exc:
-                exc.field = name
-                raise
+            n, pos = _read_len(buf, pos, end, flex, wide, name)
         if n < 0:
             if n != -1:
                 raise Fault(DECODE_BAD_LENGTH, f"{name}: negative length {n}", start, name)
@@ -382,11 +384,7 @@ def _array_reader(name, ftype, elem_reader, nullable: bool, flex: bool, scalar=N
             n = buf[pos] - 1
             pos += 1
         else:
-            try:
-                n, pos = _read_len(buf, pos, end, flex, True)
-            except Fault as exc:
-                exc.field = name
-                raise
+            n, pos = _read_len(buf, pos, end, flex, True, name)
         if n < 0:
             if n != -1:
                 raise Fault(DECODE_BAD_LENGTH, f"{name}: negative array count {n}", start, name)
@@ -592,15 +590,8 @@ def decode_struct(plan, buf, pos: int, end: int, name: str, type_name: str, ctx:
     children: list[Field] = []
     f = Field(name, type_name, None, pos, 0, children)
     start = pos
-    ordered, tagged = sub
     try:
-        for r in ordered:
-            pos = r(buf, pos, end, children, ctx)
-        if flex:
-            if pos < end and not buf[pos]:  # no tagged fields: no call
-                pos += 1
-            else:
-                pos = _read_tagged(tagged, buf, pos, end, children, ctx)
+        pos = _run_struct(sub, flex, buf, pos, end, children, ctx)
     except Fault as exc:
         where = _path_at(f, exc.offset)
         if exc.field is not None and not where.endswith("." + exc.field):
