@@ -25,7 +25,7 @@ from analyzer.dissect.codecs import DEFAULT_LIMITS, Limits
 from analyzer.dissect.message import Options
 from analyzer.events import CaptureIssue, CaptureStats, ConnectionEnd, ConnIssue
 from analyzer.model import Exchange, Severity
-from analyzer.pipeline import Analysis, Exit
+from analyzer.pipeline import Analysis, Exit, Outcome
 from analyzer.session.report import (
     TABLES,
     api_text,
@@ -57,18 +57,16 @@ def options(args, records: bool = False) -> Options:
 def analysis(args, source=None, flt=None, **kw) -> Iterator[Analysis]:
     """The one driver for a command's capture (a path, ``-``, or a capture set), with a progress
     bar on a terminal for big files; the first Ctrl-C ends the packets early and the command
-    still prints what it has. ``flt``: a compiled display filter the command applies (record
-    bodies are decoded when it reads them; it learns the run's knowledge)."""
-    records = kw.pop("records", False) or (flt is not None and flt.needs_records)
+    still prints what it has. ``flt``: the compiled display filter of the run (the exchanges
+    it drops reach no consumer)."""
     a = Analysis(
         source if source is not None else args.capture,
-        options(args, records),
+        options(args, kw.pop("records", False)),
         ports=args.port or (),
         tls_keylog=getattr(args, "tls_keylog", None),
+        display_filter=flt,
         **kw,
     )
-    if flt is not None:
-        flt.knowledge = a.knowledge
     bar = _Progress(a) if source is None and _want_progress(a) else None
     if bar is not None:
         a.progress = bar.update
@@ -99,11 +97,11 @@ def _graceful_interrupt(a: Analysis) -> Iterator[None]:
         signal.signal(signal.SIGTERM, old_term)
 
 
-def finish(a: Analysis) -> int:
+def finish(outcome: Outcome) -> int:
     """Say what the user must know about the input on stderr; the exit code."""
-    for line in a.problems():
+    for line in outcome.problems():
         print(f"kafka-analyzer: {line}", file=sys.stderr)
-    return int(a.exit_code())
+    return int(outcome.exit_code())
 
 
 def _want_progress(a: Analysis) -> bool:
@@ -221,38 +219,46 @@ def tls_line(conn, origin: float | None, absolute: bool = False) -> str:
     return line.replace("    ", "  ")
 
 
+class ReadPrinter:
+    """``read``'s consumer: a line per exchange (and per TLS connection at its end); connection
+    issues listed with ``-v``, else counted and said once at the end on stderr."""
+
+    def __init__(self, a: Analysis, out, verbose: bool, absolute: bool) -> None:
+        self.a, self.out, self.verbose, self.absolute = a, out, verbose, absolute
+        self.origin: float | None = None
+        self.unlisted: Counter[str] = Counter()  # connection issues without -v: said once, counted
+
+    def event(self, ev) -> None:
+        t = type(ev)
+        if t is Exchange:
+            if self.origin is None:
+                self.origin = self.a.first_ts
+            self.out.write(exchange_line(ev, self.origin, self.absolute) + "\n")
+        elif t is ConnIssue:
+            if self.verbose:
+                print(f"# {ev.issue.severity}: {ev.issue.code}: {ev.issue.message}", file=self.out)
+            elif ev.issue.severity >= Severity.WARNING:
+                self.unlisted[ev.issue.code] += 1
+        elif t is ConnectionEnd and ev.conn.tls is not None:
+            if self.origin is None:
+                self.origin = self.a.first_ts
+            self.out.write(tls_line(ev.conn, self.origin, self.absolute) + "\n")
+
+    def done(self, outcome: Outcome) -> None:
+        if self.unlisted:
+            n = sum(self.unlisted.values())
+            codes = ", ".join(f"{code} ({k})" for code, k in sorted(self.unlisted.items()))
+            print(
+                f"kafka-analyzer: warning: {n} connection issue{'s' if n != 1 else ''} between the "
+                f"exchanges: {codes}; read -v lists them",
+                file=sys.stderr,
+            )
+
+
 def cmd_read(args) -> int:
-    flt = display_filter(args)
-    out = sys.stdout
-    origin = None
-    unlisted: Counter[str] = Counter()  # connection issues without -v: said once, counted
-    with analysis(args, flt=flt) as a:
-        for ev in a.events():
-            if type(ev) is not Exchange:
-                if type(ev) is ConnIssue:
-                    if args.verbose:
-                        print(f"# {ev.issue.severity}: {ev.issue.code}: {ev.issue.message}", file=out)
-                    elif ev.issue.severity >= Severity.WARNING:
-                        unlisted[ev.issue.code] += 1
-                elif type(ev) is ConnectionEnd and ev.conn.tls is not None:
-                    if origin is None:
-                        origin = a.first_ts
-                    out.write(tls_line(ev.conn, origin, args.absolute) + "\n")
-                continue
-            if origin is None:
-                origin = a.first_ts
-            if flt is not None and not flt(ev):
-                continue
-            out.write(exchange_line(ev, origin, args.absolute) + "\n")
-    if unlisted:
-        n = sum(unlisted.values())
-        codes = ", ".join(f"{code} ({k})" for code, k in sorted(unlisted.items()))
-        print(
-            f"kafka-analyzer: warning: {n} connection issue{'s' if n != 1 else ''} between the "
-            f"exchanges: {codes}; read -v lists them",
-            file=sys.stderr,
-        )
-    return finish(a)
+    with analysis(args, flt=display_filter(args)) as a:
+        outcome = a.run(ReadPrinter(a, sys.stdout, args.verbose, args.absolute))
+    return finish(outcome)
 
 
 # -- stats -----------------------------------------------------------------------------------------
@@ -287,23 +293,19 @@ def cmd_stats(args) -> int:
             print("kafka-analyzer: interrupted", file=sys.stderr)
             return 130
     if done is not None:
-        a, stats = done
+        outcome, stats = done
     else:
-        flt = display_filter(args)
-        with analysis(args, flt=flt) as a:
+        with analysis(args, flt=display_filter(args)) as a:
             stats = Stats(a.knowledge.topic_ids)
-            for ev in a.events():
-                if flt is not None and type(ev) is Exchange and not flt(ev):
-                    continue
-                stats.add(ev)
-    tables = stats_tables(stats, a)
+            outcome = a.run(stats)
+    tables = stats_tables(stats, outcome)
     if args.format == "json":
         import orjson
 
         sys.stdout.buffer.write(orjson.dumps(tables, option=orjson.OPT_INDENT_2) + b"\n")
     else:
         render_tables(tables, sys.stdout)
-    return finish(a)
+    return finish(outcome)
 
 
 def cmd_stats_parquet(args) -> int:
@@ -414,7 +416,7 @@ def _export_parallel(args, paths: list[str]) -> int | None:
 
     try:
         with _export_output(args) as out:
-            a = export(
+            outcome = export(
                 paths,
                 out,
                 args.format,
@@ -434,7 +436,7 @@ def _export_parallel(args, paths: list[str]) -> int | None:
         return 130
     except BrokenPipeError:
         return EXIT_OK
-    return finish(a)
+    return finish(outcome)
 
 
 def cmd_export(args) -> int:
@@ -445,21 +447,16 @@ def cmd_export(args) -> int:
         rc = _export_parallel(args, paths)
         if rc is not None:
             return rc
-    flt = display_filter(args)
     try:
-        with _export_output(args) as out, analysis(args, flt=flt) as a:
+        with _export_output(args) as out, analysis(args, flt=display_filter(args)) as a:
             stats = Stats(a.knowledge.topic_ids)
             w = Writer(out, args.format, spans=not args.no_spans, records=args.records)
             w.begin(a.source.name)
-            for ev in a.events():
-                if flt is not None and type(ev) is Exchange and not flt(ev):
-                    continue
-                stats.add(ev)
-                w.event(ev)
-            w.end(stats_tables(stats, a))
+            outcome = a.run(stats, w)
+            w.end(stats_tables(stats, outcome))
     except BrokenPipeError:
         return EXIT_OK
-    return finish(a)
+    return finish(outcome)
 
 
 # -- live ------------------------------------------------------------------------------------------
@@ -481,32 +478,40 @@ def cmd_live(args) -> int:
 
         writer = Writer(sys.stdout.buffer, "ndjson", spans=not args.no_spans, records=args.records)
         writer.begin(f"live:{args.interface}")
-    origin = None
     with analysis(args, source=source, idle_timeout=300.0, flt=flt) as a:
         stats = Stats(a.knowledge.topic_ids)
-        for ev in a.events():
-            t = type(ev)
-            if t is CaptureStats:
-                _say_drops(ev)
-                continue
-            if t is Exchange and flt is not None and not flt(ev):
-                continue
-            stats.add(ev)
-            if args.mode == "read" and t is Exchange:
-                if origin is None:
-                    origin = a.first_ts
-                print(exchange_line(ev, origin, args.absolute), flush=True)
-            if writer is not None:
-                writer.event(ev)
-                sys.stdout.buffer.flush()
-    tables = stats_tables(stats, a)
+        outcome = a.run(LiveOutput(a, stats, writer, args.mode == "read", args.absolute))
+    tables = stats_tables(stats, outcome)
     if writer is not None:
         writer.end(tables)
-    elif a.unusable():  # the capture never started: the reason is enough
+    elif outcome.unusable():  # the capture never started: the reason is enough
         pass
-    elif args.mode == "stats" or a.interrupted or args.mode == "read":
+    elif args.mode == "stats" or outcome.interrupted or args.mode == "read":
         render_tables(tables, sys.stdout if args.mode == "stats" else sys.stderr)
-    return finish(a)
+    return finish(outcome)
+
+
+class LiveOutput:
+    """``live``'s consumer in one process: drops said as they grow, the statistics counted,
+    each exchange printed (``read``) or written (``export``) as it comes."""
+
+    def __init__(self, a: Analysis, stats: Stats, writer, lines: bool, absolute: bool) -> None:
+        self.a, self.stats, self.writer, self.lines, self.absolute = a, stats, writer, lines, absolute
+        self.origin: float | None = None
+
+    def event(self, ev) -> None:
+        t = type(ev)
+        if t is CaptureStats:
+            _say_drops(ev)
+            return
+        self.stats.event(ev)
+        if self.lines and t is Exchange:
+            if self.origin is None:
+                self.origin = self.a.first_ts
+            print(exchange_line(ev, self.origin, self.absolute), flush=True)
+        if self.writer is not None:
+            self.writer.event(ev)
+            sys.stdout.buffer.flush()
 
 
 def _preload_rich() -> None:
@@ -587,12 +592,8 @@ def _live_fanout(args, n: int) -> int:
 
     flt = display_filter(args)
 
-    def make_analysis(src) -> Analysis:
-        records = flt is not None and flt.needs_records
-        a = Analysis(src, options(args, records), ports=args.port or (), idle_timeout=300.0)
-        if flt is not None:
-            flt.knowledge = a.knowledge  # in the worker process: its own knowledge
-        return a
+    def make_analysis(src) -> Analysis:  # in the worker process: the filter reads its knowledge
+        return Analysis(src, options(args), ports=args.port or (), idle_timeout=300.0, display_filter=flt)
 
     origin = time.time()
     writer = None
@@ -627,19 +628,17 @@ def _live_fanout(args, n: int) -> int:
         def output(line) -> None:
             print(line, flush=True)
 
-    fan = Fanout(
-        f"live:{args.interface}", rings, make_source, make_analysis, formatter, output, _say_drops, keep=flt
-    )
+    fan = Fanout(f"live:{args.interface}", rings, make_source, make_analysis, formatter, output, _say_drops)
     with _graceful_interrupt(fan):  # type: ignore[arg-type]
-        stats, a = fan.run()
-    tables = stats_tables(stats, a)
+        stats, outcome = fan.run()
+    tables = stats_tables(stats, outcome)
     if writer is not None:
-        for issue in a.capture_issues:
+        for issue in outcome.capture_issues:
             writer.event(CaptureIssue(issue, None))
         writer.end(tables)
-    elif args.mode == "stats" or a.interrupted or args.mode == "read":
+    elif args.mode == "stats" or outcome.interrupted or args.mode == "read":
         render_tables(tables, sys.stdout if args.mode == "stats" else sys.stderr)
-    return finish(a)
+    return finish(outcome)
 
 
 def _live_source(args):

@@ -10,7 +10,7 @@ which it will send nothing more (the packet it is at, or the wall clock minus 0.
 ring is empty). The parent writes the outputs in key order up to the lowest watermark (keys are
 the capture time of the packet that completed the event, as in a single-process run), sums the
 kernel drop counters, and at the end merges the workers' statistics, knowledge and capture
-issues into one :class:`Merged` analysis for the summary and the exit code.
+issues into one :class:`~analyzer.pipeline.Outcome` for the summary and the exit code.
 
 Topic ids: a worker sends the topic ids it learns (Metadata, CreateTopics responses) with its
 batches and the parent relays them to the other workers, so a Fetch on one worker's connection
@@ -36,75 +36,20 @@ import os
 import signal
 import sys
 import threading
-from collections import Counter
 from collections.abc import Callable
+from dataclasses import replace
 from multiprocessing.connection import wait
 
 from analyzer.events import CaptureIssue, CaptureStats
 from analyzer.issues import CAPTURE_NO_TCP, CAPTURE_PACKETS_DROPPED, CAPTURE_WORKER_FAILED
-from analyzer.model import Exchange, Issue
-from analyzer.pipeline import Analysis
-from analyzer.session.knowledge import Knowledge
+from analyzer.model import Issue
+from analyzer.pipeline import Analysis, Outcome
 from analyzer.session.stats import Stats
 
 CONN_ID_STRIDE = 1_000_000
 PR_SET_PDEATHSIG = 1
 SEND_EVERY = 0.1
 IDLE_LAG = 0.5  # an idle ring has handed over every packet older than this (block timeout: 50 ms)
-
-
-class _NoSource:
-    name = "live"
-    issues: list[Issue] = []  # noqa: RUF012 - never mutated
-    bytes_read = 0
-    live = True
-    dropped = 0
-
-    def __iter__(self):
-        return iter(())
-
-
-class Merged(Analysis):
-    """The workers' analyses as one, for the summary tables and the exit-code policy."""
-
-    def __init__(self, name: str):
-        super().__init__(_NoSource())
-        self.source.name = name  # type: ignore[misc]
-        self._knowledge = Knowledge()
-        self._packets = 0
-        self._connections = 0
-        self._first: float | None = None
-        self._last = 0.0
-        self._skipped: Counter[str] = Counter()
-        self._dropped = 0
-        self.received = 0
-
-    knowledge = property(lambda self: self._knowledge)  # type: ignore[assignment]
-    packets = property(lambda self: self._packets)  # type: ignore[assignment]
-    connections = property(lambda self: self._connections)  # type: ignore[assignment]
-    first_ts = property(lambda self: self._first)  # type: ignore[assignment]
-    last_ts = property(lambda self: self._last)  # type: ignore[assignment]
-    skipped = property(lambda self: self._skipped)  # type: ignore[assignment]
-    dropped = property(lambda self: self._dropped)  # type: ignore[assignment]
-
-    def add(self, r: dict) -> None:
-        self._packets += r["packets"]
-        self._connections += r["connections"]
-        self._skipped.update(r["skipped"])
-        if r["first_ts"] is not None and (self._first is None or r["first_ts"] < self._first):
-            self._first = r["first_ts"]
-        self._last = max(self._last, r["last_ts"])
-        self.exchanges += r["exchanges"]
-        self.interrupted = self.interrupted or r["interrupted"]
-        k, o = self._knowledge, r["knowledge"]
-        k.brokers.update(o.brokers)
-        k.racks.update(o.racks)
-        k.topic_ids.update(o.topic_ids)
-        k.leaders.update(o.leaders)
-        k.clients.update(o.clients)
-        for g, v in o.groups.items():
-            k.groups.setdefault(g, v)
-        k.cluster_id = k.cluster_id or o.cluster_id
 
 
 def _merge_issues(per_worker: list[list[Issue]], received: int, dropped: int, no_tcp: bool) -> list[Issue]:
@@ -136,7 +81,6 @@ def _worker(
     make_analysis: Callable[[object], Analysis],
     formatter: Callable[[object], object],
     others: list,
-    keep: Callable[[object], bool] | None = None,
 ) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent says when to stop
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -178,50 +122,35 @@ def _worker(
                 a.stop()
                 return
 
-    t = threading.Thread(target=sender, daemon=True)
-    t.start()
-    try:
-        for ev in a.events():
+    class Feed:
+        """The worker's consumer: topic ids learnt elsewhere applied, the statistics counted,
+        each event formatted and queued under the capture time that completed it."""
+
+        def event(self, ev) -> None:
             while learned:  # names of topic ids another worker learned (Metadata elsewhere)
                 for k, v in learned.pop().items():
                     topic_ids.setdefault(k, v)
                     sent_ids.add(k)
             ty = type(ev)
             if ty is CaptureIssue or ty is CaptureStats:  # the parent merges these
-                continue
-            if keep is not None and ty is Exchange and not keep(ev):
-                continue  # not selected by the display filter: neither shown nor counted
-            stats.add(ev)
+                return
+            stats.event(ev)
             out = formatter(ev)
             if out is not None:
                 key = a.pipeline.last_ts
                 with lock:
                     pending.append((key, out))
+
+    t = threading.Thread(target=sender, daemon=True)
+    t.start()
+    try:
+        outcome = a.run(Feed())
     finally:
         done.set()
         t.join()
-    p = a.pipeline
     try:
         send()
-        conn.send(
-            (
-                "end",
-                {
-                    "packets": p.packets,
-                    "connections": p.connections,
-                    "skipped": dict(p.skipped),
-                    "first_ts": p.first_ts,
-                    "last_ts": p.last_ts,
-                    "exchanges": a.exchanges,
-                    "interrupted": a.interrupted,
-                    "knowledge": a.knowledge,
-                    "stats": stats,
-                    "issues": a.capture_issues,
-                    "received": src.received,
-                    "dropped": src.dropped,
-                },
-            )
-        )
+        conn.send(("end", {"outcome": outcome, "stats": stats}))
     except OSError:  # the parent is gone
         pass
     conn.close()
@@ -242,7 +171,7 @@ def _name_topic_ids(stats: Stats, topic_ids: dict[str, str]) -> None:
 
 class Fanout:
     """Run ``workers`` processes over rings already opened (``rings``); :meth:`run` returns the
-    merged statistics and :class:`Merged` analysis."""
+    merged statistics and outcome."""
 
     def __init__(
         self,
@@ -253,7 +182,6 @@ class Fanout:
         formatter: Callable[[object], object],
         output: Callable[[object], None],
         on_drops: Callable[[CaptureStats], None] | None = None,
-        keep: Callable[[object], bool] | None = None,
     ):
         self.name = name
         self.rings = rings
@@ -262,13 +190,12 @@ class Fanout:
         self.formatter = formatter
         self.output = output
         self.on_drops = on_drops
-        self.keep = keep  # the display filter: exchanges it rejects are neither shown nor counted
         self._stop = False
 
     def stop(self) -> None:
         self._stop = True
 
-    def run(self) -> tuple[Stats, Merged]:
+    def run(self) -> tuple[Stats, Outcome]:
         ctx = multiprocessing.get_context("fork")
         stop = ctx.Event()
         procs, conns, outs = self._start(ctx, stop)
@@ -313,7 +240,6 @@ class Fanout:
                     self.make_analysis,
                     self.formatter,
                     [r for r in self.rings if r is not ring],
-                    self.keep,
                 ),
                 daemon=True,
                 name=f"kafka-analyzer-worker-{i}",
@@ -348,7 +274,8 @@ class Fanout:
                     self._batch(i, msg, outs)
                 else:
                     self._results[i] = msg[1]
-                    self._received[i], self._dropped[i] = msg[1]["received"], msg[1]["dropped"]
+                    self._received[i] = msg[1]["outcome"].received or 0
+                    self._dropped[i] = msg[1]["outcome"].dropped or 0
                     self._watermarks[i] = float("inf")
                     del alive[c]
             low = min(self._watermarks)
@@ -374,24 +301,33 @@ class Fanout:
             self._seq += 1
         self._watermarks[i] = max(self._watermarks[i], wm)
 
-    def _merge(self) -> tuple[Stats, Merged]:
-        """The workers' end results as one analysis and one set of statistics."""
-        merged = Merged(self.name)
-        stats = Stats(merged.knowledge.topic_ids)
-        issues = []
+    def _merge(self) -> tuple[Stats, Outcome]:
+        """The workers' end results as one outcome and one set of statistics."""
+        parts: list[Outcome] = []
+        issues: list[list[Issue]] = []
         for i, r in enumerate(self._results):
             if r is None:
                 issues.append([CAPTURE_WORKER_FAILED(f"capture worker {i} ended without its results")])
                 continue
-            merged.add(r)
-            stats.merge(r["stats"])
-            issues.append(r["issues"])
+            parts.append(r["outcome"])
+            issues.append(list(r["outcome"].capture_issues))
+        merged = Outcome.combine(parts)
+        stats = Stats(merged.knowledge.topic_ids)
+        for r in self._results:
+            if r is not None:
+                stats.merge(r["stats"])
         _name_topic_ids(stats, merged.knowledge.topic_ids)
-        merged._dropped = sum(self._dropped)
-        merged.received = sum(self._received)
-        merged.interrupted = merged.interrupted or self._stop
+        received, dropped = sum(self._received), sum(self._dropped)
         no_tcp = bool(merged.packets and not merged.connections)
-        merged.capture_issues = _merge_issues(issues, merged.received, merged._dropped, no_tcp)
+        merged = replace(
+            merged,
+            name=self.name,
+            received=received,
+            dropped=dropped,
+            live=True,
+            interrupted=merged.interrupted or self._stop,
+            capture_issues=tuple(_merge_issues(issues, received, dropped, no_tcp)),
+        )
         for issue in merged.capture_issues:
-            stats.add(CaptureIssue(issue, None))
+            stats.event(CaptureIssue(issue, None))
         return stats, merged

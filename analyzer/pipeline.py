@@ -26,10 +26,11 @@ import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass, field, replace
 from enum import IntEnum
-from typing import TYPE_CHECKING, BinaryIO, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
 from analyzer.dissect.codecs import DEFAULT_LIMITS
 from analyzer.dissect.framing import KafkaConnection
@@ -286,8 +287,8 @@ class Analysis:
     """Runs the pipeline over one source: the only loop over packets in the project.
 
     >>> a = Analysis("captures/x.pcap")
-    >>> for ev in a.events(): ...          # Exchange | ConnIssue | ConnectionEnd | CaptureIssue
-    >>> a.exit_code(), a.problems()
+    >>> outcome = a.run(stats, writer)     # each consumer sees every event, then the outcome
+    >>> outcome.exit_code(), outcome.problems()
 
     ``source`` is a path (``-`` for stdin), a binary file object or a :class:`Source`.
     ``progress(analysis)`` is called every ~1000 packets; ``cancel()`` returning True (or
@@ -310,6 +311,7 @@ class Analysis:
         expire_every: float = 10.0,
         lock: AbstractContextManager | None = None,
         tls_keylog: str | os.PathLike | KeyLog | None = None,
+        display_filter: Any = None,
     ) -> None:
         if isinstance(source, str | os.PathLike) or hasattr(source, "read"):
             from analyzer.capture.files import CaptureFile
@@ -325,7 +327,15 @@ class Analysis:
         secrets = getattr(self.source, "secrets", None)
         if secrets is not None:
             keylog.attach(secrets)
+        # the display filter (compiled; :func:`analyzer.filter.compile_filter`): the exchanges it
+        # drops reach no consumer; it reads this run's knowledge, and record bodies are decoded
+        # when it reads them
+        self.filter = display_filter
+        if display_filter is not None and display_filter.needs_records and not opts.records_bodies:
+            opts = Options(True, opts.show_secrets, opts.limits, opts.packet_offsets)
         self.pipeline = Pipeline(opts, ports=ports, idle_timeout=idle_timeout, keylog=keylog)
+        if display_filter is not None:
+            display_filter.knowledge = self.pipeline.knowledge
         self.progress = progress
         self.cancel = cancel
         self.expire_every = expire_every if idle_timeout is not None else None
@@ -492,7 +502,138 @@ class Analysis:
             self.progress(self)
         return [CaptureIssue(i, p.last_ts if p.packets else None) for i in issues]
 
-    # -- the outcome ---------------------------------------------------------------------------------
+    # -- consumers ------------------------------------------------------------------------------------
+    def run(self, *consumers: Consumer, seconds: float | None = None) -> Outcome:
+        """Feed every event to each consumer (:class:`Consumer`) in capture order, then give
+        each the :class:`Outcome`; returns it. Exchanges the display filter drops reach none."""
+        for _ in self.steps(*consumers, seconds=seconds):
+            pass
+        return self.outcome()
+
+    def steps(self, *consumers: Consumer, seconds: float | None = None) -> Iterator[list[Event]]:
+        """:meth:`run` one batch at a time: after each batch's events went to the consumers
+        (under :attr:`lock`) the batch is yielded, so a caller can drain what they made (a UI
+        posting rows, Spark yielding them); ``seconds`` as for :meth:`batches`. At the end each
+        consumer's ``done(outcome)`` is called."""
+        flt = self.filter
+        feeds = [c.event for c in consumers]
+        one = feeds[0] if len(feeds) == 1 else None
+        lock = self.lock
+        for batch in self.batches(seconds):
+            if flt is not None:
+                batch = [ev for ev in batch if type(ev) is not Exchange or flt(ev)]
+            with lock:
+                if one is not None:
+                    for ev in batch:
+                        one(ev)
+                else:
+                    for ev in batch:
+                        for feed in feeds:
+                            feed(ev)
+            yield batch
+        outcome = self.outcome()
+        for c in consumers:
+            done = getattr(c, "done", None)
+            if done is not None:
+                done(outcome)
+
+    def outcome(self) -> Outcome:
+        """What the run came to (so far, while it runs): counters, capture issues, knowledge."""
+        p = self.pipeline
+        return Outcome(
+            name=self.source.name,
+            packets=p.packets,
+            connections=p.connections,
+            first_ts=p.first_ts,
+            last_ts=p.last_ts,
+            skipped=dict(p.skipped),
+            exchanges=self.exchanges,
+            tls_connections=p.tls_connections,
+            tls_decrypted=p.tls_decrypted,
+            keylog_given=p.keylog.given,
+            capture_issues=tuple(self.capture_issues),
+            interrupted=self.interrupted,
+            live=bool(getattr(self.source, "live", False)),
+            dropped=self.dropped,
+            received=getattr(self.source, "received", None),
+            knowledge=p.knowledge,
+        )
+
+
+class Consumer(Protocol):
+    """What :meth:`Analysis.run` feeds (Wireshark's taps, mitmproxy's addons): ``event(ev)`` for
+    each event in capture order; ``done(outcome)``, when defined, once at the end. A consumer
+    with state that several runs share out (``-j N``, capture sets, splits, Spark, live workers)
+    says how two partial states combine (its own ``merge``)."""
+
+    def event(self, ev: Event) -> None: ...
+
+
+# -- the outcome ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What one run came to: the only thing front ends read after the events (summary
+    counters, the exit code, the problems said on stderr or in the TUI). :meth:`combine` gives
+    the outcome of a run from the outcomes of its parts (workers, shares, pieces)."""
+
+    name: str
+    packets: int = 0
+    connections: int = 0
+    first_ts: float | None = None
+    last_ts: float = 0.0
+    skipped: Mapping[str, int] = field(default_factory=dict)  # why packets were not usable TCP
+    exchanges: int = 0
+    tls_connections: int = 0  # connections found to be TLS
+    tls_decrypted: int = 0  # ... of which some records were decrypted
+    keylog_given: bool = False  # a key log was given, or the capture carried secrets
+    capture_issues: tuple[Issue, ...] = ()
+    interrupted: bool = False  # Ctrl-C, stop() or cancel() ended the packets early
+    live: bool = False  # a live capture: seeing no Kafka is not damage
+    dropped: int | None = None  # packets the kernel dropped (live sources that count them)
+    received: int | None = None  # packets the kernel received (live sources that count them)
+    knowledge: Knowledge = field(default_factory=Knowledge)
+
+    @classmethod
+    def combine(cls, parts: Sequence[Outcome], **given: Any) -> Outcome:
+        """One outcome from the parts of one run: counters summed, times spanned, the
+        knowledge merged in order, capture issues once per (code, message); ``given`` fields
+        (what the parts cannot know alone: the whole capture's packets, its name) win."""
+        knowledge = Knowledge()
+        skipped: Counter[str] = Counter()
+        issues: list[Issue] = []
+        seen: set[tuple[str, str]] = set()
+        for o in parts:
+            knowledge.merge(o.knowledge)
+            skipped.update(o.skipped)
+            for i in o.capture_issues:
+                if (i.code, i.message) not in seen:
+                    seen.add((i.code, i.message))
+                    issues.append(i)
+        firsts = [o.first_ts for o in parts if o.first_ts is not None]
+        counted = [o.dropped for o in parts if o.dropped is not None]
+        received = [o.received for o in parts if o.received is not None]
+        out = cls(
+            name=parts[0].name if parts else "",
+            packets=sum(o.packets for o in parts),
+            connections=sum(o.connections for o in parts),
+            first_ts=min(firsts) if firsts else None,
+            last_ts=max((o.last_ts for o in parts), default=0.0),
+            skipped=dict(skipped),
+            exchanges=sum(o.exchanges for o in parts),
+            tls_connections=sum(o.tls_connections for o in parts),
+            tls_decrypted=sum(o.tls_decrypted for o in parts),
+            keylog_given=any(o.keylog_given for o in parts),
+            capture_issues=tuple(issues),
+            interrupted=any(o.interrupted for o in parts),
+            live=any(o.live for o in parts),
+            dropped=sum(counted) if counted else None,
+            received=sum(received) if received else None,
+            knowledge=knowledge,
+        )
+        return replace(out, **given) if given else out
+
     def unusable(self) -> bool:
         """The input could not be used at all (not a capture, unreadable, the source failed)."""
         return any(i.code in UNUSABLE for i in self.capture_issues)
@@ -505,7 +646,7 @@ class Analysis:
             return Exit.USAGE
         if any(i.severity == Severity.ERROR or i.code in LOSSY for i in self.capture_issues):
             return Exit.DAMAGED
-        if self.exchanges == 0 and not self.interrupted and not getattr(self.source, "live", False):
+        if self.exchanges == 0 and not self.interrupted and not self.live:
             return Exit.DAMAGED
         return Exit.OK
 
@@ -524,17 +665,16 @@ class Analysis:
         shown in the TUI): capture damage, and why no Kafka was found."""
         out = [f"{i.severity}: {i.message}" for i in self.capture_issues]
         if self.exchanges == 0 and not self.unusable() and not self.interrupted:
-            n = self.pipeline.connections
+            n = self.connections
             hint = " (no TCP traffic at all)" if n == 0 else f" in {n} TCP connections"
             if n == 0 and self.skipped:
-                why = ", ".join(f"{c} {reason}" for reason, c in self.skipped.most_common(3))
+                why = ", ".join(f"{c} {reason}" for reason, c in Counter(self.skipped).most_common(3))
                 hint = f" (no TCP traffic at all; packets skipped: {why})"
-            p = self.pipeline
-            tls = p.tls_connections - p.tls_decrypted
+            tls = self.tls_connections - self.tls_decrypted
             if tls:
                 why = (
                     "no key log given: --tls-keylog FILE"
-                    if not p.keylog.given
+                    if not self.keylog_given
                     else "the key log has no working secrets for them"
                 )
                 hint += f"; {tls} TLS connection{'s' if tls != 1 else ''} ({why})"

@@ -38,9 +38,11 @@ class Tolerances:
 
 
 class Profiler:
-    """Fed every exchange of the capture set; :meth:`profile` gives the baseline document."""
+    """Fed every event of the capture set (the exchanges ``select`` keeps count);
+    :meth:`profile` gives the baseline document."""
 
-    def __init__(self) -> None:
+    def __init__(self, select=None) -> None:
+        self.select = select
         self.clients: dict[str, dict] = {}
         self.conn_first: dict[tuple[str, int], tuple[str, list[str]]] = {}
         self._knowledge = None
@@ -57,7 +59,10 @@ class Profiler:
         software = " ".join(x for x in sw if x) if sw else ""
         return f"{cid} | {software}" if software else cid
 
-    def add(self, ex: Exchange) -> None:
+    def event(self, ev) -> None:
+        if type(ev) is not Exchange or (self.select is not None and not self.select(ev)):
+            return
+        ex: Exchange = ev
         if ex.api_key is None or ex.request is None:
             return
         key = self._client(ex)

@@ -128,7 +128,7 @@ class Engine:
         if self.select is not None:
             self.select.knowledge = knowledge
 
-    def add(self, ev: Event) -> None:
+    def event(self, ev: Event) -> None:
         t = type(ev)
         if t is Exchange:
             self._exchange(ev)  # type: ignore[arg-type]
@@ -141,19 +141,20 @@ class Engine:
                 return  # nothing to check in it: the capture is inconclusive (see end())
             self._issue(ev.issue, {"ts": ev.ts})  # type: ignore[union-attr]
 
-    def end(self, analysis) -> None:
+    def done(self, outcome) -> None:
+        """The capture's facts from the run's :class:`~analyzer.pipeline.Outcome`."""
         self.finish(
-            analysis.packets,
-            analysis.first_ts,
-            analysis.last_ts if analysis.packets else None,
-            int(analysis.exit_code()),
-            analysis.inconclusive(),
+            outcome.packets,
+            outcome.first_ts,
+            outcome.last_ts if outcome.packets else None,
+            int(outcome.exit_code()),
+            outcome.inconclusive(),
         )
 
     def finish(
         self, packets: int, first_ts: float | None, last_ts: float | None, exit_code: int, inconclusive
     ) -> None:
-        """The capture's facts once its events are in (:meth:`end` takes them from the analysis;
+        """The capture's facts once its events are in (:meth:`done` takes them from the outcome;
         ``check --parquet`` from the captures table)."""
         cur = self._cur
         assert cur is not None

@@ -194,7 +194,7 @@ class Tables:
                 if i is not None:
                     self._rows[i][kind].append(r)
 
-    def events(self, piece: dict):
+    def replay(self, piece: dict):
         """The piece's exchanges and connection/capture issues, in the order one run emitted
         them; each exchange with the software the run knew of its client id then."""
         at = next(i for i, p in enumerate(self.pieces) if p is piece)

@@ -137,7 +137,7 @@ def analyse_chain(args, chain: list[str], want_profile: bool) -> dict:
     cfg = config(args)
     sel = select(args)
     engine = Engine(cfg, sel, today=_today(args))
-    prof = baseline.Profiler() if want_profile else None
+    prof = baseline.Profiler(sel) if want_profile else None
     records = any(r.needs_records for r in cfg.rules) or (sel is not None and sel.needs_records)
     from analyzer.capture.sets import CaptureSet
 
@@ -156,11 +156,7 @@ def analyse_chain(args, chain: list[str], want_profile: bool) -> dict:
     engine.begin(name, a.knowledge)
     if prof is not None:
         prof.begin(name, a.knowledge)
-    for ev in a.events():
-        engine.add(ev)
-        if prof is not None and type(ev) is Exchange and (sel is None or sel(ev)):
-            prof.add(ev)
-    engine.end(a)
+    a.run(engine, *([prof] if prof is not None else []))
     return {"engine": engine.state(), "profile": prof.state() if prof is not None else None}
 
 
@@ -195,13 +191,13 @@ def analyse_tables(args, want_profile: bool) -> list[dict]:
     out = []
     for piece in tables.pieces:
         engine = Engine(cfg, sel, today=_today(args))
-        prof = baseline.Profiler() if want_profile else None
+        prof = baseline.Profiler(sel) if want_profile else None
         known = Known()
         name = tables.name(piece)
         engine.begin(name, known)
         if prof is not None:
             prof.begin(name, known)
-        for ev, software in tables.events(piece):
+        for ev, software in tables.replay(piece):
             if type(ev) is Exchange:
                 cid = ev.client_id
                 if cid is not None:
@@ -209,9 +205,9 @@ def analyse_tables(args, want_profile: bool) -> list[dict]:
                         known.clients.pop(cid, None)
                     else:
                         known.clients[cid] = software
-            engine.add(ev)
-            if prof is not None and type(ev) is Exchange and (sel is None or sel(ev)):
-                prof.add(ev)
+            engine.event(ev)
+            if prof is not None:
+                prof.event(ev)
         last = piece["last_ts"] if piece["packets"] else None
         engine.finish(
             piece["packets"] or 0, piece["first_ts"], last, piece["exit_code"], piece["inconclusive"]

@@ -66,7 +66,7 @@ from analyzer.export.jsonout import connection_json, exchange_json, stream_event
 from analyzer.export.writer import Writer
 from analyzer.issues import CAPTURE_NO_TCP, QUIRK_SIMPLE_COMMIT_REJECTED, STREAM_GAP
 from analyzer.model import Exchange, Issue
-from analyzer.pipeline import Analysis, Pipeline
+from analyzer.pipeline import Analysis, Outcome, Pipeline
 from analyzer.reassembly.packet import decode_tcp, skip_text
 from analyzer.session.groups import simple_commit, simple_commit_rejected
 from analyzer.session.knowledge import EXCHANGE_TOPIC_ARRAYS, LEARNS_FROM, UNNAMED_BROKER
@@ -782,8 +782,8 @@ def export(
     ports: tuple[int, ...] = (),
     keylog: str | None = None,
     spans: bool = True,
-) -> Analysis:
-    """Export one capture with ``jobs`` processes; the analysis returned gives the exit code."""
+) -> Outcome:
+    """Export one capture with ``jobs`` processes; the outcome returned gives the exit code."""
     with tempfile.TemporaryDirectory(prefix="kafka-analyzer-") as tmpdir:
         parts = run(paths, jobs, opts, ports, keylog, spans, tmpdir)
         return merge(parts, _name(paths), out, fmt, spans, opts.records_bodies, keylog)
@@ -791,7 +791,7 @@ def export(
 
 def statistics(
     paths: list[str], jobs: int, opts: Options, ports: tuple[int, ...] = (), keylog: str | None = None
-) -> tuple[Analysis, Stats]:
+) -> tuple[Outcome, Stats]:
     """The statistics of one capture counted by ``jobs`` processes (no line rendered), as one
     process counts them, and the analysis for the summary and the exit code."""
     parts = run(paths, jobs, opts, ports, keylog, render=False)
@@ -826,16 +826,16 @@ def merge(
     records: bool = False,
     keylog: str | None = None,
     totals: Totals | None = None,
-) -> Analysis:
+) -> Outcome:
     """Write the export of the parts (each some connections of one capture) as one run writes
     it; ``totals``: the whole capture's counts when the parts do not carry them."""
     from analyzer.session.report import stats_tables
 
     w = Writer(out, fmt, spans=spans, records=records)
     w.begin(name)
-    a, stats = combine(parts, name, w, keylog, totals)
-    w.end(stats_tables(stats, a))
-    return a
+    outcome, stats = combine(parts, name, w, keylog, totals)
+    w.end(stats_tables(stats, outcome))
+    return outcome
 
 
 def combine(  # noqa: C901 - one pass over the events, each kind inline
@@ -844,7 +844,7 @@ def combine(  # noqa: C901 - one pass over the events, each kind inline
     w: Writer | None = None,
     keylog: str | None = None,
     totals: Totals | None = None,
-) -> tuple[Analysis, Stats]:
+) -> tuple[Outcome, Stats]:
     """The parts in capture order: their lines written to ``w`` (when given) with connection ids
     and topic labels as one run has them, the statistics counted, the knowledge learnt."""
     totals = totals if totals is not None else parts[0].totals
@@ -943,8 +943,8 @@ def combine(  # noqa: C901 - one pass over the events, each kind inline
     a.capture_issues = issues
     for i in issues:
         ev = CaptureIssue(i, pipe.last_ts if pipe.packets else None)
-        stats.add(ev)
+        stats.event(ev)
         if w is not None:
             w.event(ev)
     a.finished = True
-    return a, stats
+    return a.outcome(), stats

@@ -100,6 +100,18 @@ class Knowledge:
     # answers (a share's own last cluster id may be older than another share's)
     names_broker: bool = True
 
+    def merge(self, other: Knowledge) -> None:
+        """Take in what another part of the run learnt (a live worker, a share of the
+        connections): its names are added, what this one knew first stays."""
+        self.brokers.update(other.brokers)
+        self.racks.update(other.racks)
+        self.topic_ids.update(other.topic_ids)
+        self.leaders.update(other.leaders)
+        self.clients.update(other.clients)
+        for g, v in other.groups.items():
+            self.groups.setdefault(g, v)
+        self.cluster_id = self.cluster_id or other.cluster_id
+
     def broker_software(self) -> str | None:
         """The broker implementation, when its answers say it: the cluster id its Metadata
         responses carry by default (Tansu's ``tansu_cluster``, librdkafka's mock ``mockCluster…``)."""

@@ -67,20 +67,20 @@ def topics_text(topics: dict[str, list[int]], limit: int = 3) -> str:
     return " ".join(parts)
 
 
-def stats_tables(stats: Stats, analysis) -> dict:
-    """Every summary table of an analysis, as plain rows (the
-    :class:`~analyzer.pipeline.Analysis`, or a bare Pipeline, supplies the counters)."""
-    k = analysis.knowledge
+def stats_tables(stats: Stats, outcome) -> dict:
+    """Every summary table of a run, as plain rows (its :class:`~analyzer.pipeline.Outcome`
+    supplies the counters and the knowledge)."""
+    k = outcome.knowledge
     return {
         "capture": {
-            "packets": analysis.packets,
-            "tcp_connections": analysis.connections,
+            "packets": outcome.packets,
+            "tcp_connections": outcome.connections,
             "exchanges": stats.exchanges,
-            "first_ts": analysis.first_ts,
-            "last_ts": analysis.last_ts,
-            "skipped_packets": {str(r): n for r, n in analysis.skipped.items()},
+            "first_ts": outcome.first_ts,
+            "last_ts": outcome.last_ts,
+            "skipped_packets": {str(r): n for r, n in outcome.skipped.items()},
             # packets the kernel dropped (live captures that count them), else None
-            "dropped_packets": getattr(analysis, "dropped", None),
+            "dropped_packets": outcome.dropped,
         },
         "apis": stats.api_rows(),
         "topics": stats.topic_rows(),

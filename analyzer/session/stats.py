@@ -157,7 +157,7 @@ class Stats:
         self.first_ts: float | None = None
         self.last_ts: float | None = None
 
-    def add(self, ev: Event) -> None:
+    def event(self, ev: Event) -> None:
         t = type(ev)
         if t is Exchange:
             self._exchange(ev)  # type: ignore[arg-type]  # t = type(ev) once per event; mypy narrows only inline

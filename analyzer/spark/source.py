@@ -562,40 +562,47 @@ def analyze_piece(  # noqa: C901 - one loop dispatching every event kind to its 
 
     records_bodies = records or (flt is not None and flt.needs_records)
     opts = Options(records_bodies=records_bodies, show_secrets=show_secrets)
-    a = Analysis(cap, opts, ports=ports, tls_keylog=keylog)
-    if flt is not None:
-        flt.knowledge = a.knowledge
-    topic_ids = a.knowledge.topic_ids
+    a = Analysis(cap, opts, ports=ports, tls_keylog=keylog, display_filter=flt)
+    knowledge = a.knowledge
+    topic_ids = knowledge.topic_ids
     issues = 0
     damaged = False
     seq = 0  # the exchange and issue events in the order they come (check --parquet's order)
-    try:
-        for ev in a.events():
+    rows: list[tuple] = []
+
+    class RowBuilder:
+        """The piece's consumer: each event's rows, taken after every batch."""
+
+        def event(self, ev) -> None:
+            nonlocal issues, damaged, seq
             t = type(ev)
             if t is Exchange:
-                if flt is not None and not flt(ev):
-                    continue
                 seq += 1
                 msg = ev.request or ev.response
                 where_from = file_of(
                     msg.frame.packet_indexes[0] if msg and msg.frame.packet_indexes else None
                 )
-                row = _exchange_row(where_from, ev, topic_ids, with_json, records, bodies, seq, a.knowledge)
-                yield _event("exchange", row)
+                row = _exchange_row(where_from, ev, topic_ids, with_json, records, bodies, seq, knowledge)
+                rows.append(_event("exchange", row))
                 if records:
-                    for r in _record_rows(where_from, ev, topic_ids):
-                        yield _event("record", r)
+                    rows.extend(_event("record", r) for r in _record_rows(where_from, ev, topic_ids))
             elif t is ConnIssue or t is CaptureIssue:
                 issues += 1
                 seq += 1
                 if t is CaptureIssue and ev.issue.severity == Severity.ERROR:
                     damaged = True
-                yield _event("issue", _issue_row(file_of(None) if t is ConnIssue else name, ev, seq))
+                rows.append(_event("issue", _issue_row(file_of(None) if t is ConnIssue else name, ev, seq)))
             elif t is ConnectionEnd:
-                yield _event("connection", _connection_row(file_of(None), ev.conn))
+                rows.append(_event("connection", _connection_row(file_of(None), ev.conn)))
+
+    try:
+        for _batch in a.steps(RowBuilder()):
+            yield from rows
+            rows.clear()
     except MemoryError:
         raise
     except Exception as exc:  # a bug must not fail the whole job: report it as the file's issue
+        yield from rows  # what came before it
         issues += 1
         damaged = True
         tb = traceback.format_exc(limit=-3).strip().replace("\n", " | ")
@@ -608,6 +615,7 @@ def analyze_piece(  # noqa: C901 - one loop dispatching every event kind to its 
     finally:
         if f is not None:
             f.close()
+    outcome = a.outcome()
     yield _event(
         "capture",
         (
@@ -615,16 +623,16 @@ def analyze_piece(  # noqa: C901 - one loop dispatching every event kind to its 
             cap.format,
             cap.compression,
             piece.size,
-            a.packets,
-            a.connections,
-            a.exchanges,
+            outcome.packets,
+            outcome.connections,
+            outcome.exchanges,
             issues,
-            a.first_ts,
-            a.last_ts if a.packets else None,
+            outcome.first_ts,
+            outcome.last_ts if outcome.packets else None,
             damaged,
             list(piece.uris),
-            a.inconclusive(),
-            int(a.exit_code()),
+            outcome.inconclusive(),
+            int(outcome.exit_code()),
             records_bodies,
             where,
         ),

@@ -96,13 +96,10 @@ class Indexer:
         thresholds = gc.get_threshold()
         gc.set_threshold(max(thresholds[0], self.gc_young), *thresholds[1:])
         try:
-            for events in a.batches(self.slice_seconds):
+            for events in a.steps(stats, seconds=self.slice_seconds):
                 if cancelled():
                     return
                 with self.lock:
-                    add = stats.add
-                    for ev in events:
-                        add(ev)
                     if index.origin is None:
                         index.origin = a.first_ts
                     rows.extend(index.add(events))

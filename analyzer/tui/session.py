@@ -364,7 +364,7 @@ class Session:
             self.load_error,
             self.capture_issues,
             len(self.rows),
-            self.analysis.unusable(),
+            self.analysis.outcome().unusable(),
             self.packets,
             self.connections,
             live=self.live,
@@ -378,11 +378,11 @@ class Session:
             return Exit.USAGE if not self.rows and not self.packets else Exit.DAMAGED
         if not self.done:
             return Exit.OK
-        return int(self.analysis.exit_code())
+        return int(self.analysis.outcome().exit_code())
 
     def stats_snapshot(self) -> dict:
         with self.lock:
-            return stats_tables(self.stats, self.analysis)
+            return stats_tables(self.stats, self.analysis.outcome())
 
     def latencies(self) -> dict[str, list[float]]:
         with self.lock:

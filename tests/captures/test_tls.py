@@ -85,7 +85,7 @@ def plain():
 def test_decrypted_like_the_clear_text_twin(entry, plain):
     a, exchanges, conns, issues = run(CAPTURES / entry["file"], keylog_of(entry))
     assert not [i for i in issues if i.severity >= Severity.WARNING]
-    assert a.exit_code() == Exit.OK
+    assert a.outcome().exit_code() == Exit.OK
     # every connection is TLS, negotiated as recorded, and decrypted
     assert conns and all(c.tls is not None and c.tls["decrypted"] for c in conns)
     for c in conns:
@@ -134,8 +134,8 @@ def test_without_keys_reported_as_tls(entry):
         assert c.tls["sni"] == entry["tls"]["sni"] and not c.tls["decrypted"]
         assert c.not_kafka == "TLS, not decrypted"
     assert [i.code for i in issues] == ["tls.not_decrypted"] * len(conns)
-    assert a.exit_code() == Exit.DAMAGED
-    (line,) = a.problems()
+    assert a.outcome().exit_code() == Exit.DAMAGED
+    (line,) = a.outcome().problems()
     assert f"{len(conns)} TLS connections (no key log given: --tls-keylog FILE)" in line
 
 
@@ -203,7 +203,7 @@ def test_truncated_handshake(tmp_path):
         bad.write_bytes(data[:cut])
         a, exchanges, conns, issues = run(bad, keylog_of(entry))
         assert not exchanges
-        assert a.exit_code() == Exit.DAMAGED
+        assert a.outcome().exit_code() == Exit.DAMAGED
         assert main(["read", str(bad), "--tls-keylog", str(keylog_of(entry))]) == Exit.DAMAGED
 
 

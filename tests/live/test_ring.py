@@ -166,11 +166,11 @@ def test_drops_are_reported_as_the_kernel_counted(tmp_path):
     assert a.packets + ring.dropped == burst
     assert [i.code for i in issues] == ["capture.packets_dropped", "capture.no_tcp"]
     assert f"dropped {ring.dropped} of {burst}" in issues[0].message
-    assert a.exit_code() == Exit.DAMAGED
+    assert a.outcome().exit_code() == Exit.DAMAGED
     from analyzer.session.report import stats_tables
     from analyzer.session.stats import Stats
 
-    assert stats_tables(Stats(), a)["capture"]["dropped_packets"] == ring.dropped
+    assert stats_tables(Stats(), a.outcome())["capture"]["dropped_packets"] == ring.dropped
 
 
 def test_sigint_user_and_rotation(mock, tmp_path):

@@ -92,7 +92,7 @@ class Expected:
             rows = self.rows[str(f)] = Counter()
             issues = self.issues[str(f)] = []
             for ev in a.events():
-                self.stats.add(ev)
+                self.stats.event(ev)
                 if isinstance(ev, Exchange):
                     rows[_row(ev)] += 1
                 elif type(ev) is ConnIssue:

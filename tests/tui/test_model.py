@@ -231,7 +231,7 @@ def test_connections_and_issues():
     index = Index(Options(True))
     for events in a.batches():
         for ev in events:
-            stats.add(ev)
+            stats.event(ev)
         index.add(events)
     conns = index.connection_rows(a.knowledge)
     assert sum(c["exchanges"] for c in conns) == len(index.rows)

@@ -76,10 +76,9 @@ def _run(path, rebuild: bool) -> tuple[dict, dict]:
                     known.clients.pop(ev.client_id, None)
                 else:
                     known.clients[ev.client_id] = sw
-        engine.add(ev)
-        if type(ev) is Exchange:
-            prof.add(ev)
-    engine.end(a)
+        engine.event(ev)
+        prof.event(ev)
+    engine.done(a.outcome())
     return engine.state(), prof.state()
 
 

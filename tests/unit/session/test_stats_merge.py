@@ -29,8 +29,8 @@ def test_merged_halves_equal_the_whole():
             Stats(a.knowledge.topic_ids),
         )
         for ev in events:
-            whole.add(ev)
-            (even if conn_id(ev) % 2 == 0 else odd).add(ev)
+            whole.event(ev)
+            (even if conn_id(ev) % 2 == 0 else odd).event(ev)
         merged = Stats(a.knowledge.topic_ids)
         merged.merge(even)
         merged.merge(odd)
