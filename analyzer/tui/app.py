@@ -28,6 +28,7 @@ from analyzer.filter import FilterError
 from analyzer.model import Exchange, Field
 from analyzer.pipeline import Exit
 from analyzer.tui.indexer import Progress
+from analyzer.tui.listview import SortedRows
 from analyzer.tui.messages import (
     AnalysisBatch,
     HeaderClicked,
@@ -37,12 +38,13 @@ from analyzer.tui.messages import (
     ShowExchanges,
     ShowTimeline,
 )
-from analyzer.tui.model import COLUMNS, Row, SortedRows, SpoolError, Taken
+from analyzer.tui.rows import COLUMNS, Row, Taken
 from analyzer.tui.screens.base import View
 from analyzer.tui.screens.command import CommandScreen, parse_command
 from analyzer.tui.screens.records import RecordsScreen, record_rows
 from analyzer.tui.screens.views import make_view
 from analyzer.tui.session import Session
+from analyzer.tui.spool import SpoolError
 from analyzer.tui.widgets.detail_pane import DetailPane
 from analyzer.tui.widgets.detail_tree import DetailTree
 from analyzer.tui.widgets.exchange_list import ExchangeList

@@ -22,8 +22,11 @@ from analyzer.model import Exchange, Issue
 from analyzer.pipeline import Analysis, Exit
 from analyzer.session.report import stats_tables
 from analyzer.session.stats import Stats
+from analyzer.tui.fieldfilter import field_expressions
 from analyzer.tui.indexer import Indexer, Progress
-from analyzer.tui.model import Index, ListView, Row, Taken, field_expressions
+from analyzer.tui.listview import ListView
+from analyzer.tui.model import Index
+from analyzer.tui.rows import Row, Taken
 from analyzer.tui.widgets.status import problem_lines
 
 if TYPE_CHECKING:
@@ -155,7 +158,7 @@ class Session:
         spill_after: int | None = None,
     ) -> None:
         """``spill_after``: rows kept in memory, the later ones in a temporary file (default
-        :data:`analyzer.tui.model.SPILL_ROWS`)."""
+        :data:`analyzer.tui.rows.SPILL_ROWS`)."""
         self.source = source
         self.live = (
             not isinstance(source, str)

@@ -6,7 +6,8 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Footer, Sparkline, Static
 
-from analyzer.tui.model import Row, io_series
+from analyzer.tui.charts import io_series
+from analyzer.tui.rows import Row
 from analyzer.tui.screens.base import View
 
 

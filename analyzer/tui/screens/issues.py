@@ -8,7 +8,8 @@ from textual.app import ComposeResult
 from textual.widgets import Footer, Static, Tree
 
 from analyzer.tui.messages import ShowExchanges
-from analyzer.tui.model import IssueGroup, Row
+from analyzer.tui.model import IssueGroup
+from analyzer.tui.rows import Row
 from analyzer.tui.screens.base import View
 from analyzer.tui.widgets.labels import SEVERITY_STYLE
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from analyzer.tui.model import Picked
+from analyzer.tui.rows import Picked
 from analyzer.tui.screens.base import View
 from analyzer.tui.screens.connections import ConnectionsScreen
 from analyzer.tui.screens.groups import GroupsScreen

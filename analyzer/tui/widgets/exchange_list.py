@@ -12,7 +12,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from analyzer.tui.messages import HeaderClicked, ListScrolledUp, RowChosen, RowHighlighted
-from analyzer.tui.model import COLUMNS, Row
+from analyzer.tui.rows import COLUMNS, Row
 from analyzer.tui.widgets.labels import SEV_STYLES
 
 
@@ -22,7 +22,7 @@ class ExchangeList(ScrollView, can_focus=True):
     It keeps only the indexes of the rows shown (filtered and sorted by the app) and renders
     the visible ones, so rows stream in and filters apply instantly. Column widths grow with
     what was measured (a sample of each batch, and every row drawn); at narrow widths the
-    columns of lower priority (:attr:`analyzer.tui.model.Column.priority`) are dropped.
+    columns of lower priority (:attr:`analyzer.tui.rows.Column.priority`) are dropped.
     """
 
     COMPONENT_CLASSES = {
