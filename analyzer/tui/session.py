@@ -22,7 +22,6 @@ from analyzer.model import Exchange, Issue
 from analyzer.pipeline import Analysis, Exit
 from analyzer.session.report import stats_tables
 from analyzer.session.stats import Stats
-from analyzer.tui.fieldfilter import field_expressions
 from analyzer.tui.indexer import Indexer, Progress
 from analyzer.tui.listview import ListView
 from analyzer.tui.model import Index
@@ -322,7 +321,7 @@ class Session:
         """The display filter ``f`` builds from a tree field (``path`` from its message's root)
         of ``row``'s ``kind`` message: ``field == value``, checked to compile and to keep
         ``row`` itself; else ``(None, why)``."""
-        from analyzer.filter import FilterError, compile_filter
+        from analyzer.filter import FilterError, compile_filter, field_expressions
 
         found = field_expressions(row.api_key, kind, path)
         if isinstance(found, str):

@@ -461,8 +461,8 @@ def test_live_status_text():
 def test_field_expressions_and_timeline_bars():
     """What ``f`` builds from a tree path (without Textual), what it refuses and why; where a
     timeline bar starts and how long it is."""
+    from analyzer.filter import field_expressions
     from analyzer.tui.charts import timeline_bar
-    from analyzer.tui.fieldfilter import field_expressions
 
     ex = next(e for e in full(TXN) if e.api_key == 0)
     body, header = ex.request.body, ex.request.header
