@@ -4,7 +4,7 @@ its connection scope), sorted by one column while rows stream in (row indexes on
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from analyzer.tui.rows import COLUMNS, TIME_COLUMN, Indexes, Row, Taken
 from analyzer.tui.textsearch import keep
@@ -80,7 +80,7 @@ class ListView:
         self.conn: int | None = None
         self.predicate: Callable[[Row], bool] | None = None  # the display filter, when text is one
 
-    def add(self, rows: list[Row]) -> list[int] | None:
+    def add(self, rows: list[Row]) -> Sequence[int] | None:
         """Take new rows: the indexes appended at the end of ``shown``, or None when ``shown``
         was rebuilt (a new row sorts before rows already shown)."""
         self.rows.extend(rows)

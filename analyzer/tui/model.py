@@ -179,7 +179,7 @@ class Index:
             known = info.client_direction is not None
             cid = s.client_ids.most_common(1)[0][0] if s.client_ids else None
             sw = clients.get(cid) if cid is not None else None
-            cdir = info.client_direction if known else 0
+            cdir = info.client_direction if info.client_direction is not None else 0
             out.append(
                 {
                     "id": info.id,

@@ -11,8 +11,9 @@ import os
 import struct
 import sys
 from array import array
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import IO, cast, overload
 
 from analyzer.model import ConnInfo, Exchange, Issue, Message, Severity
 from analyzer.session.report import api_text, exchange_flags, topics_text
@@ -39,14 +40,14 @@ class Indexes(array):
     ints, as the lists they replace were."""
 
     def __new__(cls, items: Iterable[int] = ()) -> Indexes:
-        return super().__new__(cls, "i", items)
+        return cast(Indexes, super().__new__(cls, "i", items))  # typeshed: array[int], not the subclass
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, list):
             return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
         return super().__eq__(other)
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None
 
 
 class _Table:
@@ -91,7 +92,7 @@ class RowStore:
         self.directory = directory
         self._mem = bytearray()
         self._n = 0
-        self._file = None
+        self._file: IO[bytes] | None = None
         self._fd = -1
         self._pending = bytearray()  # spilled rows not yet written
         self._written = 0  # spilled rows written
@@ -112,7 +113,7 @@ class RowStore:
         return max(0, self._n - self.spill_after)
 
     @property
-    def spill_file(self):
+    def spill_file(self) -> IO[bytes] | None:
         """The temporary file of the spilled rows (None until a row spills)."""
         return self._file
 
@@ -122,8 +123,8 @@ class RowStore:
             self._mem += data
         else:
             if self._file is None:
-                self._file = temp_file("kafka-analyzer-rows-", self.directory)
-                self._fd = self._file.fileno()
+                f = self._file = temp_file("kafka-analyzer-rows-", self.directory)
+                self._fd = f.fileno()
             self._pending += data
         self._n += 1
 
@@ -193,7 +194,7 @@ class RowStore:
             self._fd = -1
 
 
-class Taken:
+class Taken(Sequence["Row"]):
     """The first ``n`` rows of a :class:`RowStore` (what the UI took so far), as a sequence."""
 
     def __init__(self, store: RowStore, n: int = 0) -> None:
@@ -203,7 +204,11 @@ class Taken:
     def __len__(self) -> int:
         return self.n
 
-    def __getitem__(self, i):
+    @overload
+    def __getitem__(self, i: int) -> Row: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Row]: ...
+    def __getitem__(self, i: int | slice) -> Row | list[Row]:
         if isinstance(i, slice):
             return [self.store[j] for j in range(*i.indices(self.n))]
         if i < 0:
@@ -212,27 +217,33 @@ class Taken:
             raise IndexError("row index out of range")
         return self.store[i]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Row]:
         return self.store.iter(0, self.n)
 
     def extend(self, rows: list[Row]) -> None:
         self.n += len(rows)
 
 
-class Picked:
+class Picked(Sequence["Row"]):
     """Rows of ``rows`` by index (``indexes``), as a sequence made on access."""
 
-    def __init__(self, rows, indexes) -> None:
+    def __init__(self, rows: Sequence[Row], indexes: Sequence[int]) -> None:
         self.rows = rows
         self.indexes = indexes
 
     def __len__(self) -> int:
         return len(self.indexes)
 
-    def __getitem__(self, i):
+    @overload
+    def __getitem__(self, i: int) -> Row: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Row]: ...
+    def __getitem__(self, i: int | slice) -> Row | list[Row]:
+        if isinstance(i, slice):
+            return [self.rows[j] for j in self.indexes[i]]
         return self.rows[self.indexes[i]]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Row]:
         rows = self.rows
         return (rows[i] for i in self.indexes)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 import orjson
@@ -227,7 +227,7 @@ class Session:
         path = self.source if isinstance(self.source, str) else None
         self.indexer().run(post, cancelled, path, ready=ready, idle_posts=self.live)
 
-    def take(self, p: Progress) -> list[int] | None:
+    def take(self, p: Progress) -> Sequence[int] | None:
         """Take a batch on the UI thread: the row indexes appended to the list (None: the list
         was rebuilt, a new row sorts before rows already shown)."""
         added = self.list.add(p.rows)

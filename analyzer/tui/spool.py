@@ -9,6 +9,7 @@ import os
 import struct
 import tempfile
 from array import array
+from typing import IO
 
 from analyzer.model import Frame, Message
 
@@ -18,7 +19,7 @@ class SpoolError(Exception):
     (a full disk, an unusable temporary directory): what happened, for the user."""
 
 
-def temp_file(prefix: str, directory: str | None):
+def temp_file(prefix: str, directory: str | None) -> IO[bytes]:
     """An anonymous temporary file, or :class:`SpoolError` saying why not."""
     try:
         return tempfile.TemporaryFile(prefix=prefix, dir=directory)  # noqa: SIM115
@@ -43,7 +44,7 @@ class Spool:
         self._buf = bytearray()
         self.size = 0
 
-    def put(self, data: bytes | memoryview, more: bytes = b"") -> int:
+    def put(self, data: bytes | memoryview, more: bytes | memoryview = b"") -> int:
         """Append ``data`` (and ``more`` after it); where ``data`` starts."""
         off = self.size
         buf = self._buf
