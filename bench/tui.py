@@ -60,7 +60,7 @@ def measure_filter(app, expr: str) -> dict:
     filter bar did before: ``flt(index.exchange(row))``), then the filter bar as it is (the row
     answers what it can, decoded trees cached): first with an empty cache, then again."""
     from analyzer.filter import compile_filter
-    from analyzer.tui.model import ListView
+    from analyzer.tui.listview import ListView
 
     flt = compile_filter(expr)
     flt.knowledge = app.analysis.knowledge

@@ -6,14 +6,17 @@ over exchanges, compiled once into closures. See :mod:`analyzer.filter.syntax` f
 from __future__ import annotations
 
 from analyzer.filter.compiler import Filter, Values, compile_filter, field_values, validate
-from analyzer.filter.syntax import FilterError, quote
+from analyzer.filter.fields import field_expressions
+from analyzer.filter.syntax import FilterError, literal, quote
 
 __all__ = [
     "Filter",
     "FilterError",
     "Values",
     "compile_filter",
+    "field_expressions",
     "field_values",
+    "literal",
     "plain_words",
     "quote",
     "shorthand",

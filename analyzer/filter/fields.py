@@ -5,15 +5,21 @@ A decoded path leaves out array elements: ``metadata.topics.name`` is the ``name
 element of the Metadata ``topics`` array (request or response), ``produce.request.acks`` names
 one side explicitly. Without an API prefix a path matches a field of that name (or dotted
 suffix) in any API: ``throttle_time_ms``, ``partitions.error_code``.
+
+The other way round, :func:`field_expressions` gives the filters that select a field of a decoded
+tree (the TUI's ``f``), from these same lists: a front end names no field itself.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 
 from analyzer.dissect.decoder import snake
 from analyzer.dissect.protocol_table import API_NAMES, MESSAGES
+from analyzer.filter.syntax import literal
+from analyzer.model import Field
 
 # value types a comparison understands
 INT, FLOAT, STRING, BYTES, BOOL, ADDRESS, DURATION = (
@@ -66,15 +72,45 @@ class Spec:
     many: bool = False  # several values per exchange (any/all apply)
     records: bool = False  # needs the records fields of Produce/Fetch...
     bodies: bool = False  # needs record bodies (keys, values, headers) decoded
+    # the decoded fields whose values this field compares, as ``PARENT.NAME``: the field NAME of
+    # a message header (PARENT: RequestHeader, ResponseHeader) or, under a records field, of a
+    # PARENT of that type or name (record, message, header, record_batch); a PARENT entry's own
+    # summary (its value) counts too (record_batch.codec: a batch's codec). What a front end
+    # offers as the filter for a field selected in a tree (:func:`field_expressions`).
+    tree: tuple[str, ...] = ()
 
 
 EXCHANGE_FIELDS: dict[str, Spec] = {
     s.name: s
     for s in (
-        Spec("api", API, "API name (any case) or key number", "api == Produce; api in {Fetch, 3}"),
-        Spec("version", INT, "API version of the request", "version >= 9"),
-        Spec("corr", INT, "correlation id", "corr == 42"),
-        Spec("client_id", STRING, "client id of the request header", 'client_id contains "consumer"'),
+        Spec(
+            "api",
+            API,
+            "API name (any case) or key number",
+            "api == Produce; api in {Fetch, 3}",
+            tree=("RequestHeader.request_api_key",),
+        ),
+        Spec(
+            "version",
+            INT,
+            "API version of the request",
+            "version >= 9",
+            tree=("RequestHeader.request_api_version",),
+        ),
+        Spec(
+            "corr",
+            INT,
+            "correlation id",
+            "corr == 42",
+            tree=("RequestHeader.correlation_id", "ResponseHeader.correlation_id"),
+        ),
+        Spec(
+            "client_id",
+            STRING,
+            "client id of the request header",
+            'client_id contains "consumer"',
+            tree=("RequestHeader.client_id",),
+        ),
         Spec(
             "client",
             ADDRESS,
@@ -137,6 +173,7 @@ RECORDS_FIELDS: dict[str, Spec] = {
             "records.codec == zstd",
             True,
             records=True,
+            tree=("record_batch.codec", "message.codec"),
         ),
         Spec(
             "records.count",
@@ -153,7 +190,13 @@ RECORDS_FIELDS: dict[str, Spec] = {
             records=True,
         ),
         Spec(
-            "records.magic", INT, "batch or message format: 0, 1, 2", "records.magic < 2", True, records=True
+            "records.magic",
+            INT,
+            "batch or message format: 0, 1, 2",
+            "records.magic < 2",
+            True,
+            records=True,
+            tree=("record_batch.magic", "message.magic"),
         ),
         Spec(
             "records.transactional",
@@ -179,6 +222,7 @@ RECORDS_FIELDS: dict[str, Spec] = {
             "records.producer_id >= 0",
             True,
             records=True,
+            tree=("record_batch.producer_id",),
         ),
         Spec(
             "records.key",
@@ -188,8 +232,18 @@ RECORDS_FIELDS: dict[str, Spec] = {
             True,
             True,
             True,
+            tree=("record.key", "message.key"),
         ),
-        Spec("records.value", BYTES, "record values", 'records.value matches "^\\\\{"', True, True, True),
+        Spec(
+            "records.value",
+            BYTES,
+            "record values",
+            'records.value matches "^\\\\{"',
+            True,
+            True,
+            True,
+            tree=("record.value", "message.value"),
+        ),
         Spec(
             "records.headers.key",
             STRING,
@@ -198,6 +252,7 @@ RECORDS_FIELDS: dict[str, Spec] = {
             True,
             True,
             True,
+            tree=("header.key",),
         ),
         Spec(
             "records.headers.value",
@@ -207,6 +262,7 @@ RECORDS_FIELDS: dict[str, Spec] = {
             True,
             True,
             True,
+            tree=("header.value",),
         ),
         Spec(
             "records.offset",
@@ -309,6 +365,98 @@ def all_names() -> list[str]:
     names = list(EXCHANGE_FIELDS) + list(RECORDS_FIELDS)
     names += [".".join(s) for s in suffix_index()]
     return names
+
+
+@cache
+def _by_tree() -> dict[str, list[Spec]]:
+    """``PARENT.NAME`` (:attr:`Spec.tree`) -> the exchange or records fields that compare it."""
+    out: dict[str, list[Spec]] = {}
+    for s in (*EXCHANGE_FIELDS.values(), *RECORDS_FIELDS.values()):
+        for where in s.tree:
+            out.setdefault(where, []).append(s)
+    return out
+
+
+def _tree_specs(path: Sequence[Field], records: bool) -> list[tuple[Spec, object]]:
+    """The header (``records`` False) or records fields that compare the field at the end of
+    ``path``, in their order above, with the value each compares: the field's own value under
+    its parent, or a value of its summary (a batch's codec). A records field that needs no
+    record bodies reads the summaries of the batches and messages directly in a records field
+    (not those inside a compressed message)."""
+    f = path[-1]
+    places: list[tuple[str, object, int]] = []  # (PARENT.NAME, value, where the entry is in path)
+    if len(path) >= 2:
+        parent = path[-2]
+        places += [(f"{p}.{f.name}", f.value, len(path) - 2) for p in (parent.type, parent.name)]
+    if isinstance(f.value, dict):  # a batch's or message's summary
+        places += [
+            (f"{p}.{k}", v, len(path) - 1)
+            for k, v in f.value.items()
+            if v is not None
+            for p in (f.type, f.name)
+        ]
+    by_tree = _by_tree()
+    found: dict[str, tuple[Spec, object]] = {}
+    for where, v, entry in places:
+        top = entry > 0 and path[entry - 1].type == RECORDS
+        for s in by_tree.get(where, ()):
+            if s.records == records and (not records or s.bodies or top):
+                found.setdefault(s.name, (s, v))
+    return [found[name] for name in (RECORDS_FIELDS if records else EXCHANGE_FIELDS) if name in found]
+
+
+def _equals(found: list[tuple[Spec, object]], what: str) -> list[str] | str:
+    out: list[str] = []
+    why = f"{what}: no value to compare"
+    for spec, v in found:
+        if spec.type == API and isinstance(v, int) and not isinstance(v, bool) and v in API_NAMES:
+            text: str | None = API_NAMES[v]  # the API's name: a word of the language
+        else:
+            text = literal(v)
+        if text is not None:
+            out.append(f"{spec.name} == {text}")
+        elif v is not None:
+            why = f"{what}: a binary value (no text to compare)"
+    return out or why
+
+
+def field_expressions(api_key: int | None, kind: str, path: Sequence[Field]) -> list[str] | str:
+    """Display filters that keep the exchanges whose ``kind`` message ("request", "response")
+    of API ``api_key`` has the value of the tree field at the end of ``path`` (from the root of
+    its message header or body), most specific first; or why there is none (a str). A header
+    or records field is named by the fields above that list it in :attr:`Spec.tree`, a decoded
+    field by its path in :func:`api_paths` (what the compiler resolves)."""
+    if not path:
+        return "select a field of the request or response"
+    f = path[-1]
+    if path[0].type.endswith("Header"):
+        found = _tree_specs(path, records=False)
+        if not found:
+            return f"{f.name}: the filter language has no header field of that name"
+        return _equals(found, f.name)
+    if any(p.type == "records" for p in path):
+        found = _tree_specs(path, records=True)
+        if not found:
+            return f"{f.name}: a records field the filter language does not name"
+        return _equals(found, f.name)
+    if api_key is None or api_key not in API_NAMES:
+        return "an exchange of an unknown API"
+    # a decoded path leaves out array elements
+    names = tuple(p.name for i, p in enumerate(path) if i and not path[i - 1].type.startswith("[]"))
+    if not names:
+        return "select a field of the request or response"
+    d = api_paths(api_key).get(names)
+    if d is None or kind not in d.kinds:
+        return f"{f.name}: a field the filter language does not name ({'.'.join(names)})"
+    dotted = f"{snake(API_NAMES[api_key])}.{kind}.{'.'.join(names)}"
+    if f.children is not None:
+        return [dotted]  # a struct or an array: that it is there
+    if f.value is None:
+        return [f"not {dotted}"]
+    lit = literal(f.value)
+    if lit is None:
+        return f"{f.name}: a binary value (no text to compare)"
+    return [f"{dotted} == {lit}"]
 
 
 def describe(api_key: int | None = None) -> list[dict]:

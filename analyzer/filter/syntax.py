@@ -28,6 +28,7 @@ character range it came from, for a caret under the offending text.
 from __future__ import annotations
 
 import ipaddress
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -434,3 +435,25 @@ def quote(text: str) -> str:
             out.append(c)
     out.append('"')
     return "".join(out)
+
+
+def literal(v: object) -> str | None:
+    """``v`` (a decoded value) written as a value of the filter language; None when it has none
+    (bytes that are not printable UTF-8 text, an infinite or NaN float, a structured value)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if v != v or v in (math.inf, -math.inf):
+            return None
+        return repr(v).replace("e+", "e")  # 1e+20: the tokenizer reads 1e20
+    if isinstance(v, str):
+        return quote(v)
+    if isinstance(v, bytes | bytearray | memoryview):
+        try:
+            s = bytes(v).decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        return quote(s) if s.isprintable() else None
+    return None

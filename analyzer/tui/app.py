@@ -15,7 +15,8 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from typing import Any, BinaryIO
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from textual import on, work
 from textual.app import App, ComposeResult
@@ -28,6 +29,7 @@ from analyzer.filter import FilterError
 from analyzer.model import Exchange, Field
 from analyzer.pipeline import Exit
 from analyzer.tui.indexer import Progress
+from analyzer.tui.listview import SortedRows
 from analyzer.tui.messages import (
     AnalysisBatch,
     HeaderClicked,
@@ -37,12 +39,13 @@ from analyzer.tui.messages import (
     ShowExchanges,
     ShowTimeline,
 )
-from analyzer.tui.model import COLUMNS, Row, SortedRows, SpoolError, Taken
+from analyzer.tui.rows import COLUMNS, Indexes, Row
 from analyzer.tui.screens.base import View
 from analyzer.tui.screens.command import CommandScreen, parse_command
 from analyzer.tui.screens.records import RecordsScreen, record_rows
 from analyzer.tui.screens.views import make_view
 from analyzer.tui.session import Session
+from analyzer.tui.spool import SpoolError
 from analyzer.tui.widgets.detail_pane import DetailPane
 from analyzer.tui.widgets.detail_tree import DetailTree
 from analyzer.tui.widgets.exchange_list import ExchangeList
@@ -51,6 +54,9 @@ from analyzer.tui.widgets.filter_hint import FilterHint
 from analyzer.tui.widgets.labels import NodeData
 from analyzer.tui.widgets.problem_banner import ProblemBanner
 from analyzer.tui.widgets.status_bar import StatusBar
+
+if TYPE_CHECKING:
+    from analyzer.capture.live import LiveCapture
 
 LAYOUTS = ("both", "list", "detail")
 NARROW = 100  # below this width the hex pane starts hidden
@@ -100,7 +106,7 @@ class AnalyzerApp(App[int]):
         self.live = s.live
         self.path = name or (source if isinstance(source, str) else getattr(source, "name", "-"))
         if self.live:
-            self.path = source.interface
+            self.path = cast("LiveCapture", source).interface
         self.initial_filter = display_filter
         self.filter_error: FilterError | None = None  # the filter text does not compile (the list unchanged)
         self.current: Row | None = None
@@ -126,12 +132,12 @@ class AnalyzerApp(App[int]):
 
     # the list's state ----------------------------------------------------------------------------
     @property
-    def rows(self) -> Taken:
+    def rows(self) -> Sequence[Row]:
         """Every row taken from the indexer, in arrival order (``rows[i].index == i``)."""
         return self.list.rows
 
     @property
-    def shown(self) -> list[int]:
+    def shown(self) -> Indexes:
         """The row indexes the list shows, in its order."""
         return self.list.shown
 
@@ -422,7 +428,7 @@ class AnalyzerApp(App[int]):
             self.notify("stopping the capture: the exchanges stay (q quits)", timeout=3)
             self.refresh_bindings()
 
-    def action_back(self) -> None:
+    async def action_back(self) -> None:
         """Esc: close the view on top; on the list, close the filter, then the connection scope."""
         if isinstance(self.screen, View):
             self.pop_screen()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 import orjson
@@ -23,7 +23,9 @@ from analyzer.pipeline import Analysis, Exit
 from analyzer.session.report import stats_tables
 from analyzer.session.stats import Stats
 from analyzer.tui.indexer import Indexer, Progress
-from analyzer.tui.model import Index, ListView, Row, Taken, field_expressions
+from analyzer.tui.listview import ListView
+from analyzer.tui.model import Index
+from analyzer.tui.rows import Row, Taken
 from analyzer.tui.widgets.status import problem_lines
 
 if TYPE_CHECKING:
@@ -155,7 +157,7 @@ class Session:
         spill_after: int | None = None,
     ) -> None:
         """``spill_after``: rows kept in memory, the later ones in a temporary file (default
-        :data:`analyzer.tui.model.SPILL_ROWS`)."""
+        :data:`analyzer.tui.rows.SPILL_ROWS`)."""
         self.source = source
         self.live = (
             not isinstance(source, str)
@@ -225,7 +227,7 @@ class Session:
         path = self.source if isinstance(self.source, str) else None
         self.indexer().run(post, cancelled, path, ready=ready, idle_posts=self.live)
 
-    def take(self, p: Progress) -> list[int] | None:
+    def take(self, p: Progress) -> Sequence[int] | None:
         """Take a batch on the UI thread: the row indexes appended to the list (None: the list
         was rebuilt, a new row sorts before rows already shown)."""
         added = self.list.add(p.rows)
@@ -319,7 +321,7 @@ class Session:
         """The display filter ``f`` builds from a tree field (``path`` from its message's root)
         of ``row``'s ``kind`` message: ``field == value``, checked to compile and to keep
         ``row`` itself; else ``(None, why)``."""
-        from analyzer.filter import FilterError, compile_filter
+        from analyzer.filter import FilterError, compile_filter, field_expressions
 
         found = field_expressions(row.api_key, kind, path)
         if isinstance(found, str):

@@ -442,7 +442,7 @@ async def command(pilot, text: str) -> None:
 
 
 def test_sort_keys_and_monotonic_time_order():
-    from analyzer.tui.model import COLUMNS
+    from analyzer.tui.rows import COLUMNS
 
     expected = pipeline_exchanges(TXN)
 
@@ -928,7 +928,7 @@ def test_connection_timeline_view():
     """``:timeline`` draws the current connection's exchanges on one time axis, a bar per
     exchange from its request to its response; ``l`` in ``:conn`` opens a connection's; Enter
     shows the exchange in the list, scoped to its connection."""
-    from analyzer.tui.model import timeline_bar
+    from analyzer.tui.charts import timeline_bar
     from analyzer.tui.screens.connections import ConnectionsScreen
     from analyzer.tui.screens.timeline import TimelineScreen
     from analyzer.tui.widgets.timeline import LABEL, Timeline
@@ -1031,7 +1031,7 @@ def test_groups_over_time():
 def test_header_click_sorts_and_io_of_the_filtered_list():
     """A click on a column title sorts by it (again: reversed); ``:io`` counts what the list
     shows when it is filtered."""
-    from analyzer.tui.model import COLUMNS
+    from analyzer.tui.rows import COLUMNS
     from analyzer.tui.screens.io import IOScreen
     from analyzer.tui.widgets.exchange_list import ExchangeList
 
@@ -1182,7 +1182,7 @@ def test_spilled_index_shows_what_the_memory_index_shows():
     file), the list's rows, every sort order, the filters' matches, the selected exchange's tree
     and hex, and the views are those of the index kept in memory; the file is open while the app
     runs and closed with its session."""
-    from analyzer.tui.model import COLUMNS
+    from analyzer.tui.rows import COLUMNS
 
     async def state(spill_after):
         app = AnalyzerApp(str(TXN), spill_after=spill_after)

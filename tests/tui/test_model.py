@@ -15,17 +15,12 @@ from analyzer.model import Exchange, Severity
 from analyzer.pipeline import Analysis
 from analyzer.session.report import api_text, exchange_flags, sizes_text, topics_text
 from analyzer.session.stats import Stats, error_names
-from analyzer.tui.model import (
-    COLUMNS,
-    TIME_COLUMN,
-    Index,
-    SortedRows,
-    Spool,
-    io_series,
-    keep,
-    latency_histogram,
-    matches,
-)
+from analyzer.tui.charts import io_series, latency_histogram
+from analyzer.tui.listview import SortedRows
+from analyzer.tui.model import Index
+from analyzer.tui.rows import COLUMNS, TIME_COLUMN
+from analyzer.tui.spool import Spool, SpoolError
+from analyzer.tui.textsearch import keep, matches
 
 ROOT = Path(__file__).resolve().parents[2]
 CAPTURES = ROOT / "captures"
@@ -145,7 +140,7 @@ def test_frame_packets_round_trip_through_the_spool(tmp_path):
     """Packet numbers and offsets come back from the spool as the framer gave them; a frame
     whose offsets are not known (not built by the framer) comes back without offsets."""
     from analyzer.model import Frame
-    from analyzer.tui.model import FrameRef
+    from analyzer.tui.spool import FrameRef
 
     s = Spool(str(tmp_path))
     frames = [
@@ -315,7 +310,7 @@ def test_indexer_posts_every_row_once_then_done(tmp_path):
 
 
 def test_list_view_takes_batches_filters_scopes_and_sorts():
-    from analyzer.tui.model import ListView
+    from analyzer.tui.listview import ListView
 
     index, _ = indexed(TXN)
     rows = index.rows
@@ -431,8 +426,6 @@ def test_decoded_cache_is_bounded_and_a_scan_does_not_evict():
 def test_index_limit_counts_what_it_does_not_keep():
     """A live session keeps a bounded number of exchanges; the others are counted (the status
     line's queue drops), not indexed."""
-    from analyzer.tui.model import Index
-
     path = ROOT / "captures" / "librdkafka-produce-consume-gzip.pcap"
     events = list(Analysis(path, Options(records_bodies=False)).events())
     n = sum(1 for e in events if type(e) is Exchange)
@@ -468,7 +461,8 @@ def test_live_status_text():
 def test_field_expressions_and_timeline_bars():
     """What ``f`` builds from a tree path (without Textual), what it refuses and why; where a
     timeline bar starts and how long it is."""
-    from analyzer.tui.model import field_expressions, timeline_bar
+    from analyzer.filter import field_expressions
+    from analyzer.tui.charts import timeline_bar
 
     ex = next(e for e in full(TXN) if e.api_key == 0)
     body, header = ex.request.body, ex.request.header
@@ -555,7 +549,8 @@ def test_spilled_rows_are_the_rows_kept_in_memory(tmp_path):
     while the index is, gone once closed) and read back as the rows kept in memory: the same
     fields, cells, sort orders (every column, both ways, while streaming in and rebuilt),
     filter matches and decoded exchanges."""
-    from analyzer.tui.model import ROW, ListView, Taken
+    from analyzer.tui.listview import ListView
+    from analyzer.tui.rows import ROW, Taken
 
     path = TXN
     a = Analysis(path, Options(records_bodies=False, packet_offsets=True))
@@ -636,7 +631,7 @@ def test_spilled_rows_are_the_rows_kept_in_memory(tmp_path):
 def test_spilled_session_filters_and_views_match(monkeypatch):
     """A session whose index spills (the module's threshold forced to 50) answers display
     filters, the timeline and the I/O series as one that keeps every row in memory."""
-    from analyzer.tui import model
+    from analyzer.tui import rows
     from analyzer.tui.session import Session
 
     def run(s):
@@ -644,7 +639,7 @@ def test_spilled_session_filters_and_views_match(monkeypatch):
         return s
 
     mem = run(Session(str(TXN)))
-    monkeypatch.setattr(model, "SPILL_ROWS", 50)
+    monkeypatch.setattr(rows, "SPILL_ROWS", 50)
     spilled = run(Session(str(TXN)))
     try:
         assert spilled.index.rows.spilled == len(spilled.rows) - 50 > 0 and mem.index.rows.spilled == 0
@@ -673,11 +668,11 @@ def test_temporary_file_failures_are_said_not_raised(tmp_path, monkeypatch):
     import tempfile
     import threading
 
-    from analyzer.tui import model
+    from analyzer.tui import rows
     from analyzer.tui.app import run_tui
     from analyzer.tui.indexer import Indexer
 
-    with pytest.raises(model.SpoolError, match="cannot create the TUI's temporary file in"):
+    with pytest.raises(SpoolError, match="cannot create the TUI's temporary file in"):
         Index(Options(True), directory=str(tmp_path / "missing"))
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "missing"))
     assert run_tui(str(TXN)) == 2
@@ -686,7 +681,7 @@ def test_temporary_file_failures_are_said_not_raised(tmp_path, monkeypatch):
     def full_disk(fd, data, offset):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(model.os, "pwrite", full_disk)
+    monkeypatch.setattr(rows.os, "pwrite", full_disk)
     a = Analysis(TXN, Options())
     index = Index(Options(True), spill_after=60)
     posted = []

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Footer, Sparkline, Static
 
-from analyzer.tui.model import Row, io_series
+from analyzer.tui.charts import io_series
+from analyzer.tui.rows import Row
 from analyzer.tui.screens.base import View
 
 
@@ -22,7 +25,7 @@ class IOScreen(View):
     NAME = "io"
     BUCKETS = 120
 
-    def __init__(self, rows: list[Row], origin: float | None, scope: str = "") -> None:
+    def __init__(self, rows: Sequence[Row], origin: float | None, scope: str = "") -> None:
         super().__init__()
         self.series = io_series(rows, self.BUCKETS)
         self.origin = origin

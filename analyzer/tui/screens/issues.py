@@ -3,12 +3,15 @@ have it; Enter on an exchange shows it in the list."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Footer, Static, Tree
 
 from analyzer.tui.messages import ShowExchanges
-from analyzer.tui.model import IssueGroup, Row
+from analyzer.tui.model import IssueGroup
+from analyzer.tui.rows import Row
 from analyzer.tui.screens.base import View
 from analyzer.tui.widgets.labels import SEVERITY_STYLE
 
@@ -17,7 +20,7 @@ class IssuesScreen(View):
     NAME = "issues"
     MAX_LEAVES = 1000  # exchanges listed per code
 
-    def __init__(self, groups: list[IssueGroup], rows: list[Row], origin: float | None) -> None:
+    def __init__(self, groups: list[IssueGroup], rows: Sequence[Row], origin: float | None) -> None:
         super().__init__()
         self.groups = groups
         self.rows = rows
@@ -33,9 +36,8 @@ class IssuesScreen(View):
         tree.show_root = False
         for g in self.groups:
             label = Text(no_wrap=True, overflow="ellipsis")
-            label.append(
-                f"{g.severity} " if g.severity is not None else "", style=SEVERITY_STYLE.get(g.severity, "")
-            )
+            if g.severity is not None:
+                label.append(f"{g.severity} ", style=SEVERITY_STYLE.get(g.severity, ""))
             label.append(g.code, style="bold")
             label.append(f"  {len(g.rows)} exchanges")
             if g.events:

@@ -11,7 +11,7 @@ from textual.widgets import DataTable, Footer, Static
 from analyzer.session.report import TABLES
 from analyzer.session.report import cell as table_cell
 from analyzer.session.stats import percentile
-from analyzer.tui.model import latency_histogram
+from analyzer.tui.charts import latency_histogram
 from analyzer.tui.screens.base import View
 
 

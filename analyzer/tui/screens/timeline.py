@@ -8,7 +8,7 @@ from textual.app import ComposeResult
 from textual.widgets import Footer, Static
 
 from analyzer.tui.messages import RowChosen, ShowExchanges
-from analyzer.tui.model import Row
+from analyzer.tui.rows import Row
 from analyzer.tui.screens.base import View
 from analyzer.tui.widgets.timeline import Timeline
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from analyzer.tui.model import Picked
+from analyzer.tui.rows import Picked
 from analyzer.tui.screens.base import View
 from analyzer.tui.screens.connections import ConnectionsScreen
 from analyzer.tui.screens.groups import GroupsScreen
@@ -35,7 +35,7 @@ def make_view(what: str, session: Session, conn: int | None = None) -> View:
         lv = se.list
         if lv.text or lv.conn is not None:  # what the list shows
             scope = " ".join(x for x in (lv.text, f"conn {lv.conn}" if lv.conn is not None else "") if x)
-            rows = Picked(se.rows, lv.shown)
-            return IOScreen(rows, se.index.origin, f"the {len(rows)} exchanges the list shows ({scope})")
+            picked = Picked(se.rows, lv.shown)
+            return IOScreen(picked, se.index.origin, f"the {len(picked)} exchanges the list shows ({scope})")
         return IOScreen(se.rows, se.index.origin)
     return HelpScreen()

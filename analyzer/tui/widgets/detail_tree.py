@@ -8,7 +8,7 @@ from textual.binding import Binding
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from analyzer.model import Exchange, Field
+from analyzer.model import Exchange, Field, Issue
 from analyzer.session.report import api_text
 from analyzer.tui.widgets.labels import (
     SEVERITY_STYLE,
@@ -63,7 +63,7 @@ class DetailTree(Tree[NodeData]):
                 self._auto_expand(node, 1, budget)
             if m.header is None and m.body is None:
                 mnode.add_leaf(Text("(nothing decoded)", style="dim"), NodeData(kind))
-        issues = [(None, i) for i in ex.issues]
+        issues: list[tuple[str | None, Issue]] = [(None, i) for i in ex.issues]  # (side, issue)
         for m, kind in ((ex.request, "request"), (ex.response, "response")):
             if m is not None:
                 issues.extend((kind, i) for i in m.issues)
@@ -72,8 +72,8 @@ class DetailTree(Tree[NodeData]):
             inode = self.root.add(
                 Text(f"Issues ({len(issues)})", style=SEVERITY_STYLE.get(worst, "")), NodeData(), expand=True
             )
-            for kind, i in issues:
-                inode.add_leaf(issue_label(i, kind), NodeData(kind, issue=i))
+            for side, i in issues:
+                inode.add_leaf(issue_label(i, side), NodeData(side, issue=i))
         self.root.expand()
         self.cursor_line = 0
         self.scroll_home(animate=False)

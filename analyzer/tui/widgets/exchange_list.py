@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 
 from rich.segment import Segment
 from rich.style import Style
@@ -12,7 +13,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from analyzer.tui.messages import HeaderClicked, ListScrolledUp, RowChosen, RowHighlighted
-from analyzer.tui.model import COLUMNS, Row
+from analyzer.tui.rows import COLUMNS, Row
 from analyzer.tui.widgets.labels import SEV_STYLES
 
 
@@ -22,7 +23,7 @@ class ExchangeList(ScrollView, can_focus=True):
     It keeps only the indexes of the rows shown (filtered and sorted by the app) and renders
     the visible ones, so rows stream in and filters apply instantly. Column widths grow with
     what was measured (a sample of each batch, and every row drawn); at narrow widths the
-    columns of lower priority (:attr:`analyzer.tui.model.Column.priority`) are dropped.
+    columns of lower priority (:attr:`analyzer.tui.rows.Column.priority`) are dropped.
     """
 
     COMPONENT_CLASSES = {
@@ -57,8 +58,8 @@ class ExchangeList(ScrollView, can_focus=True):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.widths = [len(c.name) + 1 for c in COLUMNS]  # room for the sort arrow
-        self.source: list[Row] = []
-        self.shown: list[int] = []
+        self.source: Sequence[Row] = []
+        self.shown: Sequence[int] = []
         self.cursor_row = -1
         self.origin: float | None = None
         self.sort: tuple[int, bool] | None = None  # (column, reverse) shown in the header
@@ -68,7 +69,7 @@ class ExchangeList(ScrollView, can_focus=True):
         return len(self.shown)
 
     # data ---------------------------------------------------------------------------------------------
-    def set_rows(self, source: list[Row], shown: list[int], cursor_index: int | None = None) -> None:
+    def set_rows(self, source: Sequence[Row], shown: Sequence[int], cursor_index: int | None = None) -> None:
         """Show ``source[i] for i in shown``; the cursor goes to row ``cursor_index`` when shown
         (without a RowHighlighted message), else nowhere."""
         self.source = source
@@ -86,13 +87,13 @@ class ExchangeList(ScrollView, can_focus=True):
             self.scroll_to(0, 0, animate=False, immediate=True)
         self.refresh()
 
-    def rows_added(self, new: list[int]) -> None:
+    def rows_added(self, new: Sequence[int]) -> None:
         """``new`` indexes were appended to ``shown`` (by the app, which owns the list)."""
         self._measure(new[: self.SAMPLE])
         self._update_size()
         self.refresh()
 
-    def _measure(self, indexes: list[int]) -> bool:
+    def _measure(self, indexes: Sequence[int]) -> bool:
         widths, src, origin = self.widths, self.source, self.origin
         grew = False
         for i in indexes:

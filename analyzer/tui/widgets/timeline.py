@@ -10,8 +10,9 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from analyzer.tui.charts import timeline_bar
 from analyzer.tui.messages import RowChosen
-from analyzer.tui.model import Row, timeline_bar
+from analyzer.tui.rows import Row
 
 LABEL = 53  # the columns before the bars: time, API, corr, latency
 NARROW_LABEL = 40  # below WIDE columns: time, API (shorter), latency
