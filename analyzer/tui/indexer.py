@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from analyzer.capture.files import check_readable
 from analyzer.pipeline import Analysis
 from analyzer.session.stats import Stats
-from analyzer.tui.model import Index, Row, SpoolError
+from analyzer.tui.model import Index
+from analyzer.tui.rows import Row
+from analyzer.tui.spool import SpoolError
 
 
 @dataclass(slots=True)

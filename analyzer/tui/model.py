@@ -28,11 +28,7 @@ from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue, Event
 from analyzer.model import ConnInfo, Exchange, Issue, Severity
 from analyzer.tui.groups import GROUP_APIS, GroupTimeline
 from analyzer.tui.rows import Indexes, Row, RowStore
-from analyzer.tui.spool import Spool, SpoolError
-
-# what the indexing thread (analyzer.tui.indexer) takes from here: the index, the rows it returns
-# and what its writes to the temporary files raise
-__all__ = ["ConnSummary", "Index", "IssueGroup", "Row", "SpoolError"]
+from analyzer.tui.spool import Spool
 
 
 @dataclass(slots=True)

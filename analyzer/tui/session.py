@@ -362,15 +362,9 @@ class Session:
         return self.analysis.capture_issues if self.done else []
 
     def problem_lines(self) -> list[Text]:
-        return problem_lines(
-            self.load_error,
-            self.capture_issues,
-            len(self.rows),
-            self.analysis.outcome().unusable(),
-            self.packets,
-            self.connections,
-            live=self.live,
-        )
+        said = self.analysis.outcome().problems() if self.done and not self.load_error else []
+        no_kafka = next((line for line in said if line.startswith("no Kafka")), None)
+        return problem_lines(self.load_error, self.capture_issues, no_kafka, live=self.live)
 
     @property
     def exit_code(self) -> int:

@@ -13,14 +13,12 @@ from analyzer.pipeline import UNUSABLE
 def problem_lines(
     load_error: str | None,
     capture_issues: list[Issue],
-    exchanges: int,
-    unusable: bool,
-    packets: int,
-    connections: int,
+    no_kafka: str | None,
     live: bool = False,
 ) -> list[Text]:
     """What the user must know about the input: why it could not be read, its damage, or why
-    no Kafka was found."""
+    no Kafka was found (``no_kafka``: the run's own line, :meth:`~analyzer.pipeline.Outcome.problems`,
+    with its hints: TLS without a key log, a snap length that cut the frames, broker ports)."""
     lines: list[Text] = []
     if load_error:
         lines.append(Text(f"Cannot analyse the capture: {load_error}", style="bold"))
@@ -31,14 +29,11 @@ def problem_lines(
             lines.append(Text(f"Capture damaged: {i.message} (showing what was read before the damage)"))
         else:
             lines.append(Text(f"Capture {i.severity}: {i.message}"))
-    if not exchanges and not load_error and not unusable:
-        where = (
-            "no TCP traffic at all"
-            if connections == 0
-            else f"{connections} TCP connections, none carrying Kafka"
-        )
-        seen = "captured" if live else "found"
-        lines.append(Text(f"No Kafka traffic {seen} in {packets} packets ({where})."))
+    if no_kafka and not load_error:
+        text = no_kafka[:1].upper() + no_kafka[1:]
+        if live:
+            text = text.replace("No Kafka traffic found", "No Kafka traffic captured", 1)
+        lines.append(Text(text))
     return lines
 
 
