@@ -188,7 +188,7 @@ class ScalarArrayField(LazyField):
         return [Field(e, e, v, p + i * sz, sz) for i, v in enumerate(self.values)]
 
 
-def _compile_fields(fields: tuple, version: int, flexible: bool, path: str) -> tuple:
+def compile_fields(fields: tuple, version: int, flexible: bool, path: str) -> tuple:
     """Compile the fields present in ``version`` into (ordered readers, tagged readers by tag)."""
     ordered = []
     tagged = {}
@@ -234,7 +234,7 @@ def _compile_field(name, ftype, nullable, flex, children, version, struct_flex, 
 
 
 def _compile_struct(fields, version, flexible, path):
-    return _compile_fields(fields, version, flexible, path)
+    return compile_fields(fields, version, flexible, path)
 
 
 def _primitive_reader(name: str, ftype: str, nullable: bool, flex: bool):
@@ -562,7 +562,7 @@ def message_plan(api_key: int, kind: str, version: int):
     if got is None:
         return None
     fields, flexible = got
-    return _compile_fields(fields, version, flexible, kind), flexible
+    return compile_fields(fields, version, flexible, kind), flexible
 
 
 @lru_cache(maxsize=64)
@@ -571,7 +571,7 @@ def header_plan(kind: str, header_version: int):
     if got is None:
         return None
     fields, flexible = got
-    return _compile_fields(fields, header_version, flexible, kind + "_header"), flexible
+    return compile_fields(fields, header_version, flexible, kind + "_header"), flexible
 
 
 @lru_cache(maxsize=256)
@@ -580,7 +580,7 @@ def data_plan(name: str, version: int):
     if got is None:
         return None
     fields, flexible = got
-    return _compile_fields(fields, version, flexible, name), flexible
+    return compile_fields(fields, version, flexible, name), flexible
 
 
 def decode_struct(plan, buf, pos: int, end: int, name: str, type_name: str, ctx: Ctx) -> tuple[Field, int]:
@@ -683,6 +683,7 @@ def decode_body(payload, pos: int, api_key: int, kind: str, version: int, ctx: C
 __all__ = [
     "Ctx",
     "Fault",
+    "compile_fields",
     "decode_body",
     "decode_header",
     "decode_struct",

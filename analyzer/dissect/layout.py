@@ -24,7 +24,7 @@ from functools import lru_cache
 from itertools import combinations
 
 from analyzer.dissect import schema
-from analyzer.dissect.decoder import Ctx, _compile_fields, decode_struct, message_plan, snake
+from analyzer.dissect.decoder import Ctx, compile_fields, decode_struct, message_plan, snake
 from analyzer.issues import DECODE_LAYOUT_MISMATCH
 from analyzer.model import Field, Issue
 
@@ -103,7 +103,7 @@ def _omit_plan(api_key: int, kind: str, version: int, path: tuple, names: tuple)
     if got is None:
         return None
     fields, flexible = got
-    return _compile_fields(_omit(fields, path, names), version, flexible, kind), flexible
+    return compile_fields(_omit(fields, path, names), version, flexible, kind), flexible
 
 
 def diagnose(payload, pos: int, api_key: int, kind: str, version: int, memory: Memory | None):

@@ -34,7 +34,8 @@ Sans-IO, never raises on any tree.
 
 from __future__ import annotations
 
-from analyzer.dissect.records import BatchField, _Malformed, _varint
+from analyzer.dissect.records_common import Malformed, varint
+from analyzer.dissect.records_view import BatchField
 from analyzer.issues import (
     RECORDS_BAD_OFFSET_DELTA,
     RECORDS_BAD_OFFSET_RANGE,
@@ -256,14 +257,14 @@ def _scan(buf, p: int, end: int, count: int):
     scan (decoding record bodies, e.g. ``--records``, reports it)."""
     for i in range(count):
         try:
-            length, q = _varint(buf, p, end)
+            length, q = varint(buf, p, end)
             rend = q + length
             if length < 2 or rend > end:
                 return
             ts_at = q + 1
-            tsd, q = _varint(buf, ts_at, rend, 10)
-            od, _ = _varint(buf, q, rend)
-        except _Malformed:
+            tsd, q = varint(buf, ts_at, rend, 10)
+            od, _ = varint(buf, q, rend)
+        except Malformed:
             return
         yield i, tsd, ts_at, od, q
         p = rend

@@ -10,8 +10,8 @@ and ``<error code field>_name``; a test checks that no schema has a field of tho
 A ``records`` field is the one place whose JSON is not the wire tree: it becomes
 ``{"length": <bytes>, "batches": [...]}`` with one object per entry (v2 record batch or v0/v1
 message / compressed wrapper), the same shape for every magic (see :func:`entry_json`):
-``batch`` (the header, :data:`~analyzer.dissect.records.BATCH_KEYS`, null where the magic has no
-such field), ``record_count`` (an int) and, with record bodies (``export --records``),
+``batch`` (the header, :data:`~analyzer.dissect.records_common.BATCH_KEYS`, null where the magic
+has no such field), ``record_count`` (an int) and, with record bodies (``export --records``),
 ``record_list`` (one object per record, see :func:`record_json`). Batches get one span each
 (``.../records/batches/N``); the fields inside them none (they would outweigh the records, and
 fields inside decompressed data have no span in the frame at all).
@@ -24,14 +24,8 @@ from typing import Any
 
 from analyzer.dissect import schema
 from analyzer.dissect.decoder import ScalarArrayField
-from analyzer.dissect.records import (
-    Record,
-    RecordsField,
-    batch_records_field,
-    entry_records,
-    iso_timestamp,
-    v2_records,
-)
+from analyzer.dissect.records_common import Record, iso_timestamp
+from analyzer.dissect.records_view import RecordsField, batch_records_field, entry_records, v2_records
 from analyzer.events import CaptureIssue, ConnIssue
 from analyzer.issues import STREAM_GAP
 from analyzer.model import ConnInfo, Exchange, Field, Message

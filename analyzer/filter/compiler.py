@@ -18,7 +18,7 @@ from typing import Any
 from analyzer.dissect.constants import ApiKey
 from analyzer.dissect.errors import CODES, ERRORS
 from analyzer.dissect.protocol_table import API_NAMES
-from analyzer.dissect.records import RecordsField
+from analyzer.dissect.records_view import RecordsField
 from analyzer.filter import fields as F
 from analyzer.filter.syntax import (
     Address,

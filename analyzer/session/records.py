@@ -3,7 +3,7 @@
 :func:`iter_records` walks a decoded Produce request or Fetch/ShareFetch response body (decoded
 with record bodies) and yields one :class:`RecordView` per record, with its topic (names for
 topic ids when known) and partition, through compressed batches and nested legacy wrappers: the
-records of :func:`~analyzer.dissect.records.entry_records`, the shape the export writes too.
+records of :func:`~analyzer.dissect.records_view.entry_records`, the shape the export writes too.
 Control records (transaction markers) are flagged.
 
 Topics and partitions come from the entity walker (:mod:`analyzer.session.entities`);
@@ -17,7 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from analyzer.dissect.constants import ApiKey
-from analyzer.dissect.records import entry_records, iso_timestamp
+from analyzer.dissect.records_common import iso_timestamp
+from analyzer.dissect.records_view import entry_records
 from analyzer.model import Field, Message
 from analyzer.session.entities import TopicRef, topic_refs
 
@@ -38,7 +39,7 @@ def partition_records(t: TopicRef) -> Iterator[tuple[int | None, Field]]:
 @dataclass(frozen=True, slots=True)
 class RecordView:
     """One record with where it was: the record fields are those of
-    :class:`~analyzer.dissect.records.Record` (the export's ``record_list`` objects), for every
+    :class:`~analyzer.dissect.records_common.Record` (the export's ``record_list`` objects), for every
     magic; ``magic`` and ``codec`` are its batch's (a compressed wrapper's for v0/v1)."""
 
     topic: str | None

@@ -169,7 +169,7 @@ RECORD = _struct(
     ("direction", _STR),  # "produce" (in a Produce request) | "fetch" (Fetch/ShareFetch response)
     ("topic", _STR),
     ("partition", _INT),
-    # the record fields of the export's record_list objects (analyzer.dissect.records.Record):
+    # the record fields of the export's record_list objects (analyzer.dissect.records_common.Record):
     # absolute offset (fetched batches; producers' batches start at 0), timestamp in ms
     # (LogAppendTime batches: the batch's for every record) and its ISO text, key, value,
     # headers in wire order (repeated keys kept; empty for magic 0/1), control, control_type

@@ -17,6 +17,7 @@ from kafka.record.util import calc_crc32c, encode_varint
 
 from analyzer import model as model_mod
 from analyzer.dissect import records as records_mod
+from analyzer.dissect import records_context
 from analyzer.dissect.codecs import Limits, xxh32
 from analyzer.dissect.records import BATCH_KEYS, DEFAULT_LIMITS, decode_records, entry_records, iso_timestamp
 from analyzer.model import Field, Severity
@@ -719,8 +720,8 @@ def test_bodies_false_summaries_match(monkeypatch):
     data = V2_SET + LEGACY_SET + control_batch(1)
     full, _ = decode_records(data, 0)
     calls = []
-    real = records_mod.decompress_capped
-    monkeypatch.setattr(records_mod, "decompress_capped", lambda *a: calls.append(a[0]) or real(*a))
+    real = records_context.decompress_capped
+    monkeypatch.setattr(records_context, "decompress_capped", lambda *a: calls.append(a[0]) or real(*a))
     light, issues = decode_records(data, 0, bodies=False)
     assert issues == []
     assert [f.value for f in light] == [f.value for f in full]
