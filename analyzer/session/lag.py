@@ -1,0 +1,262 @@
+"""Consumer lag from the wire: commits against end offsets, lag in records and in seconds, and
+Burrow's status per partition and per group (:mod:`analyzer.session.burrow`).
+
+A consumer (:meth:`LagTracker.event` per event, in capture order):
+
+* **end offsets** per (topic, partition), the newest seen: a Fetch answer's high watermark (any
+  fetcher: a consumer, a follower), a ListOffsets answer for the latest offset (timestamp -1), a
+  Produce answer's base offset plus the records its request sent there;
+* **append times** of offsets: a Produce answer's LogAppendTime, else its batch's max timestamp,
+  else the answer's capture time; a fetched batch's max timestamp; kept for the last
+  :data:`APPENDS_KEPT` batches of each partition;
+* **commits**: OffsetCommit and TxnOffsetCommit partitions answered without error. Each gives a
+  ``lag`` row: the committed offset (the next record the group will read), the end offset known
+  then, their difference, and the lag in seconds: the commit's time minus the append time of the
+  first uncommitted record (0 with no lag; None when its append time was not seen);
+* **Burrow's windows** per (group, topic, partition): each commit with its lag, the end offsets
+  known at the commits (Burrow samples them every offset-refresh instead); :meth:`status` judges
+  them at a time (the capture's end).
+
+**Coverage**: a partition whose end offset no answer in the capture gave has commits but no lag
+(:meth:`coverage` lists them); a lag in seconds needs the record's batch seen produced or fetched.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass
+
+from analyzer.dissect.constants import ApiKey, ErrorCode
+from analyzer.model import Exchange, Field, Message
+from analyzer.session.burrow import DEFAULT_PARAMS, Params, Status, Window, group_status
+from analyzer.session.entities import topic_refs
+
+APPENDS_KEPT = 10_000  # batches per partition whose append times are kept (the oldest go first)
+_COMMITS = frozenset((ApiKey.OFFSET_COMMIT, ApiKey.TXN_OFFSET_COMMIT))
+_KEYS = frozenset((ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS)) | _COMMITS
+
+TP = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class LagRow:
+    """A commit's lag (the export's ``lag`` object)."""
+
+    group: str
+    topic: str
+    partition: int
+    time: float
+    committed_offset: int
+    end_offset: int | None
+    lag: int | None
+    lag_seconds: float | None
+
+    def row(self) -> dict:
+        return {
+            "group": self.group,
+            "topic": self.topic,
+            "partition": self.partition,
+            "time": self.time,
+            "committed_offset": self.committed_offset,
+            "end_offset": self.end_offset,
+            "lag": self.lag,
+            "lag_seconds": None if self.lag_seconds is None else round(self.lag_seconds, 6),
+        }
+
+
+class _Appends:
+    """Append times of a partition's batches, by base offset (ascending)."""
+
+    __slots__ = ("bases", "lasts", "times")
+
+    def __init__(self) -> None:
+        self.bases: list[int] = []
+        self.lasts: list[int] = []
+        self.times: list[float] = []
+
+    def add(self, base: int, last: int, t: float) -> None:
+        if self.lasts and base <= self.lasts[-1]:
+            return  # seen already (fetched again, or produced and then fetched)
+        self.bases.append(base)
+        self.lasts.append(last)
+        self.times.append(t)
+        if len(self.bases) > 2 * APPENDS_KEPT:
+            for xs in (self.bases, self.lasts, self.times):
+                del xs[:APPENDS_KEPT]
+
+    def time_of(self, offset: int) -> float | None:
+        i = bisect_right(self.bases, offset) - 1
+        if i < 0 or offset > self.lasts[i]:
+            return None
+        return self.times[i]
+
+
+class LagTracker:
+    """The consumer: end offsets, append times, commits with their lag, Burrow's windows."""
+
+    def __init__(self, topic_ids: dict[str, str] | None = None, params: Params = DEFAULT_PARAMS) -> None:
+        self.topic_ids = topic_ids
+        self.params = params
+        self.ends: dict[TP, int] = {}
+        self.appends: dict[TP, _Appends] = {}
+        self.windows: dict[str, dict[TP, Window]] = {}  # group -> partition -> window
+        self.last: dict[tuple[str, str, int], LagRow] = {}  # the last commit of each
+        self.rows: list[LagRow] = []
+        self.last_ts = 0.0
+
+    # -- feeding ------------------------------------------------------------------------------------
+    def event(self, ev) -> None:
+        if type(ev) is not Exchange:
+            return
+        key = ev.api_key
+        if key not in _KEYS or ev.response is None or ev.response.body is None:
+            return
+        t = ev.response.frame.ts_first
+        self.last_ts = max(self.last_ts, t)
+        if key == ApiKey.FETCH:
+            self._fetch(ev.response)
+        elif key == ApiKey.PRODUCE:
+            self._produce(ev.request, ev.response, t)
+        elif key == ApiKey.LIST_OFFSETS:
+            self._list_offsets(ev.request, ev.response)
+        elif ev.request is not None and ev.request.body is not None:
+            self._commit(ev.request, ev.response, t)
+
+    def _end(self, tp: TP, offset) -> None:
+        if isinstance(offset, int) and offset >= 0 and offset >= self.ends.get(tp, -1):
+            self.ends[tp] = offset
+
+    def _partitions(self, msg: Message | None):
+        """((topic, partition), partition struct) of a message's topics."""
+        for ref in topic_refs(msg, self.topic_ids):
+            for p, f in ref.partitions:
+                if p is not None and f is not None:
+                    yield (ref.topic, p), f
+
+    def _fetch(self, resp: Message) -> None:
+        for tp, f in self._partitions(resp):
+            if f.get("error_code") != ErrorCode.NONE:
+                continue
+            self._end(tp, f.get("high_watermark"))
+            for b in _batches(f):
+                base, last, mts = b.get("base_offset"), b.get("last_offset"), b.get("max_timestamp")
+                if isinstance(base, int) and isinstance(last, int) and isinstance(mts, int) and mts > 0:
+                    self.appends.setdefault(tp, _Appends()).add(base, last, mts / 1000)
+
+    def _produce(self, req: Message | None, resp: Message, t: float) -> None:
+        sent: dict[TP, tuple[int, int]] = {}  # records and max timestamp per partition
+        for tp, f in self._partitions(req):
+            n = mts = 0
+            for b in _batches(f):
+                n += b.get("record_count") or 0
+                mts = max(mts, b.get("max_timestamp") or 0)
+            sent[tp] = (n, mts)
+        for tp, f in self._partitions(resp):
+            base = f.get("base_offset")
+            if f.get("error_code") != ErrorCode.NONE or not isinstance(base, int) or base < 0:
+                continue
+            n, mts = sent.get(tp, (0, 0))
+            if not n:
+                continue
+            self._end(tp, base + n)
+            lat = f.get("log_append_time_ms")
+            when = lat / 1000 if isinstance(lat, int) and lat >= 0 else mts / 1000 if mts > 0 else t
+            self.appends.setdefault(tp, _Appends()).add(base, base + n - 1, when)
+
+    def _list_offsets(self, req: Message | None, resp: Message) -> None:
+        latest = {tp for tp, f in self._partitions(req) if f.get("timestamp") == -1}
+        for tp, f in self._partitions(resp):
+            if tp in latest and f.get("error_code") == ErrorCode.NONE:
+                self._end(tp, f.get("offset"))
+
+    def _commit(self, req: Message, resp: Message, t: float) -> None:
+        gid = req.body.get("group_id") if req.body is not None else None
+        if not isinstance(gid, str):
+            return
+        ok = {tp for tp, f in self._partitions(resp) if f.get("error_code") == ErrorCode.NONE}
+        windows = self.windows.setdefault(gid, {})
+        for tp, f in self._partitions(req):
+            offset = f.get("committed_offset")
+            if tp not in ok or not isinstance(offset, int) or offset < 0:
+                continue
+            end = self.ends.get(tp)
+            lag = None if end is None else max(0, end - offset)
+            row = LagRow(gid, tp[0], tp[1], t, offset, end, lag, self._seconds(tp, offset, lag, t))
+            self.rows.append(row)
+            self.last[(gid, *tp)] = row
+            w = windows.get(tp)
+            if w is None:
+                w = windows[tp] = Window(self.params)
+            if end is not None:
+                w.end_offset(end)
+                w.commit(offset, t)
+
+    def _seconds(self, tp: TP, offset: int, lag: int | None, t: float) -> float | None:
+        if lag is None:
+            return None
+        if lag == 0:
+            return 0.0
+        a = self.appends.get(tp)
+        when = a.time_of(offset) if a is not None else None
+        return None if when is None else max(0.0, t - when)
+
+    # -- what it found ---------------------------------------------------------------------------------
+    def status(self, now: float | None = None) -> list[dict]:
+        """Each group's ``consumer_status`` at ``now`` (default: the last answer seen): Burrow's
+        status and completeness, and per partition its status, lag and lag in seconds then."""
+        now = self.last_ts if now is None else now
+        out: list[dict] = []
+        for gid, windows in sorted(self.windows.items()):
+            parts = []
+            judged = []
+            for (topic, p), w in sorted(windows.items()):
+                end = self.ends.get((topic, p))
+                last = self.last[(gid, topic, p)]
+                if end is not None and w.commits:
+                    w.end_offset(end)  # the newest end offset, as Burrow's evaluation reads it
+                st = w.status(now) if w.commits else Status.OK
+                lag = None if end is None else max(0, end - last.committed_offset)
+                parts.append(
+                    {
+                        "topic": topic,
+                        "partition": p,
+                        "status": str(st),
+                        "lag": lag,
+                        "lag_seconds": _round(self._seconds((topic, p), last.committed_offset, lag, now)),
+                    }
+                )
+                if w.commits:
+                    judged.append((st, w.complete))
+            status, complete = group_status(judged)
+            out.append(
+                {
+                    "group": gid,
+                    "time": now,
+                    "status": str(status),
+                    "complete": round(complete, 3),
+                    "partitions": parts,
+                    "coverage": self.coverage(gid),
+                }
+            )
+        return out
+
+    def coverage(self, group: str) -> str:
+        """What the capture could not see of a group's lag: partitions committed but with no end
+        offset in any answer (their leaders' traffic is outside the capture)."""
+        blind = sorted(f"{t}[{p}]" for (t, p) in self.windows.get(group, {}) if (t, p) not in self.ends)
+        if not blind:
+            return "end offsets seen for every committed partition"
+        return f"no end offset seen for {', '.join(blind)} (their leaders' answers are outside the capture)"
+
+
+def _batches(partition: Field) -> list[dict]:
+    """The summaries of a partition struct's record batches (or legacy entries)."""
+    out: list[dict] = []
+    for x in partition.children or ():
+        if x.type == "records":
+            out.extend(e.value for e in x.children or () if isinstance(e.value, dict))
+    return out
+
+
+def _round(v: float | None) -> float | None:
+    return None if v is None else round(v, 6)

@@ -1,0 +1,526 @@
+"""Consumer groups over time, as the wire shows them: generations, members, assignments and
+rebalances (start, join and sync phases, end, straggler, who joined, left or was evicted, why).
+
+A consumer (:meth:`event` per event, in capture order) of the classic group protocol
+(JoinGroup, SyncGroup, Heartbeat, LeaveGroup, and the answers to OffsetCommit):
+
+* a **rebalance** starts at the first of: a JoinGroup request after a stable generation, an answer
+  REBALANCE_IN_PROGRESS (to a Heartbeat, SyncGroup or OffsetCommit), a LeaveGroup request while
+  other members remain; its **join phase** ends with the first JoinGroup answer of the new
+  generation, its **sync phase** (and the rebalance) with the last successful SyncGroup answer
+  of that generation;
+* the **straggler** is the member whose JoinGroup came last, with its delay from the start
+  against its rebalance_timeout_ms;
+* members **joined** (in the new generation, not the old), **left** (a LeaveGroup named them) and
+  **evicted** (in the old generation, not the new, without a LeaveGroup): by **session expiry**
+  when nothing was heard from them for longer than their session_timeout_ms before the start,
+  else for not rejoining in time;
+* the **cause**: the KIP-800 reason a JoinGroup or LeaveGroup gave, else a member leaving, a
+  session expiry, a member joining or rejoining, FENCED_INSTANCE_ID (two consumers with one
+  static group.instance.id), UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION answers, or an unseen trigger;
+* a static member (group.instance.id) rejoining and answered with the generation it had is a
+  rebalance **avoided**, counted apart.
+
+**Coverage**: a capture sees the coordinator's connections it holds. A group whose generation
+numbers jump, or whose members heartbeat in generations never seen formed, was partly outside
+the capture; :attr:`GroupView.coverage` says what was and was not seen.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from analyzer.dissect.constants import ApiKey, ErrorCode
+from analyzer.model import Exchange, Field
+
+GROUP_APIS = frozenset(
+    (
+        ApiKey.JOIN_GROUP,
+        ApiKey.SYNC_GROUP,
+        ApiKey.HEARTBEAT,
+        ApiKey.LEAVE_GROUP,
+        ApiKey.OFFSET_COMMIT,
+        ApiKey.CONSUMER_GROUP_HEARTBEAT,
+    )
+)
+_EVICTING = {
+    ErrorCode.UNKNOWN_MEMBER_ID: "UNKNOWN_MEMBER_ID",
+    ErrorCode.ILLEGAL_GENERATION: "ILLEGAL_GENERATION",
+    ErrorCode.FENCED_INSTANCE_ID: "FENCED_INSTANCE_ID (two consumers with one group.instance.id)",
+    ErrorCode.FENCED_MEMBER_EPOCH: "FENCED_MEMBER_EPOCH",
+}
+
+
+@dataclass(slots=True)
+class Member:
+    """A member of a generation: ids, who it is, what it was assigned."""
+
+    member_id: str
+    instance_id: str | None = None
+    client_id: str | None = None
+    client: str | None = None  # its address (host:port)
+    assignment: dict[str, list[int]] = field(default_factory=dict)
+
+    def row(self) -> dict:
+        return {
+            "member_id": self.member_id,
+            "instance_id": self.instance_id,
+            "client_id": self.client_id,
+            "client": self.client,
+            "assignment": {t: sorted(ps) for t, ps in sorted(self.assignment.items())},
+        }
+
+
+@dataclass(slots=True)
+class Generation:
+    group: str
+    generation: int
+    time: float  # the first JoinGroup answer that announced it
+    protocol_type: str | None
+    protocol_name: str | None
+    leader: str | None
+    members: list[Member]
+
+    def row(self) -> dict:
+        return {
+            "group": self.group,
+            "generation": self.generation,
+            "time": self.time,
+            "protocol_type": self.protocol_type,
+            "protocol_name": self.protocol_name,
+            "leader": self.leader,
+            "members": [m.row() for m in sorted(self.members, key=lambda m: m.member_id)],
+        }
+
+
+@dataclass(slots=True)
+class Rebalance:
+    group: str
+    protocol: str  # "classic" or "consumer" (KIP-848)
+    generation_before: int | None
+    generation_after: int | None  # None: it did not finish in the capture
+    start: float
+    end: float | None
+    join_end: float | None
+    members_before: list[str]
+    members_after: list[str]
+    joined: list[str]
+    left: list[str]
+    evicted: list[str]
+    expired: list[str]  # the evicted whose session timed out
+    straggler: str | None
+    straggler_delay_ms: float | None
+    straggler_timeout_ms: int | None
+    cause: str
+
+    @property
+    def duration_ms(self) -> float | None:
+        return None if self.end is None else (self.end - self.start) * 1000
+
+    def row(self) -> dict:
+        join_ms = None if self.join_end is None else (self.join_end - self.start) * 1000
+        sync_ms = None if self.end is None or self.join_end is None else (self.end - self.join_end) * 1000
+        return {
+            "group": self.group,
+            "protocol": self.protocol,
+            "generation_before": self.generation_before,
+            "generation_after": self.generation_after,
+            "start": self.start,
+            "end": self.end,
+            "duration_ms": _ms(self.duration_ms),
+            "join_ms": _ms(join_ms),
+            "sync_ms": _ms(sync_ms),
+            "members_before": self.members_before,
+            "members_after": self.members_after,
+            "joined": self.joined,
+            "left": self.left,
+            "evicted": self.evicted,
+            "straggler": self.straggler,
+            "cause": self.cause,
+        }
+
+
+def _ms(v: float | None) -> float | None:
+    return None if v is None else round(v, 3)
+
+
+@dataclass(slots=True)
+class _Open:
+    """A rebalance in progress."""
+
+    start: float
+    generation_before: int | None
+    members_before: set[str]
+    causes: list[str]
+    joins: dict[str, float] = field(default_factory=dict)  # member -> its JoinGroup request time
+    timeouts: dict[str, int] = field(default_factory=dict)  # member -> rebalance_timeout_ms
+    generation: int | None = None
+    join_end: float | None = None
+    members: dict[str, Member] = field(default_factory=dict)
+    leader_listed: bool = False  # the leader's JoinGroup answer listed every member
+    synced: set[str] = field(default_factory=set)
+    end: float | None = None
+    tentative_static: str | None = None  # a static member's rejoin that may not rebalance
+    pending: set[str] = field(default_factory=set)  # KIP-848: members still reconciling
+
+
+@dataclass(slots=True)
+class GroupView:
+    """One group's state and history."""
+
+    group_id: str
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    generation: int | None = None
+    leader: str | None = None
+    members: dict[str, Member] = field(default_factory=dict)
+    last_heard: dict[str, float] = field(default_factory=dict)  # member -> its last request
+    session_ms: dict[str, int] = field(default_factory=dict)
+    left: set[str] = field(default_factory=set)  # LeaveGroup seen since the last generation
+    open: _Open | None = None
+    generations: list[Generation] = field(default_factory=list)
+    rebalances: list[Rebalance] = field(default_factory=list)
+    avoided: int = 0  # static members rejoining without a rebalance
+    unseen_generations: set[int] = field(default_factory=set)  # heard of, never seen formed
+    coordinators: set[str] = field(default_factory=set)
+    protocol: str = "classic"  # "consumer": KIP-848's ConsumerGroupHeartbeat
+    owned: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # KIP-848: as reported
+
+    @property
+    def coverage(self) -> str:
+        seen = (
+            f"coordinator {', '.join(sorted(self.coordinators))}" if self.coordinators else "no coordinator"
+        )
+        if self.unseen_generations:
+            gens = ", ".join(map(str, sorted(self.unseen_generations)))
+            return f"partial: generation {gens} formed outside the capture ({seen} seen)"
+        if not self.generations:
+            return f"partial: no generation formed in the capture ({seen} seen)"
+        return f"complete for the generations seen ({seen})"
+
+
+class GroupTracker:
+    """The consumer: every classic group's generations and rebalances (:class:`GroupView`)."""
+
+    def __init__(self, topic_ids: dict[str, str] | None = None) -> None:
+        self.groups: dict[str, GroupView] = {}
+        self.topic_ids = topic_ids if topic_ids is not None else {}  # KIP-848 names topics by id
+
+    # -- feeding ------------------------------------------------------------------------------------
+    def event(self, ev) -> None:
+        if type(ev) is not Exchange:
+            return
+        key = ev.api_key
+        if key not in GROUP_APIS or ev.request is None or ev.request.body is None:
+            return
+        req = ev.request.body
+        gid = req.get("group_id")
+        if not isinstance(gid, str):
+            return
+        g = self.groups.get(gid)
+        if g is None:
+            g = self.groups[gid] = GroupView(gid)
+        g.coordinators.add(str(ev.conn.broker if ev.conn.client_direction is not None else ev.conn.b))
+        resp = ev.response.body if ev.response is not None and ev.response.body is not None else None
+        t = ev.request.frame.ts_first
+        rt = ev.response.frame.ts_first if ev.response is not None else None
+        mid = req.get("member_id")
+        if isinstance(mid, str) and mid:
+            g.last_heard[mid] = t
+        if key == ApiKey.JOIN_GROUP:
+            self._join(g, ev, req, resp, t, rt)
+        elif key == ApiKey.SYNC_GROUP:
+            self._sync(g, req, resp, t, rt)
+        elif key == ApiKey.LEAVE_GROUP:
+            self._leave(g, req, t)
+        elif key == ApiKey.CONSUMER_GROUP_HEARTBEAT:
+            self._heartbeat848(g, ev, req, resp, t)
+            return
+        if resp is not None and key != ApiKey.JOIN_GROUP:
+            self._answer(g, key, req, resp, t)
+
+    def done(self, outcome=None) -> None:
+        """The end of the capture: a rebalance whose sync was seen is closed; one still in its join
+        phase stays unfinished (end None)."""
+        for g in self.groups.values():
+            if g.open is not None:
+                self._close(g)
+
+    # -- the protocol ---------------------------------------------------------------------------------
+    def _start(self, g: GroupView, t: float, cause: str) -> _Open:
+        if g.open is not None and g.open.end is not None:  # synced, not closed: a new one begins
+            self._close(g)
+        if g.open is None:
+            g.open = _Open(t, g.generation, set(g.members), [])
+        if cause:
+            g.open.causes.append(cause)
+        return g.open
+
+    def _join(self, g: GroupView, ev: Exchange, req: Field, resp: Field | None, t: float, rt) -> None:
+        g.protocol_type = req.get("protocol_type") or g.protocol_type
+        mid = req.get("member_id") or ""
+        instance = req.get("group_instance_id")
+        reason = req.get("reason")
+        if resp is not None and resp.get("error_code") == ErrorCode.MEMBER_ID_REQUIRED:
+            return  # KIP-394: the member joins again at once with the id it was given
+        if resp is not None and resp.get("error_code") != ErrorCode.NONE:
+            resp = None  # refused: the member asked to join, nothing more
+        member = (resp.get("member_id") if resp is not None else None) or mid
+        if g.open is not None and g.open.end is not None:
+            self._close(g)
+        if g.open is None:
+            if reason:
+                cause = f"reason: {reason}"
+            elif not mid or mid not in g.members:
+                cause = f"member joining ({ev.client_id or member or '?'})"
+            else:
+                cause = f"member rejoining ({member})"
+            opened = self._start(g, t, cause)
+            if instance and g.generation is not None:
+                opened.tentative_static = member
+        o = g.open
+        assert o is not None
+        if member:
+            o.joins.setdefault(member, t)
+            o.timeouts[member] = req.get("rebalance_timeout_ms", req.get("session_timeout_ms"))
+            g.session_ms[member] = req.get("session_timeout_ms") or g.session_ms.get(member, 0)
+            g.last_heard[member] = t
+        if resp is None:
+            return
+        gen = resp.get("generation_id")
+        if o.tentative_static == member and gen == g.generation and len(o.joins) == 1:
+            # a static member back within its session: the coordinator kept the generation
+            g.avoided += 1
+            old = next((m for m, x in g.members.items() if x.instance_id == instance), None)
+            if old is not None and old != member:
+                g.members[member] = g.members.pop(old)
+                g.members[member].member_id = member
+            g.open = None
+            return
+        o.tentative_static = None
+        if o.generation != gen:
+            o.generation, o.join_end, o.synced, o.end = gen, rt, set(), None
+        g.protocol_name = resp.get("protocol_name") or g.protocol_name
+        g.leader = resp.get("leader") or g.leader
+        conn = ev.conn
+        client = str(conn.client if conn.client_direction is not None else conn.a)
+        m = o.members.setdefault(member, Member(member))
+        m.instance_id, m.client_id, m.client = instance, ev.client_id, client
+        listed = _elements(resp, "members")
+        if listed:
+            o.leader_listed = True
+            for x in listed:
+                xid = x.get("member_id")
+                if xid:
+                    o.members.setdefault(xid, Member(xid, x.get("group_instance_id")))
+
+    def _sync(self, g: GroupView, req: Field, resp: Field | None, t: float, rt) -> None:
+        o = g.open
+        gen = req.get("generation_id")
+        mid = req.get("member_id")
+        for a in _elements(req, "assignments"):  # the leader's: everyone's assignment
+            if o is not None and o.generation == gen and a.get("member_id"):
+                m = o.members.setdefault(a.get("member_id"), Member(a.get("member_id")))
+                m.assignment = _assignment(a.child("assignment"))
+        if resp is None or resp.get("error_code") != ErrorCode.NONE or o is None or o.generation != gen:
+            return
+        if mid:
+            m = o.members.setdefault(mid, Member(mid))
+            own = _assignment(resp.child("assignment"))
+            if own or not m.assignment:
+                m.assignment = own
+            o.synced.add(mid)
+        o.end = rt
+        if o.leader_listed and o.synced >= set(o.members):
+            self._close(g)
+
+    def _leave(self, g: GroupView, req: Field, t: float) -> None:
+        leaving = [req.get("member_id")] + [m.get("member_id") for m in _elements(req, "members")]
+        leaving = [m for m in leaving if m]
+        if not leaving:
+            return
+        reasons = [m.get("reason") for m in _elements(req, "members") if m.get("reason")]
+        g.left.update(leaving)
+        if set(g.members) - set(leaving) or g.open is not None:
+            why = f"reason: {reasons[0]}" if reasons else f"member leaving ({', '.join(leaving)})"
+            self._start(g, t, why)
+
+    def _answer(self, g: GroupView, key: int, req: Field, resp: Field, t: float) -> None:
+        err = resp.get("error_code")
+        if err is None:  # OffsetCommit: per partition
+            errs = {
+                p.get("error_code") for tp in _elements(resp, "topics") for p in _elements(tp, "partitions")
+            }
+            err = next((e for e in errs if e), ErrorCode.NONE)
+        gen = req.get("generation_id", req.get("generation_id_or_member_epoch"))
+        if (
+            isinstance(gen, int)
+            and gen >= 0
+            and err == ErrorCode.NONE
+            and gen not in {x.generation for x in g.generations}
+            and (g.open is None or g.open.generation != gen)
+        ):
+            g.unseen_generations.add(gen)
+        if err == ErrorCode.REBALANCE_IN_PROGRESS:
+            self._start(g, t, "")
+        elif err in _EVICTING and key != ApiKey.OFFSET_COMMIT:
+            mid = req.get("member_id")
+            self._start(g, t, f"{_EVICTING[err]} answered to {mid}")
+
+    def _heartbeat848(self, g: GroupView, ev: Exchange, req: Field, resp: Field | None, t: float) -> None:
+        """KIP-848: a member's epoch and target assignment come in heartbeat answers; it has
+        reconciled when a later heartbeat reports owning its target. The group's epoch plays the
+        generation; a rebalance runs from the heartbeat that bumped it to the last member's
+        reconciliation."""
+        g.protocol, g.protocol_type = "consumer", "consumer"
+        g.protocol_name = req.get("server_assignor") or g.protocol_name
+        epoch = req.get("member_epoch")
+        mid = req.get("member_id") or ""
+        if epoch in (-1, -2):  # leaving (-2: a static member, for now)
+            g.left.add(mid)
+            g.owned.pop(mid, None)
+            if set(g.members) - {mid} or g.open is not None:
+                self._start(g, t, f"member leaving ({mid}{', static' if epoch == -2 else ''})")
+            elif mid in g.members:  # the last member: the group is empty
+                self._start(g, t, f"member leaving ({mid})")
+                self._close(g)
+            return
+        if resp is None:
+            return
+        err = resp.get("error_code")
+        if err != ErrorCode.NONE:
+            if err in _EVICTING:
+                self._start(g, t, f"{_EVICTING[err]} answered to {mid}")
+            return
+        mid = resp.get("member_id") or mid
+        owned = req.child("topic_partitions")
+        if owned is not None and owned.children is not None:
+            g.owned[mid] = self._by_name(owned)
+        new = resp.get("member_epoch")
+        asg = resp.child("assignment")
+        target = self._by_name(asg.child("topic_partitions")) if asg is not None and asg.children else None
+        if isinstance(new, int) and new > (g.generation if g.generation is not None else -1):
+            o = g.open
+            if o is None or o.generation is None or new > o.generation:
+                if o is None:
+                    cause = f"member joining ({ev.client_id or mid})" if epoch == 0 else "group epoch bumped"
+                    o = self._start(g, t, cause)
+                o.generation, o.join_end = new, t
+        o = g.open
+        if o is None:
+            return
+        conn = ev.conn
+        m = o.members.get(mid) or g.members.get(mid) or Member(mid)
+        m.instance_id = req.get("instance_id") or m.instance_id
+        m.client_id = ev.client_id or m.client_id
+        m.client = str(conn.client if conn.client_direction is not None else conn.a)
+        o.members[mid] = m
+        o.leader_listed = True
+        if epoch == 0:
+            o.joins.setdefault(mid, t)
+            o.timeouts[mid] = req.get("rebalance_timeout_ms")
+        if target is not None:
+            m.assignment = target
+            if g.owned.get(mid) != target:
+                o.pending.add(mid)
+        if mid in o.pending and g.owned.get(mid) == m.assignment and new == o.generation:
+            o.pending.discard(mid)
+            o.end = t
+        if not o.pending and o.end is not None:
+            for other, x in g.members.items():  # members that kept their assignment
+                if other not in o.members and other not in g.left:
+                    o.members[other] = x
+            self._close(g)
+
+    def _by_name(self, f: Field | None) -> dict[str, list[int]]:
+        """KIP-848's topic partitions (by topic id) as topic name -> partitions."""
+        out: dict[str, list[int]] = {}
+        for x in f.children or () if f is not None else ():
+            tid = x.get("topic_id")
+            name = self.topic_ids.get(tid, tid) if isinstance(tid, str) else str(tid)
+            out.setdefault(name, []).extend(sorted(p.value for p in _elements(x, "partitions")))
+        return out
+
+    def _close(self, g: GroupView) -> None:
+        o = g.open
+        assert o is not None
+        g.open = None
+        if o.generation is None and not o.joins:
+            return  # only an answer said so: the rebalance was not seen forming
+        after = set(o.members)
+        before = o.members_before
+        left = sorted((before & g.left) - after)
+        evicted = sorted(before - after - g.left)
+        expired = [
+            m
+            for m in evicted
+            if g.session_ms.get(m) and o.start - g.last_heard.get(m, o.start) > g.session_ms[m] / 1000
+        ]
+        joined_now = {m: ts for m, ts in o.joins.items() if m in after} or o.joins
+        straggler = max(joined_now, key=lambda m: joined_now[m]) if joined_now else None
+        causes = [c for c in o.causes if c.startswith("reason:")] or [c for c in o.causes if "leaving" in c]
+        if not causes and expired:
+            causes = [f"session expiry of {', '.join(expired)}"]
+        causes = (
+            causes
+            or o.causes
+            or ["not seen (REBALANCE_IN_PROGRESS answered; its trigger is outside the capture)"]
+        )
+        finished = o.generation is not None and o.end is not None
+        g.rebalances.append(
+            Rebalance(
+                g.group_id,
+                g.protocol,
+                o.generation_before,
+                o.generation if finished else None,
+                o.start,
+                o.end if finished else None,
+                o.join_end,
+                sorted(before),
+                sorted(after),
+                sorted(after - before),
+                left,
+                evicted,
+                expired,
+                straggler,
+                (o.joins[straggler] - o.start) * 1000 if straggler is not None else None,
+                o.timeouts.get(straggler) if straggler is not None else None,
+                causes[0],
+            )
+        )
+        if finished and o.generation is not None:
+            g.generation = o.generation
+            g.members = o.members
+            g.left = set()
+            first = o.join_end if o.join_end is not None else o.start
+            gen = Generation(
+                g.group_id,
+                o.generation,
+                first,
+                g.protocol_type,
+                g.protocol_name,
+                g.leader,
+                list(o.members.values()),
+            )
+            g.generations.append(gen)
+            g.unseen_generations.discard(o.generation)
+
+
+def _elements(f: Field | None, name: str) -> list[Field]:
+    if f is None:
+        return []
+    c = f.child(name)
+    return c.children or [] if c is not None else []
+
+
+def _assignment(f: Field | None) -> dict[str, list[int]]:
+    """A decoded ConsumerProtocolAssignment (the bytes a SyncGroup carries): topic -> partitions."""
+    if f is None:
+        return {}
+    inner = f.child("assignment")
+    out: dict[str, list[int]] = {}
+    for tp in _elements(inner, "assigned_partitions"):
+        topic = tp.get("topic")
+        if isinstance(topic, str):
+            out.setdefault(topic, []).extend(p.value for p in _elements(tp, "partitions"))
+    return out
