@@ -197,7 +197,7 @@ def _fanout(args, n: int) -> int:
 
     flt = display_filter(args)
 
-    def make_analysis(src: RingCapture) -> Analysis:  # in the worker: the filter reads its knowledge
+    def make_analysis(src) -> Analysis:  # in the worker process: the filter reads its knowledge
         return Analysis(src, options(args), ports=args.port or (), idle_timeout=300.0, display_filter=flt)
 
     origin = time.time()
