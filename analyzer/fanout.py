@@ -38,13 +38,17 @@ import sys
 import threading
 from collections.abc import Callable
 from dataclasses import replace
-from multiprocessing.connection import wait
+from multiprocessing.connection import Connection, wait
+from typing import TYPE_CHECKING, cast
 
 from analyzer.events import CaptureIssue, CaptureStats
 from analyzer.issues import CAPTURE_NO_TCP, CAPTURE_PACKETS_DROPPED, CAPTURE_WORKER_FAILED
 from analyzer.model import Issue
 from analyzer.pipeline import Analysis, Outcome
 from analyzer.session.stats import Stats
+
+if TYPE_CHECKING:
+    from analyzer.capture.ring import Ring, RingCapture
 
 CONN_ID_STRIDE = 1_000_000
 PR_SET_PDEATHSIG = 1
@@ -77,10 +81,10 @@ def _worker(
     conn,
     inbound,
     stop,
-    make_source: Callable[[int], object],
-    make_analysis: Callable[[object], Analysis],
+    make_source: Callable[[int], RingCapture],
+    make_analysis: Callable[[RingCapture], Analysis],
     formatter: Callable[[object], object],
-    others: list,
+    others: list[Ring],
 ) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent says when to stop
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -156,7 +160,7 @@ def _worker(
     conn.close()
 
 
-def _name_topic_ids(stats: Stats, topic_ids: dict[str, str]) -> None:
+def name_topic_ids(stats: Stats, topic_ids: dict[str, str]) -> None:
     """Fold the rows a worker kept under a topic id (it never saw the Metadata naming it) into
     the topic's name, now that the merged knowledge knows it."""
     for key in [k for k in stats.topics if k in topic_ids and topic_ids[k] != k]:
@@ -176,9 +180,9 @@ class Fanout:
     def __init__(
         self,
         name: str,
-        rings: list,
-        make_source: Callable[[int, object], object],
-        make_analysis: Callable[[object], Analysis],
+        rings: list[Ring],
+        make_source: Callable[[int, Ring], RingCapture],
+        make_analysis: Callable[[RingCapture], Analysis],
         formatter: Callable[[object], object],
         output: Callable[[object], None],
         on_drops: Callable[[CaptureStats], None] | None = None,
@@ -262,7 +266,7 @@ class Fanout:
         while alive:
             if self._stop:
                 stop.set()
-            for c in wait(list(alive), timeout=0.2):
+            for c in cast(list[Connection], wait(list(alive), timeout=0.2)):  # wait() returns its own
                 i = alive[c]
                 try:
                     msg = c.recv()
@@ -316,7 +320,7 @@ class Fanout:
         for r in self._results:
             if r is not None:
                 stats.merge(r["stats"])
-        _name_topic_ids(stats, merged.knowledge.topic_ids)
+        name_topic_ids(stats, merged.knowledge.topic_ids)
         received, dropped = sum(self._received), sum(self._dropped)
         no_tcp = bool(merged.packets and not merged.connections)
         merged = replace(

@@ -39,11 +39,15 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from analyzer.capture.failure import SourceFailure
 from analyzer.capture.pcapwriter import RotatingPcapWriter
 from analyzer.issues import CAPTURE_PACKETS_DROPPED
 from analyzer.model import Issue
+
+if TYPE_CHECKING:
+    from analyzer.events import Packet
 
 # <linux/if_packet.h>
 SOL_PACKET = 263
@@ -481,7 +485,7 @@ class RingCapture(SourceFailure):
             return
         self.received, self.dropped = ring.received, ring.dropped
 
-    def __iter__(self) -> Iterator[tuple | None]:
+    def __iter__(self) -> Iterator[Packet | None]:
         if not self._opened and not self.open():
             return
         ring = self.ring

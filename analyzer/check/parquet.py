@@ -168,7 +168,8 @@ class Tables:
         import pyarrow.dataset as ds
 
         at = next(i for i, p in enumerate(self.pieces) if p is piece)
-        batch, total = [], 0
+        batch: list[dict] = []
+        total = 0
         for p in self.pieces[at:]:
             if batch and total + (p["exchanges"] or 0) > BATCH_EXCHANGES:
                 break
@@ -190,9 +191,9 @@ class Tables:
             )
         ):
             for r in rows:
-                i = owner.get((r["capture_set"], r["capture"]))
-                if i is not None:
-                    self._rows[i][kind].append(r)
+                owned = owner.get((r["capture_set"], r["capture"]))
+                if owned is not None:
+                    self._rows[owned][kind].append(r)
 
     def replay(self, piece: dict):
         """The piece's exchanges and connection/capture issues, in the order one run emitted

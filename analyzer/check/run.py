@@ -11,7 +11,6 @@ with fewer samples than its ``min_samples``) when nothing failed.
 from __future__ import annotations
 
 import datetime as dt
-import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -333,10 +332,3 @@ def exit_code(results: list[Result], inconclusive) -> int:
     if inconclusive or any(r.status == "inconclusive" for r in results):
         return EXIT_INCONCLUSIVE
     return EXIT_OK
-
-
-def check_paths(paths: list[str]) -> str | None:
-    for p in paths:
-        if p != "-" and not os.path.exists(p):
-            return f"no such file: {p}"
-    return None

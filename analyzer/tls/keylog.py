@@ -32,7 +32,6 @@ class KeyLog:
 
     def __init__(self) -> None:
         self.secrets: dict[tuple[str, bytes], bytes] = {}
-        self.randoms: set[bytes] = set()
         self._given = False
         self.sources: list[str] = []
         self.issues: list[Issue] = []
@@ -73,7 +72,6 @@ class KeyLog:
                     first_bad = n
                 continue
             self.secrets[(parts[0], cr)] = secret
-            self.randoms.add(cr)
             added += 1
         if bad:
             self.bad_lines += bad
@@ -111,11 +109,6 @@ class KeyLog:
         if self._lists:
             self._pull()
         return self.secrets.get((label, bytes(client_random)))
-
-    def has_any(self, client_random: bytes) -> bool:
-        if self._lists:
-            self._pull()
-        return bytes(client_random) in self.randoms
 
     def __len__(self) -> int:
         return len(self.secrets)

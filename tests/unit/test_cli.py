@@ -104,9 +104,9 @@ def test_spark_split_size_takes_byte_suffixes():
 
     import pytest
 
-    from analyzer.cli import _byte_size
+    from analyzer.cli import byte_size
 
-    assert [_byte_size(t) for t in ("4K", "128M", "1g", "4096", "64MB", "0")] == [
+    assert [byte_size(t) for t in ("4K", "128M", "1g", "4096", "64MB", "0")] == [
         4096,
         128 << 20,
         1 << 30,
@@ -116,4 +116,4 @@ def test_spark_split_size_takes_byte_suffixes():
     ]
     for bad in ("x", "-1", "4Q", ""):
         with pytest.raises(argparse.ArgumentTypeError):
-            _byte_size(bad)
+            byte_size(bad)

@@ -45,7 +45,7 @@ def test_merged_halves_equal_the_whole():
 
 
 def test_rows_kept_under_a_topic_id_are_folded_into_the_name():
-    from analyzer.fanout import _name_topic_ids
+    from analyzer.fanout import name_topic_ids
 
     s = Stats()
     s.topics["bench"].fetched_records = 5
@@ -53,7 +53,7 @@ def test_rows_kept_under_a_topic_id_are_folded_into_the_name():
     s.topics["yLupTSqVRXykY8uGNBgH_Q"].fetched_records = 3
     s.topics["yLupTSqVRXykY8uGNBgH_Q"].requests = 2
     s.topics["other"].requests = 1
-    _name_topic_ids(s, {"yLupTSqVRXykY8uGNBgH_Q": "bench"})
+    name_topic_ids(s, {"yLupTSqVRXykY8uGNBgH_Q": "bench"})
     assert [(r["topic"], r["requests"], r["fetched_records"]) for r in s.topic_rows()] == [
         ("bench", 3, 8),
         ("other", 1, 0),

@@ -1,0 +1,135 @@
+"""kafka-analyzer command line: read, stats, export, live, check, tui, filters, spark, protocol.
+
+This module is the command table: each subcommand's parser and handler live in their own module
+of this package (its ``add_parser`` adds the parser and sets ``func``, the handler); what they
+share is :mod:`analyzer.cli.common` (the run) and :mod:`analyzer.cli.args` (the arguments).
+:func:`main` checks the files named, groups capture files into recordings, and runs the handler.
+
+Exit codes: 0 success; 1 the capture was damaged (truncated or corrupt: partial results were
+printed) or held no Kafka traffic; 2 usage errors, missing or unreadable files, not a capture.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+
+from analyzer import __version__
+from analyzer.capture.files import check_readable
+from analyzer.cli import check, export, filters, live, protocol, read, spark, stats, tui
+from analyzer.cli.args import byte_size
+from analyzer.cli.common import EXIT_OK, EXIT_USAGE, BadFilter, usage
+
+__all__ = ["build_parser", "byte_size", "main"]
+
+# the subcommands, in the order of ``--help``
+COMMANDS = (read, stats, export, live, check, tui, filters, spark, protocol)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="kafka-analyzer", description="Kafka wire-protocol analyzer")
+    ap.add_argument("--version", action="version", version=f"kafka-analyzer {__version__}")
+    sub = ap.add_subparsers(dest="command", required=True)
+    for command in COMMANDS:
+        command.add_parser(sub)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser().parse_args(argv)
+    keylog = getattr(args, "tls_keylog", None)
+    problem = check_readable(keylog) if keylog else None
+    if problem:
+        print(f"kafka-analyzer: --tls-keylog: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    caps = getattr(args, "capture", None)
+    if getattr(args, "parquet", False):
+        return args.func_parquet(args)
+    if caps:  # (tui -i has none)
+        for cap in caps:
+            problem = None if cap == "-" else check_readable(cap)
+            if problem:
+                print(f"kafka-analyzer: {problem}", file=sys.stderr)
+                return EXIT_USAGE
+        chains = _chains(args, caps)
+        if chains is None:
+            return EXIT_USAGE
+        if args.command == "check":  # every chain in one run: one capture set, one report
+            args.chains = chains
+        elif len(caps) > 1:
+            if len(chains) > 1:
+                return _many(args, argv, caps, chains)
+            if args.command == "tui":
+                print("kafka-analyzer: the TUI opens one capture file at a time", file=sys.stderr)
+                return EXIT_USAGE
+            from analyzer.capture.sets import CaptureSet
+
+            args.capture = CaptureSet(chains[0])
+        else:
+            args.capture = caps[0]
+    try:
+        return args.func(args)
+    except BadFilter:
+        return EXIT_USAGE
+    except BrokenPipeError:
+        # stdout closed early (| head): not an error
+        with contextlib.suppress(OSError):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        return EXIT_OK
+
+
+def _chains(args, caps: list[str]) -> list[list[str]] | None:
+    """The capture files grouped into chains (the pieces of each recording)."""
+    if len(caps) == 1:
+        return [caps]
+    if "-" in caps:
+        usage("stdin (-) cannot be combined with other capture files")
+        return None
+    if args.separate:
+        return [[c] for c in caps]
+    if args.one_recording:
+        return [caps]
+    from analyzer.capture.sets import plan
+
+    return plan(caps)
+
+
+def _many(args, argv: list[str], caps: list[str], chains: list[list[str]]) -> int:
+    """Capture files that are not one recording: each chain (one file, or the rotated pieces of
+    one recording) is analysed by its own process (``-j`` at a time); outputs are printed in
+    the order of the chains, each under a ``==> FILES <==`` line for read/stats/check."""
+    import subprocess
+    from concurrent.futures import ThreadPoolExecutor
+
+    if args.command == "tui":
+        print("kafka-analyzer: the TUI opens one capture at a time", file=sys.stderr)
+        return EXIT_USAGE
+    if args.command == "export" and (args.format == "json" or args.output):
+        print("kafka-analyzer: several captures export as NDJSON to stdout only", file=sys.stderr)
+        return EXIT_USAGE
+    rest = [a for a in argv if a not in caps and a not in ("--separate", "--one-recording")]
+    jobs = [j for j in range(len(rest)) if rest[j] in ("-j", "--jobs")]
+    for j in reversed(jobs):
+        del rest[j : j + 2]
+    rest = [a for a in rest if not a.startswith("--jobs=")]
+
+    def one(chain: list[str]):
+        cmd = [sys.executable, "-m", "analyzer", rest[0], *chain, *rest[1:]]
+        if len(chain) > 1:
+            cmd.append("--one-recording")
+        return subprocess.run(cmd, capture_output=True)
+
+    rc = EXIT_OK
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        for chain, r in zip(chains, pool.map(one, chains), strict=True):
+            if args.command != "export":
+                sys.stdout.write(f"==> {' + '.join(chain)} <==\n")
+                sys.stdout.flush()
+            sys.stdout.buffer.write(r.stdout)
+            sys.stdout.buffer.flush()
+            sys.stderr.buffer.write(r.stderr)
+            rc = max(rc, r.returncode)
+    return rc

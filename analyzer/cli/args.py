@@ -1,0 +1,127 @@
+"""The arguments several subcommands share: the capture files and their options, the limits, the
+display filter and ``read``'s filter shorthands; argument types."""
+
+from __future__ import annotations
+
+import argparse
+
+from analyzer.dissect.codecs import DEFAULT_LIMITS
+
+
+def add_capture_args(p: argparse.ArgumentParser, capture: bool = True, nargs: str = "+") -> None:
+    """The capture files (``capture=False``: none, ``live``), ``-j``, the broker ports, secrets,
+    the limits and the TLS key log."""
+    if capture:
+        p.add_argument(
+            "capture",
+            nargs=nargs,
+            help="pcap or pcapng files (optionally gzip/zstd compressed), or - for stdin",
+        )
+        p.add_argument(
+            "-j",
+            "--jobs",
+            type=int,
+            default=1,
+            metavar="N",
+            help="N processes: several capture files that are not one recording are analysed N at "
+            "a time; export and stats share one capture's connections among N processes (the same "
+            "output)",
+        )
+        p.add_argument(
+            "--separate",
+            action="store_true",
+            help="analyse each capture file on its own, even when they are pieces of one recording",
+        )
+        p.add_argument("--one-recording", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument(
+        "--port",
+        type=int,
+        action="append",
+        metavar="PORT",
+        help="a broker port (repeatable); Kafka is found by content anyway, this settles roles",
+    )
+    p.add_argument(
+        "--show-secrets", action="store_true", help="do not mask SASL passwords, SCRAM proofs and signatures"
+    )
+    lim = p.add_argument_group("limits (hostile or huge captures; each limit hit is reported as an issue)")
+    lim.add_argument(
+        "--max-records",
+        type=int,
+        metavar="N",
+        help=f"records decoded one by one per batch or wrapper (default {DEFAULT_LIMITS.max_records})",
+    )
+    lim.add_argument(
+        "--max-decompressed",
+        type=int,
+        metavar="MIB",
+        help="decompressed record bytes per request or response "
+        f"(default {DEFAULT_LIMITS.max_total_output >> 20} MiB)",
+    )
+    lim.add_argument(
+        "--max-elements",
+        type=int,
+        metavar="N",
+        help=f"array elements decoded per message (default {DEFAULT_LIMITS.max_elements})",
+    )
+    lim.add_argument(
+        "--max-connections",
+        type=int,
+        metavar="N",
+        help=f"TCP connections tracked at once (default {DEFAULT_LIMITS.max_connections})",
+    )
+    p.add_argument(
+        "--tls-keylog",
+        metavar="FILE",
+        help="decrypt TLS with this NSS key log (SSLKEYLOGFILE); pcapng secrets blocks are used anyway",
+    )
+
+
+def byte_size(text: str) -> int:
+    """A size in bytes: a number with an optional K, M or G (binary) suffix."""
+    t = text.strip().upper().removesuffix("B")
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(t[-1:], 1)
+    try:
+        n = int(t[:-1] if mult > 1 else t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (bytes, or with K, M, G)") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r}")
+    return n * mult
+
+
+def add_display_filter_arg(
+    p: argparse.ArgumentParser, what: str = "only the exchanges matching EXPR"
+) -> None:
+    p.add_argument(
+        "-Y",
+        "--display-filter",
+        metavar="EXPR",
+        help=f"{what}, e.g. 'api == Produce and latency > 5ms' (see `kafka-analyzer filters`)",
+    )
+
+
+def add_filter_args(p: argparse.ArgumentParser) -> None:
+    """``-Y`` and the shorthands of ``read`` and ``live`` (joined into one display filter)."""
+    add_display_filter_arg(p)
+    p.add_argument(
+        "--api",
+        action="append",
+        metavar="API",
+        help="only these APIs (names or keys, repeatable): api in {...}",
+    )
+    p.add_argument(
+        "--topic", action="append", metavar="TOPIC", help="only exchanges naming this topic: topic in {...}"
+    )
+    p.add_argument(
+        "--client", action="append", metavar="CLIENT_ID", help="only this client id: client_id in {...}"
+    )
+    p.add_argument(
+        "--errors",
+        action="store_true",
+        help="only exchanges with error codes or problems: (error or severity >= warning)",
+    )
+    p.add_argument(
+        "--slower-than", type=float, metavar="MS", help="only exchanges slower than MS ms: latency >= MS"
+    )
+    p.add_argument("--absolute", action="store_true", help="absolute UTC times instead of seconds from start")
+    p.add_argument("-v", "--verbose", action="store_true", help="also print connection-level issues")

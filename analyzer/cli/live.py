@@ -1,0 +1,283 @@
+"""``live``: sniff an interface; ``read`` lines, ``stats`` tables or ``export`` NDJSON as the
+exchanges come, in one process or in a ``PACKET_FANOUT`` group of worker processes
+(:mod:`analyzer.fanout`)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable
+
+from analyzer.cli.args import add_capture_args, add_filter_args
+from analyzer.cli.common import (
+    EXIT_USAGE,
+    analysis,
+    display_filter,
+    exchange_line,
+    finish,
+    graceful_interrupt,
+    options,
+)
+from analyzer.cli.stats import render_tables
+from analyzer.events import CaptureIssue, CaptureStats
+from analyzer.model import Exchange
+from analyzer.pipeline import Analysis
+from analyzer.session.report import stats_tables
+from analyzer.session.stats import Stats
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("live", help="sniff an interface (needs capture privileges)")
+    add_capture_args(p, capture=False)
+    add_filter_args(p)
+    p.add_argument("-i", "--interface", required=True)
+    p.add_argument("-f", "--filter", metavar="BPF", help="capture filter, e.g. 'tcp port 9092'")
+    p.add_argument("--write", metavar="FILE.pcap", help="also save the packets")
+    p.add_argument(
+        "-C", dest="rotate_mb", type=float, metavar="MB", help="(--write) a new file every MB megabytes"
+    )
+    p.add_argument(
+        "-G",
+        dest="rotate_seconds",
+        type=float,
+        metavar="S",
+        help="(--write) a new file every S seconds; FILE is an strftime pattern",
+    )
+    p.add_argument("--user", metavar="USER", help="drop root for USER once the capture socket is open")
+    p.add_argument(
+        "--backend",
+        choices=("ring", "scapy"),
+        help="AF_PACKET mmap ring (default on Linux) or scapy (portable, slow)",
+    )
+    p.add_argument("--buffer", type=int, default=32, metavar="MB", help="(ring) kernel ring size per worker")
+    p.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="(ring) N capture processes in a PACKET_FANOUT group (default: one per core, 1 with "
+        "--count or --write; with N > 1, --write FILE.pcap writes FILE-w0.pcap, FILE-w1.pcap...)",
+    )
+    p.add_argument("--count", type=int, help="stop after N packets")
+    p.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
+    p.add_argument("--mode", choices=("read", "stats", "export"), default="read")
+    p.add_argument("--records", action="store_true", help="(export) decode record bodies")
+    p.add_argument("--no-spans", action="store_true", help="(export) leave out byte spans")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    if args.user:
+        _preload_rich()
+    workers = _workers(args)
+    if workers > 1:
+        return _fanout(args, workers)
+    source = _source(args)
+    if source is None:
+        return EXIT_USAGE
+    flt = display_filter(args)
+    writer = None
+    if args.mode == "export":
+        from analyzer.export.writer import Writer
+
+        writer = Writer(sys.stdout.buffer, "ndjson", spans=not args.no_spans, records=args.records)
+        writer.begin(f"live:{args.interface}")
+    with analysis(args, source=source, idle_timeout=300.0, flt=flt) as a:
+        stats = Stats(a.knowledge.topic_ids)
+        outcome = a.run(LiveOutput(a, stats, writer, args.mode == "read", args.absolute))
+    tables = stats_tables(stats, outcome)
+    if writer is not None:
+        writer.end(tables)
+    elif outcome.unusable():  # the capture never started: the reason is enough
+        pass
+    elif args.mode == "stats" or outcome.interrupted or args.mode == "read":
+        render_tables(tables, sys.stdout if args.mode == "stats" else sys.stderr)
+    return finish(outcome)
+
+
+class LiveOutput:
+    """``live``'s consumer in one process: drops said as they grow, the statistics counted,
+    each exchange printed (``read``) or written (``export``) as it comes."""
+
+    def __init__(self, a: Analysis, stats: Stats, writer, lines: bool, absolute: bool) -> None:
+        self.a, self.stats, self.writer, self.lines, self.absolute = a, stats, writer, lines, absolute
+        self.origin: float | None = None
+
+    def event(self, ev) -> None:
+        t = type(ev)
+        if t is CaptureStats:
+            _say_drops(ev)
+            return
+        self.stats.event(ev)
+        if self.lines and t is Exchange:
+            if self.origin is None:
+                self.origin = self.a.first_ts
+            print(exchange_line(ev, self.origin, self.absolute), flush=True)
+        if self.writer is not None:
+            self.writer.event(ev)
+            sys.stdout.buffer.flush()
+
+
+def _preload_rich() -> None:
+    """Import what rendering tables needs while still root (``--user``: the user may not be
+    able to read the interpreter's library); rich imports more on its first render."""
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title="x")
+    t.add_column("a")
+    t.add_row("1")
+    Console(file=io.StringIO(), force_terminal=True).print(t)
+
+
+def _say_drops(ev: CaptureStats) -> None:
+    print(
+        f"kafka-analyzer: warning: the kernel dropped {ev.dropped} of {ev.received} packets "
+        "so far; stream gaps from now on may come from these drops",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def _workers(args) -> int:
+    """Capture processes: ``--workers``, else one per core with the ring backend, except with
+    ``--count`` (an exact count needs one reader) or ``--write`` (one file, not one per worker)."""
+    backend = args.backend or ("ring" if sys.platform.startswith("linux") else "scapy")
+    if backend != "ring":
+        return 1
+    if args.workers:
+        return max(1, args.workers)
+    if args.count or args.write:
+        return 1
+    return os.cpu_count() or 1
+
+
+def _fanout(args, n: int) -> int:
+    """``live`` over n ring sockets in one PACKET_FANOUT group, one process each
+    (:mod:`analyzer.fanout`)."""
+    import io
+
+    from analyzer.capture.ring import CaptureError, Ring, RingCapture, drop_privileges
+    from analyzer.fanout import Fanout
+
+    if args.count:
+        print("kafka-analyzer: --count needs one worker (--workers 1)", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        rings = [
+            Ring(args.interface, args.filter, blocks=max(1, args.buffer), fanout=(os.getpid() & 0xFFFF, n))
+            for _ in range(n)
+        ]
+        for ring in rings:  # the group is complete: packets may come in
+            ring.start()
+        if args.user:
+            drop_privileges(args.user)
+    except CaptureError as exc:
+        print(f"kafka-analyzer: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+    def make_source(i: int, ring: Ring) -> RingCapture:
+        write = None
+        if args.write:
+            stem, ext = os.path.splitext(args.write)
+            write = f"{stem}-w{i}{ext}"
+        return RingCapture(
+            args.interface,
+            args.filter,
+            write=write,
+            duration=args.duration,
+            rotate_mb=args.rotate_mb,
+            rotate_seconds=args.rotate_seconds,
+            ring=ring,
+            announce=False,
+        )
+
+    flt = display_filter(args)
+
+    def make_analysis(src) -> Analysis:  # in the worker process: the filter reads its knowledge
+        return Analysis(src, options(args), ports=args.port or (), idle_timeout=300.0, display_filter=flt)
+
+    origin = time.time()
+    writer = None
+    formatter: Callable[[object], object]
+    output: Callable[[object], None]
+    if args.mode == "export":
+        from analyzer.export.writer import Writer
+
+        writer = Writer(sys.stdout.buffer, "ndjson", spans=not args.no_spans, records=args.records)
+        writer.begin(f"live:{args.interface}")
+        buf = io.BytesIO()
+        worker_writer = Writer(buf, "ndjson", spans=not args.no_spans, records=args.records)
+
+        def ndjson(ev) -> bytes | None:  # in the worker
+            worker_writer.event(ev)
+            data = buf.getvalue()
+            if not data:
+                return None
+            buf.seek(0)
+            buf.truncate()
+            return data
+
+        def write_ndjson(data) -> None:
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+
+        formatter, output = ndjson, write_ndjson
+    else:
+
+        def line(ev) -> str | None:  # in the worker
+            if args.mode == "read" and type(ev) is Exchange:
+                return exchange_line(ev, origin, args.absolute)
+            return None
+
+        def print_line(text) -> None:
+            print(text, flush=True)
+
+        formatter, output = line, print_line
+
+    fan = Fanout(f"live:{args.interface}", rings, make_source, make_analysis, formatter, output, _say_drops)
+    with graceful_interrupt(fan):
+        stats, outcome = fan.run()
+    tables = stats_tables(stats, outcome)
+    if writer is not None:
+        for issue in outcome.capture_issues:
+            writer.event(CaptureIssue(issue, None))
+        writer.end(tables)
+    elif args.mode == "stats" or outcome.interrupted or args.mode == "read":
+        render_tables(tables, sys.stdout if args.mode == "stats" else sys.stderr)
+    return finish(outcome)
+
+
+def _source(args):
+    """The capture source of ``live`` in one process: the AF_PACKET ring on Linux, scapy
+    elsewhere or with ``--backend scapy``; None after printing why it cannot work."""
+    backend = args.backend or ("ring" if sys.platform.startswith("linux") else "scapy")
+    if backend == "scapy":
+        from analyzer.capture import live
+
+        if args.user or args.rotate_mb or args.rotate_seconds or (args.workers or 1) > 1:
+            print("kafka-analyzer: --user, -C, -G and --workers need --backend ring", file=sys.stderr)
+            return None
+        problem = live.check_privileges(args.interface)
+        if problem:
+            print(f"kafka-analyzer: {problem}", file=sys.stderr)
+            return None
+        return live.LiveCapture(
+            args.interface, bpf=args.filter, write=args.write, count=args.count, duration=args.duration
+        )
+    from analyzer.capture.ring import RingCapture
+
+    return RingCapture(
+        args.interface,
+        bpf=args.filter,
+        write=args.write,
+        count=args.count,
+        duration=args.duration,
+        rotate_mb=args.rotate_mb,
+        rotate_seconds=args.rotate_seconds,
+        user=args.user,
+        buffer_mb=args.buffer,
+    )

@@ -1,0 +1,149 @@
+"""``stats``: tables per API, topic, client, connection and anomalies, counted here, by ``-j``
+processes, or read from the Parquet output of ``kafka-analyzer spark`` (``--parquet``); the
+tables as text (rich on a terminal) or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from analyzer.cli.args import add_capture_args, add_display_filter_arg
+from analyzer.cli.common import (
+    EXIT_DAMAGED,
+    EXIT_OK,
+    EXIT_USAGE,
+    analysis,
+    display_filter,
+    finish,
+    options,
+    parallel_paths,
+    print_json,
+    usage,
+)
+from analyzer.pipeline import Outcome
+from analyzer.session.report import TABLES, cell, stats_tables
+from analyzer.session.stats import Stats
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("stats", help="tables per API, topic, client, connection, and anomalies")
+    add_capture_args(p)
+    add_display_filter_arg(p, "tables over the exchanges matching EXPR only")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument(
+        "--parquet",
+        action="store_true",
+        help="CAPTURE is an output directory of `kafka-analyzer spark`: the tables from its Parquet "
+        "tables (no capture read; needs pyarrow)",
+    )
+    p.add_argument("--set", metavar="NAME", help="(--parquet) that capture set only")
+    p.set_defaults(func=run, func_parquet=run_parquet)
+
+
+def _parallel(args, paths: list[str]) -> tuple[Outcome, Stats] | None:
+    """(outcome, statistics) counted by ``-j`` processes, or None when they failed (said)."""
+    from analyzer.export.parallel import PartFailed, statistics
+
+    try:
+        return statistics(
+            paths,
+            args.jobs,
+            options(args),
+            ports=tuple(args.port or ()),
+            keylog=getattr(args, "tls_keylog", None),
+        )
+    except PartFailed as exc:
+        print(
+            f"kafka-analyzer: stats -j {args.jobs} failed ({exc}); counting in one process", file=sys.stderr
+        )
+        return None
+
+
+def run(args) -> int:
+    paths = parallel_paths(args)
+    done = None
+    if paths is not None:
+        try:
+            done = _parallel(args, paths)
+        except KeyboardInterrupt:
+            print("kafka-analyzer: interrupted", file=sys.stderr)
+            return 130
+    if done is not None:
+        outcome, stats = done
+    else:
+        with analysis(args, flt=display_filter(args)) as a:
+            stats = Stats(a.knowledge.topic_ids)
+            outcome = a.run(stats)
+    tables = stats_tables(stats, outcome)
+    if args.format == "json":
+        print_json(tables)
+    else:
+        render_tables(tables, sys.stdout)
+    return finish(outcome)
+
+
+def run_parquet(args) -> int:
+    """``stats --parquet DIR``: the tables from the Parquet output of ``kafka-analyzer spark``."""
+    if len(args.capture) != 1 or args.display_filter:
+        usage("stats --parquet takes one output directory of `kafka-analyzer spark` (and no -Y)")
+        return EXIT_USAGE
+    try:
+        from analyzer.spark.parquet import NotTables, read_stats
+    except ImportError as exc:
+        usage(f"stats --parquet needs pyarrow (pip install 'kafka-analyzer[spark]'): {exc}")
+        return EXIT_USAGE
+    try:
+        tables = read_stats(args.capture[0], args.set)
+    except NotTables as exc:
+        usage(str(exc))
+        return EXIT_USAGE
+    except OSError as exc:  # pyarrow's errors reading the files are OSErrors (ArrowIOError...)
+        usage(f"{args.capture[0]}: {exc}")
+        return EXIT_USAGE
+    if args.format == "json":
+        print_json(tables)
+    else:
+        render_tables(tables, sys.stdout)
+    return EXIT_OK if tables["capture"]["exchanges"] else EXIT_DAMAGED
+
+
+def render_tables(tables: dict, out) -> None:
+    """The statistics tables as text: rich tables on a terminal, aligned columns elsewhere."""
+    cap = tables["capture"]
+    head = (
+        f"{cap['packets']} packets, {cap['tcp_connections']} TCP connections, "
+        f"{cap['exchanges']} Kafka exchanges"
+    )
+    if cap["first_ts"] is not None and cap["last_ts"] is not None:
+        head += f", {cap['last_ts'] - cap['first_ts']:.3f} s"
+    if cap.get("dropped_packets") is not None:
+        head += f", {cap['dropped_packets']} dropped by the kernel"
+    tty = out.isatty()
+    if tty:
+        from rich.console import Console
+        from rich.table import Table
+
+        console = Console(file=out)
+        console.print(head)
+        for key, (title, cols) in TABLES.items():
+            rows = tables[key]
+            if not rows:
+                continue
+            t = Table(title=title, title_justify="left")
+            for c in cols:
+                t.add_column(c, justify="right" if isinstance(rows[0].get(c), int | float) else "left")
+            for r in rows:
+                t.add_row(*(cell(r.get(c)) for c in cols))
+            console.print(t)
+        return
+    out.write(head + "\n")
+    for key, (title, cols) in TABLES.items():
+        rows = tables[key]
+        if not rows:
+            continue
+        cells = [[cell(r.get(c)) for c in cols] for r in rows]
+        widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
+        out.write(f"\n{title}\n")
+        out.write("  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True)).rstrip() + "\n")
+        for row in cells:
+            out.write("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() + "\n")
