@@ -280,7 +280,7 @@ class Source(Protocol):
     bytes_read: int
     live: bool  # a live capture: seeing no Kafka is not damage
 
-    def __iter__(self) -> Iterator[Packet]: ...
+    def __iter__(self) -> Iterator[Packet | None]: ...
 
 
 class Analysis:
