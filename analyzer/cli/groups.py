@@ -1,0 +1,170 @@
+"""``groups``: the consumer groups of a capture over time: generations and their members'
+assignments, rebalances (phases, straggler, joined/left/evicted, cause), lag at each commit and
+Burrow's status, how the consumers fetch; each group says what the capture could not see."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from analyzer.cli.args import add_capture_args
+from analyzer.cli.common import analysis, finish, fmt_ts, print_json
+from analyzer.session.burrow import Params
+from analyzer.session.fetches import FetchTracker
+from analyzer.session.lag import LagTracker
+from analyzer.session.rebalances import GroupTracker, GroupView
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "groups", help="consumer groups over time: generations, rebalances, lag, Burrow's status"
+    )
+    add_capture_args(p)
+    p.add_argument("--group", action="append", metavar="GROUP", help="only this group (repeatable)")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("-t", "--absolute", action="store_true", help="absolute times (UTC), not from the start")
+    b = p.add_argument_group("Burrow's lag rules (its storage and evaluator settings)")
+    b.add_argument("--intervals", type=int, default=10, metavar="N", help="commits per window (default 10)")
+    b.add_argument(
+        "--min-distance",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="commits closer than S seconds replace the last (default 0)",
+    )
+    b.add_argument(
+        "--minimum-complete",
+        type=float,
+        default=0.0,
+        metavar="F",
+        help="windows less complete than F (0-1) are OK (default 0)",
+    )
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    if args.intervals < 1 or not 0 <= args.minimum_complete <= 1 or args.min_distance < 0:
+        print(
+            "kafka-analyzer: --intervals is at least 1, --minimum-complete within 0-1, --min-distance >= 0",
+            file=sys.stderr,
+        )
+        return 2
+    params = Params(args.intervals, args.min_distance, args.minimum_complete)
+    with analysis(args) as a:
+        topic_ids = a.knowledge.topic_ids
+        groups, lag, fetches = GroupTracker(topic_ids), LagTracker(topic_ids, params), FetchTracker()
+        outcome = a.run(groups, lag, fetches)
+    wanted = set(args.group or ())
+    report = groups_report(groups, lag, fetches, outcome.last_ts if outcome.packets else None, wanted)
+    if args.format == "json":
+        print_json(report)
+    else:
+        render(report, sys.stdout, outcome.first_ts, args.absolute)
+    return finish(outcome)
+
+
+def groups_report(
+    groups: GroupTracker, lag: LagTracker, fetches: FetchTracker, now: float | None, wanted: set[str]
+) -> dict:
+    """Plain data: per group its timeline, its lag rows and status; the fetching clients."""
+    statuses = {s["group"]: s for s in lag.status(now)}
+    names = sorted(set(groups.groups) | set(lag.windows))
+    out = []
+    for name in names:
+        if wanted and name not in wanted:
+            continue
+        g = groups.groups.get(name) or GroupView(name)
+        out.append(
+            {
+                "group": name,
+                "protocol": g.protocol if g.generations or g.rebalances else None,
+                "protocol_type": g.protocol_type,
+                "protocol_name": g.protocol_name,
+                "coverage": g.coverage,
+                "avoided_rebalances": g.avoided,
+                "generations": [x.row() for x in g.generations],
+                "rebalances": [r.row() for r in g.rebalances],
+                "lag": [r.row() for r in lag.rows if r.group == name],
+                "status": statuses.get(name),
+            }
+        )
+    return {"groups": out, "fetch_clients": fetches.rows()}
+
+
+def render(report: dict, out, origin: float | None, absolute: bool) -> None:  # noqa: C901 - one text layout
+    def when(ts: float | None) -> str:
+        return "-" if ts is None else fmt_ts(ts, origin, absolute).strip()
+
+    if not report["groups"]:
+        out.write("no consumer group in the capture\n")
+    for g in report["groups"]:
+        proto = ", ".join(x for x in (g["protocol_type"], g["protocol_name"]) if x)
+        head = f"group {g['group']}" + (f" ({proto}; {g['protocol']} protocol)" if g["protocol"] else "")
+        out.write(f"{head}\n  coverage: {g['coverage']}\n")
+        rebs = [r for r in g["rebalances"] if r["duration_ms"] is not None]
+        if g["rebalances"]:
+            longest = max((r["duration_ms"] for r in rebs), default=None)
+            total = sum(r["duration_ms"] for r in rebs)
+            out.write(
+                f"  {_n(len(g['generations']), 'generation')}, {_n(len(g['rebalances']), 'rebalance')}"
+                + (f" (longest {longest:.1f} ms, {total:.1f} ms in all)" if rebs else "")
+                + (f", {g['avoided_rebalances']} avoided (static members)" if g["avoided_rebalances"] else "")
+                + "\n"
+            )
+        gens = {x["generation"]: x for x in g["generations"]}
+        for r in g["rebalances"]:
+            after = r["generation_after"]
+            to = f"generation {after}" if after is not None else "unfinished in the capture"
+            out.write(f"  {when(r['start'])}  rebalance -> {to}")
+            if r["duration_ms"] is not None:
+                out.write(f"  {r['duration_ms']:.1f} ms (join {r['join_ms']:.1f}, sync {r['sync_ms']:.1f})")
+            out.write(f"\n      cause: {r['cause']}\n")
+            moves = [(k, r[k]) for k in ("joined", "left", "evicted") if r[k]]
+            if moves:
+                out.write("      " + "; ".join(f"{k}: {', '.join(v)}" for k, v in moves) + "\n")
+            if r["straggler"] and len(r["members_after"]) > 1:
+                out.write(f"      last to join: {r['straggler']}\n")
+            gen = gens.get(after)
+            if gen is not None:
+                out.write(f"      leader {gen['leader'] or '-'}; members:\n")
+                for m in gen["members"]:
+                    parts = " ".join(f"{t}{ps}" for t, ps in m["assignment"].items()).replace(" ", "")
+                    who = " ".join(x for x in (m["client_id"], m["client"], m["instance_id"]) if x)
+                    out.write(f"        {m['member_id']}  {who}  {parts or '(nothing assigned)'}\n")
+        st = g["status"]
+        if st is not None:
+            judged = (
+                st["status"]
+                if st["status"] != "NOTFOUND"
+                else "no judgement: no commit with a known end offset"
+            )
+            out.write(f"  lag (Burrow: {judged}, windows complete {st['complete']:.0%}):\n")
+            for p in st["partitions"]:
+                lag_s = "-" if p["lag_seconds"] is None else f"{p['lag_seconds']:.3f} s"
+                lag_n = "-" if p["lag"] is None else str(p["lag"])
+                out.write(f"    {p['topic']}[{p['partition']}]  lag {lag_n}  {lag_s}  {p['status']}\n")
+            if not st["coverage"].startswith("end offsets seen for every"):
+                out.write(f"    coverage: {st['coverage']}\n")
+        out.write("\n")
+    fetchers = report["fetch_clients"]
+    if fetchers:
+        out.write("fetching clients:\n")
+        for c in fetchers:
+            lat = "-" if c["p99_ms"] is None else f"p50 {c['p50_ms']:.1f} ms, p99 {c['p99_ms']:.1f} ms"
+            busy = "  BUSY POLLING" if c["busy_polling"] else ""
+            out.write(
+                f"  {c['client_id'] or '-'} {c['client']} -> {c['broker']}: {c['fetches']} fetches, "
+                f"{c['idle_long_polls']} idle long-polls, {c['empty']} empty; answers with data or "
+                f"cut short: {lat}{busy}\n"
+            )
+            for e in c["session_errors"]:
+                by = ", ".join(f"conn {x['connection']} (session {x['session_id']})" for x in e["evicted_by"])
+                out.write(
+                    f"    {when(e['time'])} {e['error']}"
+                    + (f"; sessions created since: {by}" if by else "")
+                    + "\n"
+                )
+
+
+def _n(k: int, what: str) -> str:
+    return f"{k} {what}{'s' if k != 1 else ''}"
