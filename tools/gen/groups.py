@@ -100,6 +100,7 @@ class Member:
         self,
         events: Events,
         bootstrap: str,
+        scenario: str,
         name: str,
         group: str,
         topics: list[str],
@@ -122,7 +123,7 @@ class Member:
         self.lock = threading.Lock()
         settings: dict[str, Any] = {
             "bootstrap.servers": bootstrap,
-            "client.id": f"gen-{name}",
+            "client.id": f"gen-{scenario}-{name}",
             "group.id": group,
             "auto.offset.reset": "earliest",
             "enable.auto.commit": True,
@@ -346,7 +347,7 @@ class Feeder:
 
         self.ctx, self.name = ctx, name
         self.truth = Truth(ctx.events, name)
-        settings = {"client.id": f"gen-{name}", "linger.ms": 50, "acks": "all", **(conf or {})}
+        settings = {"client.id": f"gen-{ctx.name}-{name}", "linger.ms": 50, "acks": "all", **(conf or {})}
         ctx.events.emit("truth_client", client=name, role="producer", group=None, topics=[], config=settings)
         self.p = Producer({"bootstrap.servers": ctx.bootstrap, **settings})
         self.sent = 0
@@ -462,6 +463,7 @@ def spawn_member(
         {
             "events": str(ctx.events.path),
             "bootstrap": ctx.bootstrap,
+            "scenario": ctx.name,
             "name": name,
             "group": group,
             "topics": topics,
@@ -480,7 +482,7 @@ def child_main(raw: str) -> None:
     ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: never outlive the worker
     a = json.loads(raw)
     events = Events(Path(a["events"]))
-    m = Member(events, a["bootstrap"], a["name"], a["group"], a["topics"], a["conf"])
+    m = Member(events, a["bootstrap"], a["scenario"], a["name"], a["group"], a["topics"], a["conf"])
     m.subscribe()
     while True:  # until SIGKILL
         m.poll()
@@ -511,11 +513,11 @@ def joins_flow(ctx: Ctx, topic: str, group: str, conf: dict[str, Any], expect: d
     prod = Feeder(ctx, "producer")
     n = prod.burst(topic, 0, 6, ctx.name)
     phase(ctx, "c1 joins")
-    c1 = Member(ctx.events, ctx.bootstrap, "c1", group, [topic], conf).start()
+    c1 = Member(ctx.events, ctx.bootstrap, ctx.name, "c1", group, [topic], conf).start()
     wait_until(ctx, "c1 assigned and caught up", lambda: len(c1.assignment) == 3 and all_consumed(ctx))
     time.sleep(1.5)
     phase(ctx, "c2 joins")
-    c2 = Member(ctx.events, ctx.bootstrap, "c2", group, [topic], conf).start()
+    c2 = Member(ctx.events, ctx.bootstrap, ctx.name, "c2", group, [topic], conf).start()
     wait_until(ctx, "c1+c2 stable", lambda: bool(c2.assignment) and stable(ctx, [c1, c2], 3)())
     n = prod.burst(topic, n, 3, ctx.name)
     time.sleep(1.5)
@@ -614,13 +616,13 @@ def scenario_static(ctx: Ctx) -> None:
     n = prod.burst(topic, 0, 6, ctx.name)
     phase(ctx, "s1 joins")
     s1 = Member(
-        ctx.events, ctx.bootstrap, "s1", group, [topic], {**conf, "group.instance.id": "static-1"}
+        ctx.events, ctx.bootstrap, ctx.name, "s1", group, [topic], {**conf, "group.instance.id": "static-1"}
     ).start()
     wait_until(ctx, "s1 assigned and caught up", lambda: len(s1.assignment) == 3 and all_consumed(ctx))
     time.sleep(1.5)
     phase(ctx, "s2 joins")
     s2 = Member(
-        ctx.events, ctx.bootstrap, "s2", group, [topic], {**conf, "group.instance.id": "static-2"}
+        ctx.events, ctx.bootstrap, ctx.name, "s2", group, [topic], {**conf, "group.instance.id": "static-2"}
     ).start()
     wait_until(ctx, "s1+s2 stable", lambda: bool(s2.assignment) and stable(ctx, [s1, s2], 3)())
     n = prod.burst(topic, n, 3, ctx.name)
@@ -631,7 +633,13 @@ def scenario_static(ctx: Ctx) -> None:
     time.sleep(1.0)
     phase(ctx, "s2 restarts with the same group.instance.id")
     s2b = Member(
-        ctx.events, ctx.bootstrap, "s2-restarted", group, [topic], {**conf, "group.instance.id": "static-2"}
+        ctx.events,
+        ctx.bootstrap,
+        ctx.name,
+        "s2-restarted",
+        group,
+        [topic],
+        {**conf, "group.instance.id": "static-2"},
     ).start()
     wait_until(ctx, "s2 back", lambda: bool(s2b.assignment) and stable(ctx, [s1, s2b], 3)())
     n = prod.burst(topic, n, 3, ctx.name)
@@ -741,7 +749,7 @@ def scenario_lag(ctx: Ctx) -> None:
     for name in ("ok", "stop"):
         b = behaviours[name]
         members[name] = Member(
-            ctx.events, ctx.bootstrap, name, LAG_GROUPS[name][0], [topic], conf, b.on_message
+            ctx.events, ctx.bootstrap, ctx.name, name, LAG_GROUPS[name][0], [topic], conf, b.on_message
         ).start()
     late = ["slow", "rewind"]
     while time.monotonic() - started < LAG_RUN_S and ctx.left() > 10:
@@ -751,7 +759,14 @@ def scenario_lag(ctx: Ctx) -> None:
                 b = behaviours[name]
                 b.start = time.monotonic()
                 members[name] = Member(
-                    ctx.events, ctx.bootstrap, name, LAG_GROUPS[name][0], [topic], conf, b.on_message
+                    ctx.events,
+                    ctx.bootstrap,
+                    ctx.name,
+                    name,
+                    LAG_GROUPS[name][0],
+                    [topic],
+                    conf,
+                    b.on_message,
                 ).start()
             late = []
         if time.monotonic() >= next_send:
