@@ -89,6 +89,7 @@ def main(argv: list[str] | None = None) -> None:
     internal.add_argument("--sasl", default="", help=argparse.SUPPRESS)
     internal.add_argument("--tls", default="", help=argparse.SUPPRESS)
     internal.add_argument("--tls-dir", default="", help=argparse.SUPPRESS)
+    internal.add_argument("--mock-settings", default="", help=argparse.SUPPRESS)
     internal.add_argument("--worker", metavar="NAME", help=argparse.SUPPRESS)
     internal.add_argument("--bench-worker", action="store_true", help=argparse.SUPPRESS)
     internal.add_argument("--bootstrap", help=argparse.SUPPRESS)
@@ -99,7 +100,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.serve_mock:
         caps = [parse_cap(c) for c in args.api_caps.split(",") if c]
         sasl = tuple(m for m in args.sasl.split(",") if m)
-        serve_mock([t for t in args.topics.split(",") if t], 3, caps, sasl, args.tls, args.tls_dir)
+        settings = [(k, int(v)) for k, v in (kv.split("=") for kv in args.mock_settings.split(",") if kv)]
+        serve_mock([t for t in args.topics.split(",") if t], 3, caps, sasl, args.tls, args.tls_dir, settings)
     elif args.worker:
         run_worker(args.worker, args.bootstrap, args.events, args.timeout)
     elif args.bench_worker:

@@ -96,6 +96,7 @@ class Events:
     """JSON lines, flushed one by one so a killed worker still leaves what it did."""
 
     def __init__(self, path: Path) -> None:
+        self.path = path  # another process (a group member killed on purpose) appends here too
         self._fh: TextIO = path.open("a", encoding="utf-8", buffering=1)
         self._lock = threading.Lock()
 
@@ -179,6 +180,9 @@ class Scenario:
     api_caps: tuple[tuple[int, int, int], ...] = ()  # (api key, min, max) the mock advertises
     sasl: str = ""  # the client's SASL mechanism: SASL_PLAINTEXT through the SASL front-end
     tls: str = ""  # a TLS front-end profile (tools/gen/tls.py); "plain": the same without TLS
+    # mock cluster settings (mock.MOCK_SETTINGS names, each an rd_kafka_mock_* setter), e.g.
+    # (("group_consumer_session_timeout_ms", 4000),)
+    mock_settings: tuple[tuple[str, int], ...] = ()
     broker: str = "mock"  # the broker module (registry.BROKERS) the scenario runs against
     # builds what the scenario runs (go build, npm ci) before the capture, outside the namespace;
     # SystemExit with what to install when a toolchain is missing

@@ -23,6 +23,12 @@ from .netns import in_ns, ports_of, self_cmd, stop
 from .sasl import SASL_MECHANISMS, start_sasl_front_end
 
 NAME = "mock"
+# Scenario.mock_settings names -> the rd_kafka_mock_* setter taking (mcluster, int)
+MOCK_SETTINGS = {
+    "group_consumer_session_timeout_ms": "set_group_consumer_session_timeout_ms",  # KIP-848
+    "group_consumer_heartbeat_interval_ms": "set_group_consumer_heartbeat_interval_ms",  # KIP-848
+    "group_initial_rebalance_delay_ms": "group_initial_rebalance_delay_ms",
+}
 
 
 def _librdkafka() -> ctypes.CDLL:
@@ -43,6 +49,7 @@ def _librdkafka() -> ctypes.CDLL:
         "rd_kafka_mock_set_controller_id": (None, [vp, ctypes.c_int32]),
         "rd_kafka_mock_set_apiversion": (i32, [vp, ctypes.c_int16, ctypes.c_int16, ctypes.c_int16]),
         "rd_kafka_mock_broker_set_host_port": (None, [vp, ctypes.c_int32, cp, i32]),
+        **{f"rd_kafka_mock_{fn}": (None, [vp, i32]) for fn in MOCK_SETTINGS.values()},
     }
     for name, (res, args) in sigs.items():
         fn = getattr(lib, name)
@@ -63,6 +70,7 @@ def serve_mock(
     sasl: tuple[str, ...] = (),
     tls: str = "",
     tls_dir: str = "",
+    settings: list[tuple[str, int]] | None = None,
 ) -> None:
     """Start a mock cluster, print its bootstrap list, serve until stdin closes.
 
@@ -85,6 +93,8 @@ def serve_mock(
         sys.exit("rd_kafka_mock_cluster_new failed")
     lib.rd_kafka_mock_group_initial_rebalance_delay_ms(mcluster, 0)
     lib.rd_kafka_mock_set_controller_id(mcluster, 1)  # unset, Metadata says controller 0
+    for name, value in settings or ():
+        getattr(lib, f"rd_kafka_mock_{MOCK_SETTINGS[name]}")(mcluster, value)
     for key, lo, hi in caps:
         if lib.rd_kafka_mock_set_apiversion(mcluster, key, lo, hi):
             sys.exit(f"rd_kafka_mock_set_apiversion({key}, {lo}, {hi}) failed")
@@ -118,6 +128,7 @@ def mock_cluster(
     sasl: tuple[str, ...] = (),
     tls: str = "",
     tls_dir: Path | None = None,
+    settings: tuple[tuple[str, int], ...] = (),
 ) -> Iterator[str]:
     env = None
     if tls:
@@ -137,6 +148,8 @@ def mock_cluster(
         tls,
         "--tls-dir",
         str(tls_dir or ""),
+        "--mock-settings",
+        ",".join(f"{k}={v}" for k, v in settings),
     )
     proc = subprocess.Popen(in_ns(cmd), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
     try:
@@ -153,7 +166,9 @@ def mock_cluster(
 
 def cluster(scn: Scenario, tls_dir: Path) -> contextlib.AbstractContextManager[str]:
     """The scenario's mock cluster (with its SASL or TLS front-end): its bootstrap list."""
-    return mock_cluster(scn.topics, scn.api_caps, SASL_MECHANISMS if scn.sasl else (), scn.tls, tls_dir)
+    return mock_cluster(
+        scn.topics, scn.api_caps, SASL_MECHANISMS if scn.sasl else (), scn.tls, tls_dir, scn.mock_settings
+    )
 
 
 def capture_ports(scn: Scenario, bootstrap: str) -> list[int] | None:

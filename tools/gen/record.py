@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .core import MANIFEST, Ctx, Events, Scenario, load_manifest
+from .groups import build_truth, dump_truth
 from .netns import in_ns, namespace, ports_of, self_cmd, stop, tcpdump
 from .registry import BROKERS, build_scenarios, client_version
 from .sasl import SASL_APIS, SASL_MECHANISMS, SASL_PASSWORD, SASL_USER
@@ -91,6 +92,9 @@ def run_scenario(scn: Scenario, out_dir: Path) -> dict[str, Any]:
         if scn.tls:
             tls_entry, tls_pdus = _tls_outputs(scn, pcap, tls_dir, out_dir)
     notes += [e["text"] for e in events if e["kind"] == "note"]
+    truth = build_truth(scn, pcap.name, events)
+    if truth is not None:
+        (out_dir / f"{scn.name}.truth.json").write_text(dump_truth(truth))
     strip = ("kind",)
     entry = {
         "file": pcap.name,
@@ -119,6 +123,8 @@ def run_scenario(scn: Scenario, out_dir: Path) -> dict[str, Any]:
         "duration_s": round(elapsed, 1),
         "notes": notes,
     }
+    if truth is not None:  # the clients' own view of their groups (captures/README.md)
+        entry["truth"] = f"{scn.name}.truth.json"
     extra = BROKERS[scn.broker].manifest_extra(scn)
     if extra:  # after client_version
         items = list(entry.items())

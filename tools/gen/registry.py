@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import aiokafka, kafka_go, kafka_python, kafkajs, librdkafka, mock, sarama, tansu
+from . import aiokafka, groups, kafka_go, kafka_python, kafkajs, librdkafka, mock, sarama, tansu
 from .core import Scenario
 
 CLIENTS: dict[str, ModuleType] = {
@@ -16,7 +16,16 @@ CLIENTS: dict[str, ModuleType] = {
 }
 BROKERS: dict[str, ModuleType] = {m.NAME: m for m in (mock, tansu)}
 # the modules whose scenarios() make the scenario list, in this order
-SOURCES: tuple[ModuleType, ...] = (librdkafka, kafka_python, aiokafka, tansu, kafkajs, sarama, kafka_go)
+SOURCES: tuple[ModuleType, ...] = (
+    librdkafka,
+    kafka_python,
+    aiokafka,
+    tansu,
+    kafkajs,
+    sarama,
+    kafka_go,
+    groups,
+)
 
 
 def build_scenarios() -> list[Scenario]:
