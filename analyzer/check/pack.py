@@ -54,6 +54,9 @@ INCOMPLETE = frozenset(
 EXPECTED_ERRORS = {
     "ApiVersions": frozenset(("UNSUPPORTED_VERSION",)),  # the client retries with v0
     "JoinGroup": frozenset(("MEMBER_ID_REQUIRED",)),  # KIP-394: rejoin with the given id
+    # the coordinator tells a member to rejoin: the classic group protocol's rebalance signal
+    "Heartbeat": frozenset(("REBALANCE_IN_PROGRESS",)),
+    "SyncGroup": frozenset(("REBALANCE_IN_PROGRESS",)),
 }
 # Errors a named broker quirk causes, by the quirk on the exchange: the broker misread or refused a
 # valid request, so the error is its deviation (kafka.peer-quirks names it), not a failure to judge here.
@@ -162,7 +165,8 @@ def builtin_rules() -> list[Rule]:
             b,
             check=_error_responses,
             help="No response carries a non-retriable Kafka error code (protocol steps such as "
-            "ApiVersions' UNSUPPORTED_VERSION and JoinGroup's MEMBER_ID_REQUIRED excepted, and "
+            "ApiVersions' UNSUPPORTED_VERSION, JoinGroup's MEMBER_ID_REQUIRED and REBALANCE_IN_PROGRESS "
+            "to a Heartbeat or SyncGroup excepted, and "
             "errors the request's version predates or a named broker quirk causes, which "
             "kafka.peer-quirks reports).",
         ),
