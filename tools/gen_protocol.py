@@ -135,7 +135,9 @@ def convert_fields(fields: list[dict], common: dict[str, dict], segment: tuple[i
     """Field tuples of the fields that exist in some version of ``segment`` (others are dropped)."""
     result = []
     for f in fields:
-        versions = parse_versions(f.get("versions"))
+        # a field without "versions" has its taggedVersions (Kafka's FieldSpec: the tagged-only
+        # fields of TransactionLogValue)
+        versions = parse_versions(f.get("versions", f.get("taggedVersions")))
         if not overlaps(versions, segment):
             continue
         ftype = f["type"]

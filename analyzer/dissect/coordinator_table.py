@@ -329,6 +329,8 @@ SCHEMAS = {
     "TransactionLogValue": (
         (0, 1, (1, OPEN), (
             F("ProducerId", "int64", (0, OPEN)),
+            F("PreviousProducerId", "int64", (1, OPEN), tagged=(1, OPEN), tag=0, default=-1),
+            F("NextProducerId", "int64", (1, OPEN), tagged=(1, OPEN), tag=1, default=-1),
             F("ProducerEpoch", "int16", (0, OPEN)),
             F("TransactionTimeoutMs", "int32", (0, OPEN)),
             F("TransactionStatus", "int8", (0, OPEN)),
@@ -338,6 +340,7 @@ SCHEMAS = {
             )),
             F("TransactionLastUpdateTimestampMs", "int64", (0, OPEN)),
             F("TransactionStartTimestampMs", "int64", (0, OPEN)),
+            F("ClientTransactionVersion", "int16", (1, OPEN), tagged=(1, OPEN), tag=2, default=0),
         )),
     ),
 }
