@@ -684,6 +684,29 @@ RECORDS_BAD_SEQUENCE = _declare(
     "negative: the broker answers OUT_OF_ORDER_SEQUENCE_NUMBER or INVALID_RECORD.",
 )
 
+RECORDS_COORDINATOR_BAD_KEY = _declare(
+    "records.coordinator_bad_key",
+    ERROR,
+    "records",
+    "A record of an internal topic (__consumer_offsets, __transaction_state, __share_group_state) "
+    "without a key, or with a key too short for the int16 that names its record type: the "
+    "coordinators write no such record.",
+)
+RECORDS_COORDINATOR_UNKNOWN_TYPE = _declare(
+    "records.coordinator_unknown_type",
+    WARNING,
+    "records",
+    "A record of an internal topic whose key starts with a record type the coordinator record "
+    "schemas do not know (a newer Kafka's record): its key and value are left undecoded.",
+)
+RECORDS_COORDINATOR_UNKNOWN_VERSION = _declare(
+    "records.coordinator_unknown_version",
+    WARNING,
+    "records",
+    "A record of an internal topic whose value starts with a version its record type's value "
+    "schema does not have (a newer Kafka's record): the value is left undecoded.",
+)
+
 # -- request/response pairing -------------------------------------------------------------------
 
 PAIRING_NO_RESPONSE = _declare(

@@ -9,7 +9,12 @@ flexibleVersions overrides. No descriptions ("about" texts) and no licence text 
 Merge rule: for a given (apiKey, version) the newest snapshot whose validVersions contains the
 version supplies its definition; an older snapshot only supplies the versions no newer one has.
 
-Usage: python tools/gen_protocol.py [--schemas DIR] [--out FILE] [--quiet]
+The coordinator record schemas of ``coordinator/`` (the records of ``__consumer_offsets``,
+``__transaction_state`` and ``__share_group_state``) go into a second module,
+analyzer/dissect/coordinator_table.py (next to ``--out``): the record types of each internal topic
+(the key's leading int16) and the key and value schemas, as segments like the messages'.
+
+Usage: python tools/gen_protocol.py [--schemas DIR] [--out FILE] [--coordinator-out FILE] [--quiet]
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from pathlib import Path
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SCHEMAS = PROJECT_ROOT.parent / "shared" / "kafka-schemas"
 DEFAULT_OUT = PROJECT_ROOT / "analyzer" / "dissect" / "protocol_table.py"
+COORDINATOR_MODULE = "coordinator_table.py"  # written next to the protocol table
 # the one hand-kept error table (names from Kafka's Errors.java, not in the JSON schemas)
 ERRORS_MODULE = PROJECT_ROOT / "analyzer" / "dissect" / "errors.py"
 
@@ -129,7 +135,9 @@ def convert_fields(fields: list[dict], common: dict[str, dict], segment: tuple[i
     """Field tuples of the fields that exist in some version of ``segment`` (others are dropped)."""
     result = []
     for f in fields:
-        versions = parse_versions(f.get("versions"))
+        # a field without "versions" has its taggedVersions (Kafka's FieldSpec: the tagged-only
+        # fields of TransactionLogValue)
+        versions = parse_versions(f.get("versions", f.get("taggedVersions")))
         if not overlaps(versions, segment):
             continue
         ftype = f["type"]
@@ -461,6 +469,91 @@ def render(model: dict) -> str:
     return "\n".join(out) + "\n"
 
 
+# --------------------------------------------------------------------------- coordinator records
+# The internal topic each coordinator writes its records into. The schema files do not say it
+# (Kafka keeps them in one source folder per coordinator: group-coordinator, transaction-coordinator,
+# share-coordinator); the group coordinator's records (OffsetCommit, GroupMetadata, ConsumerGroup*,
+# ShareGroup*) are the default.
+COORDINATOR_TOPICS = {
+    "TransactionLog": "__transaction_state",
+    "ShareSnapshot": "__share_group_state",
+    "ShareUpdate": "__share_group_state",
+}
+GROUP_TOPIC = "__consumer_offsets"
+
+
+def collect_coordinator(folder: Path) -> dict:
+    """Record types per internal topic and the segments of every key and value schema.
+
+    A key schema's record type: its ``apiKey`` when it has one (the "coordinator-key" schemas of
+    Kafka 4.x, whose key is then read at version 0), else every version of its ``validVersions``
+    (the older "data" schemas, whose key is read at the version that names its type)."""
+    schemas: dict[str, dict] = {}
+    for path in sorted(folder.glob("*.json")):
+        schema = load_schema(path)
+        schemas[schema["name"]] = schema
+    types: dict[str, dict[int, tuple[str, int]]] = {}
+    tables: dict[str, tuple] = {}
+    for name in sorted(schemas):
+        schema = schemas[name]
+        if not name.endswith("Key"):
+            continue
+        record = name.removesuffix("Key")
+        if record + "Value" not in schemas:
+            raise ValueError(f"{name}: no {record}Value schema")
+        topic = COORDINATOR_TOPICS.get(record, GROUP_TOPIC)
+        if "apiKey" in schema:
+            numbers = [(int(schema["apiKey"]), 0)]
+        else:
+            valid = parse_versions(schema.get("validVersions"))
+            if valid is None:
+                raise ValueError(f"{name}: no validVersions")
+            numbers = [(v, v) for v in range(valid[0], valid[1] + 1)]
+        for number, key_version in numbers:
+            known = types.setdefault(topic, {})
+            if number in known:
+                raise ValueError(f"{topic}: record type {number} is both {known[number][0]} and {record}")
+            known[number] = (record, key_version)
+        tables[name] = build_segments([schema])
+        tables[record + "Value"] = build_segments([schemas[record + "Value"]])
+    strays = sorted(set(schemas) - set(tables))
+    if strays:
+        raise ValueError(f"coordinator schemas without a key/value pair: {strays}")
+    ordered_types = {topic: dict(sorted(types[topic].items())) for topic in sorted(types)}
+    return {"types": ordered_types, "schemas": tables}
+
+
+COORDINATOR_HEADER = """\
+from __future__ import annotations
+
+from analyzer.dissect.protocol_table import F, INHERIT, OPEN  # noqa: F401 (the tables' names)
+
+"""
+
+
+def render_coordinator(model: dict) -> str:
+    out = [
+        '"""Generated by tools/gen_protocol.py from the Apache Kafka coordinator record schemas '
+        '(coordinator/). Do not edit."""',
+        "",
+        COORDINATOR_HEADER,
+        "# fmt: off",
+        "",
+        "# RECORD_TYPES[topic][record type] = (record name, key version): the record type is the int16",
+        "# a key starts with; the key's fields are those of <name>Key at the key version, the value's",
+        "# (after its own int16 version) those of <name>Value",
+        "RECORD_TYPES = {",
+    ]
+    for topic, known in model["types"].items():
+        out.append(f"{INDENT}{literal(topic)}: {{")
+        out.extend(f"{INDENT * 2}{n}: {literal(entry)}," for n, entry in known.items())
+        out.append(f"{INDENT}}},")
+    out += ["}", "", "# SCHEMAS[name] = segments (lo, hi, flexible, fields) of each key and value schema"]
+    write_segment_dict(out, "SCHEMAS", model["schemas"])
+    out += ["", "# fmt: on"]
+    return "\n".join(out) + "\n"
+
+
 def generate(schemas: Path) -> tuple[str, dict]:
     model = collect(schemas)
     return render(model), model
@@ -484,6 +577,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--schemas", type=Path, default=DEFAULT_SCHEMAS, help="folder with kafka-X.Y folders")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="module to write")
+    parser.add_argument(
+        "--coordinator-out",
+        type=Path,
+        help=f"coordinator records module (default: {COORDINATOR_MODULE} beside --out)",
+    )
     parser.add_argument("--quiet", action="store_true", help="do not print the summary")
     args = parser.parse_args(argv)
     text, model = generate(args.schemas)
@@ -492,6 +590,16 @@ def main(argv: list[str] | None = None) -> int:
     if not args.quiet:
         print(summary(model))
         print(f"wrote {args.out} ({len(text.encode())} bytes)")
+    folder = args.schemas / "coordinator"
+    if folder.is_dir():
+        coord = collect_coordinator(folder)
+        coord_text = render_coordinator(coord)
+        coord_out = args.coordinator_out or args.out.with_name(COORDINATOR_MODULE)
+        coord_out.write_text(coord_text, encoding="utf-8")
+        if not args.quiet:
+            counts = ", ".join(f"{topic}: {len(known)}" for topic, known in coord["types"].items())
+            print(f"coordinator record types: {counts}; schemas: {len(coord['schemas'])}")
+            print(f"wrote {coord_out} ({len(coord_text.encode())} bytes)")
     return 0
 
 

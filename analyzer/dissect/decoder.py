@@ -583,6 +583,17 @@ def data_plan(name: str, version: int):
     return compile_fields(fields, version, flexible, name), flexible
 
 
+@lru_cache(maxsize=256)
+def coordinator_plan(name: str, version: int):
+    """Compiled readers of a coordinator record key or value schema (``OffsetCommitKey``...) at
+    ``version``, or None if the table does not know it."""
+    got = schema.coordinator_fields(name, version)
+    if got is None:
+        return None
+    fields, flexible = got
+    return compile_fields(fields, version, flexible, name), flexible
+
+
 def decode_struct(plan, buf, pos: int, end: int, name: str, type_name: str, ctx: Ctx) -> tuple[Field, int]:
     """Decode a compiled plan at ``pos``; on a fault the partial tree is kept and the issue
     recorded. Returns the struct Field and the position where decoding stopped."""
@@ -684,6 +695,7 @@ __all__ = [
     "Ctx",
     "Fault",
     "compile_fields",
+    "coordinator_plan",
     "decode_body",
     "decode_header",
     "decode_struct",

@@ -444,17 +444,25 @@ def _embedded(api_key: int, kind: str, body: Field, payload, ctx: Ctx, opts: Opt
         ptype = body.get("protocol_type")
         if kind == "request":
             for p in _items(body, "protocols"):
-                _consumer(p.child("metadata"), "ConsumerProtocolSubscription", ptype, payload, ctx)
+                decode_consumer_protocol(
+                    p.child("metadata"), "ConsumerProtocolSubscription", ptype, payload, ctx
+                )
         else:
             for m in _items(body, "members"):
-                _consumer(m.child("metadata"), "ConsumerProtocolSubscription", ptype, payload, ctx)
+                decode_consumer_protocol(
+                    m.child("metadata"), "ConsumerProtocolSubscription", ptype, payload, ctx
+                )
     elif api_key == SYNC_GROUP:
         ptype = body.get("protocol_type")
         if kind == "request":
             for a in _items(body, "assignments"):
-                _consumer(a.child("assignment"), "ConsumerProtocolAssignment", ptype, payload, ctx)
+                decode_consumer_protocol(
+                    a.child("assignment"), "ConsumerProtocolAssignment", ptype, payload, ctx
+                )
         else:
-            _consumer(body.child("assignment"), "ConsumerProtocolAssignment", ptype, payload, ctx)
+            decode_consumer_protocol(
+                body.child("assignment"), "ConsumerProtocolAssignment", ptype, payload, ctx
+            )
     elif api_key == SASL_AUTHENTICATE:
         _mask_sasl(body.child("auth_bytes"), None, opts)
 
@@ -464,7 +472,7 @@ def _items(body: Field, name: str) -> list[Field]:
     return f.children or [] if f is not None else []
 
 
-def _consumer(f: Field | None, schema_name: str, ptype: str | None, payload, ctx: Ctx) -> None:
+def decode_consumer_protocol(f: Field | None, schema_name: str, ptype: str | None, payload, ctx: Ctx) -> None:
     """Decode consumer-protocol bytes in place (children of the bytes field).
 
     Decoded when the group's protocol type is "consumer", or, when the message does not say

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from analyzer.dissect.coordinator_table import RECORD_TYPES, SCHEMAS
 from analyzer.dissect.protocol_table import API_NAMES, CURRENT_VERSIONS, DATA, HEADERS, MESSAGES
 
 Range = tuple[int, int] | None
@@ -46,6 +47,21 @@ def data_fields(name: str, version: int) -> tuple[tuple, bool] | None:
     """Field tuples of the "data" schema ``name`` (e.g. "ConsumerProtocolSubscription")."""
     segments = DATA.get(name)
     return None if segments is None else _pick(segments, version)
+
+
+@lru_cache(maxsize=128)
+def coordinator_fields(name: str, version: int) -> tuple[tuple, bool] | None:
+    """Field tuples of the coordinator record key or value schema ``name`` ("OffsetCommitKey",
+    "GroupMetadataValue"...) at ``version`` (analyzer/dissect/coordinator_table.py)."""
+    segments = SCHEMAS.get(name)
+    return None if segments is None else _pick(segments, version)
+
+
+def coordinator_record_type(topic: str, record_type: int) -> tuple[str, int] | None:
+    """(record name, key version) of the record type a key of internal ``topic`` starts with;
+    None when the topic is not an internal one or the type is unknown."""
+    known = RECORD_TYPES.get(topic)
+    return None if known is None else known.get(record_type)
 
 
 @lru_cache(maxsize=256)

@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[3]
 SCHEMAS = ROOT.parent / "shared" / "kafka-schemas"
 GENERATOR = ROOT / "tools" / "gen_protocol.py"
 TABLE = ROOT / "analyzer" / "dissect" / "protocol_table.py"
+COORDINATOR_TABLE = ROOT / "analyzer" / "dissect" / "coordinator_table.py"
 
 ENTITIES = {"topicName", "groupId", "brokerId", "producerId", "transactionalId"}
 PRIMITIVES = {
@@ -273,6 +274,11 @@ def test_table_is_up_to_date(tmp_path):
     )
     assert out.read_text(encoding="utf-8") == TABLE.read_text(encoding="utf-8"), (
         "analyzer/dissect/protocol_table.py is stale: run tools/gen_protocol.py"
+    )
+    # the coordinator record table, written beside it from coordinator/
+    coordinator = tmp_path / "coordinator_table.py"
+    assert coordinator.read_text(encoding="utf-8") == COORDINATOR_TABLE.read_text(encoding="utf-8"), (
+        "analyzer/dissect/coordinator_table.py is stale: run tools/gen_protocol.py"
     )
 
 
