@@ -7,8 +7,9 @@ A partition's status, with ``current lag`` = the newest end offset minus the new
 
 1. current lag 0: OK;
 2. STOP: the time since the last commit is longer than the window's span (last commit minus
-   first) and no recent end offset was at or below the last commit (the consumer was not caught
-   up a moment ago);
+   first) and no end offset seen since the last commit was at or below it (the partition moved
+   on past the consumer: Burrow reads its recent broker offsets, sampled every offset-refresh;
+   a capture has the ones its answers gave after the commit);
 3. OK when the lag was 0 at any commit of the window; else, in this order:
 4. REWIND: a commit's offset is lower than the one before;
 5. STALL: every commit has the same offset (and there is lag);
@@ -76,18 +77,18 @@ class Window:
 
     params: Params = DEFAULT_PARAMS
     commits: deque[Commit] = field(default_factory=deque)
-    ends: deque[int] = field(default_factory=deque)
+    ends: deque[tuple[float, int]] = field(default_factory=deque)  # (time, end offset)
 
-    def end_offset(self, offset: int) -> None:
-        """The partition's end offset seen now (a Fetch answer's high watermark, ListOffsets...)."""
-        self.ends.append(offset)
+    def end_offset(self, offset: int, ts: float) -> None:
+        """The partition's end offset seen at ``ts`` (a Fetch answer's high watermark, ListOffsets...)."""
+        self.ends.append((ts, offset))
         if len(self.ends) > self.params.intervals:
             self.ends.popleft()
 
     def commit(self, offset: int, ts: float) -> Commit:
         """A commit answered without error, its lag against the newest end offset known (0 when
         the commit is ahead of it, as Burrow has it)."""
-        end = self.ends[-1] if self.ends else offset
+        end = self.ends[-1][1] if self.ends else offset
         lag = max(0, end - offset)
         c = self.commits
         if c and ts - c[-1].ts < self.params.min_distance:
@@ -103,7 +104,7 @@ class Window:
         """The newest end offset minus the newest commit (0 when ahead); None without both."""
         if not self.commits or not self.ends:
             return None
-        return max(0, self.ends[-1] - self.commits[-1].offset)
+        return max(0, self.ends[-1][1] - self.commits[-1].offset)
 
     @property
     def complete(self) -> float:
@@ -118,13 +119,16 @@ class Window:
         return partition_status(list(self.commits), list(self.ends), lag, now)
 
 
-def partition_status(commits: Sequence[Commit], ends: Sequence[int], current_lag: int, now: float) -> Status:
-    """The status of one partition's window (the rules of the module's docstring)."""
+def partition_status(
+    commits: Sequence[Commit], ends: Sequence[tuple[float, int]], current_lag: int, now: float
+) -> Status:
+    """The status of one partition's window (the rules of the module's docstring); ``ends`` are
+    (time, end offset)."""
     if not commits or current_lag <= 0:
         return Status.OK
     first, last = commits[0], commits[-1]
     stopped = now - last.ts > last.ts - first.ts
-    recently_caught_up = any(end <= last.offset for end in ends)
+    recently_caught_up = any(end <= last.offset for ts, end in ends if ts > last.ts)
     if stopped and not recently_caught_up:
         return Status.STOP
     if any(c.lag == 0 for c in commits):

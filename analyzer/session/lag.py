@@ -14,8 +14,8 @@ A consumer (:meth:`LagTracker.event` per event, in capture order):
   then, their difference, and the lag in seconds: the commit's time minus the append time of the
   first uncommitted record (0 with no lag; None when its append time was not seen);
 * **Burrow's windows** per (group, topic, partition): each commit with its lag, the end offsets
-  known at the commits (Burrow samples them every offset-refresh instead); :meth:`status` judges
-  them at a time (the capture's end).
+  known at the commits and at the time of judging (Burrow samples them every offset-refresh
+  instead); :meth:`status` judges them at a time (the capture's end).
 
 **Coverage**: a partition whose end offset no answer in the capture gave has commits but no lag
 (:meth:`coverage` lists them); a lag in seconds needs the record's batch seen produced or fetched.
@@ -32,6 +32,7 @@ from analyzer.session.burrow import DEFAULT_PARAMS, Params, Status, Window, grou
 from analyzer.session.entities import topic_refs
 
 APPENDS_KEPT = 10_000  # batches per partition whose append times are kept (the oldest go first)
+PLAUSIBLE_S = 86_400.0  # an append time further than this from the capture's clock is not one
 _COMMITS = frozenset((ApiKey.OFFSET_COMMIT, ApiKey.TXN_OFFSET_COMMIT))
 _KEYS = frozenset((ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS)) | _COMMITS
 
@@ -160,7 +161,11 @@ class LagTracker:
                 continue
             self._end(tp, base + n)
             lat = f.get("log_append_time_ms")
-            when = lat / 1000 if isinstance(lat, int) and lat >= 0 else mts / 1000 if mts > 0 else t
+            when = t
+            if isinstance(lat, int) and lat >= 0 and abs(lat / 1000 - t) < PLAUSIBLE_S:
+                when = lat / 1000  # LogAppendTime (the librdkafka mock answers a fixed 1234: not taken)
+            elif mts > 0:
+                when = mts / 1000
             self.appends.setdefault(tp, _Appends()).add(base, base + n - 1, when)
 
     def _list_offsets(self, req: Message | None, resp: Message) -> None:
@@ -188,7 +193,7 @@ class LagTracker:
             if w is None:
                 w = windows[tp] = Window(self.params)
             if end is not None:
-                w.end_offset(end)
+                w.end_offset(end, t)
                 w.commit(offset, t)
 
     def _seconds(self, tp: TP, offset: int, lag: int | None, t: float) -> float | None:
@@ -213,7 +218,7 @@ class LagTracker:
                 end = self.ends.get((topic, p))
                 last = self.last[(gid, topic, p)]
                 if end is not None and w.commits:
-                    w.end_offset(end)  # the newest end offset, as Burrow's evaluation reads it
+                    w.end_offset(end, now)  # the newest end offset, as Burrow's evaluation reads it
                 st = w.status(now) if w.commits else Status.OK
                 lag = None if end is None else max(0, end - last.committed_offset)
                 parts.append(

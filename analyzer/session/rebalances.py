@@ -28,7 +28,7 @@ the capture; :attr:`GroupView.coverage` says what was and was not seen.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from analyzer.dissect.constants import ApiKey, ErrorCode
 from analyzer.model import Exchange, Field
@@ -140,6 +140,10 @@ class Rebalance:
         }
 
 
+# what a rebalance is put down to when several things were seen, most telling first
+REASON, LEAVING, EXPIRY, JOINING, ANSWERED, SECOND_ROUND, UNSEEN, REJOINING = range(8)
+
+
 def _ms(v: float | None) -> float | None:
     return None if v is None else round(v, 3)
 
@@ -151,7 +155,7 @@ class _Open:
     start: float
     generation_before: int | None
     members_before: set[str]
-    causes: list[str]
+    causes: list[tuple[int, str]]  # (priority, text): the lowest wins (see CAUSE_ORDER)
     joins: dict[str, float] = field(default_factory=dict)  # member -> its JoinGroup request time
     timeouts: dict[str, int] = field(default_factory=dict)  # member -> rebalance_timeout_ms
     generation: int | None = None
@@ -184,6 +188,10 @@ class GroupView:
     unseen_generations: set[int] = field(default_factory=set)  # heard of, never seen formed
     coordinators: set[str] = field(default_factory=set)
     protocol: str = "classic"  # "consumer": KIP-848's ConsumerGroupHeartbeat
+    heartbeat_ms: dict[str, int] = field(default_factory=dict)  # KIP-848: the interval asked for
+    away: dict[str, str] = field(default_factory=dict)  # KIP-848 static members gone for now: id -> member
+    targets: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # KIP-848: the last target
+    epochs: dict[str, int] = field(default_factory=dict)  # KIP-848: each member's epoch
     owned: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # KIP-848: as reported
 
     @property
@@ -247,11 +255,16 @@ class GroupTracker:
                 self._close(g)
 
     # -- the protocol ---------------------------------------------------------------------------------
-    def _start(self, g: GroupView, t: float, cause: str) -> _Open:
+    def _start(self, g: GroupView, t: float, cause: tuple[int, str] | None) -> _Open:
+        """The open rebalance (a new one when none is open or the open one has synced); its start
+        moves back to ``t`` when an exchange answered later shows it began earlier (answers come
+        in the order the broker sends them: a JoinGroup is held until the join phase ends)."""
         if g.open is not None and g.open.end is not None:  # synced, not closed: a new one begins
             self._close(g)
         if g.open is None:
             g.open = _Open(t, g.generation, set(g.members), [])
+        elif t < g.open.start:
+            g.open.start = t
         if cause:
             g.open.causes.append(cause)
         return g.open
@@ -266,20 +279,16 @@ class GroupTracker:
         if resp is not None and resp.get("error_code") != ErrorCode.NONE:
             resp = None  # refused: the member asked to join, nothing more
         member = (resp.get("member_id") if resp is not None else None) or mid
-        if g.open is not None and g.open.end is not None:
-            self._close(g)
-        if g.open is None:
-            if reason:
-                cause = f"reason: {reason}"
-            elif not mid or mid not in g.members:
-                cause = f"member joining ({ev.client_id or member or '?'})"
-            else:
-                cause = f"member rejoining ({member})"
-            opened = self._start(g, t, cause)
-            if instance and g.generation is not None:
-                opened.tentative_static = member
-        o = g.open
-        assert o is not None
+        if reason:
+            cause = (REASON, f"reason: {reason}")
+        elif not mid or mid not in g.members:
+            cause = (JOINING, f"member joining ({ev.client_id or member or '?'})")
+        else:
+            cause = (REJOINING, f"member rejoining ({member})")
+        fresh = g.open is None or g.open.end is not None
+        o = self._start(g, t, cause)
+        if fresh and instance and g.generation is not None:
+            o.tentative_static = member
         if member:
             o.joins.setdefault(member, t)
             o.timeouts[member] = req.get("rebalance_timeout_ms", req.get("session_timeout_ms"))
@@ -342,7 +351,11 @@ class GroupTracker:
         reasons = [m.get("reason") for m in _elements(req, "members") if m.get("reason")]
         g.left.update(leaving)
         if set(g.members) - set(leaving) or g.open is not None:
-            why = f"reason: {reasons[0]}" if reasons else f"member leaving ({', '.join(leaving)})"
+            why = (
+                (REASON, f"reason: {reasons[0]}")
+                if reasons
+                else (LEAVING, f"member leaving ({', '.join(leaving)})")
+            )
             self._start(g, t, why)
 
     def _answer(self, g: GroupView, key: int, req: Field, resp: Field, t: float) -> None:
@@ -362,75 +375,154 @@ class GroupTracker:
         ):
             g.unseen_generations.add(gen)
         if err == ErrorCode.REBALANCE_IN_PROGRESS:
-            self._start(g, t, "")
+            self._start(
+                g,
+                t,
+                (UNSEEN, "not seen (REBALANCE_IN_PROGRESS answered; its trigger is outside the capture)"),
+            )
         elif err in _EVICTING and key != ApiKey.OFFSET_COMMIT:
             mid = req.get("member_id")
-            self._start(g, t, f"{_EVICTING[err]} answered to {mid}")
+            self._start(g, t, (ANSWERED, f"{_EVICTING[err]} answered to {mid}"))
 
-    def _heartbeat848(self, g: GroupView, ev: Exchange, req: Field, resp: Field | None, t: float) -> None:
-        """KIP-848: a member's epoch and target assignment come in heartbeat answers; it has
-        reconciled when a later heartbeat reports owning its target. The group's epoch plays the
-        generation; a rebalance runs from the heartbeat that bumped it to the last member's
-        reconciliation."""
+    def _heartbeat848(self, g: GroupView, ev: Exchange, req: Field, resp: Field | None, t: float) -> None:  # noqa: C901 - one state machine
+        """KIP-848: a member's epoch and target assignment come in heartbeat answers (revocations
+        first, at the epoch it has; then the new epoch with what it gains), what it owns in its
+        requests. A rebalance runs from the first change (a member joining or leaving, a new
+        target, a higher epoch) until every member owns its target at the group's epoch, which is
+        the generation. A static member leaving for now (epoch -2) and back with its instance id
+        at the group's epoch avoided one."""
         g.protocol, g.protocol_type = "consumer", "consumer"
         g.protocol_name = req.get("server_assignor") or g.protocol_name
         epoch = req.get("member_epoch")
         mid = req.get("member_id") or ""
-        if epoch in (-1, -2):  # leaving (-2: a static member, for now)
+        instance = req.get("instance_id")
+        if epoch == -2 and instance:  # a static member away for now: its place is kept
+            g.away[instance] = mid
+            return
+        if epoch == -1:
             g.left.add(mid)
-            g.owned.pop(mid, None)
-            if set(g.members) - {mid} or g.open is not None:
-                self._start(g, t, f"member leaving ({mid}{', static' if epoch == -2 else ''})")
-            elif mid in g.members:  # the last member: the group is empty
-                self._start(g, t, f"member leaving ({mid})")
-                self._close(g)
+            for table in (g.owned, g.targets, g.epochs):
+                table.pop(mid, None)
+            if g.epochs or g.open is not None:
+                self._start(g, t, (LEAVING, f"member leaving ({mid})"))
+                self._converged(g, t)
             return
         if resp is None:
             return
         err = resp.get("error_code")
         if err != ErrorCode.NONE:
             if err in _EVICTING:
-                self._start(g, t, f"{_EVICTING[err]} answered to {mid}")
+                self._start(g, t, (ANSWERED, f"{_EVICTING[err]} answered to {mid}"))
             return
         mid = resp.get("member_id") or mid
+        conn = ev.conn
+        client = str(conn.client if conn.client_direction is not None else conn.a)
+        if isinstance(resp.get("heartbeat_interval_ms"), int):
+            g.heartbeat_ms[mid] = resp.get("heartbeat_interval_ms")
         owned = req.child("topic_partitions")
         if owned is not None and owned.children is not None:
             g.owned[mid] = self._by_name(owned)
         new = resp.get("member_epoch")
         asg = resp.child("assignment")
         target = self._by_name(asg.child("topic_partitions")) if asg is not None and asg.children else None
-        if isinstance(new, int) and new > (g.generation if g.generation is not None else -1):
-            o = g.open
-            if o is None or o.generation is None or new > o.generation:
-                if o is None:
-                    cause = f"member joining ({ev.client_id or mid})" if epoch == 0 else "group epoch bumped"
-                    o = self._start(g, t, cause)
-                o.generation, o.join_end = new, t
+        if epoch == 0 and instance in g.away and new == g.generation and g.open is None:
+            old = g.away.pop(instance)  # the static member is back: no rebalance
+            for assigned in (g.owned, g.targets):
+                if old in assigned:
+                    assigned[mid] = assigned.pop(old)
+            g.epochs.pop(old, None)
+            if old in g.members:
+                g.members[mid] = g.members.pop(old)
+            member = g.members.get(mid) or Member(mid, instance)
+            member.member_id, member.client_id, member.client = mid, ev.client_id, client
+            g.members[mid] = member
+            g.epochs[mid] = new
+            if target is not None:
+                g.targets[mid] = member.assignment = target
+            g.avoided += 1
+            return
+        if epoch == 0 and new == g.generation and g.open is None and g.rebalances:
+            g.epochs[mid] = new
+            if target is not None:
+                g.targets[mid] = target
+            self._late_joiner(g, mid, Member(mid, instance, ev.client_id, client, target or {}), t)
+            return
+        changed = epoch == 0 or (target is not None and target != g.targets.get(mid))
+        if isinstance(new, int):
+            changed = changed or new > (g.generation if g.generation is not None else -1)
+            g.epochs[mid] = new
+        if target is not None:
+            g.targets[mid] = target
+        if changed and g.open is None:
+            self._start(g, t, None)
         o = g.open
         if o is None:
             return
-        conn = ev.conn
-        m = o.members.get(mid) or g.members.get(mid) or Member(mid)
-        m.instance_id = req.get("instance_id") or m.instance_id
-        m.client_id = ev.client_id or m.client_id
-        m.client = str(conn.client if conn.client_direction is not None else conn.a)
-        o.members[mid] = m
-        o.leader_listed = True
         if epoch == 0:
+            o.start = min(o.start, t)
             o.joins.setdefault(mid, t)
             o.timeouts[mid] = req.get("rebalance_timeout_ms")
-        if target is not None:
-            m.assignment = target
-            if g.owned.get(mid) != target:
-                o.pending.add(mid)
-        if mid in o.pending and g.owned.get(mid) == m.assignment and new == o.generation:
-            o.pending.discard(mid)
-            o.end = t
-        if not o.pending and o.end is not None:
-            for other, x in g.members.items():  # members that kept their assignment
-                if other not in o.members and other not in g.left:
-                    o.members[other] = x
-            self._close(g)
+        m = o.members.get(mid) or _copy(g.members.get(mid)) or Member(mid)
+        m.instance_id = instance or m.instance_id
+        m.client_id = ev.client_id or m.client_id
+        m.client = client
+        o.members[mid] = m
+        o.leader_listed = True
+        self._converged(g, t)
+
+    def _converged(self, g: GroupView, t: float) -> None:
+        """Close the open KIP-848 rebalance once every member still there (not left, away or
+        silent past its session) owns its target at the group's highest epoch."""
+        o = g.open
+        if o is None:
+            return
+        away = set(g.away.values())
+        active = [m for m in g.epochs if m not in g.left and m not in away and not self._silent(g, m, t)]
+        if not active:
+            return
+        top = max(g.epochs[m] for m in active)
+        if o.generation_before is not None and top <= o.generation_before:
+            return  # the coordinator has not bumped the group's epoch yet
+        if any(g.epochs[m] != top or g.owned.get(m) != g.targets.get(m) for m in active):
+            return
+        o.generation, o.end = top, t
+        if o.join_end is None:
+            o.join_end = o.start
+        members = {}
+        for m in active:
+            x = o.members.get(m) or _copy(g.members.get(m)) or Member(m)
+            x.assignment = g.targets.get(m, {})
+            members[m] = x
+        o.members = members
+        self._close(g)
+
+    def _late_joiner(self, g: GroupView, mid: str, member: Member, t: float) -> None:
+        """A KIP-848 member whose joining heartbeat is answered after the rebalance its join
+        caused was closed (the other members reconciled first): it belongs to that rebalance."""
+        reb, gen = g.rebalances[-1], g.generations[-1] if g.generations else None
+        g.members[mid] = member
+        if gen is None or reb.generation_after != gen.generation or mid in reb.members_after:
+            return
+        gen.members.append(member)
+        reb.members_after = sorted({*reb.members_after, mid})
+        reb.joined = sorted({*reb.joined, mid})
+        reb.start = min(reb.start, t)
+        if reb.cause.startswith(("not seen", "member joining")):
+            who = ", ".join(
+                next((m.client_id or m.member_id for m in gen.members if m.member_id == j), j)
+                for j in reb.joined
+            )
+            reb.cause = f"member joining ({who})"
+
+    @staticmethod
+    def _silent(g: GroupView, m: str, at: float) -> bool:
+        """Nothing heard from member ``m`` for longer than its session timeout before ``at`` (KIP-848
+        members do not send it: longer than two heartbeat intervals the coordinator asked for)."""
+        quiet = at - g.last_heard.get(m, at)
+        if g.session_ms.get(m):
+            return quiet > g.session_ms[m] / 1000
+        beat = g.heartbeat_ms.get(m, 0)
+        return beat > 0 and quiet > 2 * beat / 1000
 
     def _by_name(self, f: Field | None) -> dict[str, list[int]]:
         """KIP-848's topic partitions (by topic id) as topic name -> partitions."""
@@ -451,21 +543,34 @@ class GroupTracker:
         before = o.members_before
         left = sorted((before & g.left) - after)
         evicted = sorted(before - after - g.left)
-        expired = [
-            m
-            for m in evicted
-            if g.session_ms.get(m) and o.start - g.last_heard.get(m, o.start) > g.session_ms[m] / 1000
-        ]
+        expired = [m for m in evicted if self._silent(g, m, o.start)]
         joined_now = {m: ts for m, ts in o.joins.items() if m in after} or o.joins
         straggler = max(joined_now, key=lambda m: joined_now[m]) if joined_now else None
-        causes = [c for c in o.causes if c.startswith("reason:")] or [c for c in o.causes if "leaving" in c]
-        if not causes and expired:
-            causes = [f"session expiry of {', '.join(expired)}"]
-        causes = (
-            causes
-            or o.causes
-            or ["not seen (REBALANCE_IN_PROGRESS answered; its trigger is outside the capture)"]
-        )
+        causes = list(o.causes)
+        if expired:
+            causes.append((EXPIRY, f"session expiry of {', '.join(expired)}"))
+        joined = sorted(after - before)
+        if joined:
+            who = ", ".join(o.members[m].client_id or m for m in joined)
+            causes.append((JOINING, f"member joining ({who})"))
+        prev = g.rebalances[-1] if g.rebalances else None
+        if (
+            not joined
+            and not evicted
+            and not left
+            and prev is not None
+            and prev.end is not None
+            and o.start - prev.end < 2.0
+            and "cooperative" in (g.protocol_name or "")
+        ):
+            causes.append(
+                (
+                    SECOND_ROUND,
+                    f"second round of the rebalance to generation {prev.generation_after} "
+                    "(cooperative, KIP-429: the partitions revoked in it are assigned)",
+                )
+            )
+        cause = min(causes or [(UNSEEN, "not seen in the capture")])[1]
         finished = o.generation is not None and o.end is not None
         g.rebalances.append(
             Rebalance(
@@ -478,14 +583,14 @@ class GroupTracker:
                 o.join_end,
                 sorted(before),
                 sorted(after),
-                sorted(after - before),
+                joined,
                 left,
                 evicted,
                 expired,
                 straggler,
                 (o.joins[straggler] - o.start) * 1000 if straggler is not None else None,
                 o.timeouts.get(straggler) if straggler is not None else None,
-                causes[0],
+                cause,
             )
         )
         if finished and o.generation is not None:
@@ -500,10 +605,15 @@ class GroupTracker:
                 g.protocol_type,
                 g.protocol_name,
                 g.leader,
-                list(o.members.values()),
+                [_copy(m) or m for m in o.members.values()],
             )
             g.generations.append(gen)
             g.unseen_generations.discard(o.generation)
+
+
+def _copy(m: Member | None) -> Member | None:
+    """A member as it is now (a generation keeps its own: later ones change theirs)."""
+    return None if m is None else replace(m, assignment={t: list(ps) for t, ps in m.assignment.items()})
 
 
 def _elements(f: Field | None, name: str) -> list[Field]:
