@@ -73,7 +73,8 @@ def field_from_state(s: list) -> Field:
     )
 
 
-def _issue(i: Issue) -> list:
+def issue_state(i: Issue) -> list:
+    """An issue as plain data: [severity, code, message, offset, where]."""
     return [str(i.severity), i.code, i.message, i.offset, i.where]
 
 
@@ -94,7 +95,7 @@ def message_state(m: Message | None) -> dict | None:
         "correlation_id": m.correlation_id,
         "client_id": m.client_id,
         "errors": list(m.errors),
-        "issues": [_issue(i) for i in m.issues],
+        "issues": [issue_state(i) for i in m.issues],
         "header": None if m.header is None else field_state(m.header),
         "body": None if m.body is None else field_state(m.body),
     }
@@ -156,7 +157,7 @@ def exchange_state(ex: Exchange, software: tuple | None = None) -> dict:
         "conn": conn_state(ex.conn),
         "request": message_state(ex.request),
         "response": message_state(ex.response),
-        "issues": [_issue(i) for i in ex.issues],
+        "issues": [issue_state(i) for i in ex.issues],
         "topics": ex.topics,
         "software": None if software is None else list(software),
     }

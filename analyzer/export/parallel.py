@@ -19,6 +19,12 @@ Three things do depend on the other connections, and the merge puts them right:
 * the **summary**: processes send what the statistics count of each event
   (:func:`~analyzer.session.stats.exchange_facts`); the merge counts them in capture order.
 
+The corrections themselves, on named tuples, are :mod:`analyzer.export.merge`'s (Spark's
+stitching applies the same). Each process decodes with the run's options, limits included
+(:class:`Decoding`); one thing no process can do alone is closing connections early when more
+than ``--max-connections`` are open at once (which ones depends on all of them): when one run
+would, the parts are refused (:class:`OneProcess`) and one process does the work.
+
 Plain pcap files (one, or the rotated pieces of one recording) are read once: each process walks
 byte ranges of them and routes each packet to the process that owns its connection (as a file
 offset); the owners then read their packets from the files. Other captures (pcapng, compressed,
@@ -59,26 +65,61 @@ import orjson
 from analyzer.capture.files import MAX_RECORD, PCAP_MAGIC, CaptureFile
 from analyzer.capture.sets import CaptureSet
 from analyzer.capture.split import MIN_SPLIT, Opener, Split, SplitSource, open_local, splits
+from analyzer.dissect.codecs import DEFAULT_LIMITS, Limits
 from analyzer.dissect.constants import ApiKey
 from analyzer.dissect.message import Options
 from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue, Skip
 from analyzer.export.jsonout import connection_json, exchange_json, stream_event_json
+from analyzer.export.merge import (
+    CONNECTION,
+    END,
+    EXCHANGE,
+    GAP,
+    ISSUE,
+    SECTIONS,
+    ExchangeItem,
+    IssueItem,
+    Item,
+    SimpleCommit,
+    TableLog,
+    connection_ids,
+    evicts,
+    issue_facts,
+    name_broker,
+    name_broker_in,
+    relabel,
+    renumber,
+    topic_refs,
+    unnamed,
+    with_issues,
+)
 from analyzer.export.writer import Writer
-from analyzer.issues import CAPTURE_NO_TCP, QUIRK_SIMPLE_COMMIT_REJECTED, STREAM_GAP
+from analyzer.issues import CAPTURE_NO_TCP, STREAM_GAP
 from analyzer.model import Exchange, Issue
-from analyzer.pipeline import Analysis, Outcome, Pipeline
+from analyzer.pipeline import Outcome, Pipeline
 from analyzer.reassembly.packet import decode_tcp, skip_text
-from analyzer.session.groups import simple_commit, simple_commit_rejected
-from analyzer.session.knowledge import EXCHANGE_TOPIC_ARRAYS, LEARNS_FROM, UNNAMED_BROKER
-from analyzer.session.records import FETCH_APIS
-from analyzer.session.stats import Stats, exchange_facts, topic_record_counts
+from analyzer.session.knowledge import LEARNS_FROM, Knowledge
+from analyzer.session.stats import Stats, exchange_facts
 from analyzer.tls.keylog import KeyLog
 
 SAMPLE = 8 << 20  # capture bytes read to plan which process takes which connection
-_FLUSH = 1 << 62  # sort key of the events of the end of the capture, after every packet
-_EXCHANGE, _CONNECTION, _GAP, _ISSUE = range(4)
-_SECTIONS = (None, "connections", "gaps", "issues")
 _OFFSET_COMMIT = ApiKey.OFFSET_COMMIT
+
+
+class Decoding(NamedTuple):
+    """How every part decodes: the run's :class:`~analyzer.dissect.message.Options` that travel
+    to other processes (and machines), limits included, so that each decodes as one run does."""
+
+    records_bodies: bool = False
+    show_secrets: bool = False
+    limits: Limits = DEFAULT_LIMITS
+
+    @classmethod
+    def of(cls, opts: Options) -> Decoding:
+        return cls(opts.records_bodies, opts.show_secrets, opts.limits or DEFAULT_LIMITS)
+
+    def options(self) -> Options:
+        return Options(self.records_bodies, self.show_secrets, self.limits)
 
 
 class Job(NamedTuple):
@@ -86,8 +127,7 @@ class Job(NamedTuple):
     part: int
     parts: int
     owners: dict  # canonical address pair -> part (the plan); others by hash
-    records_bodies: bool
-    show_secrets: bool
+    decoding: Decoding
     ports: tuple[int, ...]
     keylog: str | None
     spans: bool
@@ -113,7 +153,7 @@ class Totals(NamedTuple):
 class Part(NamedTuple):
     """What one share sends back: one record per event (its lines are in ``lines``)."""
 
-    items: list  # (batch key, seq, kind, local conn id, line length, extra)
+    items: list[Item]
     opens: list[int]  # packet number at which each of its connections opened (local id - 1)
     lines: str | bytes  # its rendered lines: a temporary file, or the bytes themselves
     totals: Totals | None  # the whole capture's (export -j: every process reads all of it)
@@ -121,6 +161,24 @@ class Part(NamedTuple):
     tls_decrypted: int
     keylog_issues: list[Issue]  # the key log's problems, as far as this part read it
     keylog_pulled: int  # the capture's secret texts this part's connections made it read
+    table: array  # its connection table packet by packet (:class:`~analyzer.export.merge.TableLog`)
+    evicted: int  # connections it closed early itself (too many open at once)
+
+
+class OneProcess(PartFailed):
+    """The parts cannot give one run's output: one process must do the work (the reason is
+    the message)."""
+
+
+def check_tracked(parts: list[Part], limits: Limits | None) -> None:
+    """Raise :class:`OneProcess` when one run would close connections early (more than
+    ``--max-connections`` open at once): which ones depends on every connection."""
+    n = max((limits or DEFAULT_LIMITS).max_connections, 1)
+    if any(p.evicted for p in parts) or evicts([p.table for p in parts], n):
+        raise OneProcess(
+            f"more than {n} TCP connections were open at once (--max-connections): which ones one"
+            " run closes early depends on all of them"
+        )
 
 
 def flow_key(seg) -> tuple:
@@ -168,7 +226,7 @@ class SplitWalk:
     pcapng at block boundaries with its interface table carried) walked once: iterating gives
     each TCP packet as ``(owner, number, ts, linktype, data)``, ``number`` counting the split's
     packets from 1 and ``owner`` the part of its connection (:class:`Router`). Once walked:
-    the split's ``count``, ``first_ts``, ``last_ts``, ``skipped`` (reason -> [count, number of
+    the split's ``packets``, ``first_ts``, ``last_ts``, ``skipped`` (reason -> [count, number of
     the first]), ``issues`` (its reader's), ``secrets`` (pcapng Decryption Secrets Blocks),
     ``format`` and ``compression``. Spark's executors walk splits of big files with it and
     shuffle the packets to their owners, who each run a :class:`Share`.
@@ -180,7 +238,7 @@ class SplitWalk:
         self.split = split
         self.opener = opener
         self.route = Router(owners, parts)
-        self.count = 0
+        self.packets = 0
         self.first_ts: float | None = None
         self.last_ts = 0.0
         self.skipped: dict[str, list[int]] = {}
@@ -208,7 +266,7 @@ class SplitWalk:
                     continue
                 yield route(seg), number, ts, linktype, data
         finally:
-            self.count, self.last_ts = number, ts if number else 0.0
+            self.packets, self.last_ts = number, ts if number else 0.0
             self.issues, self.secrets = list(src.issues), list(src.secrets)
             self.format, self.compression = src.format, src.compression
 
@@ -246,27 +304,9 @@ class _Watched(dict):
     def __bool__(self) -> bool:  # an empty one must still be used (the walker tests truth)
         return True
 
-    def get(self, key, default=None):  # type: ignore[override]
+    def get(self, key, default=None):
         self.used = True
         return dict.get(self, key, default)
-
-
-def _topic_refs(ex: Exchange) -> tuple[list, list]:
-    """The topic references an exchange's labels and record counts come from, unresolved:
-    ([(name, topic id, partitions)], [(name, topic id, records, bytes)])."""
-    from analyzer.session.entities import topic_refs
-
-    req, resp = ex.request, ex.response
-    msg = req if req is not None and req.body is not None else resp
-    labels = []
-    if msg is not None and msg.body is not None:
-        for t in topic_refs(msg):
-            if t.element is not None and not t.nested and t.array in EXCHANGE_TOPIC_ARRAYS:
-                labels.append((t.name, t.topic_id, t.partition_indexes()))
-    key = ex.api_key
-    src = req if key == ApiKey.PRODUCE else resp if key in FETCH_APIS else None
-    totals = [(t.name, t.topic_id, n, b) for t, n, b in topic_record_counts(src)] if src is not None else []
-    return labels, totals
 
 
 class Share:
@@ -300,20 +340,26 @@ class Share:
         self.out: BinaryIO = open(lines_path, "wb", buffering=1 << 20) if lines_path else io.BytesIO()  # noqa: SIM115 - closed by finish()
         self._seq = 0
         self._next_id = self.pipe.reasm.next_id
+        self.table = TableLog()
 
     def feed(self, index: int, ts: float, seg) -> None:
         """One TCP segment (:func:`~analyzer.reassembly.packet.decode_tcp`) of packet ``index``."""
         pipe = self.pipe
         evs = pipe.feed_segment(index, ts, seg)
-        if pipe.reasm.next_id != self._next_id:  # this packet opened a connection
+        reasm = pipe.reasm
+        size = len(reasm.table)
+        if reasm.next_id != self._next_id:  # this packet opened a connection
             self.opens.append(index)
-            self._next_id = pipe.reasm.next_id
+            self._next_id = reasm.next_id
+            self.table.feed(index, size, True, seg[0] == seg[2] and seg[1] == seg[3])
+        elif size != self.table.size:
+            self.table.feed(index, size, False)
         if evs:
             self._emit(evs, index)
 
     def finish(self, totals: Totals | None = None) -> Part:
         """The end of the capture: the connections still open end; the part to merge."""
-        self._emit(self.pipe.finish(), _FLUSH)
+        self._emit(self.pipe.finish(), END)
         out = self.out
         lines: str | bytes = self.lines_path if self.lines_path else out.getvalue()  # type: ignore[attr-defined]  # a BytesIO without a path
         out.close()
@@ -328,6 +374,8 @@ class Share:
             pipe.tls_decrypted,
             list(kl.issues),
             kl.pulled,
+            self.table.log,
+            pipe.reasm.evicted,
         )
 
     def _emit(self, events: list, batch: int) -> None:
@@ -345,23 +393,23 @@ class Share:
                 if render:
                     data = dumps(exchange_json(ev, self.spans, self.records), option=opt)
                 facts = exchange_facts(ev, ids)
-                refs = _topic_refs(ev) if learnt or ids.used else None
+                refs = topic_refs(ev) if learnt or ids.used else None
                 ids.used = False
                 key = ev.api_key
-                kept = key in LEARNS_FROM or (key == _OFFSET_COMMIT and simple_commit(ev))
-                know = _detached(ev) if kept else None
-                items.append((batch, self._seq, _EXCHANGE, ev.conn.id, len(data), (facts, refs, know)))
+                learn = _detached(ev) if key in LEARNS_FROM else None
+                commit = SimpleCommit.of(ev) if key == _OFFSET_COMMIT else None
+                x = ExchangeItem(facts, refs, learn, commit)
+                items.append(Item(batch, self._seq, EXCHANGE, ev.conn.id, len(data), x))
             elif t is ConnIssue:
-                kind = _GAP if ev.issue.code == STREAM_GAP.code else _ISSUE
+                kind = GAP if ev.issue.code == STREAM_GAP.code else ISSUE
                 if render:
                     data = dumps(stream_event_json(ev), option=opt)
-                items.append(
-                    (batch, self._seq, kind, ev.conn.id, len(data), (ev.issue.code, ev.issue.message))
-                )
+                i = IssueItem(ev.issue.code, ev.issue.message)
+                items.append(Item(batch, self._seq, kind, ev.conn.id, len(data), i))
             elif t is ConnectionEnd:
                 if render:
                     data = dumps(connection_json(ev.conn), option=opt)
-                items.append((batch, self._seq, _CONNECTION, ev.conn.id, len(data), ev.conn))
+                items.append(Item(batch, self._seq, CONNECTION, ev.conn.id, len(data), ev.conn))
             else:
                 continue
             if data:
@@ -374,8 +422,7 @@ def _share(job: Job, keylog: KeyLog) -> Share:
     if job.tmpdir is not None:
         fd, lines_path = tempfile.mkstemp(prefix=f"export-part{job.part}-", suffix=".ndjson", dir=job.tmpdir)
         os.close(fd)
-    opts = Options(job.records_bodies, job.show_secrets)
-    return Share(opts, job.ports, keylog, job.spans, lines_path, job.render)
+    return Share(job.decoding.options(), job.ports, keylog, job.spans, lines_path, job.render)
 
 
 # -- a plain pcap file: each packet read once ------------------------------------------------------
@@ -393,7 +440,7 @@ class Route(NamedTuple):
     """One byte range of a pcap walked: its packets, by owner."""
 
     clean: bool  # every record whole and plain, the walk ended exactly at the range's end
-    count: int
+    packets: int
     first_ts: float | None
     last_ts: float
     skipped: dict  # reason -> [count, number in the range of its first packet]
@@ -504,21 +551,21 @@ def _walk(window, start, end, unpack, scale, linktype, owners, parts, routes, fi
 
 
 def range_totals(ranges: list) -> Totals:
-    """One run's counts of the whole file, from its ranges in order (each with ``count``,
+    """One run's counts of the whole file, from its ranges in order (each with ``packets``,
     ``first_ts``, ``last_ts`` and ``skipped``: a :class:`Route`, a walked :class:`SplitWalk`)."""
     packets = 0
     first_ts = None
     last_ts = 0.0
     firsts: dict[str, tuple[int, int]] = {}  # reason -> (number of its first packet, count)
     for r in ranges:
-        if r.count:
+        if r.packets:
             if first_ts is None:
                 first_ts = r.first_ts
             last_ts = r.last_ts
         for reason, (n, first) in r.skipped.items():
             at, total = firsts.get(reason, (packets + first, 0))
             firsts[reason] = (at, total + n)
-        packets += r.count
+        packets += r.packets
     skipped: Counter = Counter()
     for reason, (_at, n) in sorted(firsts.items(), key=lambda x: x[1][0]):
         skipped[reason] = n
@@ -577,7 +624,7 @@ def _routed(pool, jobs_list: list[Job], folder: str) -> list[Part] | None:
     for rng, r in zip(ranges, walked, strict=True):
         for o, name in enumerate(r.routes):
             mine[o].append((name, rng.path, base))
-        base += r.count
+        base += r.packets
     parts = pool.map(run_routed, list(zip(jobs_list, mine, strict=True)))
     return [parts[0]._replace(totals=totals), *parts[1:]]
 
@@ -616,88 +663,6 @@ def run_part(job: Job) -> Part:
 # -- the merge -------------------------------------------------------------------------------------
 
 
-class _Done:
-    """The capture as a finished source (the name and issues the summary and exit code use)."""
-
-    live = False
-    bytes_read = 0
-
-    def __init__(self, name: str, issues: list[Issue]) -> None:
-        self.name = name
-        self.issues = issues
-
-    def __iter__(self):
-        return iter(())
-
-
-def _renumber(data: bytes, kind: int, conn: int) -> bytes:
-    """The line with its connection id rewritten (the first place each kind of line has it)."""
-    if kind == _EXCHANGE:
-        tag = b',"connection":{"id":'
-    elif kind == _CONNECTION:
-        tag = b'{"type":"connection","id":'
-    else:
-        tag = b',"connection":'
-    i = data.index(tag) + len(tag)
-    j = data.index(b",", i)
-    return data[:i] + str(conn).encode() + data[j:]
-
-
-def _relabel(data: bytes, topics: dict) -> bytes:
-    tag = b',"topics":'
-    i = data.index(tag) + len(tag)
-    j = data.index(b',"request":', i)
-    return data[:i] + orjson.dumps(topics, option=orjson.OPT_NON_STR_KEYS) + data[j:]
-
-
-_UNNAMED_TEXT = UNNAMED_BROKER + " answered "
-_UNNAMED = orjson.dumps(_UNNAMED_TEXT)[:-1]  # the start of such a message in a line
-
-
-def _unnamed(x, kind: int) -> bool:
-    if kind == _EXCHANGE:
-        return any(m.startswith(_UNNAMED_TEXT) for _c, _s, m in x[0][7])
-    return kind == _ISSUE and x[1].startswith(_UNNAMED_TEXT)
-
-
-def _name_broker(data: bytes, x, kind: int, software: str) -> tuple[bytes, object]:
-    """An issue that says "the broker answered ..." because its process had not learnt the
-    broker's software, which one run knew by then from another connection (the cluster id of a
-    Metadata answer): named as one run names it, in its line and in the statistics' facts."""
-    text = software + " answered "
-    cut = len(_UNNAMED_TEXT)
-    if kind == _EXCHANGE:
-        facts, refs, know = x
-        issues = [(c, sev, text + m[cut:] if m.startswith(_UNNAMED_TEXT) else m) for c, sev, m in facts[7]]
-        x = ((*facts[:7], issues, *facts[8:]), refs, know)
-    else:
-        code, message = x
-        x = (code, text + message[cut:])
-    return data.replace(_UNNAMED, orjson.dumps(text)[:-1]), x
-
-
-def _rejudge(data: bytes, x: tuple, knowledge) -> tuple[bytes, tuple]:
-    """A simple commit answered UNKNOWN_MEMBER_ID (``know`` in ``x``) with its
-    ``quirk.simple_commit_rejected`` as one run names it: against the live members learnt from
-    every connection so far (its process saw only its own), in its line and its facts. The quirk
-    is the last of the exchange's own issues (pairing adds it last), and issues end the line."""
-    facts, refs, ex = x
-    software = knowledge.broker_software()
-    broker = software if software is not None else UNNAMED_BROKER
-    quirk = simple_commit_rejected(ex, knowledge.members, broker)
-    code = QUIRK_SIMPLE_COMMIT_REJECTED.code
-    had = [i for i in ex.issues if i.code == code]
-    if not had and quirk is None:
-        return data, x
-    ex.issues = [i for i in ex.issues if i.code != code] + ([quirk] if quirk is not None else [])
-    issues = ex.all_issues()
-    if data:
-        tag = b',"issues":'
-        data = data[: data.rindex(tag)] + tag + orjson.dumps([i.to_dict() for i in issues]) + b"}"
-    facts = (*facts[:7], [(i.code, i.severity, i.message) for i in issues], *facts[8:])
-    return data, (facts, refs, ex)
-
-
 def _ignore_sigint() -> None:
     """Ctrl-C is the parent's to handle (it ends the pool): no traceback from each process."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -722,10 +687,6 @@ def _detached(ex: Exchange) -> Exchange:
     return pickle.loads(buf.getvalue())
 
 
-def _resolve(name, tid, ids: dict) -> str:
-    return name if name else ids.get(tid, tid)
-
-
 def run(
     paths: list[str],
     jobs: int,
@@ -738,20 +699,9 @@ def run(
 ) -> list[Part]:
     """The parts of ``jobs`` processes (:class:`PartFailed` when one could not do its share)."""
     owners = plan_owners(paths[0], jobs)
+    decoding = Decoding.of(opts)
     jobs_list = [
-        Job(
-            tuple(paths),
-            i,
-            jobs,
-            owners,
-            opts.records_bodies,
-            opts.show_secrets,
-            ports,
-            keylog,
-            spans,
-            tmpdir,
-            render,
-        )
+        Job(tuple(paths), i, jobs, owners, decoding, ports, keylog, spans, tmpdir, render)
         for i in range(jobs)
     ]
     # frames and fields hold memoryviews of the capture's chunks: they travel as bytes
@@ -764,9 +714,12 @@ def run(
             tempfile.TemporaryDirectory(prefix="kafka-analyzer-routes-") as folder,
         ):
             parts = _routed(pool, jobs_list, folder)
-            return parts if parts is not None else pool.map(run_part, jobs_list)
+            if parts is None:
+                parts = pool.map(run_part, jobs_list)
     except Exception as exc:  # noqa: BLE001 - whatever stopped a process, one process does it all
         raise PartFailed(f"{type(exc).__name__}: {exc}") from exc
+    check_tracked(parts, opts.limits)
+    return parts
 
 
 def _name(paths: list[str]) -> str:
@@ -798,25 +751,6 @@ def statistics(
     return combine(parts, _name(paths), keylog=keylog)
 
 
-def _analysis(parts: list[Part], totals: Totals, name: str, connections: int, keylog: str | None) -> Analysis:
-    """The analysis one run would end with (counters, capture issues' source), for the summary
-    and the exit code."""
-    a = Analysis(_Done(name, totals.issues))
-    pipe = a.pipeline
-    pipe.packets = totals.packets
-    pipe.first_ts = totals.first_ts
-    pipe.last_ts = totals.last_ts
-    pipe.skipped = totals.skipped
-    pipe.reasm.connections = connections
-    pipe.tls_connections = sum(p.tls_connections for p in parts)
-    pipe.tls_decrypted = sum(p.tls_decrypted for p in parts)
-    kl = KeyLog.from_file(keylog) if keylog else KeyLog()
-    if totals.secrets:
-        kl.attach(list(totals.secrets))  # read when asked, as one run's key log is
-    pipe.keylog = kl
-    return a
-
-
 def merge(
     parts: list[Part],
     name: str,
@@ -846,27 +780,29 @@ def combine(  # noqa: C901 - one pass over the events, each kind inline
     totals: Totals | None = None,
 ) -> tuple[Outcome, Stats]:
     """The parts in capture order: their lines written to ``w`` (when given) with connection ids
-    and topic labels as one run has them, the statistics counted, the knowledge learnt."""
+    and topic labels as one run has them, the statistics counted, the knowledge learnt; the
+    outcome one run ends with."""
     totals = totals if totals is not None else parts[0].totals
     assert totals is not None, "the capture's totals: given, or carried by the parts"
     # connection ids: in the order the connections opened, over every process
-    opened = sorted(
-        (index, p, local) for p, part in enumerate(parts) for local, index in enumerate(parts[p].opens, 1)
-    )
-    ids = [dict() for _ in parts]
-    for n, (_index, p, local) in enumerate(opened, 1):
+    idmap = connection_ids(enumerate(p.opens for p in parts))
+    ids: list[dict[int, int]] = [{} for _ in parts]
+    for (p, local), n in idmap.items():
         ids[p][local] = n
 
     def order(p: int):
-        idmap = ids[p]
+        local_ids = ids[p]
         for it in parts[p].items:
-            batch, seq, _kind, conn, _n, _x = it
-            yield ((batch, idmap[conn], seq) if batch == _FLUSH else (batch, 0, seq)), p, it
+            batch = it.batch
+            yield ((batch, local_ids[it.conn], it.seq) if batch == END else (batch, 0, it.seq)), p, it
 
-    a = _analysis(parts, totals, name, len(opened), keylog)
-    pipe = a.pipeline
-    knowledge = pipe.knowledge
+    knowledge = Knowledge()
     topic_ids = knowledge.topic_ids
+    exchanges = 0
+
+    def topic_name(nm: str | None, tid: str | None) -> str:
+        return nm if nm else topic_ids.get(tid, tid)  # type: ignore[arg-type,return-value]  # a topic has a name or an id
+
     stats = Stats(topic_ids)
     files = [
         open(p.lines, "rb") if isinstance(p.lines, str) else io.BytesIO(p.lines)  # noqa: SIM115 - closed below
@@ -878,58 +814,64 @@ def combine(  # noqa: C901 - one pass over the events, each kind inline
 
         def flush_batch() -> None:
             # the statistics count a batch once the pipeline learnt from all of it, as one run
+            nonlocal exchanges
             for kind, conn, data, x in pending:
                 if w is not None:
-                    w.raw(_SECTIONS[kind], data)
-                if kind == _EXCHANGE:
-                    facts, refs, _know = x
-                    if refs is not None:
-                        counts: dict[str, list[int]] = {}
-                        for nm, tid, nrec, nbytes in refs[1]:
-                            acc = counts.setdefault(_resolve(nm, tid, topic_ids), [0, 0])
-                            acc[0] += nrec
-                            acc[1] += nbytes
-                        facts = (*facts[:11], [(t, n, b) for t, (n, b) in counts.items()])
+                    w.raw(SECTIONS[kind], data)
+                if kind == EXCHANGE:
+                    facts = x.facts
+                    if x.refs is not None:
+                        facts = facts._replace(record_counts=x.refs.record_counts(topic_name))
                     stats.apply(conn, None, facts)
-                    a.exchanges += 1
-                elif kind == _CONNECTION:
+                    exchanges += 1
+                elif kind == CONNECTION:
                     x.id = conn
                     stats.connections[conn] = x
                 else:
-                    stats._anomaly(*x)
+                    stats.anomaly(*x)
             pending.clear()
 
-        for (key, _sub, _seq), p, (_b, _s, kind, local, n, x) in heapq.merge(
-            *(order(p) for p in range(len(parts)))
-        ):
+        for (key, _sub, _seq), p, it in heapq.merge(*(order(p) for p in range(len(parts)))):
             if key != batch_key:
                 flush_batch()
                 batch_key = key
-            conn = ids[p][local]
-            data = _renumber(files[p].read(n), kind, conn) if w is not None else b""
-            if kind == _EXCHANGE:
-                facts, refs, know = x
-                if know is None:
-                    pass
-                elif know.api_key == _OFFSET_COMMIT:
-                    data, x = _rejudge(data, x, knowledge)
-                    facts = x[0]
-                else:
-                    knowledge.learn(know)
-                    knowledge.members.learn(know)
-                if refs is not None:
-                    labels: dict[str, list[int]] = {}
-                    for nm, tid, partitions in refs[0]:
-                        labels.setdefault(_resolve(nm, tid, topic_ids), []).extend(partitions)
-                    if list(labels) != facts[10]:
+            kind, x = it.kind, it.extra
+            conn = ids[p][it.conn]
+            data = renumber(files[p].read(it.length), kind, conn) if w is not None else b""
+            if kind == EXCHANGE:
+                facts = x.facts
+                if x.learn is not None:
+                    knowledge.learn(x.learn)
+                    knowledge.members.learn(x.learn)
+                elif x.commit is not None:
+                    # its quirk judged against the live members one run knows by then
+                    commit = x.commit
+                    empty = knowledge.members.empty(commit.group)
+                    if commit.judged or (empty and commit.quirk is not None):
+                        issues = commit.issues(empty)
+                        if data:
+                            data = with_issues(data, issues)
+                        facts = facts._replace(issues=issue_facts(issues))
+                if x.refs is not None:
+                    labels = x.refs.topics(topic_name)
+                    if list(labels) != facts.topics:
                         if w is not None:
-                            data = _relabel(data, labels)
-                        facts = (*facts[:10], list(labels), facts[11])
-                        x = (facts, refs, know)
-            if kind != _CONNECTION and _unnamed(x, kind):
+                            data = relabel(data, labels)
+                        facts = facts._replace(topics=list(labels))
+                if any(unnamed(m) for _c, _s, m in facts.issues):
+                    software = knowledge.broker_software()
+                    if software is not None:
+                        data = name_broker_in(data, software)
+                        facts = facts._replace(
+                            issues=[(c, s, name_broker(m, software)) for c, s, m in facts.issues]
+                        )
+                if facts is not x.facts:
+                    x = x._replace(facts=facts)
+            elif kind != CONNECTION and unnamed(x.message):
                 software = knowledge.broker_software()
                 if software is not None:
-                    data, x = _name_broker(data, x, kind, software)
+                    data = name_broker_in(data, software)
+                    x = x._replace(message=name_broker(x.message, software))
             pending.append((kind, conn, data, x))
         flush_batch()
     finally:
@@ -938,13 +880,28 @@ def combine(  # noqa: C901 - one pass over the events, each kind inline
     # the key log's problems as one run has them: its connections together read as many of the
     # capture's secret texts as the part that read the most (the texts are read in order)
     issues = list(totals.issues) + max(parts, key=lambda p: p.keylog_pulled).keylog_issues
-    if pipe.packets and not pipe.connections:
+    if totals.packets and not idmap:
         issues.append(CAPTURE_NO_TCP("no TCP traffic in the capture"))
-    a.capture_issues = issues
     for i in issues:
-        ev = CaptureIssue(i, pipe.last_ts if pipe.packets else None)
+        ev = CaptureIssue(i, totals.last_ts if totals.packets else None)
         stats.event(ev)
         if w is not None:
             w.event(ev)
-    a.finished = True
-    return a.outcome(), stats
+    kl = KeyLog.from_file(keylog) if keylog else KeyLog()
+    if totals.secrets:
+        kl.attach(list(totals.secrets))  # read when asked, as one run's key log is
+    outcome = Outcome(
+        name=name,
+        packets=totals.packets,
+        connections=len(idmap),
+        first_ts=totals.first_ts,
+        last_ts=totals.last_ts,
+        skipped=dict(totals.skipped),
+        exchanges=exchanges,
+        tls_connections=sum(p.tls_connections for p in parts),
+        tls_decrypted=sum(p.tls_decrypted for p in parts),
+        keylog_given=kl.given,
+        capture_issues=tuple(issues),
+        knowledge=knowledge,
+    )
+    return outcome, stats

@@ -10,6 +10,7 @@ from __future__ import annotations
 from array import array
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from analyzer.dissect import schema
 from analyzer.dissect.apikeys import PRODUCE
@@ -78,10 +79,22 @@ def _topic_counts(t: TopicRef) -> tuple[int, int]:
     return nrec, nbytes
 
 
-# What Stats counts of one exchange: ts, api key, api name, latency, request and response sizes
-# (None when absent), error names, issues (code, severity, message), client id, whether the
-# response has errors, its topic labels, and (topic, records, bytes) carried by Produce / Fetch
-ExchangeFacts = tuple
+class ExchangeFacts(NamedTuple):
+    """What :class:`Stats` counts of one exchange (:func:`exchange_facts`): small and picklable,
+    so that processes analysing parts of a capture hand it to the one that sums."""
+
+    ts: float
+    api_key: int | None
+    api_name: str
+    latency: float | None
+    request_bytes: int | None  # frame sizes with their 4-byte prefix; None when absent
+    response_bytes: int | None
+    errors: list[str]  # names of the response's error codes
+    issues: list[tuple[str, Severity, str]]  # (code, severity, message) of all its issues
+    client_id: str | None
+    response_errors: bool  # the response has error codes
+    topics: list[str]  # its topic labels
+    record_counts: list[tuple[str, int, int]]  # (topic, records, bytes) carried by Produce / Fetch
 
 
 def exchange_facts(ex: Exchange, topic_ids: dict[str, str] | None = None) -> ExchangeFacts:
@@ -97,7 +110,7 @@ def exchange_facts(ex: Exchange, topic_ids: dict[str, str] | None = None) -> Exc
         totals = [(t, n, b) for t, (n, b) in record_totals(req, topic_ids).items()]
     elif key in FETCH_APIS and resp is not None:
         totals = [(t, n, b) for t, (n, b) in record_totals(resp, topic_ids).items()]
-    return (
+    return ExchangeFacts(
         ex.ts,
         key,
         name,
@@ -162,7 +175,7 @@ class Stats:
         if t is Exchange:
             self._exchange(ev)  # type: ignore[arg-type]  # t = type(ev) once per event; mypy narrows only inline
         elif t is ConnIssue or t is CaptureIssue:
-            self._anomaly(ev.issue.code, ev.issue.message)  # type: ignore[union-attr]  # t = type(ev) once per event; mypy narrows only inline
+            self.anomaly(ev.issue.code, ev.issue.message)  # type: ignore[union-attr]  # t = type(ev) once per event; mypy narrows only inline
         elif t is ConnectionEnd:
             info = ev.conn  # type: ignore[union-attr]  # t = type(ev) once per event; mypy narrows only inline
             self.connections[info.id] = info
@@ -205,7 +218,7 @@ class Stats:
             if self.last_ts is None or ts > self.last_ts:
                 self.last_ts = ts
 
-    def _anomaly(self, code: str, example: str) -> None:
+    def anomaly(self, code: str, example: str) -> None:
         self.anomalies[code] += 1
         self.anomaly_examples.setdefault(code, example)
 
@@ -233,12 +246,12 @@ class Stats:
             a.resp_bytes += resp_bytes
             for n in errors:
                 a.errors[n] += 1
-                self._anomaly(f"kafka.{n}", f"{name} response with error {n}")
+                self.anomaly(f"kafka.{n}", f"{name} response with error {n}")
         for code, severity, message in issues:
             if code == PAIRING_NO_RESPONSE.code:
                 a.unanswered += 1
             if severity >= Severity.WARNING or code in _PAIRING:
-                self._anomaly(code, message)
+                self.anomaly(code, message)
         if req_bytes is not None:
             c = self.clients[cid if cid is not None else "(none)"]
             c.requests += 1

@@ -23,6 +23,7 @@ import sys
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from analyzer.dissect.codecs import DEFAULT_LIMITS, Limits
 from analyzer.dissect.constants import ApiKey
 from analyzer.issues import PAIRING_NO_RESPONSE
 from analyzer.session.records import FETCH_APIS
@@ -221,6 +222,30 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting")
     p.add_argument("--log-level", default="WARN", help="Spark log level (default WARN)")
+    lim = p.add_argument_group("limits (hostile or huge captures; each limit hit is reported as an issue)")
+    for option, metavar, text in (
+        (
+            "--max-records",
+            "N",
+            f"records decoded one by one per batch (default {DEFAULT_LIMITS.max_records})",
+        ),
+        (
+            "--max-decompressed",
+            "MIB",
+            f"decompressed record bytes per message (default {DEFAULT_LIMITS.max_total_output >> 20} MiB)",
+        ),
+        (
+            "--max-elements",
+            "N",
+            f"array elements decoded per message (default {DEFAULT_LIMITS.max_elements})",
+        ),
+        (
+            "--max-connections",
+            "N",
+            f"TCP connections tracked at once (default {DEFAULT_LIMITS.max_connections})",
+        ),
+    ):
+        lim.add_argument(option, type=int, metavar=metavar, help=text)
     return p
 
 
@@ -274,6 +299,7 @@ def _quiet_glob_warning(spark: SparkSession) -> None:
     directory (FileStreamSink); that says nothing about the captures."""
     try:
         jvm = spark.sparkContext._jvm
+        assert jvm is not None  # a live session's
         level = jvm.org.apache.logging.log4j.Level.ERROR
         jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
             "org.apache.spark.sql.execution.streaming", level
@@ -417,6 +443,7 @@ def start(args: argparse.Namespace, spark: SparkSession, bodies: bool = False) -
             tls_keylog=args.tls_keylog,
             where=args.display_filter,
             show_secrets=getattr(args, "show_secrets", False),
+            limits=Limits.from_settings(args),  # the CLI's limit options, when its parser has them
             **split_size(args),
         )
     except NoCaptures as exc:
@@ -452,6 +479,7 @@ def run(args: argparse.Namespace, spark: SparkSession) -> int:
         totals = caps.agg(
             F.sum("exchanges").alias("exchanges"), F.sum(F.col("damaged").cast("int")).alias("damaged")
         ).first()
+        assert totals is not None  # an aggregate has one row
         exchanges, damaged = totals["exchanges"] or 0, totals["damaged"] or 0
         print(f"{n_caps} captures, {exchanges} exchanges, {damaged} damaged or not captures")
         if damaged:

@@ -84,7 +84,7 @@ def read_stats(base: str, capture_set: str | None = None) -> dict:
         for r in batch.to_pylist():
             _exchange(stats, r, piece_of, conn_ids)
     for r in _table(base, "issues", ["code", "message"], capture_set).to_pylist():
-        stats._anomaly(r["code"], r["message"])
+        stats.anomaly(r["code"], r["message"])
     connections = []
     for r in sorted(
         _table(base, "connections", None, capture_set).to_pylist(),
@@ -194,13 +194,13 @@ def _exchange(stats: Stats, r: dict, piece_of: dict, conn_ids: dict) -> None:
         a.resp_bytes += r["response_bytes"]
         for n in r["errors"] or ():
             a.errors[n] += 1
-            stats._anomaly(f"kafka.{n}", f"{name} response with error {n}")
+            stats.anomaly(f"kafka.{n}", f"{name} response with error {n}")
     for issue in json.loads(r["issue_details"]) if r["issue_details"] else ():
         code = issue["code"]
         if code == PAIRING_NO_RESPONSE.code:
             a.unanswered += 1
         if _SEVERITY.get(issue["severity"], Severity.NOTE) >= Severity.WARNING or code in _PAIRING:
-            stats._anomaly(code, issue["message"])
+            stats.anomaly(code, issue["message"])
     if has_request:
         cid = r["client_id"]
         c = stats.clients[cid if cid is not None else "(none)"]

@@ -34,463 +34,56 @@ import os
 import traceback
 from collections.abc import Iterable, Iterator
 from functools import partial
-from typing import BinaryIO, NamedTuple
+from typing import TYPE_CHECKING
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import (
-    ArrayType,
-    BinaryType,
-    BooleanType,
-    DoubleType,
-    IntegerType,
-    LongType,
-    MapType,
-    StringType,
-    StructField,
-    StructType,
-)
 
 from analyzer.capture.split import DEFAULT_SPLIT
+from analyzer.dissect.codecs import DEFAULT_LIMITS, Limits
 
+if TYPE_CHECKING:
+    from analyzer.capture.sets import Span
 
-def _struct(*fields: tuple) -> StructType:
-    return StructType([StructField(name, t, True) for name, t in fields])
-
-
-_STR = StringType()
-_LONG = LongType()
-_INT = IntegerType()
-_DOUBLE = DoubleType()
-
-EXCHANGE = _struct(
-    ("capture", _STR),  # the file's URI, as Hadoop lists it (file:/..., hdfs://...)
-    ("ts", _DOUBLE),  # seconds since the epoch: first packet of the request (else response)
-    ("connection", _LONG),  # connection id, unique within the capture
-    ("client", _STR),  # endpoint "ip:port" ("[ip]:port" for IPv6)
-    ("broker", _STR),
-    ("client_id", _STR),
-    ("api_key", _INT),
-    ("api_name", _STR),  # "Produce"...; "Api<key>" for an unknown key, "(unknown)" without one
-    ("api_version", _INT),
-    ("correlation_id", _INT),
-    ("topics", ArrayType(_STR)),
-    ("request_bytes", _LONG),  # frame sizes with their 4-byte size prefix; null when missing
-    ("response_bytes", _LONG),
-    ("latency_ms", _DOUBLE),  # response first packet - request last packet; null if unanswered
-    ("errors", ArrayType(_STR)),  # names of the non-zero error codes of the response
-    ("issues", ArrayType(_STR)),  # issue codes of the exchange and its messages
-    ("severity", _STR),  # worst issue: "note" | "warning" | "error"; null without issues
-    # records and bytes per topic carried by a Produce request / Fetch response (batch headers)
-    (
-        "record_counts",
-        ArrayType(_struct(("topic", _STR), ("records", _LONG), ("bytes", _LONG))),
-    ),
-    ("json", _STR),  # the exchange as the export writes it (no spans), with json=True only
-    # with bodies=True (the Parquet output): the export's JSON (no spans) of the request and the
-    # response (null when missing), and of the exchange's issues (the export's "issues" list)
-    ("request", _STR),
-    ("response", _STR),
-    ("issue_details", _STR),
-    # the export's "topics": topic -> partitions named (a map; ``topics`` holds its keys)
-    ("topic_partitions", MapType(_STR, ArrayType(_INT))),
-    # with bodies=True, for ``check --parquet``: the exchange's place among the piece's exchange
-    # and issue events (1-based, the order one run emits them), and the exchange itself as plain
-    # data (analyzer.export.exchange_state: decoded trees, issues, the connection as it was);
-    # (the stitching of a piece analysed in splits writes those of one run)
-    ("seq", _LONG),
-    ("state", _STR),
+# the tables' schemas and the pieces, where they are defined (their names here are the API)
+from analyzer.spark.pieces import (  # noqa: F401 - re-exported
+    READ_BUFFER,
+    TASK_BYTES,
+    Piece,
+    local_path,
+    open_named,
+    open_ranged,
+    open_uri,
 )
-
-ISSUE = _struct(
-    ("capture", _STR),
-    ("ts", _DOUBLE),
-    ("connection", _LONG),  # null for capture-level issues
-    ("client", _STR),
-    ("broker", _STR),
-    ("direction", _STR),  # "client" | "broker" (who sent the bytes) or null
-    ("type", _STR),  # "gap" | "issue", as in the export
-    ("severity", _STR),
-    ("code", _STR),  # capture.truncated, stream.gap, framing.resync...
-    ("message", _STR),
-    ("offset", _LONG),
-    ("where", _STR),
-    ("roles_known", BooleanType()),  # the connection's client and broker were known then
-    ("seq", _LONG),  # the event's place in the piece (see the exchanges' seq)
+from analyzer.spark.rows import (  # noqa: F401 - re-exported
+    CAPTURE,
+    CONNECTION,
+    EVENT,
+    EXCHANGE,
+    ISSUE,
+    RECORD,
+    TABLES,
+    CaptureRow,
+    IssueRow,
+    connection_row,
+    event,
+    exchange_row,
+    issue_row,
+    record_rows,
 )
-
-CONNECTION = _struct(
-    ("capture", _STR),
-    ("connection", _LONG),
-    ("client", _STR),
-    ("broker", _STR),
-    ("roles_known", BooleanType()),
-    ("syn_seen", BooleanType()),
-    ("first_ts", _DOUBLE),
-    ("last_ts", _DOUBLE),
-    ("requests", _LONG),  # frames client -> broker
-    ("responses", _LONG),
-    ("bytes_to_broker", _LONG),
-    ("bytes_to_client", _LONG),
-    ("gaps", _LONG),
-    ("closed", _STR),
-    ("not_kafka", _STR),
-)
-
-CAPTURE = _struct(
-    ("capture", _STR),  # the piece: its first file ("(+N more)" for rotated files chained)
-    ("format", _STR),  # pcap | pcapng | null (not a capture)
-    ("compression", _STR),  # gzip | zstd | null
-    ("size", _LONG),  # bytes of the file
-    ("packets", _LONG),
-    ("tcp_connections", _LONG),
-    ("exchanges", _LONG),
-    ("issues", _LONG),  # rows of this capture in the issues table
-    ("first_ts", _DOUBLE),
-    ("last_ts", _DOUBLE),
-    # an error-level capture issue: truncated, corrupt, not a capture, no TCP, unreadable
-    ("damaged", BooleanType()),
-    ("files", ArrayType(_STR)),  # the files of the piece, in the order they were analysed
-    # for ``check --parquet``: why nothing can be concluded from the piece (unusable, no Kafka
-    # exchange), the CLI's exit code for it, whether record bodies were decoded (``--records``)
-    # and the display filter the rows were limited to (``-Y``)
-    ("inconclusive", _STR),
-    ("exit_code", _INT),
-    ("records_bodies", BooleanType()),
-    ("where_filter", _STR),
-)
-
-RECORD = _struct(
-    ("capture", _STR),
-    ("ts", _DOUBLE),  # of the exchange that carried the record
-    ("connection", _LONG),
-    ("correlation_id", _INT),
-    ("direction", _STR),  # "produce" (in a Produce request) | "fetch" (Fetch/ShareFetch response)
-    ("topic", _STR),
-    ("partition", _INT),
-    # the record fields of the export's record_list objects (analyzer.dissect.records_common.Record):
-    # absolute offset (fetched batches; producers' batches start at 0), timestamp in ms
-    # (LogAppendTime batches: the batch's for every record) and its ISO text, key, value,
-    # headers in wire order (repeated keys kept; empty for magic 0/1), control, control_type
-    ("offset", _LONG),
-    ("timestamp", _LONG),
-    ("timestamp_iso", _STR),
-    ("key", BinaryType()),
-    ("value", BinaryType()),
-    ("headers", ArrayType(_struct(("key", _STR), ("value", BinaryType())))),
-    ("control", BooleanType()),  # transaction markers
-    ("control_type", _STR),  # "COMMIT", "ABORT"... for control records
-    ("magic", _INT),  # of the record's batch (a compressed wrapper's for magic 0/1)
-    ("codec", _STR),
-)
-
-TABLES = {
-    "exchange": EXCHANGE,
-    "issue": ISSUE,
-    "connection": CONNECTION,
-    "capture": CAPTURE,
-    "record": RECORD,
-}
-# one row per event: its kind, and the struct of that kind (the others null)
-EVENT = StructType([StructField("kind", _STR, False)] + [StructField(k, t, True) for k, t in TABLES.items()])
-_SLOT = {k: i + 1 for i, k in enumerate(TABLES)}
-_WIDTH = len(TABLES) + 1
-
-
-def _event(kind: str, row: tuple) -> tuple:
-    out: list = [None] * _WIDTH
-    out[0] = kind
-    out[_SLOT[kind]] = row
-    return tuple(out)
-
 
 # -- executor side ---------------------------------------------------------------------------------
 
 
-class Piece(NamedTuple):
-    """What one task analyses: one capture file, or the rotated files of one recording (in time
-    order, analysed as their concatenation). ``uris`` as the Hadoop listing gives them
-    (``file:/...``, ``hdfs://...``); ``sizes`` in bytes."""
-
-    uris: tuple[str, ...]
-    sizes: tuple[int, ...]
-
-    @property
-    def name(self) -> str:
-        """The piece's ``capture`` value: its first file (``(+N more)`` for a chain)."""
-        more = len(self.uris) - 1
-        return self.uris[0] if not more else f"{self.uris[0]} (+{more} more)"
-
-    @property
-    def size(self) -> int:
-        return sum(self.sizes)
-
-
-def local_path(uri: str) -> str:
-    """The local file path of a ``file:`` URI (or a plain path)."""
-    if uri.startswith("file://"):
-        return uri[len("file://") :]
-    if uri.startswith("file:"):
-        return uri[len("file:") :]
-    if "://" in uri:
-        raise ValueError(f"not a local file: {uri}")
-    return uri
-
-
-READ_BUFFER = 1 << 20  # bytes read from the file system at a time
-
-
-def open_uri(uri: str) -> BinaryIO:
-    """A binary stream of a file, opened on the executor: local files (``file:`` URIs, paths)
-    directly; any other URI through ``pyarrow.fs`` (``hdfs://``, ``s3://``, ``gs://``...;
-    ``s3a://`` is read as ``s3://``). Streamed in :data:`READ_BUFFER` reads: never held whole.
-    Raises OSError with the reason (pyarrow missing, no such file, no access)."""
-    if uri.startswith("file:") or "://" not in uri:
-        return open(local_path(uri), "rb", buffering=READ_BUFFER)  # noqa: SIM115 - the caller closes it
-    try:
-        from pyarrow import fs as pafs
-    except ImportError as exc:
-        raise OSError(
-            f"reading {uri.split('://')[0]}:// files on the executors needs pyarrow ({exc})"
-        ) from exc
-    target = "s3://" + uri[len("s3a://") :] if uri.startswith("s3a://") else uri
-    try:
-        filesystem, path = pafs.FileSystem.from_uri(target)
-        return filesystem.open_input_stream(path, buffer_size=READ_BUFFER)  # type: ignore[return-value]
-    except Exception as exc:  # pyarrow raises ArrowInvalid/ArrowIOError/OSError: one message
-        raise OSError(str(exc).splitlines()[0] if str(exc) else repr(exc)) from exc
-
-
-def open_ranged(uri: str) -> tuple[BinaryIO, int]:
-    """A seekable file and its size (:data:`~analyzer.capture.split.Opener`), for reading byte
-    ranges of a file cut into splits: a plain path directly; any URI (``file:`` included, so
-    that the suite runs this way) through ``pyarrow.fs`` (``FileSystem.from_uri``; ``s3a://``
-    read as ``s3://``), its size from the file system's file info. Only the ranges read are
-    fetched. Raises OSError with one line naming the URI."""
-    if "://" not in uri and not uri.startswith("file:"):
-        return open(uri, "rb"), os.path.getsize(uri)  # noqa: SIM115 - the caller closes it
-    try:
-        from pyarrow import fs as pafs
-    except ImportError as exc:
-        raise OSError(f"{uri}: reading it in splits needs pyarrow ({exc})") from exc
-    target = "s3://" + uri[len("s3a://") :] if uri.startswith("s3a://") else uri
-    try:
-        filesystem, path = pafs.FileSystem.from_uri(target)
-        info = filesystem.get_file_info(path)
-        if info.type != pafs.FileType.File:
-            raise OSError("no such file" if info.type == pafs.FileType.NotFound else "not a file")
-        return filesystem.open_input_file(path), info.size  # type: ignore[return-value]
-    except Exception as exc:  # pyarrow raises ArrowInvalid/ArrowIOError/OSError: one line
-        reason = str(exc).splitlines()[0] if str(exc) else repr(exc)
-        raise OSError(f"{uri}: {reason}") from exc
-
-
-class _Named:
-    """A stream with the file's URI as its ``name`` (pyarrow's streams have none)."""
-
-    def __init__(self, f, name: str):
-        self.f = f
-        self.name = name
-
-    def read(self, n: int = -1) -> bytes:
-        return self.f.read(n)
-
-    def tell(self) -> int:
-        return self.f.tell()
-
-    def close(self) -> None:
-        self.f.close()
-
-
-def _open_named(uri: str):
-    f = open_uri(uri)
-    return f if uri.startswith("file:") or "://" not in uri else _Named(f, uri)
-
-
-def _exchange_row(
-    capture: str,
-    ex,
-    topic_ids: dict,
-    with_json: bool,
-    records: bool = False,
-    bodies: bool = False,
-    seq: int | None = None,
-    knowledge=None,
-) -> tuple:
-    """An exchanges row; with ``bodies`` and ``knowledge`` (the run's, as it is when the exchange
-    is emitted), its ``seq`` and ``state`` for ``check --parquet``."""
-    from analyzer.dissect import schema
-    from analyzer.dissect.constants import ApiKey
-    from analyzer.export.jsonout import endpoint_pair
-    from analyzer.session.records import FETCH_APIS
-    from analyzer.session.stats import error_names, record_totals
-
-    info = ex.conn
-    ends = endpoint_pair(info)
-    key = ex.api_key
-    req, resp = ex.request, ex.response
-    lat = ex.latency
-    issues = ex.all_issues()
-    worst = max((i.severity for i in issues), default=None)
-    counts: dict = {}
-    if key == ApiKey.PRODUCE and req is not None:
-        counts = record_totals(req, topic_ids)
-    elif key in FETCH_APIS and resp is not None:
-        counts = record_totals(resp, topic_ids)
-    if key is None:
-        name = "(unknown)"
-    else:
-        name = schema.api_name(key) or f"Api{key}"
-    js = rq = rs = det = state = None
-    if bodies and knowledge is not None:
-        import orjson
-
-        from analyzer.export.exchange_state import exchange_state
-
-        sw = knowledge.clients.get(ex.client_id) if ex.client_id is not None else None
-        state = orjson.dumps(exchange_state(ex, sw), option=orjson.OPT_NON_STR_KEYS).decode()
-    if with_json or bodies:
-        import orjson
-
-        from analyzer.export.jsonout import exchange_json
-
-        d = exchange_json(ex, False, records)
-        if with_json:
-            js = orjson.dumps(d, option=orjson.OPT_NON_STR_KEYS).decode()
-        if bodies:
-            rq, rs, det = (
-                orjson.dumps(d[k], option=orjson.OPT_NON_STR_KEYS).decode() if d[k] is not None else None
-                for k in ("request", "response", "issues")
-            )
-    return (
-        capture,
-        ex.ts,
-        info.id,
-        ends["client"],
-        ends["broker"],
-        ex.client_id,
-        key,
-        name,
-        ex.api_version,
-        ex.correlation_id,
-        list(ex.topics),
-        None if req is None else req.frame.length + 4,
-        None if resp is None else resp.frame.length + 4,
-        None if lat is None else round(lat * 1000.0, 3),
-        error_names(resp),
-        [i.code for i in issues],
-        None if worst is None else str(worst),
-        [(t, n, b) for t, (n, b) in counts.items()],
-        js,
-        rq,
-        rs,
-        det,
-        ex.topics,
-        None if state is None else seq,
-        state,
-    )
-
-
-def _record_rows(capture: str, ex, topic_ids: dict) -> Iterator[tuple]:
-    from analyzer.dissect.constants import ApiKey
-    from analyzer.session.records import FETCH_APIS, iter_records
-
-    key = ex.api_key
-    if key == ApiKey.PRODUCE and ex.request is not None:
-        msg, direction = ex.request, "produce"
-    elif key in FETCH_APIS and ex.response is not None:
-        msg, direction = ex.response, "fetch"
-    else:
-        return
-    for r in iter_records(msg, topic_ids):
-        yield (
-            capture,
-            ex.ts,
-            ex.conn.id,
-            ex.correlation_id,
-            direction,
-            r.topic,
-            r.partition,
-            r.offset,
-            r.timestamp,
-            r.timestamp_iso,
-            _binary(r.key),
-            _binary(r.value),
-            [(k, _binary(v)) for k, v in r.headers],
-            r.control,
-            r.control_type,
-            r.magic,
-            r.codec,
-        )
-
-
-def _binary(v):
-    if v is None or type(v) is bytes:
-        return v
-    return bytes(v)
-
-
-def _issue_row(capture: str, ev, seq: int | None = None) -> tuple:
-    from analyzer.export.jsonout import endpoint_pair, stream_event_json
-
-    d = stream_event_json(ev)
-    from analyzer.events import ConnIssue
-
-    conn = ev.conn if type(ev) is ConnIssue else None
-    ends = endpoint_pair(conn) if conn is not None else {"client": None, "broker": None}
-    i = ev.issue
-    return (
-        capture,
-        ev.ts,
-        d["connection"],
-        ends["client"],
-        ends["broker"],
-        d["direction"],
-        d["type"],
-        str(i.severity),
-        i.code,
-        i.message,
-        i.offset,
-        i.where,
-        conn is not None and conn.client_direction is not None,
-        seq,
-    )
-
-
-def _connection_row(capture: str, info) -> tuple:
-    from analyzer.export.jsonout import endpoint_pair
-
-    ends = endpoint_pair(info)
-    known = info.client_direction is not None
-    cd = info.client_direction or 0
-    return (
-        capture,
-        info.id,
-        ends["client"],
-        ends["broker"],
-        known,
-        info.syn,
-        info.ts_first,
-        info.ts_last,
-        info.frames[cd],
-        info.frames[1 - cd],
-        info.bytes[cd],
-        info.bytes[1 - cd],
-        sum(info.gaps),
-        info.closed,
-        info.not_kafka,
-    )
-
-
-def piece_span(uri: str, size: int) -> tuple:
+def piece_span(uri: str, size: int) -> Span:
     """The :class:`~analyzer.capture.sets.Span` of one file (its time range and TCP flows), read
     on an executor: what chains rotated files into pieces. A file that cannot be opened gets
     an empty span (it stays a piece of its own and its analysis reports why)."""
     from analyzer.capture.sets import Span, span
 
     try:
-        f = _open_named(uri)
+        f = open_named(uri)
     except OSError:
         return Span(uri, None, None, 0, frozenset())
     with contextlib.closing(f):
@@ -507,6 +100,7 @@ def analyze_piece(  # noqa: C901 - one loop dispatching every event kind to its 
     tls_keylog: str | None = None,
     where: str | None = None,
     show_secrets: bool = False,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> Iterator[tuple]:
     """Event rows (:data:`EVENT`) of one piece: its files are opened here (:func:`open_uri`) and
     streamed through one pipeline. ``tls_keylog`` is the text of an NSS key log to decrypt TLS
@@ -514,6 +108,7 @@ def analyze_piece(  # noqa: C901 - one loop dispatching every event kind to its 
     records) become rows, the capture row still counts every exchange. ``bodies``: fill the
     exchanges' ``request``, ``response`` and ``issue_details`` (the export's JSON).
     ``show_secrets``: leave SASL secrets unmasked (masked by default, as in every output).
+    ``limits``: the decoding's and the connection table's (``--max-records``...).
 
     A piece is whole files, analysed in order by one task (a piece bigger than the split
     size, one file or a chain, is cut into splits and analysed by :mod:`analyzer.spark.stitch`
@@ -545,15 +140,15 @@ def analyze_piece(  # noqa: C901 - one loop dispatching every event kind to its 
     if len(piece.uris) == 1:
         uri = piece.uris[0]
         try:
-            f = _open_named(uri)
+            f = open_named(uri)
         except OSError as exc:
             yield from _unreadable(uri, piece.size, f"cannot open {uri} on the executor: {exc}")
             return
-        cap = CaptureFile(f)
+        cap: CaptureFile | CaptureSet = CaptureFile(f)
         sset = None
     else:
         f = None
-        cap = sset = CaptureSet(piece.uris, opener=_open_named, sizes=piece.sizes)
+        cap = sset = CaptureSet(piece.uris, opener=open_named, sizes=piece.sizes)
 
     def file_of(number: int | None) -> str:
         if sset is None or number is None:
@@ -561,7 +156,7 @@ def analyze_piece(  # noqa: C901 - one loop dispatching every event kind to its 
         return sset.file_of(number)[0]
 
     records_bodies = records or (flt is not None and flt.needs_records)
-    opts = Options(records_bodies=records_bodies, show_secrets=show_secrets)
+    opts = Options(records_bodies=records_bodies, show_secrets=show_secrets, limits=limits)
     a = Analysis(cap, opts, ports=ports, tls_keylog=keylog, display_filter=flt)
     knowledge = a.knowledge
     topic_ids = knowledge.topic_ids
@@ -582,18 +177,18 @@ def analyze_piece(  # noqa: C901 - one loop dispatching every event kind to its 
                 where_from = file_of(
                     msg.frame.packet_indexes[0] if msg and msg.frame.packet_indexes else None
                 )
-                row = _exchange_row(where_from, ev, topic_ids, with_json, records, bodies, seq, knowledge)
-                rows.append(_event("exchange", row))
+                row = exchange_row(where_from, ev, topic_ids, with_json, records, bodies, seq, knowledge)
+                rows.append(event("exchange", row))
                 if records:
-                    rows.extend(_event("record", r) for r in _record_rows(where_from, ev, topic_ids))
+                    rows.extend(event("record", r) for r in record_rows(where_from, ev, topic_ids))
             elif t is ConnIssue or t is CaptureIssue:
                 issues += 1
                 seq += 1
                 if t is CaptureIssue and ev.issue.severity == Severity.ERROR:
                     damaged = True
-                rows.append(_event("issue", _issue_row(file_of(None) if t is ConnIssue else name, ev, seq)))
+                rows.append(event("issue", issue_row(file_of(None) if t is ConnIssue else name, ev, seq)))
             elif t is ConnectionEnd:
-                rows.append(_event("connection", _connection_row(file_of(None), ev.conn)))
+                rows.append(event("connection", connection_row(file_of(None), ev.conn)))
 
     try:
         for _batch in a.steps(RowBuilder()):
@@ -607,18 +202,30 @@ def analyze_piece(  # noqa: C901 - one loop dispatching every event kind to its 
         damaged = True
         tb = traceback.format_exc(limit=-3).strip().replace("\n", " | ")
         failed = SPARK_ANALYSIS_FAILED(f"analysis stopped after {a.packets} packets: {exc!r} ({tb})")
-        yield _event(
+        row = IssueRow(
+            name,
+            a.last_ts,
+            None,
+            None,
+            None,
+            None,
             "issue",
-            (name, a.last_ts, None, None, None, None, "issue", str(failed.severity), failed.code)
-            + (failed.message, None, None, False, seq + 1),
+            str(failed.severity),
+            failed.code,
+            failed.message,
+            None,
+            None,
+            False,
+            seq + 1,
         )
+        yield event("issue", row)
     finally:
         if f is not None:
             f.close()
     outcome = a.outcome()
-    yield _event(
+    yield event(
         "capture",
-        (
+        CaptureRow(
             name,
             cap.format,
             cap.compression,
@@ -643,15 +250,14 @@ def _unreadable(uri: str, size, message: str) -> Iterator[tuple]:
     from analyzer.issues import CAPTURE_UNREADABLE
 
     i = CAPTURE_UNREADABLE(message)
-    yield _event(
-        "issue",
-        (uri, None, None, None, None, None, "issue", str(i.severity), i.code, i.message)
-        + (None, None, False, 1),
+    row = IssueRow(
+        uri, None, None, None, None, None, "issue", str(i.severity), i.code, i.message, None, None, False, 1
     )
-    yield _event(
-        "capture",
-        (uri, None, None, size, 0, 0, 0, 1, None, None, True, [uri], f"{i.code}: {i.message}", 2, None, None),
+    yield event("issue", row)
+    cap = CaptureRow(
+        uri, None, None, size, 0, 0, 0, 1, None, None, True, [uri], f"{i.code}: {i.message}", 2, None, None
     )
+    yield event("capture", cap)
 
 
 def _analyze_bin(pieces: Iterable[Piece], opts: dict) -> Iterator[tuple]:
@@ -705,6 +311,7 @@ def list_files(
         seen[uri] = status.getLen()
         found.append(uri)
 
+    assert jvm is not None  # a live session's
     for p in paths:
         path = jvm.org.apache.hadoop.fs.Path(p)
         fs = path.getFileSystem(conf)
@@ -738,10 +345,6 @@ def plan_pieces(spark: SparkSession, files: list[tuple[str, int]], chain: bool =
 
 def _spans(pieces: list) -> list:
     return [piece_span(uris[0], sizes[0]) for uris, sizes in pieces]
-
-
-# about this much capture per task: several tasks per core balance uneven pieces
-TASK_BYTES = 128 << 20
 
 
 def _bins(pieces: list[Piece], n: int) -> list[list[tuple]]:
@@ -804,6 +407,7 @@ def analyze(
     where: str | None = None,
     show_secrets: bool = False,
     split_size: int | None = DEFAULT_SPLIT,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> Analysis:
     """Analyse every capture file that ``paths`` name (paths, globs, directories, URIs; see
     :func:`list_files`, which raises :class:`NoCaptures` for a path naming nothing).
@@ -829,6 +433,9 @@ def analyze(
     connections brought together by one shuffle and stitched (:mod:`analyzer.spark.stitch`: the
     same rows as analysing the piece whole in one task); None: every piece whole. A compressed
     file (one split) alone and analyses with ``where`` are analysed whole.
+    ``limits``: the decoding's and the connection table's (``--max-records``...), as the CLI's:
+    a piece cut into splits whose connections one run would close early (more than
+    ``limits.max_connections`` open at once) is analysed whole instead.
     """
     if where is not None:
         from analyzer.filter import compile_filter
@@ -852,6 +459,7 @@ def analyze(
         "tls_keylog": keylog_text,
         "where": where,
         "show_secrets": show_secrets,
+        "limits": limits,
     }
     big: list[tuple[Piece, list]] = []
     if split_size and where is None:
@@ -870,8 +478,11 @@ def analyze(
     if big:
         from analyzer.spark.stitch import analyze_split
 
-        split_rows, owned = analyze_split(spark, big, opts, n)
+        split_rows, owned, again = analyze_split(spark, big, opts, n)
         rdd = split_rows if rdd is None else rdd.union(split_rows)
+        if again:  # one run would close connections early: those pieces are analysed whole
+            more = sc.parallelize(_bins(again, len(again)), len(again))
+            rdd = rdd.union(more.mapPartitions(partial(_analyze_partition, opts=opts)))
     assert rdd is not None  # list_files found at least one file
     events = spark.createDataFrame(rdd, EVENT, verifySchema=False)
     if persist:

@@ -57,48 +57,48 @@ from pyspark.rdd import RDD
 from pyspark.sql import SparkSession
 
 from analyzer.capture.split import Split, SplitSource, splits
+from analyzer.dissect.codecs import DEFAULT_LIMITS
 from analyzer.dissect.constants import ApiKey
-from analyzer.dissect.message import Options
 from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue
-from analyzer.export.exchange_state import _issue as _issue_state
-from analyzer.export.exchange_state import exchange_state
-from analyzer.export.parallel import (
-    _CONNECTION,
-    _EXCHANGE,
-    _FLUSH,
-    _ISSUE,
-    _UNNAMED,
-    _UNNAMED_TEXT,
-    Route,
-    Share,
-    SplitWalk,
-    _relabel,
-    _renumber,
-    _topic_refs,
-    plan_owners,
-    range_totals,
+from analyzer.export.exchange_state import exchange_state, issue_state
+from analyzer.export.merge import (
+    CONNECTION,
+    END,
+    EXCHANGE,
+    ISSUE,
+    SimpleCommit,
+    TopicRefs,
+    connection_ids,
+    evicts,
+    name_broker,
+    name_broker_in,
+    order_key,
+    relabel,
+    renumber,
+    topic_refs,
+    unnamed,
+    with_issues,
 )
-from analyzer.issues import (
-    CAPTURE_NO_TCP,
-    CAPTURE_UNREADABLE,
-    QUIRK_SIMPLE_COMMIT_REJECTED,
-    SPARK_ANALYSIS_FAILED,
-)
+from analyzer.export.parallel import Decoding, Route, Share, SplitWalk, plan_owners, range_totals
+from analyzer.issues import CAPTURE_NO_TCP, CAPTURE_UNREADABLE, SPARK_ANALYSIS_FAILED
 from analyzer.model import Exchange, Issue, Severity
-from analyzer.pipeline import LOSSY, UNUSABLE, Exit
+from analyzer.pipeline import Outcome
 from analyzer.reassembly.packet import decode_tcp
-from analyzer.session.groups import GroupMembers, member_change, simple_commit, simple_commit_rejected
-from analyzer.session.knowledge import LEARNS_FROM, UNNAMED_BROKER, Knowledge
-from analyzer.spark.source import (
-    TASK_BYTES,
-    Piece,
-    _connection_row,
-    _event,
-    _exchange_row,
-    _issue_row,
-    _Named,
-    _record_rows,
-    open_ranged,
+from analyzer.session.groups import GroupMembers, member_change
+from analyzer.session.knowledge import LEARNS_FROM, Knowledge
+from analyzer.spark.pieces import TASK_BYTES, Named, Piece, open_ranged
+from analyzer.spark.rows import (
+    CaptureRow,
+    ConnectionRow,
+    ExchangeRow,
+    IssueRow,
+    RecordRow,
+    connection_row,
+    event,
+    exchange_row,
+    issue_row,
+    record_rows,
+    row_of,
 )
 from analyzer.tls.keylog import KeyLog
 
@@ -135,7 +135,7 @@ def _walk(tasks: Iterable[tuple]) -> Iterator[tuple]:
         except OSError as exc:  # the file went away or its file system failed: the file's issue
             where = f"{split.path}[{split.start}:{split.end}]"
             walk.issues.append(CAPTURE_UNREADABLE(f"cannot read {where} on the executor: {exc}"))
-        summary = (walk.count, walk.first_ts, walk.last_ts, walk.skipped, walk.issues, walk.secrets)
+        summary: tuple = (walk.packets, walk.first_ts, walk.last_ts, walk.skipped, walk.issues, walk.secrets)
         summary += (walk.format, walk.compression)
         for owner in range(parts):
             yield (fno, owner, sno, -1), summary
@@ -150,8 +150,9 @@ class _RowShare(Share):
             keylog.add_text(opts["tls_keylog"], "the key log")
         self.secrets: list[bytes] = []
         keylog.attach(self.secrets)
+        decoding = Decoding(opts["records"], opts["show_secrets"], opts.get("limits", DEFAULT_LIMITS))
         super().__init__(
-            Options(records_bodies=opts["records"], show_secrets=opts["show_secrets"]),
+            decoding.options(),
             opts["ports"],
             keylog,
             False,
@@ -186,7 +187,7 @@ class _RowShare(Share):
         the chain's last file)."""
         if not self.uris:
             return self.name
-        if number is None or number == _FLUSH:
+        if number is None or number == END:
             return self.uris[-1]
         return self.files[bisect.bisect_right(self.starts, number) - 1]
 
@@ -204,43 +205,56 @@ class _RowShare(Share):
                 self.exchanges += 1
                 msg = ev.request or ev.response
                 name = self.file_of(msg.frame.packet_indexes[0]) if msg and msg.frame.packet_indexes else here
-                row = _exchange_row(name, ev, ids, opts["with_json"], opts["records"], opts["bodies"])
-                refs = _topic_refs(ev) if learnt or ids.used else None
-                rows = [_event("exchange", row)]
+                row = exchange_row(name, ev, ids, opts["with_json"], opts["records"], opts["bodies"])
+                refs = topic_refs(ev) if learnt or ids.used else None
+                rows = [event("exchange", row)]
                 if opts["records"]:  # topics by id left unnamed: the stitching names them
-                    rows += [_event("record", r) for r in _record_rows(name, ev, {} if refs else ids)]
+                    rows += [event("record", r) for r in record_rows(name, ev, {} if refs else ids)]
                 ids.used = False
-                unnamed = any(i.message.startswith(_UNNAMED_TEXT) for i in ev.all_issues())
-                commit = _commit(ev) if ev.api_key == _OFFSET_COMMIT else None
+                named = any(unnamed(i.message) for i in ev.all_issues())
+                commit = SimpleCommit.of(ev) if ev.api_key == _OFFSET_COMMIT else None
                 if commit is not None:
-                    unnamed = True  # its quirk, if one run names it, says "the broker" until stitched
+                    named = True  # its quirk, if one run names it, says "the broker" until stitched
                 state = None
                 if opts["bodies"]:  # check --parquet's state: the stitching completes it
                     state = orjson.dumps(exchange_state(ev), option=orjson.OPT_NON_STR_KEYS)
                 self._mark(batch, ev.conn.id)
-                row = (_ROW, fno, owner, batch, self._seq, ev.conn.id, _EXCHANGE, rows, refs, unnamed, commit)
-                row += (state,)
-                out.append(row)
+                out.append(
+                    (
+                        _ROW,
+                        fno,
+                        owner,
+                        batch,
+                        self._seq,
+                        ev.conn.id,
+                        EXCHANGE,
+                        rows,
+                        refs,
+                        named,
+                        commit,
+                        state,
+                    )
+                )
                 if ev.api_key in LEARNS_FROM:
                     out.append((_KNOW, fno, owner, batch, self._seq, ev.conn.id, _learnt(ev)))
             elif t is ConnIssue:
                 self.issues += 1
-                unnamed = ev.issue.message.startswith(_UNNAMED_TEXT)
-                row = _event("issue", _issue_row(here, ev))
+                named = unnamed(ev.issue.message)
+                issue = event("issue", issue_row(here, ev))
                 self._mark(batch, ev.conn.id)
                 out.append(
-                    (_ROW, fno, owner, batch, self._seq, ev.conn.id, _ISSUE, [row], None, unnamed, None, None)
+                    (_ROW, fno, owner, batch, self._seq, ev.conn.id, ISSUE, [issue], None, named, None, None)
                 )
             elif t is ConnectionEnd:
-                row = _event("connection", _connection_row(here, ev.conn))
-                at = (_ROW, fno, owner, batch, self._seq, ev.conn.id, _CONNECTION)
-                out.append((*at, [row], None, False, None, None))
+                end = event("connection", connection_row(here, ev.conn))
+                at = (_ROW, fno, owner, batch, self._seq, ev.conn.id, CONNECTION)
+                out.append((*at, [end], None, False, None, None))
             else:
                 continue
             self._seq += 1
 
     def _mark(self, batch: int, conn: int) -> None:
-        if batch == _FLUSH:
+        if batch == END:
             self.flushed.append(conn)
         else:
             self.marks.append(batch)
@@ -258,7 +272,7 @@ class _RowShare(Share):
         out = self.drain()
         out.append(
             (_OPENS, self.fno, self.owner, part.opens, self.exchanges, self.issues)
-            + (part.keylog_pulled, part.keylog_issues)
+            + (part.keylog_pulled, part.keylog_issues, part.table, part.evicted)
         )
         out.append(self.order())
         if splits_seen:
@@ -277,19 +291,6 @@ def _learnt(ex: Exchange) -> tuple[dict, str | None, tuple | None, dict]:
 
 
 _OFFSET_COMMIT = ApiKey.OFFSET_COMMIT
-_QUIRK = QUIRK_SIMPLE_COMMIT_REJECTED.code
-
-
-def _commit(ex: Exchange) -> tuple | None:
-    """A simple commit answered UNKNOWN_MEMBER_ID: (group, the exchange's own issues but the
-    quirk, the quirk as named for an empty group by an unnamed broker, its messages' issues);
-    the quirk is the last of its own issues (pairing adds it last). None for another exchange."""
-    gid = simple_commit(ex)
-    if gid is None:
-        return None
-    quirk = simple_commit_rejected(ex, GroupMembers(), UNNAMED_BROKER)
-    own = [i for i in ex.issues if i.code != _QUIRK]
-    return gid, own, quirk, [i for m in (ex.request, ex.response) if m is not None for i in m.issues]
 
 
 def _failed(fno: int, at: int | None) -> tuple:
@@ -311,7 +312,10 @@ def _close(share: _RowShare, seen: list, broken: bool) -> list[tuple]:
             out.append(_failed(share.fno, None))
     else:
         out = []
-    out.append((_OPENS, share.fno, share.owner, share.opens, share.exchanges, share.issues, 0, []))
+    table, evicted = share.table.log, share.pipe.reasm.evicted
+    out.append(
+        (_OPENS, share.fno, share.owner, share.opens, share.exchanges, share.issues, 0, [], table, evicted)
+    )
     out.append(share.order())
     if seen:
         out.append((_SPLITS, share.fno, seen))
@@ -453,35 +457,29 @@ class _Order:
 
     def first(self, batch: int, conn: int) -> int:
         """The number of the events before the first of ``batch`` (of ``conn``'s at the end)."""
-        if batch == _FLUSH:
+        if batch == END:
             return self.ends[conn]
         return bisect.bisect_left(self.marks, batch)
-
-
-def _key(batch: int, seq: int, conn: int) -> tuple:
-    """An event's place in one run's order: by the packet that completed it; at the end, by
-    connection (as export -j's merge orders them)."""
-    return (batch, conn if batch == _FLUSH else 0, seq)
 
 
 def _stitch(items: Iterable[tuple], shared) -> Iterator[tuple]:
     """An owner's rows as one run has them: connection ids over the whole piece, topics by id and
     the broker software named as one run knew them at that point; ``shared``: the driver's
-    tables, broadcast."""
+    tables, broadcast (None for a piece analysed whole instead)."""
     tables: dict = shared.value
     at: tuple = ()  # the current batch (file, owner, batch, connection at the end)
     n = 0  # its exchange and issue events so far
     for it in items:
-        if it[0] != _ROW:
+        if it[0] != _ROW or tables[it[1]] is None:
             continue
-        _tag, fno, owner, batch, seq, local, kind, rows, refs, unnamed, commit, state = it
+        _tag, fno, owner, batch, seq, local, kind, rows, refs, named, commit, state = it
         idmap, knowing, order = tables[fno]
         conn = idmap[(owner, local)]
-        key = _key(batch, seq, conn)
-        software = knowing.software(key) if unnamed else None
+        key = order_key(batch, seq, conn)
+        software = knowing.software(key) if named else None
         number = None
-        if kind != _CONNECTION:
-            where = (fno, owner, batch, conn if batch == _FLUSH else 0)
+        if kind != CONNECTION:
+            where = (fno, owner, batch, conn if batch == END else 0)
             if where != at:
                 at, n = where, 0
             n += 1
@@ -489,111 +487,98 @@ def _stitch(items: Iterable[tuple], shared) -> Iterator[tuple]:
         for ev in rows:
             what = ev[0]
             if what == "exchange":
+                x = ExchangeRow._make(row_of(ev))
                 empty = None
                 if commit is not None:
-                    empty = knowing.empty(commit[0], key)
-                    ev = _rejudge(ev, commit, empty)
-                ev = _exchange(ev, conn, key, refs, knowing, software)
+                    empty = knowing.empty(commit.group, key)
+                    x = _rejudge(x, commit, empty)
+                x = _exchange(x, conn, key, refs, knowing, software)
                 if state is not None:
-                    ev = _with_state(ev, state, conn, key, knowing, software, commit, empty, number)
-                yield ev
+                    x = _with_state(x, state, conn, key, knowing, software, commit, empty, number)
+                yield event("exchange", x)
             elif what == "record":
-                r = list(ev[5])
-                r[2] = conn
+                r = RecordRow._make(row_of(ev))._replace(connection=conn)
                 if refs is not None:
-                    r[5] = knowing.topic(r[5], key) or r[5]
-                yield _event("record", tuple(r))
+                    r = r._replace(topic=knowing.topic(r.topic, key) or r.topic)
+                yield event("record", r)
             elif what == "issue":
-                r = list(ev[2])
-                r[2] = conn
+                i = IssueRow._make(row_of(ev))._replace(connection=conn, seq=number)
                 if software is not None:
-                    r[9] = software + " answered " + r[9][len(_UNNAMED_TEXT) :]
-                r[13] = number
-                yield _event("issue", tuple(r))
+                    i = i._replace(message=name_broker(i.message, software))
+                yield event("issue", i)
             else:
-                r = list(ev[3])
-                r[1] = conn
-                yield _event("connection", tuple(r))
+                yield event("connection", ConnectionRow._make(row_of(ev))._replace(connection=conn))
 
 
 def _with_state(
-    ev: tuple, state: bytes, conn: int, key: tuple, knowing: _Knowing, software, commit, empty, number: int
-) -> tuple:
+    r: ExchangeRow,
+    state: bytes,
+    conn: int,
+    key: tuple,
+    knowing: _Knowing,
+    software: str | None,
+    commit: SimpleCommit | None,
+    empty: bool | None,
+    number: int | None,
+) -> ExchangeRow:
     """An exchange row with its ``seq`` and ``state`` as one run writes them: the connection's id
     over the whole piece, the commit's quirk judged again, the topics and the broker named, the
     client software one run knew then."""
-    r = list(ev[1])
     s = orjson.loads(state)
     s["conn"]["id"] = conn
     for m in (s["request"], s["response"]):
         if m is not None:
             m["frame"][0] = conn
     if commit is not None:
-        _gid, own, quirk, _after = commit
-        s["issues"] = [_issue_state(i) for i in ([*own, quirk] if empty else own)]
-    s["topics"] = r[22]
-    sw = knowing.client(r[5], key)
+        s["issues"] = [issue_state(i) for i in commit.own_issues(bool(empty))]
+    s["topics"] = r.topic_partitions
+    sw = knowing.client(r.client_id, key)
     s["software"] = None if sw is None else list(sw)
     js = orjson.dumps(s, option=orjson.OPT_NON_STR_KEYS)
     if software is not None:
-        js = js.replace(_UNNAMED, orjson.dumps(software + " answered ")[:-1])
-    r[23], r[24] = number, js.decode()
-    return _event("exchange", tuple(r))
+        js = name_broker_in(js, software)
+    return r._replace(seq=number, state=js.decode())
 
 
-def _rejudge(ev: tuple, commit: tuple, empty: bool) -> tuple:
+def _rejudge(r: ExchangeRow, commit: SimpleCommit, empty: bool) -> ExchangeRow:
     """A simple commit's exchange row with ``quirk.simple_commit_rejected`` as one run names it
     (``empty``: one run knows no live member of its group there), its broker still unnamed."""
-    _gid, own, quirk, after = commit
-    issues: list[Issue] = [*own, quirk, *after] if empty else [*own, *after]
-    r = list(ev[1])
-    r[15] = [i.code for i in issues]
+    issues: list[Issue] = commit.issues(empty)
     worst = max((i.severity for i in issues), default=None)
-    r[16] = None if worst is None else str(worst)
-    listed = orjson.dumps([i.to_dict() for i in issues])
-    if r[18] is not None:
-        js = r[18].encode()
-        tag = b',"issues":'
-        r[18] = (js[: js.rindex(tag)] + tag + listed + b"}").decode()
-    if r[21] is not None:
-        r[21] = listed.decode()
-    return _event("exchange", tuple(r))
+    listed = orjson.dumps([i.to_dict() for i in issues]).decode()
+    return r._replace(
+        issues=[i.code for i in issues],
+        severity=None if worst is None else str(worst),
+        json=None if r.json is None else with_issues(r.json.encode(), issues).decode(),
+        issue_details=None if r.issue_details is None else listed,
+    )
 
 
-def _exchange(ev: tuple, conn: int, key: tuple, refs, knowing: _Knowing, software: str | None) -> tuple:
-    r = list(ev[1])
-    r[2] = conn
-    js = r[18]
-    if js is not None:
-        js = _renumber(js.encode(), _EXCHANGE, conn)
+def _exchange(
+    r: ExchangeRow, conn: int, key: tuple, refs: TopicRefs | None, knowing: _Knowing, software: str | None
+) -> ExchangeRow:
+    """An exchange row with the connection id, the topics and the broker as one run names them."""
+    r = r._replace(connection=conn)
+    js = None if r.json is None else renumber(r.json.encode(), EXCHANGE, conn)
     if refs is not None:
 
         def name(nm, tid):
             return nm if nm else knowing.topic(tid, key) or tid
 
-        labels: dict[str, list[int]] = {}
-        for nm, tid, partitions in refs[0]:
-            labels.setdefault(name(nm, tid), []).extend(partitions)
-        if list(labels) != r[10]:
-            r[10], r[22] = list(labels), labels
+        labels = refs.topics(name)
+        if list(labels) != r.topics:
+            r = r._replace(topics=list(labels), topic_partitions=labels)
             if js is not None:
-                js = _relabel(js, labels)
-        counts: dict[str, list[int]] = {}
-        for nm, tid, nrec, nbytes in refs[1]:
-            acc = counts.setdefault(name(nm, tid), [0, 0])
-            acc[0] += nrec
-            acc[1] += nbytes
-        r[17] = [(t, n, b) for t, (n, b) in counts.items()]
+                js = relabel(js, labels)
+        r = r._replace(record_counts=refs.record_counts(name))
     if software is not None:
-        named = orjson.dumps(software + " answered ")[:-1].decode()
-        old = _UNNAMED.decode()
         if js is not None:
-            js = js.replace(_UNNAMED, named.encode())
-        if r[21] is not None:
-            r[21] = r[21].replace(old, named)
+            js = name_broker_in(js, software)
+        if r.issue_details is not None:
+            r = r._replace(issue_details=name_broker_in(r.issue_details.encode(), software).decode())
     if js is not None:
-        r[18] = js.decode()
-    return _event("exchange", tuple(r))
+        r = r._replace(json=js.decode())
+    return r
 
 
 def _split_issues(cut: Split, before: int, issues: list) -> list:
@@ -643,58 +628,56 @@ def _capture_rows(
     last = totals.last_ts if totals.packets else None
     name = piece.name
     rows = [
-        _event("issue", _issue_row(name, CaptureIssue(i, last), events + n)) for n, i in enumerate(found, 1)
+        event("issue", issue_row(name, CaptureIssue(i, last), events + n)) for n, i in enumerate(found, 1)
     ]
     damaged = any(i.severity == Severity.ERROR for i in found)
-    inconclusive, code = _outcome(found, exchanges)
-    fmt, compression = (walks[0][6], walks[0][7]) if walks else (None, None)
-    rows.append(
-        _event(
-            "capture",
-            (
-                name,
-                fmt,
-                compression,
-                piece.size,
-                totals.packets,
-                opens,
-                exchanges,
-                issues + len(found),
-                totals.first_ts,
-                last,
-                damaged,
-                list(piece.uris),
-                inconclusive,
-                code,
-                opts["records"],
-                None,  # (a file analysed with -Y is not split)
-            ),
-        )
+    outcome = Outcome(
+        name,
+        packets=totals.packets,
+        connections=opens,
+        first_ts=totals.first_ts,
+        last_ts=totals.last_ts,
+        exchanges=exchanges,
+        capture_issues=tuple(found),
     )
+    # the exit code None (``check --parquet`` says it cannot judge the file) when it holds no
+    # Kafka exchange: why, one run says from what the owners do not gather (skipped packets,
+    # TLS without keys)
+    usable = not outcome.unusable()
+    inconclusive = None if usable else outcome.inconclusive()
+    code = None if usable and not exchanges else int(outcome.exit_code())
+    fmt, compression = (walks[0][6], walks[0][7]) if walks else (None, None)
+    row = CaptureRow(
+        name,
+        fmt,
+        compression,
+        piece.size,
+        totals.packets,
+        opens,
+        exchanges,
+        issues + len(found),
+        totals.first_ts,
+        last,
+        damaged,
+        list(piece.uris),
+        inconclusive,
+        code,
+        opts["records"],
+        None,  # (a file analysed with -Y is not split)
+    )
+    rows.append(event("capture", row))
     return rows
-
-
-def _outcome(found: list[Issue], exchanges: int) -> tuple[str | None, int | None]:
-    """The file's ``inconclusive`` and exit code as :class:`~analyzer.pipeline.Analysis` has
-    them; the exit code None (``check --parquet`` says it cannot judge the file) when it holds
-    no Kafka exchange: why, one run says from what the owners do not gather (skipped packets,
-    TLS without keys)."""
-    if any(i.code in UNUSABLE for i in found):
-        return "; ".join(f"{i.code}: {i.message}" for i in found), int(Exit.USAGE)
-    if not exchanges:
-        return None, None
-    if any(i.severity == Severity.ERROR or i.code in LOSSY for i in found):
-        return None, int(Exit.DAMAGED)
-    return None, int(Exit.OK)
 
 
 def analyze_split(
     spark: SparkSession, files: list[tuple[Piece, list[Split]]], opts: dict, tasks: int
-) -> tuple[RDD, RDD]:
+) -> tuple[RDD, RDD, list[Piece]]:
     """The event rows of big pieces (files, chains) cut into splits (see the module docstring),
-    and the RDD of the owners' output (persisted: unpersist it once the rows are no longer
-    needed). Runs the walk, the shuffle and the owners now (a Spark job): the stitching needs
-    their small part."""
+    the RDD of the owners' output (persisted: unpersist it once the rows are no longer needed),
+    and the pieces to analyse whole instead (one run closes some of their connections early:
+    more than ``max_connections`` were open at once, and which ones depends on them all). Runs
+    the walk, the shuffle and the owners now (a Spark job): the stitching needs their small
+    part."""
     sc = spark.sparkContext
     work = []
     offsets = []
@@ -703,7 +686,7 @@ def analyze_split(
         parts = owner_parts(piece.size, len(cuts), sc.defaultParallelism)
         f, _size = open_ranged(piece.uris[0])
         with f:
-            owners = plan_owners(_Named(f, piece.uris[0]), parts)
+            owners = plan_owners(Named(f, piece.uris[0]), parts)  # type: ignore[arg-type]  # a stream with a name
         offsets.append(total)
         total += parts
         work += [(fno, sno, split, owners, parts) for sno, split in enumerate(cuts)]
@@ -719,18 +702,21 @@ def analyze_split(
         .persist(StorageLevel.DISK_ONLY)
     )
     small = owned.filter(lambda it: it[0] != _ROW).collect()
-    tables: dict[int, tuple] = {}
+    tables: dict[int, tuple | None] = {}
     rows: list[tuple] = []
+    again: list[Piece] = []
+    tracked = max(opts.get("limits", DEFAULT_LIMITS).max_connections, 1)
     for fno, (piece, cuts) in enumerate(files):
         mine = [it for it in small if it[1] == fno]
-        opened = sorted(
-            (index, it[2], local) for it in mine if it[0] == _OPENS for local, index in enumerate(it[3], 1)
-        )
-        idmap = {(owner, local): n for n, (_index, owner, local) in enumerate(opened, 1)}
-        learnt = [(_key(it[3], it[4], idmap[(it[2], it[5])]), it[6]) for it in mine if it[0] == _KNOW]
+        ends = [it for it in mine if it[0] == _OPENS]
+        if any(it[9] for it in ends) or evicts([it[8] for it in ends], tracked):
+            tables[fno] = None
+            again.append(piece)
+            continue
+        idmap = connection_ids((it[2], it[3]) for it in ends)
+        learnt = [(order_key(it[3], it[4], idmap[(it[2], it[5])]), it[6]) for it in mine if it[0] == _KNOW]
         order = _Order([it for it in mine if it[0] == _ORDER], idmap)
         tables[fno] = (idmap, _Knowing(learnt), order)
-        ends = [it for it in mine if it[0] == _OPENS]
         walks = [w for it in mine if it[0] == _SPLITS for w in it[2]]
         keylog = max(ends, key=lambda it: it[6])[7] if ends else []
         for it in mine:
@@ -740,10 +726,10 @@ def analyze_split(
                 keylog = [*keylog, SPARK_ANALYSIS_FAILED(stopped)]
         exchanges = sum(it[4] for it in ends)
         issues = sum(it[5] for it in ends)
-        rows += _capture_rows(piece, cuts, walks, len(opened), exchanges, issues, keylog, order.total, opts)
+        rows += _capture_rows(piece, cuts, walks, len(idmap), exchanges, issues, keylog, order.total, opts)
     # (broadcast: the events' batches are 8 bytes an event, read by every task)
     stitched = owned.mapPartitions(partial(_stitch, shared=sc.broadcast(tables)))
-    return stitched.union(sc.parallelize(rows, 1)), owned
+    return stitched.union(sc.parallelize(rows, 1)), owned, again
 
 
 def owner_parts(size: int, splits: int, cores: int) -> int:

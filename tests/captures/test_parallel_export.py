@@ -98,9 +98,9 @@ def test_topic_names_learnt_on_another_connection(tmp_path, monkeypatch):
     flows = connection_keys(path)
     assert len(flows) > 2
     relabelled = []
-    relabel = parallel._relabel
+    relabel = parallel.relabel
     monkeypatch.setattr(
-        parallel, "_relabel", lambda data, topics: relabelled.append(topics) or relabel(data, topics)
+        parallel, "relabel", lambda data, topics: relabelled.append(topics) or relabel(data, topics)
     )
     # each connection alone in the second process, whichever one sees the Metadata
     for alone in flows:
@@ -147,7 +147,7 @@ def test_parts_can_keep_their_lines_in_memory(tmp_path):
     path = CAPTURES / "librdkafka-produce-consume-gzip.pcap"
     _, one = export_bytes(str(path))
     owners = parallel.plan_owners(str(path), 2)
-    opts = ((str(path),), 2, owners, False, False, (), None, True, None)
+    opts = ((str(path),), 2, owners, parallel.Decoding(), (), None, True, None)
     parts = [parallel.run_part(parallel.Job(opts[0], i, *opts[1:])) for i in range(2)]
     assert all(isinstance(p.lines, bytes) for p in parts)
     out = io.BytesIO()

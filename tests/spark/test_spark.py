@@ -1007,3 +1007,33 @@ def test_rotated_captures_in_tiny_splits_give_their_chains_whole(spark, tmp_path
     finally:
         a.unpersist()
         one.unpersist()
+
+
+def test_limits_travel_to_the_owners_of_splits(spark):
+    """With limits (``--max-records``, ``--max-elements``, ``--max-decompressed``) a file cut into
+    splits gives the rows of the file analysed whole with them; with ``--max-connections`` low
+    enough that one run closes connections early (which ones depends on them all) the file is
+    analysed whole instead."""
+    from analyzer.dissect.codecs import Limits
+    from analyzer.spark.source import analyze
+
+    path = str(CAPTURES / "librdkafka-txn.pcap")
+    for limits in (Limits(max_records=3, max_elements=5, max_total_output=0), Limits(max_connections=1)):
+        got = []
+        for size in (4096, 0):
+            a = analyze(spark, [path], records=True, bodies=True, json=True, split_size=size, limits=limits)
+            try:
+                assert bool(a.split) == bool(size)
+                got.append(
+                    (
+                        sorted((r.json, r.seq, r.state) for r in a.exchanges.collect()),
+                        Counter(tuple(r) for r in a.issues.collect()),
+                        [tuple(r) for r in a.captures.collect()],
+                        Counter(tuple(r) for r in a.connections.collect()),
+                    )
+                )
+            finally:
+                a.unpersist()
+        assert got[0] == got[1], limits
+        codes = {c[8] for c in got[0][1]}
+        assert ("stream.evicted" in codes) == (limits.max_connections == 1)

@@ -145,3 +145,28 @@ def test_tests_never_touch_sys_path():
         and p.name != Path(__file__).name
     ]
     assert not found, found
+
+
+def test_no_private_name_is_imported_across_modules():
+    """What modules share has a public name: no ``from analyzer.x import _name`` in the front ends
+    that split work (export, spark, check, capture, session, the live fanout)."""
+    import ast
+
+    found = []
+    for top in ("export", "spark", "check", "capture", "session", "fanout.py"):
+        base = ROOT / "analyzer" / top
+        for path in [base] if base.is_file() else sorted(base.rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("analyzer"):
+                    found += [
+                        f"{path.relative_to(ROOT)}:{node.lineno} {a.name}"
+                        for a in node.names
+                        if a.name.startswith("_") and not a.name.startswith("__")
+                    ]
+    assert not found, found
+
+
+def test_spark_stitching_does_not_import_the_source():
+    """analyzer.spark.source imports the stitching (big pieces), never the other way round."""
+    text = (ROOT / "analyzer" / "spark" / "stitch.py").read_text(encoding="utf-8")
+    assert "analyzer.spark.source" not in text.replace("analyzer.spark.source.", "")

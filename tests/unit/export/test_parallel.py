@@ -53,7 +53,7 @@ def _walk_splits(cuts, owners, parts) -> tuple[list, list, int]:
         w = SplitWalk(c, owners, parts)
         got += [(o, base + n, ts, bytes(d)) for o, n, ts, _lt, d in w]
         walks.append(w)
-        base += w.count
+        base += w.packets
         assert not w.issues
     return got, walks, base
 
