@@ -150,7 +150,7 @@ def rows_json(rf: RecordsField) -> list[dict]:
     fixed = None if mts == -1 else mts
     fixed_iso = None if fixed is None else iso(fixed)
     no_ts = bts == -1
-    out = []
+    out: list[dict] = []
     append = out.append
     for _rs, _b, _re, _a, tsd, _te, od, _oe, kd, ke, vd, ve, _hc, _he, hdrs, ok in rf.rows:
         if not ok:

@@ -1,7 +1,8 @@
 """The shape of the code: the core (model, events, capture files, reassembly, dissect, session,
 pipeline) never imports the front ends' libraries (checked in a fresh interpreter and by the
 import-linter contracts in pyproject.toml), mypy and ruff find nothing, and tests/unit mirrors the
-package module by module."""
+package module by module; Analysis.run is the one loop over events, no private name crosses a
+module, no import cycle, no hand-written module over 1,000 lines (the CLI's over 500)."""
 
 import subprocess
 import sys
@@ -64,26 +65,11 @@ def test_import_contracts():
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
 
 
-# the core packages mypy checks (config: [tool.mypy] in pyproject.toml)
-MYPY_CORE = [
-    "analyzer/model.py",
-    "analyzer/events.py",
-    "analyzer/issues.py",
-    "analyzer/netconst.py",
-    "analyzer/pipeline.py",
-    "analyzer/capture",
-    "analyzer/reassembly",
-    "analyzer/tls",
-    "analyzer/dissect",
-    "analyzer/session",
-    "analyzer/filter",
-]
-
-
 def test_mypy():
-    """mypy finds no type error in the core (check_untyped_defs: the bodies of untyped functions too)."""
+    """mypy finds no type error in the whole package, front ends included (config: [tool.mypy] in
+    pyproject.toml; check_untyped_defs: the bodies of untyped functions too)."""
     r = subprocess.run(
-        [_tool("mypy"), "--no-incremental", *MYPY_CORE], capture_output=True, text=True, cwd=ROOT, timeout=300
+        [_tool("mypy"), "--no-incremental", "analyzer"], capture_output=True, text=True, cwd=ROOT, timeout=600
     )
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
 
@@ -147,26 +133,130 @@ def test_tests_never_touch_sys_path():
     assert not found, found
 
 
-def test_no_private_name_is_imported_across_modules():
-    """What modules share has a public name: no ``from analyzer.x import _name`` in the front ends
-    that split work (export, spark, check, capture, session, the live fanout)."""
+# -- one loop, one merge, modules of one concern ---------------------------------------------------
+
+SOURCES = sorted((ROOT / "analyzer").rglob("*.py"))
+GENERATED = {ROOT / "analyzer" / "dissect" / "protocol_table.py"}
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> list[tuple[str, str | None, int]]:
+    """(module, imported name or None, line) of every import in ``path`` (in functions too),
+    leaving out ``if TYPE_CHECKING:`` blocks; relative imports resolved."""
     import ast
 
-    found = []
-    for top in ("export", "spark", "check", "capture", "session", "fanout.py"):
-        base = ROOT / "analyzer" / top
-        for path in [base] if base.is_file() else sorted(base.rglob("*.py")):
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("analyzer"):
-                    found += [
-                        f"{path.relative_to(ROOT)}:{node.lineno} {a.name}"
-                        for a in node.names
-                        if a.name.startswith("_") and not a.name.startswith("__")
-                    ]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    here = _module_name(path)
+    package = here if path.name == "__init__.py" else here.rpartition(".")[0]
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skip.update(id(n) for b in node.body for n in ast.walk(b))
+    out: list[tuple[str, str | None, int]] = []
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            out.extend((a.name, None, node.lineno) for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*up, base] if base else up)
+            out.extend((base, a.name, node.lineno) for a in node.names)
+    return out
+
+
+def test_one_loop_over_events():
+    """Analysis.run (and its steps) is the only loop over the pipeline's events: no front end
+    iterates ``.events()`` or ``.batches()`` itself."""
+    import re
+
+    loop = re.compile(r"\.(events|batches)\(")
+    found = [
+        f"{p.relative_to(ROOT)}:{n}: {line.strip()}"
+        for p in SOURCES
+        if p.name != "pipeline.py"
+        for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if loop.search(line) and not line.lstrip().startswith("#")
+    ]
     assert not found, found
 
 
-def test_spark_stitching_does_not_import_the_source():
-    """analyzer.spark.source imports the stitching (big pieces), never the other way round."""
-    text = (ROOT / "analyzer" / "spark" / "stitch.py").read_text(encoding="utf-8")
-    assert "analyzer.spark.source" not in text.replace("analyzer.spark.source.", "")
+def test_no_private_name_imported_across_modules():
+    """A name with a leading underscore belongs to its module: what several modules share is public."""
+    found = [
+        f"{p.relative_to(ROOT)}:{line}: from {mod} import {name}"
+        for p in SOURCES
+        for mod, name, line in _imports(p)
+        if mod.startswith("analyzer") and name and name.startswith("_") and not name.startswith("__")
+    ]
+    assert not found, found
+
+
+def test_no_import_cycle():
+    """The modules of analyzer import each other without a cycle (lazy imports in functions count)."""
+    names = {_module_name(p) for p in SOURCES}
+    graph: dict[str, set[str]] = {}
+    for p in SOURCES:
+        deps = set()
+        for mod, name, _line in _imports(p):
+            if not mod.startswith("analyzer"):
+                continue
+            target = f"{mod}.{name}" if name and f"{mod}.{name}" in names else mod
+            while target not in names and "." in target:
+                target = target.rpartition(".")[0]
+            here = _module_name(p)
+            if target != here and not here.startswith(target + "."):  # a package's own __init__
+                deps.add(target)
+        graph[_module_name(p)] = deps
+    # Tarjan's strongly connected components
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                cycles.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    assert not cycles, cycles
+
+
+def test_modules_stay_small():
+    """No hand-written module over 1,000 lines (the generated protocol table aside); the command
+    line's modules, a thin command table and one module per command, at most 500."""
+    too_big = []
+    for p in SOURCES:
+        if p in GENERATED:
+            continue
+        n = len(p.read_text(encoding="utf-8").splitlines())
+        limit = 500 if _module_name(p).startswith("analyzer.cli") else 1000
+        if n > limit:
+            too_big.append(f"{p.relative_to(ROOT)}: {n} lines (at most {limit})")
+    assert not too_big, too_big
