@@ -43,6 +43,16 @@ def add_capture_args(p: argparse.ArgumentParser, capture: bool = True, nargs: st
     p.add_argument(
         "--show-secrets", action="store_true", help="do not mask SASL passwords, SCRAM proofs and signatures"
     )
+    add_limit_args(p)
+    p.add_argument(
+        "--tls-keylog",
+        metavar="FILE",
+        help="decrypt TLS with this NSS key log (SSLKEYLOGFILE); pcapng secrets blocks are used anyway",
+    )
+
+
+def add_limit_args(p: argparse.ArgumentParser) -> None:
+    """The decoding limits (every command that decodes, the Spark job's executors too)."""
     lim = p.add_argument_group("limits (hostile or huge captures; each limit hit is reported as an issue)")
     lim.add_argument(
         "--max-records",
@@ -68,11 +78,6 @@ def add_capture_args(p: argparse.ArgumentParser, capture: bool = True, nargs: st
         type=int,
         metavar="N",
         help=f"TCP connections tracked at once (default {DEFAULT_LIMITS.max_connections})",
-    )
-    p.add_argument(
-        "--tls-keylog",
-        metavar="FILE",
-        help="decrypt TLS with this NSS key log (SSLKEYLOGFILE); pcapng secrets blocks are used anyway",
     )
 
 

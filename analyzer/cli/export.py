@@ -42,7 +42,7 @@ def _output(args) -> Iterator[BinaryIO]:
 
 def _parallel(args, paths: list[str]) -> int | None:
     """None: the processes failed before writing anything (said on stderr): one process must."""
-    from analyzer.export.parallel import PartFailed, export
+    from analyzer.export.parallel import OneProcess, PartFailed, export
 
     try:
         with _output(args) as out:
@@ -56,6 +56,9 @@ def _parallel(args, paths: list[str]) -> int | None:
                 keylog=getattr(args, "tls_keylog", None),
                 spans=not args.no_spans,
             )
+    except OneProcess as exc:  # not a failure: what the option asks for needs one process
+        print(f"kafka-analyzer: export -j {args.jobs}: {exc}; exporting in one process", file=sys.stderr)
+        return None
     except PartFailed as exc:
         print(
             f"kafka-analyzer: export -j {args.jobs} failed ({exc}); exporting in one process", file=sys.stderr

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from analyzer.cli.args import add_display_filter_arg, byte_size
+from analyzer.cli.args import add_display_filter_arg, add_limit_args, byte_size
 from analyzer.cli.common import EXIT_USAGE, usage
 
 
@@ -35,6 +35,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="analyse each file on its own, even when files are rotated pieces of one recording",
     )
     p.add_argument("--recursive", action="store_true", help="take the files of subdirectories too")
+    add_limit_args(p)
     p.add_argument(
         "--show-secrets",
         action="store_true",

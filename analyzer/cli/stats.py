@@ -42,7 +42,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _parallel(args, paths: list[str]) -> tuple[Outcome, Stats] | None:
     """(outcome, statistics) counted by ``-j`` processes, or None when they failed (said)."""
-    from analyzer.export.parallel import PartFailed, statistics
+    from analyzer.export.parallel import OneProcess, PartFailed, statistics
 
     try:
         return statistics(
@@ -52,6 +52,9 @@ def _parallel(args, paths: list[str]) -> tuple[Outcome, Stats] | None:
             ports=tuple(args.port or ()),
             keylog=getattr(args, "tls_keylog", None),
         )
+    except OneProcess as exc:  # not a failure: what the option asks for needs one process
+        print(f"kafka-analyzer: stats -j {args.jobs}: {exc}; counting in one process", file=sys.stderr)
+        return None
     except PartFailed as exc:
         print(
             f"kafka-analyzer: stats -j {args.jobs} failed ({exc}); counting in one process", file=sys.stderr
