@@ -11,6 +11,7 @@ from typing import BinaryIO
 
 from analyzer.cli.args import add_capture_args, add_display_filter_arg
 from analyzer.cli.common import EXIT_OK, analysis, display_filter, finish, options, parallel_paths
+from analyzer.session.insights import GroupInsights
 from analyzer.session.report import stats_tables
 from analyzer.session.stats import Stats
 
@@ -83,10 +84,12 @@ def run(args) -> int:
     try:
         with _output(args) as out, analysis(args, flt=display_filter(args)) as a:
             stats = Stats(a.knowledge.topic_ids)
+            insights = GroupInsights(a.knowledge.topic_ids)
             w = Writer(out, args.format, spans=not args.no_spans, records=args.records)
             w.begin(a.source.name)
-            outcome = a.run(stats, w)
-            w.end(stats_tables(stats, outcome))
+            outcome = a.run(stats, w, insights)
+            w.objects(insights.objects(outcome.last_ts if outcome.packets else None))
+            w.end(stats_tables(stats, outcome, insights))
     except BrokenPipeError:
         return EXIT_OK
     return finish(outcome)

@@ -21,6 +21,7 @@ from analyzer.cli.common import (
     usage,
 )
 from analyzer.pipeline import Outcome
+from analyzer.session.insights import GroupInsights
 from analyzer.session.report import TABLES, cell, stats_tables
 from analyzer.session.stats import Stats
 
@@ -40,8 +41,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run, func_parquet=run_parquet)
 
 
-def _parallel(args, paths: list[str]) -> tuple[Outcome, Stats] | None:
-    """(outcome, statistics) counted by ``-j`` processes, or None when they failed (said)."""
+def _parallel(args, paths: list[str]) -> tuple[Outcome, Stats, GroupInsights] | None:
+    """(outcome, statistics, group insights) of ``-j`` processes, or None when they failed (said)."""
     from analyzer.export.parallel import OneProcess, PartFailed, statistics
 
     try:
@@ -72,12 +73,13 @@ def run(args) -> int:
             print("kafka-analyzer: interrupted", file=sys.stderr)
             return 130
     if done is not None:
-        outcome, stats = done
+        outcome, stats, insights = done
     else:
         with analysis(args, flt=display_filter(args)) as a:
             stats = Stats(a.knowledge.topic_ids)
-            outcome = a.run(stats)
-    tables = stats_tables(stats, outcome)
+            insights = GroupInsights(a.knowledge.topic_ids)
+            outcome = a.run(stats, insights)
+    tables = stats_tables(stats, outcome, insights)
     if args.format == "json":
         print_json(tables)
     else:

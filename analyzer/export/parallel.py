@@ -98,6 +98,7 @@ from analyzer.issues import CAPTURE_NO_TCP, STREAM_GAP
 from analyzer.model import Exchange, Issue
 from analyzer.pipeline import Outcome, Pipeline
 from analyzer.reassembly.packet import decode_tcp, skip_text
+from analyzer.session.insights import GroupInsights
 from analyzer.session.knowledge import LEARNS_FROM, Knowledge
 from analyzer.session.stats import Stats, exchange_facts
 from analyzer.tls.keylog import KeyLog
@@ -341,6 +342,7 @@ class Share:
         self._seq = 0
         self._next_id = self.pipe.reasm.next_id
         self.table = TableLog()
+        self.insights = GroupInsights()  # (its facts of each exchange; the merge keeps the state)
 
     def feed(self, index: int, ts: float, seg) -> None:
         """One TCP segment (:func:`~analyzer.reassembly.packet.decode_tcp`) of packet ``index``."""
@@ -398,7 +400,12 @@ class Share:
                 key = ev.api_key
                 learn = _detached(ev) if key in LEARNS_FROM else None
                 commit = SimpleCommit.of(ev) if key == _OFFSET_COMMIT else None
-                x = ExchangeItem(facts, refs, learn, commit)
+                insight = None
+                lag_facts = self.insights.facts(ev)
+                if lag_facts is not None or GroupInsights.wants(ev):
+                    timeline = (learn or _detached(ev)) if GroupInsights.wants(ev) else None
+                    insight = (timeline, lag_facts)
+                x = ExchangeItem(facts, refs, learn, commit, insight)
                 items.append(Item(batch, self._seq, EXCHANGE, ev.conn.id, len(data), x))
             elif t is ConnIssue:
                 kind = GAP if ev.issue.code == STREAM_GAP.code else ISSUE
@@ -744,7 +751,7 @@ def export(
 
 def statistics(
     paths: list[str], jobs: int, opts: Options, ports: tuple[int, ...] = (), keylog: str | None = None
-) -> tuple[Outcome, Stats]:
+) -> tuple[Outcome, Stats, GroupInsights]:
     """The statistics of one capture counted by ``jobs`` processes (no line rendered), as one
     process counts them, and the analysis for the summary and the exit code."""
     parts = run(paths, jobs, opts, ports, keylog, render=False)
@@ -767,8 +774,9 @@ def merge(
 
     w = Writer(out, fmt, spans=spans, records=records)
     w.begin(name)
-    outcome, stats = combine(parts, name, w, keylog, totals)
-    w.end(stats_tables(stats, outcome))
+    outcome, stats, insights = combine(parts, name, w, keylog, totals)
+    w.objects(insights.objects(outcome.last_ts if outcome.packets else None))
+    w.end(stats_tables(stats, outcome, insights))
     return outcome
 
 
@@ -778,10 +786,10 @@ def combine(  # noqa: C901 - one pass over the events, each kind inline
     w: Writer | None = None,
     keylog: str | None = None,
     totals: Totals | None = None,
-) -> tuple[Outcome, Stats]:
+) -> tuple[Outcome, Stats, GroupInsights]:
     """The parts in capture order: their lines written to ``w`` (when given) with connection ids
-    and topic labels as one run has them, the statistics counted, the knowledge learnt; the
-    outcome one run ends with."""
+    and topic labels as one run has them, the statistics counted, the knowledge learnt, the
+    consumer groups followed; the outcome one run ends with."""
     totals = totals if totals is not None else parts[0].totals
     assert totals is not None, "the capture's totals: given, or carried by the parts"
     # connection ids: in the order the connections opened, over every process
@@ -804,6 +812,7 @@ def combine(  # noqa: C901 - one pass over the events, each kind inline
         return nm if nm else topic_ids.get(tid, tid)  # type: ignore[arg-type,return-value]  # a topic has a name or an id
 
     stats = Stats(topic_ids)
+    insights = GroupInsights(topic_ids)
     files = [
         open(p.lines, "rb") if isinstance(p.lines, str) else io.BytesIO(p.lines)  # noqa: SIM115 - closed below
         for p in parts
@@ -824,6 +833,8 @@ def combine(  # noqa: C901 - one pass over the events, each kind inline
                         facts = facts._replace(record_counts=x.refs.record_counts(topic_name))
                     stats.apply(conn, None, facts)
                     exchanges += 1
+                    if x.insight is not None:
+                        insights.apply(*x.insight)
                 elif kind == CONNECTION:
                     x.id = conn
                     stats.connections[conn] = x
@@ -904,4 +915,5 @@ def combine(  # noqa: C901 - one pass over the events, each kind inline
         capture_issues=tuple(issues),
         knowledge=knowledge,
     )
-    return outcome, stats
+    insights.done()
+    return outcome, stats, insights

@@ -16,8 +16,16 @@ from analyzer import __version__
 from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue
 from analyzer.export.jsonout import connection_json, exchange_json, stream_event_json
 from analyzer.model import Exchange
+from analyzer.session.insights import OBJECT_TYPES
 
 _OPTS = orjson.OPT_NON_STR_KEYS
+# the JSON document's section of each object type
+SECTION_OF = {
+    "generation": "generations",
+    "rebalance": "rebalances",
+    "lag": "lag",
+    "consumer_status": "consumer_status",
+}
 
 
 class Writer:
@@ -32,6 +40,8 @@ class Writer:
         self.records = records
         # json: buffered sections other than exchanges (small: one entry per connection/issue)
         self.sections: dict[str, list[bytes]] = {"connections": [], "gaps": [], "issues": []}
+        for kind in OBJECT_TYPES:
+            self.sections[SECTION_OF[kind]] = []
         self.first_exchange = True
         self.capture_issues: list[dict] = []  # written in the summary
 
@@ -79,6 +89,16 @@ class Writer:
             self.first_exchange = False
         else:
             self.sections[section].append(data)
+
+    def objects(self, objects: list[dict]) -> None:
+        """Objects with a ``type`` of :data:`~analyzer.session.insights.OBJECT_TYPES` (the
+        consumer groups over time), written before the summary: NDJSON lines, or the JSON
+        document's sections of that type."""
+        for obj in objects:
+            if self.fmt == "ndjson":
+                self.out.write(orjson.dumps(obj, option=_OPTS | orjson.OPT_APPEND_NEWLINE))
+            else:
+                self.sections[SECTION_OF[obj["type"]]].append(orjson.dumps(obj, option=_OPTS))
 
     def end(self, summary: dict) -> None:
         summary = {**summary, "capture_issues": self.capture_issues}

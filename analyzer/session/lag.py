@@ -37,6 +37,7 @@ _COMMITS = frozenset((ApiKey.OFFSET_COMMIT, ApiKey.TXN_OFFSET_COMMIT))
 _KEYS = frozenset((ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS)) | _COMMITS
 
 TP = tuple[str, int]
+FETCH, PRODUCE, LIST_OFFSETS, COMMIT = range(4)  # the kinds of facts (LagTracker.facts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,83 +108,134 @@ class LagTracker:
 
     # -- feeding ------------------------------------------------------------------------------------
     def event(self, ev) -> None:
+        f = self.facts(ev)
+        if f is not None:
+            self.apply(f)
+
+    def facts(self, ev) -> tuple | None:
+        """What an exchange tells the lag, as plain values (topics by name, or by id when the
+        message names them so: resolved by :meth:`apply` with the names known then); None for
+        an exchange that tells nothing. ``export -j``'s processes send these to the merge, which
+        applies them in capture order as one run does."""
         if type(ev) is not Exchange:
-            return
+            return None
         key = ev.api_key
         if key not in _KEYS or ev.response is None or ev.response.body is None:
-            return
+            return None
         t = ev.response.frame.ts_first
-        self.last_ts = max(self.last_ts, t)
         if key == ApiKey.FETCH:
-            self._fetch(ev.response)
-        elif key == ApiKey.PRODUCE:
-            self._produce(ev.request, ev.response, t)
-        elif key == ApiKey.LIST_OFFSETS:
-            self._list_offsets(ev.request, ev.response)
-        elif ev.request is not None and ev.request.body is not None:
-            self._commit(ev.request, ev.response, t)
+            return (FETCH, t, self._fetch(ev.response))
+        if key == ApiKey.PRODUCE:
+            return (PRODUCE, t, self._produce(ev.request, ev.response, t))
+        if key == ApiKey.LIST_OFFSETS:
+            return (LIST_OFFSETS, t, self._list_offsets(ev.request, ev.response))
+        if ev.request is None or ev.request.body is None:
+            return None
+        gid = ev.request.body.get("group_id")
+        if not isinstance(gid, str):
+            return None
+        return (COMMIT, t, gid, self._commit(ev.request, ev.response))
+
+    def apply(self, facts: tuple) -> None:
+        kind, t = facts[0], facts[1]
+        self.last_ts = max(self.last_ts, t)
+        name = self._name
+        if kind == FETCH:
+            for ref, hw, batches in facts[2]:
+                tp = name(ref)
+                self._end(tp, hw)
+                if batches:
+                    appends = self.appends.setdefault(tp, _Appends())
+                    for base, last, when in batches:
+                        appends.add(base, last, when)
+        elif kind == PRODUCE:
+            for ref, base, n, when in facts[2]:
+                tp = name(ref)
+                self._end(tp, base + n)
+                self.appends.setdefault(tp, _Appends()).add(base, base + n - 1, when)
+        elif kind == LIST_OFFSETS:
+            for ref, offset in facts[2]:
+                self._end(name(ref), offset)
+        else:
+            self._committed(facts[2], t, [(name(ref), offset) for ref, offset in facts[3]])
+
+    def _name(self, ref: tuple[str | None, str | None, int]) -> TP:
+        nm, tid, p = ref
+        if nm:
+            return nm, p
+        ids = self.topic_ids or {}
+        return ids.get(tid, tid) if tid is not None else "", p
 
     def _end(self, tp: TP, offset) -> None:
         if isinstance(offset, int) and offset >= 0 and offset >= self.ends.get(tp, -1):
             self.ends[tp] = offset
 
-    def _partitions(self, msg: Message | None):
-        """((topic, partition), partition struct) of a message's topics."""
-        for ref in topic_refs(msg, self.topic_ids):
+    @staticmethod
+    def _partitions(msg: Message | None):
+        """((topic name or None, topic id or None, partition), partition struct) of a message."""
+        for ref in topic_refs(msg):
             for p, f in ref.partitions:
                 if p is not None and f is not None:
-                    yield (ref.topic, p), f
+                    yield (ref.name, ref.topic_id, p), f
 
-    def _fetch(self, resp: Message) -> None:
-        for tp, f in self._partitions(resp):
+    def _fetch(self, resp: Message) -> list:
+        out = []
+        for ref, f in self._partitions(resp):
             if f.get("error_code") != ErrorCode.NONE:
                 continue
-            self._end(tp, f.get("high_watermark"))
+            batches = []
             for b in _batches(f):
                 base, last, mts = b.get("base_offset"), b.get("last_offset"), b.get("max_timestamp")
                 if isinstance(base, int) and isinstance(last, int) and isinstance(mts, int) and mts > 0:
-                    self.appends.setdefault(tp, _Appends()).add(base, last, mts / 1000)
+                    batches.append((base, last, mts / 1000))
+            out.append((ref, f.get("high_watermark"), batches))
+        return out
 
-    def _produce(self, req: Message | None, resp: Message, t: float) -> None:
-        sent: dict[TP, tuple[int, int]] = {}  # records and max timestamp per partition
-        for tp, f in self._partitions(req):
+    def _produce(self, req: Message | None, resp: Message, t: float) -> list:
+        sent: dict[tuple, tuple[int, int]] = {}  # records and max timestamp per partition
+        for ref, f in self._partitions(req):
             n = mts = 0
             for b in _batches(f):
                 n += b.get("record_count") or 0
                 mts = max(mts, b.get("max_timestamp") or 0)
-            sent[tp] = (n, mts)
-        for tp, f in self._partitions(resp):
+            sent[ref] = (n, mts)
+        out = []
+        for ref, f in self._partitions(resp):
             base = f.get("base_offset")
             if f.get("error_code") != ErrorCode.NONE or not isinstance(base, int) or base < 0:
                 continue
-            n, mts = sent.get(tp, (0, 0))
+            n, mts = sent.get(ref, (0, 0))
             if not n:
                 continue
-            self._end(tp, base + n)
             lat = f.get("log_append_time_ms")
             when = t
             if isinstance(lat, int) and lat >= 0 and abs(lat / 1000 - t) < PLAUSIBLE_S:
                 when = lat / 1000  # LogAppendTime (the librdkafka mock answers a fixed 1234: not taken)
             elif mts > 0:
                 when = mts / 1000
-            self.appends.setdefault(tp, _Appends()).add(base, base + n - 1, when)
+            out.append((ref, base, n, when))
+        return out
 
-    def _list_offsets(self, req: Message | None, resp: Message) -> None:
-        latest = {tp for tp, f in self._partitions(req) if f.get("timestamp") == -1}
-        for tp, f in self._partitions(resp):
-            if tp in latest and f.get("error_code") == ErrorCode.NONE:
-                self._end(tp, f.get("offset"))
+    def _list_offsets(self, req: Message | None, resp: Message) -> list:
+        latest = {ref for ref, f in self._partitions(req) if f.get("timestamp") == -1}
+        return [
+            (ref, f.get("offset"))
+            for ref, f in self._partitions(resp)
+            if ref in latest and f.get("error_code") == ErrorCode.NONE
+        ]
 
-    def _commit(self, req: Message, resp: Message, t: float) -> None:
-        gid = req.body.get("group_id") if req.body is not None else None
-        if not isinstance(gid, str):
-            return
-        ok = {tp for tp, f in self._partitions(resp) if f.get("error_code") == ErrorCode.NONE}
-        windows = self.windows.setdefault(gid, {})
-        for tp, f in self._partitions(req):
+    def _commit(self, req: Message, resp: Message) -> list:
+        ok = {ref for ref, f in self._partitions(resp) if f.get("error_code") == ErrorCode.NONE}
+        out = []
+        for ref, f in self._partitions(req):
             offset = f.get("committed_offset")
-            if tp not in ok or not isinstance(offset, int) or offset < 0:
-                continue
+            if ref in ok and isinstance(offset, int) and offset >= 0:
+                out.append((ref, offset))
+        return out
+
+    def _committed(self, gid: str, t: float, offsets: list[tuple[TP, int]]) -> None:
+        windows = self.windows.setdefault(gid, {})
+        for tp, offset in offsets:
             end = self.ends.get(tp)
             lag = None if end is None else max(0, end - offset)
             row = LagRow(gid, tp[0], tp[1], t, offset, end, lag, self._seconds(tp, offset, lag, t))

@@ -67,10 +67,12 @@ def topics_text(topics: dict[str, list[int]], limit: int = 3) -> str:
     return " ".join(parts)
 
 
-def stats_tables(stats: Stats, outcome) -> dict:
+def stats_tables(stats: Stats, outcome, insights=None) -> dict:
     """Every summary table of a run, as plain rows (its :class:`~analyzer.pipeline.Outcome`
-    supplies the counters and the knowledge)."""
+    supplies the counters and the knowledge; ``insights``, a
+    :class:`~analyzer.session.insights.GroupInsights`, the consumer groups over time)."""
     k = outcome.knowledge
+    now = outcome.last_ts if outcome.packets else None
     return {
         "capture": {
             "packets": outcome.packets,
@@ -99,6 +101,7 @@ def stats_tables(stats: Stats, outcome) -> dict:
             }
             for g in k.groups.values()
         ],
+        "group_health": insights.table(now) if insights is not None else [],
         "tls": tls_rows(stats),
         "anomalies": stats.anomaly_rows(),
     }
@@ -155,6 +158,19 @@ TABLES = {  # section -> (title, columns), in display order
     ),
     "brokers": ("Brokers", ["node_id", "address", "rack"]),
     "groups": ("Consumer groups", ["group_id", "protocol_type", "protocol", "generations", "members"]),
+    "group_health": (
+        "Consumer groups over time (groups CAPTURE: the timeline)",
+        [
+            "group_id",
+            "rebalances",
+            "longest_rebalance_ms",
+            "rebalancing_ms",
+            "status",
+            "max_lag",
+            "max_lag_s",
+            "coverage",
+        ],
+    ),
     "tls": ("TLS", ["server", "version", "cipher", "sni", "connections", "bytes", "decrypted"]),
     "anomalies": ("Anomalies", ["anomaly", "count", "example"]),
 }

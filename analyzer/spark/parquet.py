@@ -132,6 +132,7 @@ def read_stats(base: str, capture_set: str | None = None) -> dict:
         "connections": connections,
         "brokers": [{"node_id": n, "address": a, "rack": racks.get(n)} for n, a in sorted(brokers.items())],
         "groups": [],
+        "group_health": [],  # the consumer groups over time: not in the Spark tables yet
         "tls": [],
         "anomalies": stats.anomaly_rows(),
     }
