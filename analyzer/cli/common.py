@@ -128,6 +128,15 @@ class _Progress:
         self.p.stop()
 
 
+def one_process_instead(command: str, jobs: int, exc: Exception, doing: str) -> None:
+    """Say on stderr why ``-j`` hands the work back to one process: what an option asks for
+    needs one (``OneProcess``: not a failure), or a process failed."""
+    from analyzer.export.parallel import OneProcess
+
+    why = f": {exc}" if isinstance(exc, OneProcess) else f" failed ({exc})"
+    print(f"kafka-analyzer: {command} -j {jobs}{why}; {doing} in one process", file=sys.stderr)
+
+
 def parallel_paths(args) -> list[str] | None:
     """The capture files of a run that ``export -j N`` and ``stats -j N`` can share among
     processes: a file or the pieces of one recording, without a display filter (its fields read

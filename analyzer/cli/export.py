@@ -10,7 +10,15 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 from analyzer.cli.args import add_capture_args, add_display_filter_arg
-from analyzer.cli.common import EXIT_OK, analysis, display_filter, finish, options, parallel_paths
+from analyzer.cli.common import (
+    EXIT_OK,
+    analysis,
+    display_filter,
+    finish,
+    one_process_instead,
+    options,
+    parallel_paths,
+)
 from analyzer.session.insights import GroupInsights
 from analyzer.session.report import stats_tables
 from analyzer.session.stats import Stats
@@ -43,7 +51,7 @@ def _output(args) -> Iterator[BinaryIO]:
 
 def _parallel(args, paths: list[str]) -> int | None:
     """None: the processes failed before writing anything (said on stderr): one process must."""
-    from analyzer.export.parallel import OneProcess, PartFailed, export
+    from analyzer.export.parallel import PartFailed, export
 
     try:
         with _output(args) as out:
@@ -57,13 +65,8 @@ def _parallel(args, paths: list[str]) -> int | None:
                 keylog=getattr(args, "tls_keylog", None),
                 spans=not args.no_spans,
             )
-    except OneProcess as exc:  # not a failure: what the option asks for needs one process
-        print(f"kafka-analyzer: export -j {args.jobs}: {exc}; exporting in one process", file=sys.stderr)
-        return None
     except PartFailed as exc:
-        print(
-            f"kafka-analyzer: export -j {args.jobs} failed ({exc}); exporting in one process", file=sys.stderr
-        )
+        one_process_instead("export", args.jobs, exc, "exporting")
         return None
     except KeyboardInterrupt:
         print("kafka-analyzer: interrupted", file=sys.stderr)

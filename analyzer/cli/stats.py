@@ -15,6 +15,7 @@ from analyzer.cli.common import (
     analysis,
     display_filter,
     finish,
+    one_process_instead,
     options,
     parallel_paths,
     print_json,
@@ -43,7 +44,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _parallel(args, paths: list[str]) -> tuple[Outcome, Stats, GroupInsights] | None:
     """(outcome, statistics, group insights) of ``-j`` processes, or None when they failed (said)."""
-    from analyzer.export.parallel import OneProcess, PartFailed, statistics
+    from analyzer.export.parallel import PartFailed, statistics
 
     try:
         return statistics(
@@ -53,13 +54,8 @@ def _parallel(args, paths: list[str]) -> tuple[Outcome, Stats, GroupInsights] | 
             ports=tuple(args.port or ()),
             keylog=getattr(args, "tls_keylog", None),
         )
-    except OneProcess as exc:  # not a failure: what the option asks for needs one process
-        print(f"kafka-analyzer: stats -j {args.jobs}: {exc}; counting in one process", file=sys.stderr)
-        return None
     except PartFailed as exc:
-        print(
-            f"kafka-analyzer: stats -j {args.jobs} failed ({exc}); counting in one process", file=sys.stderr
-        )
+        one_process_instead("stats", args.jobs, exc, "counting")
         return None
 
 
