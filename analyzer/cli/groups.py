@@ -11,8 +11,8 @@ from analyzer.cli.args import add_capture_args
 from analyzer.cli.common import analysis, finish, fmt_ts, print_json
 from analyzer.session.burrow import Params
 from analyzer.session.fetches import FetchTracker
-from analyzer.session.lag import LagTracker
-from analyzer.session.rebalances import GroupTracker, GroupView
+from analyzer.session.insights import GroupInsights
+from analyzer.session.rebalances import GroupView
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -51,11 +51,10 @@ def run(args) -> int:
         return 2
     params = Params(args.intervals, args.min_distance, args.minimum_complete)
     with analysis(args) as a:
-        topic_ids = a.knowledge.topic_ids
-        groups, lag, fetches = GroupTracker(topic_ids), LagTracker(topic_ids, params), FetchTracker()
-        outcome = a.run(groups, lag, fetches)
+        insights, fetches = GroupInsights(a.knowledge.topic_ids, params), FetchTracker()
+        outcome = a.run(insights, fetches)
     wanted = set(args.group or ())
-    report = groups_report(groups, lag, fetches, outcome.last_ts if outcome.packets else None, wanted)
+    report = groups_report(insights, fetches, outcome.last_ts if outcome.packets else None, wanted)
     if args.format == "json":
         print_json(report)
     else:
@@ -64,9 +63,10 @@ def run(args) -> int:
 
 
 def groups_report(
-    groups: GroupTracker, lag: LagTracker, fetches: FetchTracker, now: float | None, wanted: set[str]
+    insights: GroupInsights, fetches: FetchTracker, now: float | None, wanted: set[str]
 ) -> dict:
     """Plain data: per group its timeline, its lag rows and status; the fetching clients."""
+    groups, lag = insights.groups, insights.lag
     statuses = {s["group"]: s for s in lag.status(now)}
     names = sorted(set(groups.groups) | set(lag.windows))
     out = []
