@@ -80,6 +80,11 @@ class Field:
         c = self.child(name)
         return default if c is None else c.value
 
+    def elements(self, name: str) -> list[Field]:
+        """The elements of the array child ``name``: [] when there is none or it is null."""
+        c = self.child(name)
+        return c.children or [] if c is not None else []
+
     def walk(self):
         """Yield this field and every descendant, depth first."""
         stack = [self]

@@ -23,7 +23,7 @@ from __future__ import annotations
 from analyzer.dissect.constants import ApiKey, ErrorCode
 from analyzer.dissect.error_versions import error_field
 from analyzer.issues import QUIRK_SIMPLE_COMMIT_REJECTED
-from analyzer.model import Exchange, Field, Issue
+from analyzer.model import Exchange, Issue
 
 
 class GroupMembers:
@@ -64,18 +64,13 @@ def member_change(ex: Exchange) -> tuple[str, tuple[str, ...], tuple[str, ...]] 
     if not isinstance(gid, str):
         return None
     if key == ApiKey.LEAVE_GROUP:
-        removed = [req.get("member_id")] + [m.get("member_id") for m in _elements(req, "members")]
+        removed = [req.get("member_id")] + [m.get("member_id") for m in req.elements("members")]
         return gid, (), tuple(m for m in removed if m is not None)
     resp = ex.response.body if ex.response is not None else None
     if resp is None or resp.get("error_code") != ErrorCode.NONE:
         return gid, (), ()
     mid = resp.get("member_id") if key == ApiKey.JOIN_GROUP else req.get("member_id")
     return gid, (mid,) if mid else (), ()
-
-
-def _elements(f: Field, name: str) -> list[Field]:
-    c = f.child(name)
-    return c.children or [] if c is not None else []
 
 
 def simple_commit(ex: Exchange) -> str | None:

@@ -153,18 +153,18 @@ class Knowledge:
         cid = body.get("cluster_id")
         if cid:
             self.cluster_id = cid
-        for b in _elements(body, "brokers"):
+        for b in body.elements("brokers"):
             node = b.get("node_id")
             if node is not None:
                 self.brokers[node] = f"{b.get('host')}:{b.get('port')}"
                 if b.get("rack"):
                     self.racks[node] = b.get("rack")
         self._topic_ids(resp)
-        for t in _elements(body, "topics"):
+        for t in body.elements("topics"):
             name = t.get("name")
             if name is None:
                 continue
-            for p in _elements(t, "partitions"):
+            for p in t.elements("partitions"):
                 idx, leader = p.get("partition_index"), p.get("leader_id")
                 if idx is not None and leader is not None:
                     self.leaders[(name, idx)] = leader
@@ -193,7 +193,7 @@ class Knowledge:
         if key == JOIN_GROUP:
             g.protocol_name = resp.get("protocol_name") or g.protocol_name
             g.leader = resp.get("leader") or g.leader
-            for m in _elements(resp, "members"):
+            for m in resp.elements("members"):
                 if m.get("member_id"):
                     g.members.add(m.get("member_id"))
             if resp.get("member_id"):
@@ -202,15 +202,10 @@ class Knowledge:
             mid = req.get("member_id")
             if mid:
                 g.members.discard(mid)
-            for m in _elements(req, "members"):
+            for m in req.elements("members"):
                 g.members.discard(m.get("member_id"))
         elif key == CONSUMER_GROUP_HEARTBEAT and resp.get("member_id"):
             g.members.add(resp.get("member_id"))
-
-
-def _elements(f: Field, name: str) -> list[Field]:
-    c = f.child(name)
-    return c.children or [] if c is not None else []
 
 
 def topics_of(msg: Message, topic_ids: dict[str, str] | None = None) -> dict[str, list[int]]:

@@ -204,8 +204,8 @@ class ConnectionPairer:
         if req.api_version is None or req.api_version > 2 or req.body is None or resp.body is None:
             return []
         sent: dict[tuple[str, int], Field] = {}
-        for t in _elements(req.body, "topic_data"):
-            for p in _elements(t, "partition_data"):
+        for t in req.body.elements("topic_data"):
+            for p in t.elements("partition_data"):
                 rec = p.child("records")
                 if rec is not None and rec.children:
                     sent[(t.get("name"), p.get("index"))] = rec
@@ -213,8 +213,8 @@ class ConnectionPairer:
         rejected: list[str] = []
         codecs: set[str] = set()
         magics: set[int] = set()
-        for t in _elements(resp.body, "responses"):
-            for p in _elements(t, "partition_responses"):
+        for t in resp.body.elements("responses"):
+            for p in t.elements("partition_responses"):
                 err = p.child("error_code")
                 if err is None or err.value != ErrorCode.UNSUPPORTED_VERSION:
                     continue
@@ -355,11 +355,6 @@ class ConnectionPairer:
 
 
 _RDKAFKA_SUFFIX = re.compile(r"-rdkafka-(\d+(?:\.\d+)*)")
-
-
-def _elements(f: Field, name: str) -> list[Field]:
-    c = f.child(name)
-    return c.children or [] if c is not None else []
 
 
 def librdkafka_version(name: str | None, version: str | None) -> tuple[int, ...] | None:

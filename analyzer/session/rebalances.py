@@ -315,7 +315,7 @@ class GroupTracker:
         client = str(conn.client if conn.client_direction is not None else conn.a)
         m = o.members.setdefault(member, Member(member))
         m.instance_id, m.client_id, m.client = instance, ev.client_id, client
-        listed = _elements(resp, "members")
+        listed = resp.elements("members")
         if listed:
             o.leader_listed = True
             for x in listed:
@@ -327,7 +327,7 @@ class GroupTracker:
         o = g.open
         gen = req.get("generation_id")
         mid = req.get("member_id")
-        for a in _elements(req, "assignments"):  # the leader's: everyone's assignment
+        for a in req.elements("assignments"):  # the leader's: everyone's assignment
             if o is not None and o.generation == gen and a.get("member_id"):
                 m = o.members.setdefault(a.get("member_id"), Member(a.get("member_id")))
                 m.assignment = _assignment(a.child("assignment"))
@@ -344,11 +344,11 @@ class GroupTracker:
             self._close(g)
 
     def _leave(self, g: GroupView, req: Field, t: float) -> None:
-        leaving = [req.get("member_id")] + [m.get("member_id") for m in _elements(req, "members")]
+        leaving = [req.get("member_id")] + [m.get("member_id") for m in req.elements("members")]
         leaving = [m for m in leaving if m]
         if not leaving:
             return
-        reasons = [m.get("reason") for m in _elements(req, "members") if m.get("reason")]
+        reasons = [m.get("reason") for m in req.elements("members") if m.get("reason")]
         g.left.update(leaving)
         if set(g.members) - set(leaving) or g.open is not None:
             why = (
@@ -361,9 +361,7 @@ class GroupTracker:
     def _answer(self, g: GroupView, key: int, req: Field, resp: Field, t: float) -> None:
         err = resp.get("error_code")
         if err is None:  # OffsetCommit: per partition
-            errs = {
-                p.get("error_code") for tp in _elements(resp, "topics") for p in _elements(tp, "partitions")
-            }
+            errs = {p.get("error_code") for tp in resp.elements("topics") for p in tp.elements("partitions")}
             err = next((e for e in errs if e), ErrorCode.NONE)
         gen = req.get("generation_id", req.get("generation_id_or_member_epoch"))
         if (
@@ -530,7 +528,7 @@ class GroupTracker:
         for x in f.children or () if f is not None else ():
             tid = x.get("topic_id")
             name = self.topic_ids.get(tid, tid) if isinstance(tid, str) else str(tid)
-            out.setdefault(name, []).extend(sorted(p.value for p in _elements(x, "partitions")))
+            out.setdefault(name, []).extend(sorted(p.value for p in x.elements("partitions")))
         return out
 
     def _close(self, g: GroupView) -> None:
@@ -616,21 +614,14 @@ def _copy(m: Member | None) -> Member | None:
     return None if m is None else replace(m, assignment={t: list(ps) for t, ps in m.assignment.items()})
 
 
-def _elements(f: Field | None, name: str) -> list[Field]:
-    if f is None:
-        return []
-    c = f.child(name)
-    return c.children or [] if c is not None else []
-
-
 def _assignment(f: Field | None) -> dict[str, list[int]]:
     """A decoded ConsumerProtocolAssignment (the bytes a SyncGroup carries): topic -> partitions."""
     if f is None:
         return {}
     inner = f.child("assignment")
     out: dict[str, list[int]] = {}
-    for tp in _elements(inner, "assigned_partitions"):
+    for tp in inner.elements("assigned_partitions") if inner is not None else []:
         topic = tp.get("topic")
         if isinstance(topic, str):
-            out.setdefault(topic, []).extend(p.value for p in _elements(tp, "partitions"))
+            out.setdefault(topic, []).extend(p.value for p in tp.elements("partitions"))
     return out
