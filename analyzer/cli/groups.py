@@ -83,7 +83,14 @@ def groups_report(
                 "coverage": g.coverage,
                 "avoided_rebalances": g.avoided,
                 "generations": [x.row() for x in g.generations],
-                "rebalances": [r.row() for r in g.rebalances],
+                "rebalances": [
+                    {
+                        **r.row(),
+                        "pause_ms": insights.longest_pause(name, i),
+                        "pauses": insights.pauses(name, i),
+                    }
+                    for i, r in enumerate(g.rebalances)
+                ],
                 "lag": [r.row() for r in lag.rows if r.group == name],
                 "status": statuses.get(name),
             }
@@ -124,6 +131,18 @@ def render(report: dict, out, origin: float | None, absolute: bool) -> None:  # 
                 out.write("      " + "; ".join(f"{k}: {', '.join(v)}" for k, v in moves) + "\n")
             if r["straggler"] and len(r["members_after"]) > 1:
                 out.write(f"      last to join: {r['straggler']}\n")
+            paused = [
+                f"{p['topic']}[{p['partition']}] "
+                + (
+                    f"{p['pause_ms']:.1f} ms"
+                    if p["pause_ms"] is not None
+                    else "not fetched again in the capture"
+                )
+                for p in r["pauses"]
+                if p["last_fetch"] is not None
+            ]
+            if paused:
+                out.write(f"      paused: {', '.join(paused)}\n")
             gen = gens.get(after)
             if gen is not None:
                 out.write(f"      leader {gen['leader'] or '-'}; members:\n")
@@ -142,7 +161,16 @@ def render(report: dict, out, origin: float | None, absolute: bool) -> None:  # 
             for p in st["partitions"]:
                 lag_s = "-" if p["lag_seconds"] is None else f"{p['lag_seconds']:.3f} s"
                 lag_n = "-" if p["lag"] is None else str(p["lag"])
-                out.write(f"    {p['topic']}[{p['partition']}]  lag {lag_n}  {lag_s}  {p['status']}\n")
+                ahead = [
+                    x["position_lag"]
+                    for x in g["lag"]
+                    if (x["topic"], x["partition"]) == (p["topic"], p["partition"])
+                    and x["position_lag"] is not None
+                ]
+                between = f"  position lag up to {max(ahead)} between commits" if ahead else ""
+                out.write(
+                    f"    {p['topic']}[{p['partition']}]  lag {lag_n}  {lag_s}  {p['status']}{between}\n"
+                )
             if not st["coverage"].startswith("end offsets seen for every"):
                 out.write(f"    coverage: {st['coverage']}\n")
         out.write("\n")

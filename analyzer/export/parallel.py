@@ -401,10 +401,10 @@ class Share:
                 learn = _detached(ev) if key in LEARNS_FROM else None
                 commit = SimpleCommit.of(ev) if key == _OFFSET_COMMIT else None
                 insight = None
-                lag_facts = self.insights.facts(ev)
-                if lag_facts is not None or GroupInsights.wants(ev):
+                told = self.insights.facts(ev)
+                if told is not None or GroupInsights.wants(ev):
                     timeline = (learn or _detached(ev)) if GroupInsights.wants(ev) else None
-                    insight = (timeline, lag_facts)
+                    insight = (timeline, told)
                 x = ExchangeItem(facts, refs, learn, commit, insight)
                 items.append(Item(batch, self._seq, EXCHANGE, ev.conn.id, len(data), x))
             elif t is ConnIssue:

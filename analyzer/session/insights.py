@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from analyzer.model import Exchange
 from analyzer.session.burrow import DEFAULT_PARAMS, Params
+from analyzer.session.consumption import ConsumptionTracker, host_of
 from analyzer.session.lag import LagTracker
-from analyzer.session.rebalances import GROUP_APIS, GroupTracker
+from analyzer.session.rebalances import GROUP_APIS, GroupTracker, GroupView, Member
 
 # the export's objects (NDJSON ``type``; sections of the JSON document)
 OBJECT_TYPES = ("generation", "rebalance", "lag", "consumer_status")
@@ -22,13 +23,13 @@ class GroupInsights:
 
     def __init__(self, topic_ids: dict[str, str] | None = None, params: Params = DEFAULT_PARAMS) -> None:
         self.groups = GroupTracker(topic_ids)
-        self.lag = LagTracker(topic_ids, params)
+        self.consumption = ConsumptionTracker(topic_ids)
+        self.lag = LagTracker(topic_ids, params, self.consumption)
+        self.groups.on_assigned = self._assigned
 
     def event(self, ev) -> None:
         if type(ev) is Exchange:
-            if ev.api_key in GROUP_APIS:
-                self.groups.event(ev)
-            self.lag.event(ev)
+            self.apply(ev if ev.api_key in GROUP_APIS else None, self.facts(ev))
 
     def done(self, outcome=None) -> None:
         self.groups.done()
@@ -40,16 +41,35 @@ class GroupInsights:
         return ex.api_key in GROUP_APIS
 
     def facts(self, ex: Exchange) -> tuple | None:
-        """The lag's facts of an exchange (plain values; None: nothing)."""
-        return self.lag.facts(ex)
+        """What an exchange tells the lag and the consumption (plain values; None: nothing): a
+        process's own state goes into them (a connection's fetch session), so every exchange of
+        a connection is given to the same process's :meth:`facts`, in order."""
+        lag = self.lag.facts(ex)
+        fetch = self.consumption.facts(ex)
+        return None if lag is None and fetch is None else (lag, fetch)
 
-    def apply(self, exchange: Exchange | None, lag_facts: tuple | None) -> None:
+    def apply(self, exchange: Exchange | None, facts: tuple | None) -> None:
         """One exchange's part, in capture order: the exchange itself for the timeline (when
-        :meth:`wants` it), its lag facts."""
+        :meth:`wants` it), its :meth:`facts`."""
+        if facts is not None and facts[1] is not None:
+            self.consumption.apply(facts[1])
         if exchange is not None:
             self.groups.event(exchange)
-        if lag_facts is not None:
-            self.lag.apply(lag_facts)
+        if facts is not None and facts[0] is not None:
+            self.lag.apply(facts[0])
+
+    def _assigned(self, g: GroupView, rebalance: int, member: Member, t: float) -> None:
+        """A member given its assignment in a rebalance: its partitions' pauses begin."""
+        known = list(g.members.values()) + (list(g.open.members.values()) if g.open is not None else [])
+        fetchers = {(host_of(m.client), m.client_id) for m in known}
+        me = (host_of(member.client), member.client_id)
+        self.consumption.assigned(
+            g.group_id, rebalance, member.member_id, me, fetchers | {me}, member.assignment, t
+        )
+
+    def pauses(self, group: str, rebalance: int) -> list[dict]:
+        """A rebalance's pause per partition (``rebalance``: its index in the group's list)."""
+        return [p.row() for p in self.consumption.rebalance_pauses(group, rebalance)]
 
     # -- what it found ----------------------------------------------------------------------------------
     def table(self, now: float | None) -> list[dict]:
@@ -59,6 +79,8 @@ class GroupInsights:
         for name in sorted(set(self.groups.groups) | set(self.lag.windows)):
             g = self.groups.groups.get(name)
             rebs = [r.duration_ms for r in g.rebalances if r.duration_ms is not None] if g is not None else []
+            longest = [self.longest_pause(name, i) for i in range(len(g.rebalances))] if g is not None else []
+            paused = [x for x in longest if x is not None]
             st = status.get(name)
             lags = [p for p in st["partitions"] if p["lag"] is not None] if st is not None else []
             worst = max(lags, key=lambda p: p["lag"], default=None)
@@ -69,6 +91,8 @@ class GroupInsights:
                     "rebalances": len(g.rebalances) if g is not None else 0,
                     "longest_rebalance_ms": round(max(rebs), 3) if rebs else None,
                     "rebalancing_ms": round(sum(rebs), 3) if rebs else None,
+                    "longest_pause_ms": max(paused) if paused else None,
+                    "paused_ms": round(sum(paused), 3) if paused else None,
                     "status": st["status"] if st is not None else None,
                     "max_lag": worst["lag"] if worst is not None else None,
                     "max_lag_s": round(max(secs), 3) if secs else None,
@@ -84,13 +108,23 @@ class GroupInsights:
         for name in sorted(self.groups.groups):
             g = self.groups.groups[name]
             out.extend({"type": "generation", **x.row()} for x in g.generations)
-            out.extend({"type": "rebalance", **r.row()} for r in g.rebalances)
+            for i, r in enumerate(g.rebalances):
+                pauses = self.pauses(name, i)
+                longest = self.longest_pause(name, i)
+                out.append({"type": "rebalance", **r.row(), "pause_ms": longest, "pauses": pauses})
         out.extend({"type": "lag", **r.row()} for r in self.lag.rows)
         for s in self.lag.status(now):
             seen = self.groups.groups.get(s["group"])
             s = {**s, "coverage": _coverage(seen.coverage if seen is not None else None, s)}
             out.append({"type": "consumer_status", **s})
         return out
+
+    def longest_pause(self, group: str, rebalance: int) -> float | None:
+        """A rebalance's longest pause of a partition (None: none seen over)."""
+        done = [
+            p.pause_ms for p in self.consumption.rebalance_pauses(group, rebalance) if p.pause_ms is not None
+        ]
+        return max(done) if done else None
 
 
 def _coverage(timeline: str | None, status: dict | None) -> str:

@@ -12,7 +12,10 @@ A consumer (:meth:`LagTracker.event` per event, in capture order):
 * **commits**: OffsetCommit and TxnOffsetCommit partitions answered without error. Each gives a
   ``lag`` row: the committed offset (the next record the group will read), the end offset known
   then, their difference, and the lag in seconds: the commit's time minus the append time of the
-  first uncommitted record (0 with no lag; None when its append time was not seen);
+  first uncommitted record (0 with no lag; None when its append time was not seen); and the
+  consumer's position between commits: its last Fetch offset of the partition and the largest
+  lag of its position (high watermark minus fetch offset) since its previous commit
+  (:meth:`~analyzer.session.consumption.ConsumptionTracker.take`);
 * **Burrow's windows** per (group, topic, partition): each commit with its lag, the end offsets
   known at the commits and at the time of judging (Burrow samples them every offset-refresh
   instead); :meth:`status` judges them at a time (the capture's end).
@@ -29,6 +32,7 @@ from dataclasses import dataclass
 from analyzer.dissect.constants import ApiKey, ErrorCode
 from analyzer.model import Exchange, Field, Message
 from analyzer.session.burrow import DEFAULT_PARAMS, Params, Status, Window, group_status
+from analyzer.session.consumption import ConsumptionTracker, Fetcher, host_of
 from analyzer.session.entities import topic_refs
 
 APPENDS_KEPT = 10_000  # batches per partition whose append times are kept (the oldest go first)
@@ -52,6 +56,8 @@ class LagRow:
     end_offset: int | None
     lag: int | None
     lag_seconds: float | None
+    position: int | None = None  # the committer's last fetch offset of it before the commit
+    position_lag: int | None = None  # the largest high watermark - fetch offset since its last commit
 
     def row(self) -> dict:
         return {
@@ -63,6 +69,8 @@ class LagRow:
             "end_offset": self.end_offset,
             "lag": self.lag,
             "lag_seconds": None if self.lag_seconds is None else round(self.lag_seconds, 6),
+            "position": self.position,
+            "position_lag": self.position_lag,
         }
 
 
@@ -96,9 +104,15 @@ class _Appends:
 class LagTracker:
     """The consumer: end offsets, append times, commits with their lag, Burrow's windows."""
 
-    def __init__(self, topic_ids: dict[str, str] | None = None, params: Params = DEFAULT_PARAMS) -> None:
+    def __init__(
+        self,
+        topic_ids: dict[str, str] | None = None,
+        params: Params = DEFAULT_PARAMS,
+        positions: ConsumptionTracker | None = None,
+    ) -> None:
         self.topic_ids = topic_ids
         self.params = params
+        self.positions = positions  # the consumers' positions (their fetches) to give each commit
         self.ends: dict[TP, int] = {}
         self.appends: dict[TP, _Appends] = {}
         self.windows: dict[str, dict[TP, Window]] = {}  # group -> partition -> window
@@ -134,7 +148,9 @@ class LagTracker:
         gid = ev.request.body.get("group_id")
         if not isinstance(gid, str):
             return None
-        return (COMMIT, t, gid, self._commit(ev.request, ev.response))
+        conn = ev.conn
+        committer = (host_of(str(conn.client if conn.client_direction is not None else conn.a)), ev.client_id)
+        return (COMMIT, t, gid, self._commit(ev.request, ev.response), committer)
 
     def apply(self, facts: tuple) -> None:
         kind, t = facts[0], facts[1]
@@ -157,7 +173,12 @@ class LagTracker:
             for ref, offset in facts[2]:
                 self._end(name(ref), offset)
         else:
-            self._committed(facts[2], t, [(name(ref), offset) for ref, offset in facts[3]])
+            self._committed(
+                facts[2],
+                t,
+                [(name(ref), offset) for ref, offset in facts[3]],
+                facts[4] if len(facts) > 4 else None,
+            )
 
     def _name(self, ref: tuple[str | None, str | None, int]) -> TP:
         nm, tid, p = ref
@@ -233,12 +254,20 @@ class LagTracker:
                 out.append((ref, offset))
         return out
 
-    def _committed(self, gid: str, t: float, offsets: list[tuple[TP, int]]) -> None:
+    def _committed(
+        self, gid: str, t: float, offsets: list[tuple[TP, int]], committer: Fetcher | None
+    ) -> None:
         windows = self.windows.setdefault(gid, {})
+        positions = self.positions
         for tp, offset in offsets:
             end = self.ends.get(tp)
             lag = None if end is None else max(0, end - offset)
-            row = LagRow(gid, tp[0], tp[1], t, offset, end, lag, self._seconds(tp, offset, lag, t))
+            pos, pos_lag = (
+                (None, None) if positions is None or committer is None else positions.take(committer, tp)
+            )
+            row = LagRow(
+                gid, tp[0], tp[1], t, offset, end, lag, self._seconds(tp, offset, lag, t), pos, pos_lag
+            )
             self.rows.append(row)
             self.last[(gid, *tp)] = row
             w = windows.get(tp)

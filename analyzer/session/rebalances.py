@@ -28,6 +28,7 @@ the capture; :attr:`GroupView.coverage` says what was and was not seen.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from analyzer.dissect.constants import ApiKey, ErrorCode
@@ -213,6 +214,9 @@ class GroupTracker:
     def __init__(self, topic_ids: dict[str, str] | None = None) -> None:
         self.groups: dict[str, GroupView] = {}
         self.topic_ids = topic_ids if topic_ids is not None else {}  # KIP-848 names topics by id
+        # told of each member given its assignment in a rebalance: (group, the rebalance's index in
+        # group.rebalances, the member, the time of the answer that gave it)
+        self.on_assigned: Callable[[GroupView, int, Member, float], None] | None = None
 
     # -- feeding ------------------------------------------------------------------------------------
     def event(self, ev) -> None:
@@ -339,6 +343,8 @@ class GroupTracker:
             if own or not m.assignment:
                 m.assignment = own
             o.synced.add(mid)
+            if self.on_assigned is not None and rt is not None:
+                self.on_assigned(g, len(g.rebalances), m, rt)
         o.end = rt
         if o.leader_listed and o.synced >= set(o.members):
             self._close(g)
@@ -423,6 +429,8 @@ class GroupTracker:
         new = resp.get("member_epoch")
         asg = resp.child("assignment")
         target = self._by_name(asg.child("topic_partitions")) if asg is not None and asg.children else None
+        given = target is not None and target != g.targets.get(mid)
+        answered = ev.response.frame.ts_first if ev.response is not None else t
         if epoch == 0 and instance in g.away and new == g.generation and g.open is None:
             old = g.away.pop(instance)  # the static member is back: no rebalance
             for assigned in (g.owned, g.targets):
@@ -443,7 +451,10 @@ class GroupTracker:
             g.epochs[mid] = new
             if target is not None:
                 g.targets[mid] = target
-            self._late_joiner(g, mid, Member(mid, instance, ev.client_id, client, target or {}), t)
+            member = Member(mid, instance, ev.client_id, client, target or {})
+            self._late_joiner(g, mid, member, t)
+            if given and self.on_assigned is not None:
+                self.on_assigned(g, len(g.rebalances) - 1, member, answered)
             return
         changed = epoch == 0 or (target is not None and target != g.targets.get(mid))
         if isinstance(new, int):
@@ -466,6 +477,8 @@ class GroupTracker:
         m.client = client
         o.members[mid] = m
         o.leader_listed = True
+        if given and target is not None and self.on_assigned is not None:
+            self.on_assigned(g, len(g.rebalances), replace(m, assignment=target), answered)
         self._converged(g, t)
 
     def _converged(self, g: GroupView, t: float) -> None:

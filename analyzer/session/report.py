@@ -165,6 +165,8 @@ TABLES = {  # section -> (title, columns), in display order
             "rebalances",
             "longest_rebalance_ms",
             "rebalancing_ms",
+            "longest_pause_ms",
+            "paused_ms",
             "status",
             "max_lag",
             "max_lag_s",

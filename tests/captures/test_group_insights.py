@@ -11,6 +11,7 @@ import json
 import pytest
 
 from analyzer.pipeline import Analysis
+from analyzer.session.insights import GroupInsights
 from analyzer.session.lag import LagTracker
 from analyzer.session.rebalances import GroupTracker
 from tests.helpers.captures import CAPTURES
@@ -145,3 +146,61 @@ def test_every_commit_is_a_lag_row_and_its_seconds_the_age_of_the_first_record_b
                     behind += 1
                 seen += 1
     assert seen >= 20 and behind >= 10
+
+
+def _clients_by_member(truth: dict) -> dict[str, str]:
+    return {
+        e["member_id"]: name
+        for name, c in truth["clients"].items()
+        for e in c["events"]
+        if e["event"] in ("assign", "revoke") and e.get("member_id")
+    }
+
+
+@pytest.mark.parametrize("name", TIMELINES)
+def test_each_partitions_pause_spans_its_owners_callbacks(name):
+    """A partition moved in a rebalance resumes with its new owner's first Fetch after the
+    client's assign callback gave it (librdkafka starts fetching it then: within a second), and
+    paused from around the old owner's revoke callback (its last Fetch answered within a long
+    poll of it) or, for a killed member, its kill; a partition kept by its owner (no callback
+    named it) barely pauses."""
+    truth = json.loads((CAPTURES / f"{name}.truth.json").read_text())
+    a = Analysis(str(CAPTURES / f"{name}.pcap"))
+    ins = GroupInsights(a.knowledge.topic_ids)
+    outcome = a.run(ins)
+    owner_of = _clients_by_member(truth)
+    killed = {p["t"] for p in truth["phases"] if "killed" in p["text"]}
+    moved = kept = 0
+    rebalances = [o for o in ins.objects(outcome.last_ts) if o["type"] == "rebalance"]
+    for r in rebalances[1:]:  # the first assigns what nobody fetched before
+        assert r["pauses"], r
+        for p in r["pauses"]:
+            assert p["pause_ms"] is not None and p["last_fetch"] is not None, (r, p)
+            client = truth["clients"][owner_of[p["member"]]]
+            given = [
+                e["t"]
+                for e in client["events"]
+                if e["event"] == "assign"
+                and [p["topic"], p["partition"]] in [x[:2] for x in e["partitions"]]
+                and r["start"] - 1 <= e["t"] <= p["first_fetch"] + 0.005
+            ]
+            if not given:  # kept: no callback gave it again
+                kept += 1
+                assert p["pause_ms"] < 100, (r, p)
+                continue
+            moved += 1
+            assert 0 <= p["first_fetch"] - given[-1] < 1.0, (r, p, given)
+            taken = [
+                e["t"]
+                for c in truth["clients"].values()
+                for e in c["events"]
+                if e["event"] == "revoke"
+                and [p["topic"], p["partition"]] in [x[:2] for x in e["partitions"]]
+                and r["start"] - 1 <= e["t"] <= given[-1]
+            ] + [t for t in killed if t <= given[-1] and t >= p["last_fetch"] - 1]
+            assert taken, (r, p)
+            assert abs(p["last_fetch"] - max(taken)) < 1.0, (r, p, taken)
+            assert p["pause_ms"] / 1000 >= given[-1] - max(taken) - 1.0
+    assert moved >= 4
+    if name != "group-joins":  # eager: every partition moves (is revoked and assigned again)
+        assert kept >= 4
