@@ -19,7 +19,7 @@ from analyzer.cli.common import (
     options,
     parallel_paths,
 )
-from analyzer.session.insights import GroupInsights
+from analyzer.session.insights import Insights
 from analyzer.session.report import stats_tables
 from analyzer.session.stats import Stats
 
@@ -87,7 +87,7 @@ def run(args) -> int:
     try:
         with _output(args) as out, analysis(args, flt=display_filter(args)) as a:
             stats = Stats(a.knowledge.topic_ids)
-            insights = GroupInsights(a.knowledge.topic_ids)
+            insights = Insights(a.knowledge.topic_ids)
             w = Writer(out, args.format, spans=not args.no_spans, records=args.records)
             w.begin(a.source.name)
             outcome = a.run(stats, w, insights)

@@ -22,7 +22,7 @@ from analyzer.cli.common import (
     usage,
 )
 from analyzer.pipeline import Outcome
-from analyzer.session.insights import GroupInsights
+from analyzer.session.insights import Insights
 from analyzer.session.report import TABLES, cell, stats_tables
 from analyzer.session.stats import Stats
 
@@ -42,8 +42,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run, func_parquet=run_parquet)
 
 
-def _parallel(args, paths: list[str]) -> tuple[Outcome, Stats, GroupInsights] | None:
-    """(outcome, statistics, group insights) of ``-j`` processes, or None when they failed (said)."""
+def _parallel(args, paths: list[str]) -> tuple[Outcome, Stats, Insights] | None:
+    """(outcome, statistics, insights) of ``-j`` processes, or None when they failed (said)."""
     from analyzer.export.parallel import PartFailed, statistics
 
     try:
@@ -73,7 +73,7 @@ def run(args) -> int:
     else:
         with analysis(args, flt=display_filter(args)) as a:
             stats = Stats(a.knowledge.topic_ids)
-            insights = GroupInsights(a.knowledge.topic_ids)
+            insights = Insights(a.knowledge.topic_ids)
             outcome = a.run(stats, insights)
     tables = stats_tables(stats, outcome, insights)
     if args.format == "json":

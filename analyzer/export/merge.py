@@ -141,7 +141,7 @@ class ExchangeItem(NamedTuple):
     refs: TopicRefs | None  # when a topic id was looked up: its labels may need names from elsewhere
     learn: Exchange | None  # an exchange the knowledge learns from (Metadata, groups...)
     commit: SimpleCommit | None
-    # the consumer groups' part (GroupInsights.apply): the exchange the timeline reads, the lag's facts
+    # the insights' part (Insights.apply): the exchange the group timeline reads, the facts
     insight: tuple[Exchange | None, tuple | None] | None = None
 
 

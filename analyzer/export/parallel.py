@@ -98,7 +98,7 @@ from analyzer.issues import CAPTURE_NO_TCP, STREAM_GAP
 from analyzer.model import Exchange, Issue
 from analyzer.pipeline import Outcome, Pipeline
 from analyzer.reassembly.packet import decode_tcp, skip_text
-from analyzer.session.insights import GroupInsights
+from analyzer.session.insights import Insights
 from analyzer.session.knowledge import LEARNS_FROM, Knowledge
 from analyzer.session.stats import Stats, exchange_facts
 from analyzer.tls.keylog import KeyLog
@@ -342,7 +342,7 @@ class Share:
         self._seq = 0
         self._next_id = self.pipe.reasm.next_id
         self.table = TableLog()
-        self.insights = GroupInsights()  # (its facts of each exchange; the merge keeps the state)
+        self.insights = Insights()  # (its facts of each exchange; the merge keeps the state)
 
     def feed(self, index: int, ts: float, seg) -> None:
         """One TCP segment (:func:`~analyzer.reassembly.packet.decode_tcp`) of packet ``index``."""
@@ -402,8 +402,8 @@ class Share:
                 commit = SimpleCommit.of(ev) if key == _OFFSET_COMMIT else None
                 insight = None
                 told = self.insights.facts(ev)
-                if told is not None or GroupInsights.wants(ev):
-                    timeline = (learn or _detached(ev)) if GroupInsights.wants(ev) else None
+                if told is not None or Insights.wants(ev):
+                    timeline = (learn or _detached(ev)) if Insights.wants(ev) else None
                     insight = (timeline, told)
                 x = ExchangeItem(facts, refs, learn, commit, insight)
                 items.append(Item(batch, self._seq, EXCHANGE, ev.conn.id, len(data), x))
@@ -751,7 +751,7 @@ def export(
 
 def statistics(
     paths: list[str], jobs: int, opts: Options, ports: tuple[int, ...] = (), keylog: str | None = None
-) -> tuple[Outcome, Stats, GroupInsights]:
+) -> tuple[Outcome, Stats, Insights]:
     """The statistics of one capture counted by ``jobs`` processes (no line rendered), as one
     process counts them, and the analysis for the summary and the exit code."""
     parts = run(paths, jobs, opts, ports, keylog, render=False)
@@ -786,7 +786,7 @@ def combine(  # noqa: C901 - one pass over the events, each kind inline
     w: Writer | None = None,
     keylog: str | None = None,
     totals: Totals | None = None,
-) -> tuple[Outcome, Stats, GroupInsights]:
+) -> tuple[Outcome, Stats, Insights]:
     """The parts in capture order: their lines written to ``w`` (when given) with connection ids
     and topic labels as one run has them, the statistics counted, the knowledge learnt, the
     consumer groups followed; the outcome one run ends with."""
@@ -812,7 +812,7 @@ def combine(  # noqa: C901 - one pass over the events, each kind inline
         return nm if nm else topic_ids.get(tid, tid)  # type: ignore[arg-type,return-value]  # a topic has a name or an id
 
     stats = Stats(topic_ids)
-    insights = GroupInsights(topic_ids)
+    insights = Insights(topic_ids)
     files = [
         open(p.lines, "rb") if isinstance(p.lines, str) else io.BytesIO(p.lines)  # noqa: SIM115 - closed below
         for p in parts

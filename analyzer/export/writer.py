@@ -25,6 +25,11 @@ SECTION_OF = {
     "rebalance": "rebalances",
     "lag": "lag",
     "consumer_status": "consumer_status",
+    "producer": "producers",
+    "retry": "retries",
+    "transaction": "transactions",
+    "held_back": "held_back",
+    "e2e": "e2e",
 }
 
 

@@ -1,9 +1,12 @@
-"""The consumer groups' insights of a run, as ``stats`` and ``export`` give them: the timeline
-(:mod:`analyzer.session.rebalances`) and the lag with Burrow's status (:mod:`analyzer.session.lag`).
+"""The insights of a run, as ``stats`` and ``export`` give them: the consumer groups'
+(:class:`GroupInsights`: the timeline of :mod:`analyzer.session.rebalances`, the lag with Burrow's
+status of :mod:`analyzer.session.lag`, the pauses of :mod:`analyzer.session.consumption`) and the
+producers' (:class:`~analyzer.session.producer_insights.ProducerInsights`), together
+:class:`Insights`.
 
-One consumer (:class:`GroupInsights`) for one process; work shared among processes (``export -j``,
-``stats -j``) sends :meth:`GroupInsights.facts` of each exchange to the merge, which gives them
-to :meth:`GroupInsights.apply` in capture order: the same state one process has.
+One consumer (:class:`Insights`) for one process; work shared among processes (``export -j``,
+``stats -j``) sends :meth:`Insights.facts` of each exchange to the merge, which gives them to
+:meth:`Insights.apply` in capture order: the same state one process has.
 """
 
 from __future__ import annotations
@@ -12,10 +15,13 @@ from analyzer.model import Exchange
 from analyzer.session.burrow import DEFAULT_PARAMS, Params
 from analyzer.session.consumption import ConsumptionTracker, host_of
 from analyzer.session.lag import LagTracker
+from analyzer.session.producer_insights import OBJECT_TYPES as PRODUCER_TYPES
+from analyzer.session.producer_insights import ProducerInsights
 from analyzer.session.rebalances import GROUP_APIS, GroupTracker, GroupView, Member
 
+GROUP_TYPES = ("generation", "rebalance", "lag", "consumer_status")
 # the export's objects (NDJSON ``type``; sections of the JSON document)
-OBJECT_TYPES = ("generation", "rebalance", "lag", "consumer_status")
+OBJECT_TYPES = GROUP_TYPES + PRODUCER_TYPES
 
 
 class GroupInsights:
@@ -72,6 +78,10 @@ class GroupInsights:
         return [p.row() for p in self.consumption.rebalance_pauses(group, rebalance)]
 
     # -- what it found ----------------------------------------------------------------------------------
+    def tables(self, now: float | None) -> dict[str, list[dict]]:
+        """``stats``' sections."""
+        return {"group_health": self.table(now)}
+
     def table(self, now: float | None) -> list[dict]:
         """``stats``' consumer-group health table: a row per group."""
         status = {s["group"]: s for s in self.lag.status(now)}
@@ -133,3 +143,36 @@ def _coverage(timeline: str | None, status: dict | None) -> str:
     if status is not None:
         parts.append(status["coverage"])
     return "; ".join(parts)
+
+
+class Insights:
+    """The consumer of every insight: the consumer groups' and the producers'."""
+
+    def __init__(self, topic_ids: dict[str, str] | None = None, params: Params = DEFAULT_PARAMS) -> None:
+        self.groups = GroupInsights(topic_ids, params)
+        self.producers = ProducerInsights(topic_ids)
+
+    def event(self, ev) -> None:
+        if type(ev) is Exchange:
+            self.apply(ev if GroupInsights.wants(ev) else None, self.facts(ev))
+
+    def done(self, outcome=None) -> None:
+        self.groups.done(outcome)
+        self.producers.done(outcome)
+
+    wants = staticmethod(GroupInsights.wants)
+
+    def facts(self, ex: Exchange) -> tuple | None:
+        g, p = self.groups.facts(ex), self.producers.facts(ex)
+        return None if g is None and p is None else (g, p)
+
+    def apply(self, exchange: Exchange | None, facts: tuple | None) -> None:
+        self.groups.apply(exchange, facts[0] if facts is not None else None)
+        if facts is not None and facts[1] is not None:
+            self.producers.apply(facts[1])
+
+    def tables(self, now: float | None) -> dict[str, list[dict]]:
+        return self.groups.tables(now) | self.producers.tables(now)
+
+    def objects(self, now: float | None) -> list[dict]:
+        return self.groups.objects(now) + self.producers.objects(now)

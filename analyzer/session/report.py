@@ -69,8 +69,8 @@ def topics_text(topics: dict[str, list[int]], limit: int = 3) -> str:
 
 def stats_tables(stats: Stats, outcome, insights=None) -> dict:
     """Every summary table of a run, as plain rows (its :class:`~analyzer.pipeline.Outcome`
-    supplies the counters and the knowledge; ``insights``, a
-    :class:`~analyzer.session.insights.GroupInsights`, the consumer groups over time)."""
+    supplies the counters and the knowledge; ``insights``, an
+    :class:`~analyzer.session.insights.Insights`, the consumer groups over time and the producers)."""
     k = outcome.knowledge
     now = outcome.last_ts if outcome.packets else None
     return {
@@ -101,7 +101,7 @@ def stats_tables(stats: Stats, outcome, insights=None) -> dict:
             }
             for g in k.groups.values()
         ],
-        "group_health": insights.table(now) if insights is not None else [],
+        **(insights.tables(now) if insights is not None else {k: [] for k in INSIGHT_TABLES}),
         "tls": tls_rows(stats),
         "anomalies": stats.anomaly_rows(),
     }
@@ -132,6 +132,7 @@ def tls_rows(stats: Stats) -> list[dict]:
     return [groups[k] for k in sorted(groups, key=lambda k: tuple(str(x) for x in k))]
 
 
+INSIGHT_TABLES = ("group_health", "producers", "transactions", "e2e")  # the sections of Insights.tables
 TABLES = {  # section -> (title, columns), in display order
     "apis": (
         "Requests per API",
@@ -171,6 +172,43 @@ TABLES = {  # section -> (title, columns), in display order
             "max_lag",
             "max_lag_s",
             "coverage",
+        ],
+    ),
+    "producers": (
+        "Producers (export: producer, retry objects)",
+        [
+            "client_id",
+            "producer_id",
+            "transactional_id",
+            "batches",
+            "records",
+            "retried_records",
+            "failed_records",
+            "unanswered_records",
+            "duplicates_written",
+            "sequence_gaps",
+            "fenced",
+            "records_per_batch",
+            "linger_ms",
+            "under_batched",
+        ],
+    ),
+    "transactions": (
+        "Transactions (export: transaction objects)",
+        ["transactional_id", "commit", "abort", "hanging", "open", "failed", "longest_ms", "records"],
+    ),
+    "e2e": (
+        "End-to-end latency, Produce request to Fetch answer (export: e2e objects)",
+        [
+            "topic",
+            "partition",
+            "producer_client",
+            "consumer_client",
+            "group",
+            "count",
+            "p50_ms",
+            "p99_ms",
+            "max_ms",
         ],
     ),
     "tls": ("TLS", ["server", "version", "cipher", "sni", "connections", "bytes", "decrypted"]),

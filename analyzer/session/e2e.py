@@ -1,0 +1,315 @@
+"""End-to-end latency: each produced record matched to every Fetch answer that returns it.
+
+A consumer (:meth:`E2ETracker.event` per event, in capture order):
+
+* a **produced record** is at (topic, partition, offset): a Produce answer's base offset plus
+  the record's place in the batches its request sent there, produced at the Produce request's
+  capture time by its client; the first record of each batch also has its own timestamp (the
+  batch's firstTimestamp, CreateTime);
+* a **Fetch answer** returns the records of the batches it holds (any offset inside a fetched
+  batch counts: a fetch that starts inside a batch returns the whole batch, and the records
+  before the fetch offset are not the consumer's, so they are left out);
+* each match is a latency: the Fetch answer's capture time minus the Produce request's, kept
+  per (topic, partition, producer client, consumer client, consumer group); the same from the
+  record's timestamp (it includes the producer's batching, and depends on its clock) apart, for
+  the first record of each batch, and only when it is within a day of the capture's clock
+  (generated traffic often carries made-up timestamps);
+* a consumer's group is the group its client (host and client id) named in JoinGroup,
+  SyncGroup, Heartbeat, OffsetCommit or ConsumerGroupHeartbeat requests.
+
+Percentiles are exact up to :data:`EXACT` latencies per key; past it they come from
+logarithmic buckets 1% wide. Produced batches are kept for the last :data:`PRODUCED_KEPT` of
+each partition: a record fetched after that many newer batches is not matched (said in
+:meth:`E2ETracker.coverage`).
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from dataclasses import dataclass, field
+
+from analyzer.dissect.constants import ApiKey, ErrorCode
+from analyzer.model import Exchange
+from analyzer.session.consumption import host_of
+from analyzer.session.entities import topic_refs
+
+PRODUCED_KEPT = 20_000
+PLAUSIBLE_S = 86_400.0  # a record timestamp further than this from the capture's clock is not used
+EXACT = 50_000
+_STEP = math.log(1.01)
+_GROUP_APIS = frozenset(
+    (
+        ApiKey.JOIN_GROUP,
+        ApiKey.SYNC_GROUP,
+        ApiKey.HEARTBEAT,
+        ApiKey.OFFSET_COMMIT,
+        ApiKey.CONSUMER_GROUP_HEARTBEAT,
+    )
+)
+PRODUCED, FETCHED, MEMBER = range(3)
+
+
+@dataclass(slots=True)
+class Latencies:
+    """Latencies (ms) with their counts: exact values, then buckets."""
+
+    exact: dict[float, int] = field(default_factory=dict)
+    buckets: dict[int, int] = field(default_factory=dict)
+    count: int = 0
+    largest: float = 0.0
+
+    def add(self, ms: float, n: int) -> None:
+        self.count += n
+        self.largest = max(self.largest, ms)
+        if self.buckets or len(self.exact) >= EXACT:
+            if self.exact:
+                for v, k in self.exact.items():
+                    self._bucket(v, k)
+                self.exact = {}
+            self._bucket(ms, n)
+        else:
+            v = round(ms, 3)
+            self.exact[v] = self.exact.get(v, 0) + n
+
+    def _bucket(self, ms: float, n: int) -> None:
+        b = math.floor(math.log(ms) / _STEP) if ms > 0.001 else -1_000_000
+        self.buckets[b] = self.buckets.get(b, 0) + n
+
+    def quantile(self, q: float) -> float | None:
+        """The value at or below which ``q`` of the latencies are (nearest rank)."""
+        if not self.count:
+            return None
+        rank = max(1, math.ceil(q * self.count))
+        seen = 0
+        if not self.buckets:
+            for v in sorted(self.exact):
+                seen += self.exact[v]
+                if seen >= rank:
+                    return v
+            return self.largest
+        for b in sorted(self.buckets):
+            seen += self.buckets[b]
+            if seen >= rank:
+                return 0.0 if b == -1_000_000 else min(round(math.exp((b + 1) * _STEP), 3), self.largest)
+        return self.largest
+
+
+class _Produced:
+    """A partition's produced batches by base offset: (base, last, time, producer, first ts)."""
+
+    __slots__ = ("bases", "rows")
+
+    def __init__(self) -> None:
+        self.bases: list[int] = []
+        self.rows: list[tuple[int, int, float, tuple, float | None]] = []
+
+    def add(self, base: int, last: int, t: float, producer: tuple, first_ts: float | None) -> None:
+        if self.bases and base <= self.bases[-1]:
+            i = bisect_right(self.bases, base) - 1
+            if i >= 0 and self.bases[i] == base:
+                return  # the same batch answered again (a duplicate answered with its offset)
+            self.bases.insert(i + 1, base)
+            self.rows.insert(i + 1, (base, last, t, producer, first_ts))
+        else:
+            self.bases.append(base)
+            self.rows.append((base, last, t, producer, first_ts))
+        if len(self.bases) > 2 * PRODUCED_KEPT:
+            del self.bases[:PRODUCED_KEPT]
+            del self.rows[:PRODUCED_KEPT]
+
+    def overlapping(self, lo: int, hi: int):
+        i = max(0, bisect_right(self.bases, lo) - 1)
+        while i < len(self.rows):
+            row = self.rows[i]
+            if row[0] > hi:
+                break
+            if row[1] >= lo:
+                yield row
+            i += 1
+
+
+class E2ETracker:
+    """The consumer: produced records, the fetches that return them, their latencies."""
+
+    def __init__(self, topic_ids: dict[str, str] | None = None) -> None:
+        self.topic_ids = topic_ids
+        self.produced: dict[tuple[str, int], _Produced] = {}
+        self.groups: dict[tuple[str, str | None], str] = {}  # consumer (host, client id) -> group
+        self.by_capture: dict[tuple, Latencies] = {}
+        self.by_timestamp: dict[tuple, Latencies] = {}
+        self.fetched_unmatched = 0  # records fetched whose production the capture did not show
+
+    # -- feeding ------------------------------------------------------------------------------------
+    def event(self, ev) -> None:
+        f = self.facts(ev)
+        if f is not None:
+            self.apply(f)
+
+    def facts(self, ev) -> tuple | None:
+        if type(ev) is not Exchange or ev.request is None or ev.request.body is None:
+            return None
+        key = ev.api_key
+        conn = ev.conn
+        client = str(conn.client if conn.client_direction is not None else conn.a)
+        who = (host_of(client), ev.client_id)
+        if key in _GROUP_APIS:
+            gid = ev.request.body.get("group_id")
+            return (MEMBER, who, gid) if isinstance(gid, str) and gid else None
+        if ev.response is None or ev.response.body is None:
+            return None
+        if key == ApiKey.PRODUCE:
+            sent: dict[tuple, list[tuple[int, float | None]]] = {}  # records and first timestamp per batch
+            for r in topic_refs(ev.request):
+                for p, f in r.partitions:
+                    if f is not None:
+                        sent[(r.name, r.topic_id, p)] = [
+                            (b.get("record_count") or 0, _first_ts(b)) for b in _batches(f)
+                        ]
+            out = []
+            for r in topic_refs(ev.response):
+                for p, f in r.partitions:
+                    if f is None or f.get("error_code") != ErrorCode.NONE:
+                        continue
+                    base = f.get("base_offset")
+                    batches = sent.get((r.name, r.topic_id, p))
+                    if isinstance(base, int) and base >= 0 and batches:
+                        out.append(((r.name, r.topic_id, p), base, batches))
+            return (PRODUCED, ev.request.frame.ts_first, who, out) if out else None
+        if key == ApiKey.FETCH:
+            wants = {
+                (r.name, r.topic_id, p): f.get("fetch_offset")
+                for r in topic_refs(ev.request)
+                for p, f in r.partitions
+                if f is not None
+            }
+            got = []
+            for r in topic_refs(ev.response):
+                for p, f in r.partitions:
+                    if f is None or f.get("error_code") != ErrorCode.NONE:
+                        continue
+                    spans = [
+                        (b["base_offset"], b["last_offset"])
+                        for b in _batches(f)
+                        if isinstance(b.get("base_offset"), int)
+                        and isinstance(b.get("last_offset"), int)
+                        and not b.get("control")
+                    ]
+                    if spans:
+                        start = wants.get((r.name, r.topic_id, p))
+                        got.append(
+                            ((r.name, r.topic_id, p), start if isinstance(start, int) else None, spans)
+                        )
+            return (FETCHED, ev.response.frame.ts_first, who, got) if got else None
+        return None
+
+    def apply(self, facts: tuple) -> None:
+        kind = facts[0]
+        if kind == MEMBER:
+            self.groups[facts[1]] = facts[2]
+        elif kind == PRODUCED:
+            _, t, who, parts = facts
+            for ref, base, batches in parts:
+                tp = self._name(ref)
+                produced = self.produced.get(tp)
+                if produced is None:
+                    produced = self.produced[tp] = _Produced()
+                for n, first_ts in batches:
+                    if n > 0:
+                        produced.add(base, base + n - 1, t, who, first_ts)
+                        base += n
+        else:
+            _, t, who, parts = facts
+            group = self.groups.get(who)
+            for ref, start, spans in parts:
+                tp = self._name(ref)
+                produced = self.produced.get(tp)
+                for lo, hi in spans:
+                    if start is not None:
+                        lo = max(lo, start)
+                    if lo > hi:
+                        continue
+                    matched = 0
+                    for base, last, pt, producer, first_ts in (
+                        produced.overlapping(lo, hi) if produced else ()
+                    ):
+                        n = min(hi, last) - max(lo, base) + 1
+                        matched += n
+                        k = (tp[0], tp[1], producer, who, group)
+                        lat = self.by_capture.get(k)
+                        if lat is None:
+                            lat = self.by_capture[k] = Latencies()
+                        lat.add(max(0.0, (t - pt) * 1000), n)
+                        if first_ts is not None and lo <= base and abs(t - first_ts) < PLAUSIBLE_S:
+                            ts = self.by_timestamp.get(k)
+                            if ts is None:
+                                ts = self.by_timestamp[k] = Latencies()
+                            ts.add(max(0.0, (t - first_ts) * 1000), 1)
+                    self.fetched_unmatched += hi - lo + 1 - matched
+
+    def _name(self, ref: tuple) -> tuple[str, int]:
+        nm, tid, p = ref
+        if nm:
+            return nm, p
+        ids = self.topic_ids or {}
+        return ids.get(tid, tid) if tid is not None else "", p
+
+    # -- what it found ---------------------------------------------------------------------------------
+    def rows(self) -> list[dict]:
+        """The export's ``e2e`` objects: one per (topic, partition, producer, consumer, group)."""
+        out = []
+        for k in sorted(self.by_capture, key=lambda k: (k[0], k[1], _who(k[2]), _who(k[3]), k[4] or "")):
+            lat, ts = self.by_capture[k], self.by_timestamp.get(k)
+            out.append(
+                {
+                    "topic": k[0],
+                    "partition": k[1],
+                    "producer_client": _who(k[2]),
+                    "consumer_client": _who(k[3]),
+                    "group": k[4],
+                    "count": lat.count,
+                    "p50_ms": lat.quantile(0.5),
+                    "p95_ms": lat.quantile(0.95),
+                    "p99_ms": lat.quantile(0.99),
+                    "max_ms": round(lat.largest, 3),
+                    "timestamp": None
+                    if ts is None
+                    else {
+                        "count": ts.count,
+                        "p50_ms": ts.quantile(0.5),
+                        "p95_ms": ts.quantile(0.95),
+                        "p99_ms": ts.quantile(0.99),
+                        "max_ms": round(ts.largest, 3),
+                    },
+                }
+            )
+        return out
+
+    def coverage(self) -> str:
+        if not self.fetched_unmatched:
+            return "every fetched record's Produce was in the capture"
+        return (
+            f"{self.fetched_unmatched} fetched records without their Produce in the capture (produced "
+            "before it, by a connection it does not hold, or more than "
+            f"{PRODUCED_KEPT} batches before their fetch)"
+        )
+
+
+def _who(w: tuple) -> str:
+    host, client_id = w
+    return f"{client_id or '-'}@{host}"
+
+
+def _batches(partition) -> list[dict]:
+    out: list[dict] = []
+    for x in partition.children or ():
+        if x.type == "records":
+            out.extend(e.value for e in x.children or () if isinstance(e.value, dict))
+    return out
+
+
+def _first_ts(b: dict) -> float | None:
+    ts = b.get("base_timestamp")
+    if b.get("timestamp_type") != "create_time" or not isinstance(ts, int) or ts <= 0:
+        return None
+    return ts / 1000

@@ -1,0 +1,129 @@
+"""The producers' insights of a run, as ``stats``, ``export`` and the ``producers`` and
+``transactions`` commands give them: batches, retries and outcomes
+(:mod:`analyzer.session.producers`), transactions and read_committed consumers held back
+(:mod:`analyzer.session.transactions`), end-to-end latency (:mod:`analyzer.session.e2e`).
+
+One consumer (:class:`ProducerInsights`) for one process; work shared among processes sends
+:meth:`ProducerInsights.facts` of each exchange to the merge, which gives them to
+:meth:`ProducerInsights.apply` in capture order: the same state one process has.
+"""
+
+from __future__ import annotations
+
+from analyzer.model import Exchange
+from analyzer.session.e2e import E2ETracker
+from analyzer.session.producers import ProducerTracker
+from analyzer.session.transactions import TxnTracker
+
+# the export's objects (NDJSON ``type``; sections of the JSON document)
+OBJECT_TYPES = ("producer", "retry", "transaction", "held_back", "e2e")
+
+
+class ProducerInsights:
+    """The consumer: every producer, retry, transaction and end-to-end latency."""
+
+    def __init__(self, topic_ids: dict[str, str] | None = None) -> None:
+        self.producers = ProducerTracker(topic_ids)
+        self.txns = TxnTracker(topic_ids)
+        self.e2e = E2ETracker(topic_ids)
+        self.closed = False
+
+    def event(self, ev) -> None:
+        if type(ev) is Exchange:
+            f = self.facts(ev)
+            if f is not None:
+                self.apply(f)
+
+    def done(self, outcome=None) -> None:
+        if not self.closed:
+            self.producers.done()
+            self.closed = True
+
+    # -- shared work ------------------------------------------------------------------------------------
+    def facts(self, ex: Exchange) -> tuple | None:
+        """What an exchange tells the producers, the transactions and the latencies (plain
+        values; None: nothing)."""
+        p, t, e = self.producers.facts(ex), self.txns.facts(ex), self.e2e.facts(ex)
+        return None if p is None and t is None and e is None else (p, t, e)
+
+    def apply(self, facts: tuple) -> None:
+        p, t, e = facts
+        if p is not None:
+            self.producers.apply(p)
+        if t is not None:
+            self.txns.apply(t)
+        if e is not None:
+            self.e2e.apply(e)
+
+    # -- what it found ----------------------------------------------------------------------------------
+    def tables(self, now: float | None) -> dict[str, list[dict]]:
+        """``stats``' producer sections."""
+        self.done()
+        producers = [
+            {
+                k: r[k]
+                for k in (
+                    "client_id",
+                    "producer_id",
+                    "transactional_id",
+                    "batches",
+                    "records",
+                    "retried_records",
+                    "failed_records",
+                    "unanswered_records",
+                    "duplicates_written",
+                    "sequence_gaps",
+                    "fenced",
+                    "records_per_batch",
+                    "linger_ms",
+                    "under_batched",
+                )
+            }
+            for r in self.producers.rows()
+        ]
+        by_id: dict[str, dict] = {}
+        for x in self.txns.transactions(now):
+            row = by_id.setdefault(
+                x["transactional_id"],
+                {
+                    "transactional_id": x["transactional_id"],
+                    "commit": 0,
+                    "abort": 0,
+                    "hanging": 0,
+                    "open": 0,
+                    "failed": 0,
+                    "longest_ms": None,
+                    "records": 0,
+                },
+            )
+            row[x["outcome"]] += 1
+            row["failed"] += x["error"] is not None
+            row["records"] += x["records"]
+            if x["duration_ms"] is not None and (
+                row["longest_ms"] is None or x["duration_ms"] > row["longest_ms"]
+            ):
+                row["longest_ms"] = x["duration_ms"]
+        e2e = [
+            {k: r[k] for k in ("topic", "partition", "producer_client", "consumer_client", "group", "count")}
+            | {k: r[k] for k in ("p50_ms", "p99_ms", "max_ms")}
+            for r in self.e2e.rows()
+        ]
+        return {
+            "producers": producers,
+            "transactions": [by_id[k] for k in sorted(by_id)],
+            "e2e": e2e,
+        }
+
+    def objects(self, now: float | None) -> list[dict]:
+        """The export's objects, each with its ``type``."""
+        self.done()
+        out: list[dict] = [{"type": "producer", **r} for r in self.producers.rows()]
+        retries = sorted(self.producers.retries, key=lambda r: (r["later"]["time"], r["first"]["time"]))
+        out.extend({"type": "retry", **r} for r in retries)
+        out.extend({"type": "transaction", **r} for r in self.txns.transactions(now))
+        out.extend({"type": "held_back", **r} for r in self.txns.held_back())
+        out.extend({"type": "e2e", **r} for r in self.e2e.rows())
+        return out
+
+    def coverage(self) -> str:
+        return self.e2e.coverage()

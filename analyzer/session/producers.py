@@ -1,0 +1,388 @@
+"""Producers from the wire: each batch's attempts, retries, duplicates written, records lost,
+sequence gaps, epoch bumps, fencing, and how each producer batches.
+
+A consumer (:meth:`ProducerTracker.event` per event, in capture order) of Produce exchanges:
+
+* a **batch's identity** is, for an idempotent producer (producer id and base sequence set),
+  (producer id, epoch, topic, partition, base sequence, record count): a broker answers a batch
+  sent again with the offset it wrote first (or DUPLICATE_SEQUENCE_NUMBER), so it is never
+  written twice. For a producer that is not idempotent it is (client, topic, partition, CRC,
+  record count), and only a batch sent again *after an error or while its attempt had no answer*
+  is a retry (an identical batch after a good answer is a new one);
+* a **retry** is each later attempt; its ``error`` is what the attempt before it had got when
+  it was sent ("no answer": none yet, the client timed out);
+* **duplicates written**: a batch answered without error at two or more base offsets (a plain
+  producer whose first attempt was written but timed out): its records are in the log twice;
+* **failed records**: a batch whose last attempt failed and none was written (lost unless the
+  application sent them again); **unanswered**: a batch whose last attempt (acks not 0) got no
+  answer in the capture;
+* **sequence gaps**: an idempotent batch whose base sequence skips past the one its
+  producer-partition expects (answers OUT_OF_ORDER_SEQUENCE_NUMBER counted as well); **epoch
+  bumps**: a producer id seen at a higher epoch; **fenced**: answers PRODUCER_FENCED or
+  INVALID_PRODUCER_EPOCH;
+* **batching**: records and bytes per batch, codecs, the time between a partition's batches
+  (linger), requests per second; a producer sending many one-record batches at a steady rate is
+  flagged **under-batched**.
+
+A batch stays open for retries while it is among the last :data:`KEPT` of its producer and
+partition; then, and at the end, its outcome is counted. Processes that share the work send
+:meth:`ProducerTracker.facts` of each Produce to the merge, which applies them in capture order.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from statistics import median
+from typing import NamedTuple
+
+from analyzer.dissect.constants import ApiKey, ErrorCode
+from analyzer.dissect.errors import error_name
+from analyzer.model import Exchange
+from analyzer.session.consumption import host_of
+from analyzer.session.entities import topic_refs
+
+KEPT = 64  # batches per producer and partition kept open for retries
+RETRIES_KEPT = 10_000  # retry rows kept (the oldest go first; all are counted)
+UNDER_BATCHED = (50, 1.5, 10.0)  # at least this many batches, median records per batch under, requests/s over
+_FENCING = frozenset((ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH))
+_WRITTEN_BEFORE = ErrorCode.DUPLICATE_SEQUENCE_NUMBER  # the broker has it already
+_WRAP = 1 << 31
+NO_ANSWER = -2  # an attempt's error code when no answer came (acks 0 expects none: ACKS0)
+ACKS0 = -3
+
+
+class Attempt(NamedTuple):
+    """One sending of a batch."""
+
+    connection: str
+    correlation_id: int | None
+    time: float
+    answered: float | None
+    error: int  # the answer's error code; NO_ANSWER, ACKS0
+    base_offset: int | None
+
+    def row(self) -> dict:
+        return {"connection": self.connection, "correlation_id": self.correlation_id, "time": self.time}
+
+
+@dataclass(slots=True)
+class Batch:
+    producer: tuple
+    topic: str
+    partition: int
+    records: int
+    attempts: list[Attempt]
+    idempotent: bool
+    size: int
+    codec: str
+
+
+@dataclass(slots=True)
+class ProducerView:
+    """A producer: a client (host and client id) with one producer id (-1: not idempotent)."""
+
+    client_id: str | None
+    client: str  # its address, the first connection's
+    producer_id: int
+    producer_epoch: int | None = None
+    transactional_id: str | None = None
+    first: float = 0.0
+    last: float = 0.0
+    requests: int = 0
+    batches: int = 0
+    records: int = 0
+    bytes: int = 0
+    retried_records: int = 0
+    failed_records: int = 0
+    unanswered_records: int = 0
+    duplicates_written: int = 0
+    sequence_gaps: int = 0
+    epoch_bumps: int = 0
+    fenced: int = 0
+    codecs: dict[str, int] = field(default_factory=dict)
+    per_batch: list[int] = field(default_factory=list)  # records per batch (bounded sample)
+    gaps_ms: list[float] = field(default_factory=list)  # between a partition's batches (bounded)
+    last_batch: dict[tuple[str, int], float] = field(default_factory=dict)
+    next_seq: dict[tuple, int] = field(default_factory=dict)  # (epoch, topic, partition) -> expected
+
+    def row(self) -> dict:
+        span = self.last - self.first
+        rate = self.requests / span if span >= 1.0 else None  # (a rate over less than a second says little)
+        per = median(self.per_batch) if self.per_batch else None
+        n, few, fast = UNDER_BATCHED
+        return {
+            "client_id": self.client_id,
+            "client": self.client,
+            "producer_id": self.producer_id,
+            "producer_epoch": self.producer_epoch,
+            "transactional_id": self.transactional_id,
+            "idempotent": self.producer_id >= 0,
+            "first": self.first,
+            "last": self.last,
+            "requests": self.requests,
+            "batches": self.batches,
+            "records": self.records,
+            "bytes": self.bytes,
+            "retried_records": self.retried_records,
+            "failed_records": self.failed_records,
+            "unanswered_records": self.unanswered_records,
+            "duplicates_written": self.duplicates_written,
+            "sequence_gaps": self.sequence_gaps,
+            "epoch_bumps": self.epoch_bumps,
+            "fenced": self.fenced,
+            "records_per_batch": None if per is None else round(per, 3),
+            "bytes_per_batch": round(self.bytes / self.batches, 1) if self.batches else None,
+            "linger_ms": round(median(self.gaps_ms), 3) if self.gaps_ms else None,
+            "requests_per_s": None if rate is None else round(rate, 3),
+            "codecs": dict(sorted(self.codecs.items())),
+            "under_batched": bool(
+                self.batches >= n and per is not None and per < few and rate is not None and rate > fast
+            ),
+        }
+
+
+_SAMPLE = 100_000  # records-per-batch and linger samples kept per producer
+
+
+class ProducerTracker:
+    """The consumer: every producer's batches, retries, outcomes and batching."""
+
+    def __init__(self, topic_ids: dict[str, str] | None = None) -> None:
+        self.topic_ids = topic_ids
+        self.producers: dict[tuple, ProducerView] = {}
+        self.open: dict[tuple, OrderedDict] = {}  # (producer, topic, partition) -> identity -> Batch
+        self.retries: list[dict] = []
+        self.retry_count = 0
+
+    # -- feeding ------------------------------------------------------------------------------------
+    def event(self, ev) -> None:
+        f = self.facts(ev)
+        if f is not None:
+            self.apply(f)
+
+    def facts(self, ev) -> tuple | None:
+        """What a Produce exchange tells, as plain values: (time, answer time, connection, correlation id,
+        client id, client address, acks, transactional id, batches); each batch (topic ref,
+        producer id, epoch, base sequence, records, CRC, bytes, codec, error code, base offset)."""
+        if type(ev) is not Exchange or ev.api_key != ApiKey.PRODUCE or ev.request is None:
+            return None
+        req = ev.request.body
+        if req is None:
+            return None
+        acks = req.get("acks")
+        answers: dict[tuple, tuple[int, int | None]] = {}
+        resp = ev.response.body if ev.response is not None else None
+        if resp is not None:
+            for r in topic_refs(ev.response):
+                for p, f in r.partitions:
+                    if p is not None and f is not None:
+                        base = f.get("base_offset")
+                        answers[(r.name, r.topic_id, p)] = (
+                            f.get("error_code"),
+                            base if isinstance(base, int) else None,
+                        )
+        batches = []
+        missing = ACKS0 if acks == 0 else NO_ANSWER
+        for r in topic_refs(ev.request):
+            for p, f in r.partitions:
+                if p is None or f is None:
+                    continue
+                ref = (r.name, r.topic_id, p)
+                err, base = answers.get(ref, (missing, None))
+                if not isinstance(err, int):
+                    err = missing
+                for x in f.children or ():
+                    if x.type != "records":
+                        continue
+                    for e in x.children or ():
+                        s = e.value
+                        if not isinstance(s, dict) or s.get("crc_ok") is False:
+                            continue
+                        n = s.get("record_count") or 0
+                        if n <= 0:
+                            continue
+                        batches.append(
+                            (
+                                ref,
+                                s.get("producer_id", -1),
+                                s.get("producer_epoch", -1),
+                                s.get("base_sequence", -1),
+                                n,
+                                s.get("crc"),
+                                s.get("bytes") or 0,
+                                s.get("codec") or "none",
+                                err,
+                                base,
+                            )
+                        )
+                        if base is not None:
+                            base += n  # a second batch of the partition follows the first
+        if not batches:
+            return None
+        conn = ev.conn
+        known = conn.client_direction is not None
+        client = str(conn.client if known else conn.a)
+        label = f"{client} -> {conn.broker if known else conn.b}"
+        txn = req.get("transactional_id")
+        answered = ev.response.frame.ts_first if ev.response is not None else None
+        return (
+            ev.request.frame.ts_first,
+            answered,
+            label,
+            ev.correlation_id,
+            ev.client_id,
+            client,
+            acks,
+            txn,
+            batches,
+        )
+
+    def apply(self, facts: tuple) -> None:
+        t, answered, label, corr, client_id, client, acks, txn, batches = facts
+        host = host_of(client)
+        seen: set[tuple] = set()
+        for ref, pid, epoch, seq, n, crc, size, codec, err, base in batches:
+            pid = pid if isinstance(pid, int) else -1
+            key = (host, client_id, pid)
+            pv = self.producers.get(key)
+            if pv is None:
+                pv = self.producers[key] = ProducerView(client_id, client, pid, first=t)
+            if key not in seen:
+                seen.add(key)
+                pv.requests += 1
+                pv.last = t
+            if txn:
+                pv.transactional_id = txn
+            if pid >= 0 and isinstance(epoch, int):
+                if pv.producer_epoch is not None and epoch > pv.producer_epoch:
+                    pv.epoch_bumps += 1
+                pv.producer_epoch = epoch if pv.producer_epoch is None else max(pv.producer_epoch, epoch)
+            tp = self._name(ref)
+            attempt = Attempt(label, corr, t, answered, err, base)
+            self._attempt(pv, key, tp, pid, epoch, seq, n, crc, size, codec, attempt)
+            if err in _FENCING:
+                pv.fenced += 1
+            elif err == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER:
+                pv.sequence_gaps += 1
+
+    def _attempt(self, pv, key, tp, pid, epoch, seq, n, crc, size, codec, attempt: Attempt) -> None:  # noqa: PLR0913
+        idempotent = pid >= 0 and isinstance(seq, int) and seq >= 0
+        ident = (epoch, seq, n) if idempotent else (crc, n)
+        open_ = self.open.get((key, *tp))
+        if open_ is None:
+            open_ = self.open[(key, *tp)] = OrderedDict()
+        b = open_.get(ident)
+        if b is not None:  # sent again (or an attempt answered after a later one was sent)
+            b.attempts.append(attempt)
+            open_.move_to_end(ident)
+            return
+        self._new_batch(pv, tp, n, size, codec, attempt.time)
+        if idempotent:
+            self._sequence(pv, epoch, tp, seq, n)
+        open_[ident] = Batch(key, tp[0], tp[1], n, [attempt], idempotent, size, codec)
+        if len(open_) > KEPT:
+            self._close(open_.popitem(last=False)[1])
+
+    @staticmethod
+    def _new_batch(pv: ProducerView, tp: tuple[str, int], n: int, size: int, codec: str, t: float) -> None:
+        pv.batches += 1
+        pv.records += n
+        pv.bytes += size
+        pv.codecs[codec] = pv.codecs.get(codec, 0) + 1
+        if len(pv.per_batch) < _SAMPLE:
+            pv.per_batch.append(n)
+        last = pv.last_batch.get(tp)
+        if last is not None and len(pv.gaps_ms) < _SAMPLE:
+            pv.gaps_ms.append((t - last) * 1000)
+        pv.last_batch[tp] = t
+
+    @staticmethod
+    def _sequence(pv: ProducerView, epoch, tp, seq: int, n: int) -> None:
+        k = (epoch, *tp)
+        expected = pv.next_seq.get(k)
+        nxt = (seq + n) % _WRAP
+        if expected is not None and seq != expected and (seq - expected) % _WRAP < _WRAP // 2:
+            pv.sequence_gaps += 1
+        if expected is None or (seq - expected) % _WRAP < _WRAP // 2:
+            pv.next_seq[k] = nxt
+
+    def _close(self, b: Batch) -> None:
+        """A batch leaves the window: its attempts in the order they were sent, its retries and
+        its outcome. A plain producer's identical batch sent after a good answer to the one
+        before is a batch of its own."""
+        pv = self.producers[b.producer]
+        tries = sorted(b.attempts, key=lambda a: a.time)
+        runs = [[tries[0]]]
+        for a in tries[1:]:
+            prev = runs[-1][-1]
+            anew = prev.error == ACKS0 or (
+                prev.error == ErrorCode.NONE and prev.answered is not None and prev.answered <= a.time
+            )
+            if anew and not b.idempotent:
+                self._new_batch(pv, (b.topic, b.partition), b.records, b.size, b.codec, a.time)
+                runs.append([a])
+            else:
+                runs[-1].append(a)
+        for run in runs:
+            self._outcome(pv, b, run)
+
+    def _outcome(self, pv: ProducerView, b: Batch, run: list[Attempt]) -> None:
+        for i, a in enumerate(run[1:], 1):
+            pv.retried_records += b.records
+            self.retry_count += 1
+            if len(self.retries) >= 2 * RETRIES_KEPT:
+                del self.retries[:RETRIES_KEPT]
+            self.retries.append(
+                {
+                    "client_id": pv.client_id,
+                    "client": pv.client,
+                    "producer_id": pv.producer_id,
+                    "topic": b.topic,
+                    "partition": b.partition,
+                    "first": run[0].row(),
+                    "later": a.row(),
+                    "attempt": i + 1,
+                    "error": _before(run[i - 1], a),
+                    "records": b.records,
+                }
+            )
+        written = {a.base_offset for a in run if a.error == ErrorCode.NONE and a.base_offset is not None}
+        if len(written) > 1:
+            pv.duplicates_written += b.records * (len(written) - 1)
+        if written or any(a.error in (ErrorCode.NONE, _WRITTEN_BEFORE, ACKS0) for a in run):
+            return
+        if run[-1].error == NO_ANSWER:
+            pv.unanswered_records += b.records
+        else:
+            pv.failed_records += b.records
+
+    def done(self, outcome=None) -> None:
+        for open_ in self.open.values():
+            for b in open_.values():
+                self._close(b)
+            open_.clear()
+
+    def _name(self, ref: tuple) -> tuple[str, int]:
+        nm, tid, p = ref
+        if nm:
+            return nm, p
+        ids = self.topic_ids or {}
+        return ids.get(tid, tid) if tid is not None else "", p
+
+    # -- what it found ---------------------------------------------------------------------------------
+    def rows(self) -> list[dict]:
+        return [pv.row() for _, pv in sorted(self.producers.items(), key=lambda kv: (kv[1].first, kv[0]))]
+
+
+def _before(prev: Attempt, a: Attempt) -> str:
+    """What the attempt before ``a`` had got when ``a`` was sent."""
+    if prev.answered is None or prev.answered > a.time:
+        return "no answer"
+    return _name(prev.error)
+
+
+def _name(code: int) -> str:
+    if code == NO_ANSWER:
+        return "no answer"
+    return error_name(code) or f"error {code}"

@@ -1,0 +1,341 @@
+"""Transactions from the wire, the classic protocol and KIP-890's second version, and the
+read_committed consumers they hold back.
+
+A consumer (:meth:`TxnTracker.event` per event, in capture order) of InitProducerId,
+AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn and transactional Produce and
+Fetch exchanges:
+
+* a **transaction** of a transactional id starts with the first of: an AddPartitionsToTxn or
+  AddOffsetsToTxn request, a transactional Produce (KIP-890 v2: Produce v12+ adds its partitions
+  itself); it ends with the EndTxn answer without error (``commit`` or ``abort``) or one whose
+  error ends it (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE...: the outcome with
+  that error); a retriable error (CONCURRENT_TRANSACTIONS, COORDINATOR_LOAD_IN_PROGRESS...)
+  leaves it open for the retry. Its partitions, the records its Produce answers acknowledged
+  (each written batch once), the offsets it committed (TxnOffsetCommit: consume-transform-
+  produce) are kept;
+* at the end of the capture a transaction still open past its ``transaction_timeout_ms`` (from
+  InitProducerId; 60 s, the clients' default, when the capture did not show it) is **hanging**,
+  one within it **open**;
+* a **read_committed** consumer (Fetch isolation_level 1) is **held back** on a partition when
+  the last stable offset its answers give is behind the high watermark: the largest and the
+  last gap, and whether it grew.
+
+Processes that share the work send :meth:`TxnTracker.facts` to the merge, applied in capture
+order as one run does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from analyzer.dissect.constants import ApiKey, ErrorCode
+from analyzer.dissect.errors import error_name, is_retriable
+from analyzer.model import Exchange
+from analyzer.session.consumption import host_of
+from analyzer.session.entities import topic_refs
+
+DEFAULT_TIMEOUT_MS = 60_000  # librdkafka's and the Java client's transaction.timeout.ms
+DONE_KEPT = 100_000  # finished transactions kept (the oldest go first; all are counted)
+_KEYS = frozenset(
+    (
+        ApiKey.INIT_PRODUCER_ID,
+        ApiKey.ADD_PARTITIONS_TO_TXN,
+        ApiKey.ADD_OFFSETS_TO_TXN,
+        ApiKey.TXN_OFFSET_COMMIT,
+        ApiKey.END_TXN,
+        ApiKey.PRODUCE,
+        ApiKey.FETCH,
+    )
+)
+INIT, ADD, OFFSETS, COMMIT, END, PRODUCE, HELD = range(7)
+
+
+@dataclass(slots=True)
+class Transaction:
+    transactional_id: str
+    producer_id: int | None
+    producer_epoch: int | None
+    start: float
+    client: str | None = None
+    end: float | None = None
+    outcome: str = "open"  # commit, abort, hanging, open
+    error: str | None = None
+    partitions: set[tuple[str, int]] = field(default_factory=set)
+    written: set[tuple[str, int, int]] = field(default_factory=set)  # (topic, partition, base offset)
+    records: int = 0
+    offsets: list[dict] = field(default_factory=list)
+    timeout_ms: int | None = None
+
+    def row(self) -> dict:
+        return {
+            "transactional_id": self.transactional_id,
+            "producer_id": self.producer_id,
+            "producer_epoch": self.producer_epoch,
+            "client": self.client,
+            "start": self.start,
+            "end": self.end,
+            "duration_ms": None if self.end is None else round((self.end - self.start) * 1000, 3),
+            "outcome": self.outcome,
+            "error": self.error,
+            "timeout_ms": self.timeout_ms,
+            "partitions": [{"topic": t, "partition": p} for t, p in sorted(self.partitions)],
+            "records": self.records,
+            "offsets_committed": self.offsets,
+        }
+
+
+@dataclass(slots=True)
+class HeldBack:
+    """A read_committed consumer's partition: how far its last stable offset lagged."""
+
+    client_id: str | None
+    client: str
+    topic: str
+    partition: int
+    fetches: int = 0
+    first_gap: int = 0
+    max_gap: int = 0
+    last_gap: int = 0
+
+    def row(self) -> dict:
+        return {
+            "client_id": self.client_id,
+            "client": self.client,
+            "topic": self.topic,
+            "partition": self.partition,
+            "fetches": self.fetches,
+            "max_held_back": self.max_gap,
+            "last_held_back": self.last_gap,
+            "growing": self.last_gap > self.first_gap,
+        }
+
+
+class TxnTracker:
+    """The consumer: every transaction and every read_committed consumer held back."""
+
+    def __init__(self, topic_ids: dict[str, str] | None = None) -> None:
+        self.topic_ids = topic_ids
+        self.open: dict[str, Transaction] = {}
+        self.done_: list[Transaction] = []
+        self.finished = 0
+        self.timeouts: dict[str, int] = {}
+        self.held: dict[tuple, HeldBack] = {}
+        self.last_ts = 0.0
+
+    # -- feeding ------------------------------------------------------------------------------------
+    def event(self, ev) -> None:
+        f = self.facts(ev)
+        if f is not None:
+            self.apply(f)
+
+    def facts(self, ev) -> tuple | None:  # noqa: C901 - one case per API
+        """What an exchange tells the transactions, as plain values (None: nothing)."""
+        if type(ev) is not Exchange or ev.api_key not in _KEYS or ev.request is None:
+            return None
+        req = ev.request.body
+        resp = ev.response.body if ev.response is not None else None
+        if req is None:
+            return None
+        key = ev.api_key
+        t = ev.request.frame.ts_first
+        answered = ev.response.frame.ts_first if ev.response is not None else None
+        conn = ev.conn
+        client = str(conn.client if conn.client_direction is not None else conn.a)
+        err = resp.get("error_code") if resp is not None else None
+        if key == ApiKey.INIT_PRODUCER_ID:
+            txn = req.get("transactional_id")
+            if not txn:
+                return None
+            return (INIT, t, txn, req.get("transaction_timeout_ms"))
+        if key == ApiKey.ADD_PARTITIONS_TO_TXN:
+            out = []
+            if req.get("v3_and_below_transactional_id"):
+                parts = [(r.name, r.topic_id, p) for r in topic_refs(ev.request) for p, _ in r.partitions]
+                out.append(
+                    (
+                        req.get("v3_and_below_transactional_id"),
+                        req.get("v3_and_below_producer_id"),
+                        req.get("v3_and_below_producer_epoch"),
+                        parts,
+                    )
+                )
+            for x in req.elements("transactions"):
+                if x.get("verify_only"):
+                    continue  # a broker asking the coordinator (KIP-890 v1): not the client adding
+                parts = [
+                    (tp.get("name"), None, p.value)
+                    for tp in x.elements("topics")
+                    for p in tp.elements("partitions")
+                ]
+                out.append((x.get("transactional_id"), x.get("producer_id"), x.get("producer_epoch"), parts))
+            return (ADD, t, client, out) if out else None
+        if key == ApiKey.ADD_OFFSETS_TO_TXN:
+            txn = req.get("transactional_id")
+            return (
+                (OFFSETS, t, client, txn, req.get("producer_id"), req.get("producer_epoch")) if txn else None
+            )
+        if key == ApiKey.TXN_OFFSET_COMMIT:
+            txn = req.get("transactional_id")
+            if not txn or resp is None:
+                return None
+            ok = {
+                (r.name, r.topic_id, p)
+                for r in topic_refs(ev.response)
+                for p, f in r.partitions
+                if f is not None and f.get("error_code") == ErrorCode.NONE
+            }
+            offsets = [
+                ((r.name, r.topic_id, p), f.get("committed_offset"))
+                for r in topic_refs(ev.request)
+                for p, f in r.partitions
+                if f is not None and (r.name, r.topic_id, p) in ok
+            ]
+            return (
+                COMMIT,
+                t,
+                client,
+                txn,
+                req.get("producer_id"),
+                req.get("producer_epoch"),
+                req.get("group_id"),
+                offsets,
+            )
+        if key == ApiKey.END_TXN:
+            txn = req.get("transactional_id")
+            if not txn or err is None or answered is None:
+                return None
+            return (END, answered, txn, bool(req.get("committed")), err)
+        if key == ApiKey.PRODUCE:
+            txn = req.get("transactional_id")
+            if not txn:
+                return None
+            answers = {}
+            for r in topic_refs(ev.response):
+                for p, f in r.partitions:
+                    if f is not None:
+                        answers[(r.name, r.topic_id, p)] = (f.get("error_code"), f.get("base_offset"))
+            batches = []
+            for r in topic_refs(ev.request):
+                for p, f in r.partitions:
+                    if f is None:
+                        continue
+                    n = pid = epoch = None
+                    for x in f.children or ():
+                        if x.type == "records":
+                            for e in x.children or ():
+                                s = e.value
+                                if isinstance(s, dict) and s.get("transactional"):
+                                    n = (n or 0) + (s.get("record_count") or 0)
+                                    pid, epoch = s.get("producer_id"), s.get("producer_epoch")
+                    if n is None:
+                        continue
+                    e_, base = answers.get((r.name, r.topic_id, p), (None, None))
+                    batches.append(((r.name, r.topic_id, p), pid, epoch, n, e_, base))
+            return (PRODUCE, t, client, txn, batches) if batches else None
+        # Fetch: a read_committed consumer's partitions whose last stable offset lags
+        if req.get("isolation_level") != 1 or resp is None:
+            return None
+        gaps = []
+        for r in topic_refs(ev.response):
+            for p, f in r.partitions:
+                if f is None or f.get("error_code") != ErrorCode.NONE:
+                    continue
+                hw, lso = f.get("high_watermark"), f.get("last_stable_offset")
+                if isinstance(hw, int) and isinstance(lso, int) and hw >= 0 and lso >= 0:
+                    gaps.append(((r.name, r.topic_id, p), hw - lso))
+        return (HELD, answered or t, client, ev.client_id, gaps) if gaps else None
+
+    def apply(self, facts: tuple) -> None:  # noqa: C901 - one case per kind
+        kind, t = facts[0], facts[1]
+        self.last_ts = max(self.last_ts, t)
+        if kind == INIT:
+            if isinstance(facts[3], int) and facts[3] > 0:
+                self.timeouts[facts[2]] = facts[3]
+        elif kind == ADD:
+            for txn, pid, epoch, parts in facts[3]:
+                x = self._begin(txn, pid, epoch, t, facts[2])
+                x.partitions.update(self._name(ref) for ref in parts)
+        elif kind == OFFSETS:
+            self._begin(facts[3], facts[4], facts[5], t, facts[2])
+        elif kind == COMMIT:
+            _, _, client, txn, pid, epoch, group, offsets = facts
+            x = self._begin(txn, pid, epoch, t, client)
+            for ref, offset in offsets:
+                topic, p = self._name(ref)
+                x.offsets.append({"group": group, "topic": topic, "partition": p, "offset": offset})
+        elif kind == END:
+            _, _, txn, committed, err = facts
+            ending = self.open.get(txn)
+            if ending is None:
+                return  # its start is before the capture: nothing to report of it
+            if err != ErrorCode.NONE and is_retriable(err):
+                return  # the client asks again
+            ending.outcome = "commit" if committed else "abort"
+            if err != ErrorCode.NONE:
+                ending.error = error_name(err) or f"error {err}"
+            ending.end = t
+            self._finish(txn)
+        elif kind == PRODUCE:
+            _, _, client, txn, batches = facts
+            for ref, pid, epoch, n, err, base in batches:
+                x = self._begin(txn, pid, epoch, t, client)
+                tp = self._name(ref)
+                x.partitions.add(tp)
+                if err == ErrorCode.NONE and isinstance(base, int) and (*tp, base) not in x.written:
+                    x.written.add((*tp, base))
+                    x.records += n
+        else:
+            _, _, client, client_id, gaps = facts
+            for ref, gap in gaps:
+                topic, p = self._name(ref)
+                k = (host_of(client), client_id, topic, p)
+                h = self.held.get(k)
+                if h is None:
+                    h = self.held[k] = HeldBack(client_id, client, topic, p, first_gap=gap)
+                h.fetches += 1
+                h.max_gap = max(h.max_gap, gap)
+                h.last_gap = gap
+
+    def _begin(self, txn: str, pid, epoch, t: float, client: str) -> Transaction:
+        x = self.open.get(txn)
+        if x is None:
+            x = self.open[txn] = Transaction(txn, pid, epoch, t, client, timeout_ms=self.timeouts.get(txn))
+        if isinstance(pid, int) and pid >= 0:
+            x.producer_id = pid
+        if isinstance(epoch, int) and epoch >= 0:
+            x.producer_epoch = epoch
+        return x
+
+    def _finish(self, txn: str) -> None:
+        x = self.open.pop(txn)
+        self.finished += 1
+        self.done_.append(x)
+        if len(self.done_) > 2 * DONE_KEPT:
+            del self.done_[:DONE_KEPT]
+
+    def _name(self, ref: tuple) -> tuple[str, int]:
+        nm, tid, p = ref
+        if nm:
+            return nm, p
+        ids = self.topic_ids or {}
+        return ids.get(tid, tid) if tid is not None else "", p
+
+    # -- what it found ---------------------------------------------------------------------------------
+    def transactions(self, now: float | None = None) -> list[dict]:
+        """Every transaction, the finished and those open at ``now`` (the capture's end): hanging
+        when open past its timeout."""
+        now = self.last_ts if now is None else now
+        rows = [x.row() for x in self.done_]
+        for x in self.open.values():
+            row = x.row()
+            limit = (x.timeout_ms or DEFAULT_TIMEOUT_MS) / 1000
+            row["outcome"] = "hanging" if now - x.start > limit else "open"
+            rows.append(row)
+        return sorted(rows, key=lambda r: (r["start"], r["transactional_id"]))
+
+    def held_back(self) -> list[dict]:
+        return [
+            h.row()
+            for _, h in sorted(self.held.items(), key=lambda kv: kv[0][1:] + (kv[0][0],))
+            if h.max_gap > 0
+        ]
