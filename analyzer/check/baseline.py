@@ -11,6 +11,14 @@ meant to be committed and diffed.
 used, a change of acks, idempotence, transactions or isolation, a new error code, latency beyond
 both ``latency_factor`` x and ``latency_margin_ms`` over the baseline, request counts beyond
 +-``count_tolerance`` fail; improvements and unchanged clients are notes.
+
+Per consumer group (:meth:`Profiler.add_groups`, from :class:`~analyzer.session.insights.GroupInsights`
+at each capture's end, summed over the capture set): its rebalances, the longest, its max lag
+(records and seconds) and its worst Burrow status. A new group, more rebalances beyond
+``count_tolerance``, a longest rebalance beyond ``latency_factor`` x and ``rebalance_margin_ms``,
+a max lag beyond ``latency_factor`` x and ``lag_margin`` records (or ``lag_margin_s``), a worse
+status fail. A baseline written before groups were recorded has none: each group dimension says
+so (a note) until ``--update-baseline`` records them.
 """
 
 from __future__ import annotations
@@ -35,6 +43,9 @@ class Tolerances:
     latency_factor: float = 2.0
     latency_margin_ms: float = 50.0
     count_tolerance: float = 0.5
+    rebalance_margin_ms: float = 1000.0
+    lag_margin: int = 1000  # records
+    lag_margin_s: float = 10.0
 
 
 class Profiler:
@@ -47,6 +58,7 @@ class Profiler:
         self.conn_first: dict[tuple[str, int], tuple[str, list[str]]] = {}
         self._knowledge = None
         self._capture = ""
+        self.groups: dict[str, dict] = {}
 
     def begin(self, name: str, knowledge) -> None:
         self._capture = name
@@ -108,6 +120,32 @@ class Profiler:
             shape["produce.codec"].update(_CODECS(ex))
             shape["produce.idempotent"].update(pid >= 0 for pid in _PRODUCER_IDS(ex))
 
+    def add_groups(self, rows: list[dict]) -> None:
+        """One capture's consumer groups (:meth:`GroupInsights.table` rows at its end)."""
+        for r in rows:
+            self._add_group(
+                r["group_id"],
+                {
+                    "rebalances": r["rebalances"],
+                    "longest_rebalance_ms": r["longest_rebalance_ms"],
+                    "max_lag": r["max_lag"],
+                    "max_lag_s": r["max_lag_s"],
+                    "status": r["status"],
+                },
+            )
+
+    def _add_group(self, gid: str, g: dict) -> None:
+        old = self.groups.get(gid)
+        if old is None:
+            self.groups[gid] = dict(g)
+            return
+        old["rebalances"] += g["rebalances"]
+        for k in ("longest_rebalance_ms", "max_lag", "max_lag_s"):
+            vs = [v for v in (old[k], g[k]) if v is not None]
+            old[k] = max(vs) if vs else None
+        if _rank(g["status"]) > _rank(old["status"]):
+            old["status"] = g["status"]
+
     def profile(self) -> dict:
         self._count_handshakes()
         out = {}
@@ -130,7 +168,8 @@ class Profiler:
                 "latency_ms": lat,
                 "requests": dict(sorted(c["requests"].items())),
             }
-        return {"kafka-analyzer-baseline": VERSION, "clients": out}
+        groups = {gid: dict(sorted(g.items())) for gid, g in sorted(self.groups.items())}
+        return {"kafka-analyzer-baseline": VERSION, "clients": out, "groups": groups}
 
     # parallel captures: the raw material is plain data
     def state(self) -> dict:
@@ -146,10 +185,13 @@ class Profiler:
                     "requests": dict(c["requests"]),
                 }
                 for k, c in self.clients.items()
-            }
+            },
+            "groups": {k: dict(g) for k, g in self.groups.items()},
         }
 
     def merge(self, state: dict) -> None:
+        for gid, g in state.get("groups", {}).items():
+            self._add_group(gid, g)
         for k, s in state["clients"].items():
             c = self.clients.setdefault(
                 k,
@@ -186,6 +228,14 @@ def load(path: str) -> dict:
         data = json.load(f)
     if not isinstance(data, dict) or data.get("kafka-analyzer-baseline") != VERSION or "clients" not in data:
         raise ValueError(f"{path}: not a kafka-analyzer baseline (version {VERSION})")
+    groups = data.get("groups", {})
+    keys = {"rebalances", "longest_rebalance_ms", "max_lag", "max_lag_s", "status"}
+    if not isinstance(groups, dict) or not all(
+        isinstance(g, dict) and keys <= set(g) for g in groups.values()
+    ):
+        raise ValueError(
+            f"{path}: its groups are not a kafka-analyzer baseline's (each needs {', '.join(sorted(keys))})"
+        )
     return data
 
 
@@ -201,7 +251,18 @@ DIMENSIONS = {
     "baseline.errors": "No error code the baseline did not have.",
     "baseline.latency": "Latency (p50, p99 per API) within 2x and +50 ms of the baseline.",
     "baseline.requests": "Requests per API within +-50% of the baseline.",
+    "baseline.groups": "The same consumer groups as in the baseline.",
+    "baseline.group-rebalances": "Rebalances per consumer group within +50% of the baseline.",
+    "baseline.group-rebalance-time": "Each group's longest rebalance within 2x and +1 s of the baseline.",
+    "baseline.group-lag": "Each group's max lag within 2x and +1000 records (+10 s) of the baseline.",
+    "baseline.group-status": "No consumer group at a worse Burrow status (OK < WARN < ERR) than "
+    "in the baseline.",
 }
+_STATUS_RANK = {"OK": 1, "WARN": 2, "ERR": 3}
+
+
+def _rank(status: str | None) -> int:
+    return _STATUS_RANK.get(status or "", 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,6 +292,81 @@ def compare(base: dict, cur: dict, tol: Tolerances = Tolerances()) -> list[Diffe
         out += _errors(key, b, c)
         out += _latency(key, b, c, tol)
         out += _counts(key, b, c, tol)
+    return out + _groups(base, cur, tol)
+
+
+def _groups(base: dict, cur: dict, tol: Tolerances) -> list[Difference]:  # noqa: C901 - one per dimension
+    if "groups" not in base:
+        if not cur.get("groups"):
+            return []  # nothing to compare, nothing missed
+        why = "records no consumer groups (written before they were): --update-baseline records them"
+        return [Difference("baseline.groups", "note", "the baseline", why)]
+    out = []
+    bg, cg = base["groups"], cur.get("groups", {})
+    for gid in sorted(set(bg) | set(cg)):
+        b, c = bg.get(gid), cg.get(gid)
+        who = f"group {gid}"
+        if b is None:
+            out.append(
+                Difference("baseline.groups", "error", who, "a consumer group the baseline does not have")
+            )
+            continue
+        if c is None:
+            out.append(
+                Difference("baseline.groups", "note", who, "a group of the baseline is not in the capture")
+            )
+            continue
+        x, y = b["rebalances"], c["rebalances"]
+        if y > x and y - x > tol.count_tolerance * x:
+            out.append(
+                Difference(
+                    "baseline.group-rebalances",
+                    "error",
+                    who,
+                    f"{y} rebalances (baseline {x}, beyond +{tol.count_tolerance:.0%})",
+                )
+            )
+        elif y < x:
+            out.append(Difference("baseline.group-rebalances", "note", who, f"{y} rebalances (baseline {x})"))
+        x, y = b["longest_rebalance_ms"] or 0.0, c["longest_rebalance_ms"] or 0.0
+        if y > x * tol.latency_factor and y > x + tol.rebalance_margin_ms:
+            out.append(
+                Difference(
+                    "baseline.group-rebalance-time",
+                    "error",
+                    who,
+                    f"longest rebalance {y / 1000:.3f} s (baseline {x / 1000:.3f} s)",
+                )
+            )
+        for k, unit, margin in (
+            ("max_lag", " records", tol.lag_margin),
+            ("max_lag_s", " s", tol.lag_margin_s),
+        ):
+            x, y = b.get(k) or 0, c.get(k) or 0
+            if y > x * tol.latency_factor and y > x + margin:
+                out.append(
+                    Difference(
+                        "baseline.group-lag", "error", who, f"max lag {y:g}{unit} (baseline {x:g}{unit})"
+                    )
+                )
+        if _rank(c["status"]) > max(_rank(b["status"]), 1):  # no status then: no commit seen, as OK
+            out.append(
+                Difference(
+                    "baseline.group-status",
+                    "error",
+                    who,
+                    f"Burrow status {c['status']} (baseline {b['status']})",
+                )
+            )
+        elif _rank(c["status"]) < _rank(b["status"]) and _rank(c["status"]):
+            out.append(
+                Difference(
+                    "baseline.group-status",
+                    "note",
+                    who,
+                    f"Burrow status {c['status']} (baseline {b['status']})",
+                )
+            )
     return out
 
 

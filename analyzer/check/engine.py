@@ -12,16 +12,19 @@ import datetime as dt
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 
+from analyzer.check.groups import LAG, REBALANCE, Bounds, GroupJudge
 from analyzer.check.rules import Config, Rule
 from analyzer.dissect import schema
 from analyzer.events import CaptureIssue, ConnIssue, Event
 from analyzer.filter import Filter, field_values
 from analyzer.model import Exchange, Issue, Severity
 from analyzer.pipeline import UNUSABLE
+from analyzer.session.insights import GroupInsights
 from analyzer.session.stats import percentile
 
 MAX_FINDINGS = 200  # kept per rule (all are counted)
 MIN_RATE_WINDOW = 60.0  # seconds: a rate over a shorter capture counts it as this long
+_GROUP_IDS = field_values("group")
 
 
 @dataclass(slots=True)
@@ -100,7 +103,16 @@ def _exchange_location(ex: Exchange) -> dict:
 
 
 class Engine:
-    def __init__(self, config: Config, select: Filter | None = None, today: dt.date | None = None) -> None:
+    """``groups``: follow the consumer groups even when no rule judges them (the baseline's
+    dimensions read :attr:`group_rows`)."""
+
+    def __init__(
+        self,
+        config: Config,
+        select: Filter | None = None,
+        today: dt.date | None = None,
+        groups: bool = False,
+    ) -> None:
         self.config = config
         self.rules = config.rules
         self.select = select
@@ -113,6 +125,12 @@ class Engine:
         self._aggregates = [r for r in self.rules if r.aggregate is not None]
         self._issue_rules = [r for r in self.rules if r.issues is not None]
         self._groups = {r.id: field_values(r.per) for r in self._aggregates if r.per}
+        self._group_rules = {r.judge: r for r in self.rules if r.judge is not None}
+        self._want_groups = groups or bool(self._group_rules)
+        self.insights: GroupInsights | None = None
+        self._judge: GroupJudge | None = None
+        self._selected_groups: set[str] | None = None
+        self.group_rows: list[dict] = []  # the capture's consumer groups (GroupInsights.table)
         self._cur: CaptureInfo | None = None
         self._knowledge = None
 
@@ -127,6 +145,20 @@ class Engine:
                     flt.knowledge = knowledge
         if self.select is not None:
             self.select.knowledge = knowledge
+        if self._want_groups:
+            self.insights = GroupInsights(getattr(knowledge, "topic_ids", None))
+            self._judge = GroupJudge(self.insights, self._bounds())
+            self._selected_groups = set() if self.select is not None else None
+
+    def _bounds(self) -> Bounds:
+        rules = self._group_rules
+        b = Bounds(rules={j: r.id for j, r in rules.items()})
+        if REBALANCE in rules:
+            b.rebalance_ms = rules[REBALANCE].settings.get("max")
+        if LAG in rules:
+            b.lag_records = rules[LAG].settings.get("max_records")
+            b.lag_ms = rules[LAG].settings.get("max_time")
+        return b
 
     def event(self, ev: Event) -> None:
         t = type(ev)
@@ -163,6 +195,22 @@ class Engine:
         cur.last_ts = last_ts
         cur.exit_code = exit_code
         cur.inconclusive = inconclusive
+        if self.insights is not None and self._judge is not None:
+            self._judge_groups(first_ts, last_ts)
+
+    def _judge_groups(self, first_ts: float | None, now: float | None) -> None:
+        """The consumer groups at the capture's end: the group rules' findings, the rows the
+        baseline records (only the groups a selected exchange names, with ``-Y``)."""
+        assert self.insights is not None and self._judge is not None
+        self.insights.done()
+        self._judge.end()
+        wanted = self._selected_groups
+        self.group_rows = [r for r in self.insights.table(now) if wanted is None or r["group_id"] in wanted]
+        by_id = {r.id: r for r in self._group_rules.values()}
+        for f in self._judge.findings(first_ts, now, wanted):
+            r = by_id[f.rule]
+            ev = f.evidence
+            self._find(r, f.message, dict(ev.loc) if ev else {}, ev.ex if ev else None, ev.n if ev else None)
 
     def _exchange(self, ex: Exchange) -> None:
         cur = self._cur
@@ -171,8 +219,14 @@ class Engine:
         n = cur.exchanges
         for i in ex.all_issues():
             self._issue(i, None, ex, n)
+        if self.insights is not None and self._judge is not None:
+            # every exchange, selected or not: a group's state needs the whole conversation
+            self.insights.event(ex)
+            self._judge.exchange(ex, n, lambda: _exchange_location(ex))
         if self.select is not None and not self.select(ex):
             return
+        if self._selected_groups is not None:
+            self._selected_groups.update(_GROUP_IDS(ex))
         loc = None
         for r in self._exchange_rules:
             if r.where is not None and not r.where(ex):

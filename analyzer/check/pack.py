@@ -6,6 +6,7 @@ fail_on``). The ids are stable: CI configurations, waivers and SARIF results ref
 
 from __future__ import annotations
 
+from analyzer.check.groups import LAG, REBALANCE, REWIND, STATUS
 from analyzer.check.rules import Rule, assert_check, compile_expr, parse_aggregate
 from analyzer.dissect import schema
 from analyzer.dissect.error_versions import too_new
@@ -274,6 +275,52 @@ def builtin_rules() -> list[Rule]:
             'not sasl_handshake.mechanism == "PLAIN"',
             "SASL PLAIN in clear text: the password crosses the network readable",
             "SASL PLAIN is used only over TLS.",
+        ),
+        Rule(
+            "kafka.group-rebalance-long",
+            Severity.WARNING,
+            "a consumer group rebalance longer than the bound",
+            b,
+            judge=REBALANCE,
+            settings={"max": 30_000.0},
+            units={"max": "ms"},
+            help="No consumer group's rebalance (first JoinGroup, REBALANCE_IN_PROGRESS answer or "
+            "LeaveGroup to the last SyncGroup answer of the new generation; KIP-848: until every "
+            "member owns its target) lasts longer than max (30 s by default: the consumers of the "
+            "group read nothing meanwhile), nor is one open longer than that at the capture's end.",
+        ),
+        Rule(
+            "kafka.group-status",
+            Severity.ERROR,
+            "a consumer group whose consumer stopped making progress (Burrow ERR: STOP or STALL)",
+            b,
+            judge=STATUS,
+            help="No consumer group is at Burrow's ERR because a partition is STOP (no commit for "
+            "longer than its window of commits spans while the log moved on) or STALL (the same "
+            "offset committed again and again while there is lag), judged at the capture's end. "
+            "REWIND is kafka.group-rewind's; Burrow's WARN (lag not shrinking) is no finding.",
+        ),
+        Rule(
+            "kafka.group-rewind",
+            Severity.WARNING,
+            "a consumer group that committed an offset below its previous commit (Burrow REWIND)",
+            b,
+            judge=REWIND,
+            help="No consumer group commits an offset lower than its previous commit of the partition "
+            "(Burrow's REWIND: records read and processed again), which a reset of the offsets does "
+            "on purpose: a warning.",
+        ),
+        Rule(
+            "kafka.group-lag",
+            Severity.WARNING,
+            "a consumer group partition lagging beyond the bounds",
+            b,
+            judge=LAG,
+            settings={"max_records": 100_000.0, "max_time": 60_000.0},
+            units={"max_records": "", "max_time": "ms"},
+            help="No consumer group partition lags, at a commit or at the capture's end, more than "
+            "max_records records (100000 by default) or more than max_time (60 s by default; the "
+            "time since the first uncommitted record was appended, when the capture shows it).",
         ),
     ]
 

@@ -148,6 +148,12 @@ class Rule:
     help: str = ""  # what the rule is for (SARIF, docs)
     texts: dict[str, str] = field(default_factory=dict)  # the filters as written, for reports
     records: bool = False  # its findings are only seen with record bodies decoded
+    # judged on the consumer groups at the end of each capture (:mod:`analyzer.check.groups`)
+    judge: str | None = None
+    # a built-in rule's own bounds, tuned under [pack] (None: off), and their units ("ms": a
+    # duration, "s" or "ms" text or a bare number of milliseconds; "": a number)
+    settings: dict[str, float | None] = field(default_factory=dict)
+    units: dict[str, str] = field(default_factory=dict)
 
     @property
     def needs_records(self) -> bool:
@@ -284,13 +290,40 @@ def _bounds(rule: Rule, d: dict, where: str) -> None:
         rule.message = f"{agg.text} must be {bound}"
 
 
+def parse_setting(value: Any, unit: str, where: str) -> float | None:
+    """A built-in rule's bound: false (off), a number (milliseconds for durations) or, for a
+    duration, a text such as "30s"."""
+    if value is False:
+        return None
+    if isinstance(value, bool):
+        raise ConfigError(where, "expected a bound or false (off)")
+    if isinstance(value, int | float) and value >= 0:
+        return float(value)
+    if isinstance(value, str) and unit == "ms":
+        m = _DURATION.match(value)
+        if m:
+            return float(m.group(1)) * _UNIT_MS[m.group(2)]
+    what = 'a duration ("30s", "500ms"; a bare number is milliseconds)' if unit == "ms" else "a number >= 0"
+    raise ConfigError(where, f"{value!r}: expected {what}, or false (off)")
+
+
 def tune(rule: Rule, tuning: dict, where: str) -> None:
     """Apply a [pack] table to a built-in rule."""
-    _unknown(tuning, TUNABLE, where)
+    if rule.judge is not None:
+        _unknown(tuning, {"severity", "message"} | set(rule.settings), where)
+        for k in rule.settings:
+            if k in tuning:
+                rule.settings[k] = parse_setting(tuning[k], rule.units.get(k, ""), f"{where} {k}")
+        if rule.settings and all(v is None for v in rule.settings.values()):
+            raise ConfigError(where, "every bound is off: switch the rule off instead (= false)")
+    else:
+        _unknown(tuning, TUNABLE, where)
     if "severity" in tuning:
         rule.severity = severity_of(tuning["severity"], where)
     if "message" in tuning:
         rule.message = str(tuning["message"])
+    if rule.judge is not None:
+        return  # it judges groups, not exchanges: no where, no aggregate bounds
     if "where" in tuning:
         rule.where = compile_expr(tuning["where"], where, "where")
         rule.texts["where"] = tuning["where"]

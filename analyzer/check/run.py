@@ -135,7 +135,7 @@ def analyse_chain(args, chain: list[str], want_profile: bool) -> dict:
     """Run the rules over one chain of capture files; plain data back (for worker processes)."""
     cfg = config(args)
     sel = select(args)
-    engine = Engine(cfg, sel, today=_today(args))
+    engine = Engine(cfg, sel, today=_today(args), groups=want_profile)
     prof = baseline.Profiler(sel) if want_profile else None
     records = any(r.needs_records for r in cfg.rules) or (sel is not None and sel.needs_records)
     from analyzer.capture.sets import CaptureSet
@@ -156,6 +156,8 @@ def analyse_chain(args, chain: list[str], want_profile: bool) -> dict:
     if prof is not None:
         prof.begin(name, a.knowledge)
     a.run(engine, *([prof] if prof is not None else []))
+    if prof is not None:
+        prof.add_groups(engine.group_rows)
     return {"engine": engine.state(), "profile": prof.state() if prof is not None else None}
 
 
@@ -189,7 +191,7 @@ def analyse_tables(args, want_profile: bool) -> list[dict]:
         )
     out = []
     for piece in tables.pieces:
-        engine = Engine(cfg, sel, today=_today(args))
+        engine = Engine(cfg, sel, today=_today(args), groups=want_profile)
         prof = baseline.Profiler(sel) if want_profile else None
         known = Known()
         name = tables.name(piece)
@@ -211,6 +213,8 @@ def analyse_tables(args, want_profile: bool) -> list[dict]:
         engine.finish(
             piece["packets"] or 0, piece["first_ts"], last, piece["exit_code"], piece["inconclusive"]
         )
+        if prof is not None:
+            prof.add_groups(engine.group_rows)
         out.append({"engine": engine.state(), "profile": prof.state() if prof is not None else None})
     if not out:
         raise NotTables(f"{tables.base}: no capture in the tables")
@@ -266,7 +270,8 @@ def run(args, chains: list[list[str]]) -> int:
         if args.update_baseline:
             report.write_atomically(args.baseline, baseline.dumps(current))
             print(
-                f"kafka-analyzer: baseline written to {args.baseline} ({len(current['clients'])} clients)",
+                f"kafka-analyzer: baseline written to {args.baseline} ({len(current['clients'])} clients, "
+                f"{len(current['groups'])} consumer groups)",
                 file=sys.stderr,
             )
         elif base is not None:

@@ -152,6 +152,88 @@ def _groups(ex: Exchange) -> list[str]:
     return out
 
 
+# the group APIs whose members, instances and generations group.* fields read
+_MEMBER_APIS = frozenset(
+    (
+        ApiKey.JOIN_GROUP,
+        ApiKey.SYNC_GROUP,
+        ApiKey.HEARTBEAT,
+        ApiKey.LEAVE_GROUP,
+        ApiKey.OFFSET_COMMIT,
+        ApiKey.OFFSET_FETCH,
+        ApiKey.TXN_OFFSET_COMMIT,
+        ApiKey.CONSUMER_GROUP_HEARTBEAT,
+        ApiKey.SHARE_GROUP_HEARTBEAT,
+        ApiKey.STREAMS_GROUP_HEARTBEAT,
+    )
+)
+_MEMBER_NAMES = frozenset(("member_id",))
+_INSTANCE_NAMES = frozenset(("group_instance_id", "instance_id"))
+_GENERATION_NAMES = frozenset(("generation_id", "generation_id_or_member_epoch", "member_epoch"))
+
+
+def _named(body: Field | None, names: frozenset[str], skip: str = "") -> list:
+    """The values of the fields called one of ``names`` anywhere in ``body`` (not in record
+    batches, nor in the array called ``skip``)."""
+    out: list = []
+    stack = [body] if body is not None else []
+    while stack:
+        f = stack.pop()
+        if f.name in names and f.value is not None and not f.children:
+            out.append(f.value)
+        elif f.children and f.type != "records" and f.name != skip:
+            stack.extend(reversed(f.children))
+    return out
+
+
+def _top(body: Field | None, names: frozenset[str]) -> list:
+    """The values of the top-level fields called one of ``names``."""
+    if body is None:
+        return []
+    return [f.value for f in body.children or () if f.name in names and f.value is not None]
+
+
+def _group_ids(ex: Exchange) -> list[str]:
+    """``group``'s values, and a FindCoordinator's group keys (key type 0, or v0's key)."""
+    out = _groups(ex)
+    req = ex.request
+    body = req.body if req is not None and ex.api_key == ApiKey.FIND_COORDINATOR else None
+    if body is not None and (body.get("key_type") or 0) == 0:
+        key = body.get("key")
+        if isinstance(key, str):
+            out.append(key)
+        out.extend(c.value for c in body.elements("coordinator_keys") if isinstance(c.value, str))
+    return out
+
+
+def _member_ids(ex: Exchange) -> list[str]:
+    """The members a group exchange is about: the request's (LeaveGroup's members too; not the
+    leader's SyncGroup assignments of everyone), the id a JoinGroup or heartbeat answer gives."""
+    if ex.api_key not in _MEMBER_APIS:
+        return []
+    req, resp = ex.request, ex.response
+    out = _named(req.body if req is not None else None, _MEMBER_NAMES, skip="assignments")
+    out += _top(resp.body if resp is not None else None, _MEMBER_NAMES)
+    return [m for m in dict.fromkeys(out) if m]
+
+
+def _instance_ids(ex: Exchange) -> list[str]:
+    if ex.api_key not in _MEMBER_APIS or ex.request is None:
+        return []
+    return list(dict.fromkeys(_named(ex.request.body, _INSTANCE_NAMES)))
+
+
+def _generations(ex: Exchange) -> list[int]:
+    """The generation (classic) or member epoch (KIP-848) a group exchange names: the request's,
+    and the one its answer gives (a JoinGroup's new generation, a heartbeat's new epoch)."""
+    if ex.api_key not in _MEMBER_APIS:
+        return []
+    req, resp = ex.request, ex.response
+    out = _named(req.body if req is not None else None, _GENERATION_NAMES)
+    out += _top(resp.body if resp is not None else None, _GENERATION_NAMES)
+    return list(dict.fromkeys(out))
+
+
 def _unanswered(ex: Exchange) -> bool:
     req = ex.request
     if req is None or ex.response is not None or req.api_key is None:
@@ -405,9 +487,15 @@ _EXCHANGE_GETTERS: dict[str, Callable] = {
     "issue": _issues,
     "severity": _severity,
     "group": _groups,
+    "group.id": _group_ids,
+    "group.member_id": _member_ids,
+    "group.instance_id": _instance_ids,
+    "group.generation": _generations,
     "unanswered": _unanswered,
 }
-_TREE_FIELDS = frozenset(("group", "unanswered"))
+_TREE_FIELDS = frozenset(
+    ("group", "group.id", "group.member_id", "group.instance_id", "group.generation", "unanswered")
+)
 
 _SEVERITIES = {str(s): int(s) for s in Severity}
 

@@ -158,6 +158,35 @@ EXCHANGE_FIELDS: dict[str, Spec] = {
             'software contains "librdkafka"',
         ),
         Spec("group", STRING, "consumer group ids the request names", 'group == "billing"', True),
+        Spec(
+            "group.id",
+            STRING,
+            "group ids of any group API (as group), and a FindCoordinator's group keys",
+            'group.id == "billing"',
+            True,
+        ),
+        Spec(
+            "group.member_id",
+            STRING,
+            "the member a group exchange is about: the request's member ids (LeaveGroup's members "
+            "too), the id a JoinGroup or ConsumerGroupHeartbeat answer gives",
+            'group.member_id contains "consumer-1"',
+            True,
+        ),
+        Spec(
+            "group.instance_id",
+            STRING,
+            "static membership: the group.instance.id a group request names",
+            'group.instance_id == "pod-3"',
+            True,
+        ),
+        Spec(
+            "group.generation",
+            INT,
+            "generation id (classic) or member epoch (KIP-848) a group request names or its answer gives",
+            "group.generation == 4",
+            True,
+        ),
         Spec("unanswered", BOOL, "a request that expected a response and got none", "unanswered"),
     )
 }
