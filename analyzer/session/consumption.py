@@ -27,10 +27,11 @@ followed where its connection is) and the merge applies them in capture order, a
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from analyzer.dissect.constants import ApiKey, ErrorCode
 from analyzer.model import Exchange
-from analyzer.session.entities import topic_refs
+from analyzer.session.walks import fetched
 
 Fetcher = tuple[str, str | None]  # (client host, client id)
 TP = tuple[str, int]
@@ -38,6 +39,7 @@ Ref = tuple[str | None, str | None, int]  # (topic name, topic id, partition)
 _DROPPED_SESSION = frozenset((ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH))
 
 
+@lru_cache(maxsize=4096)
 def host_of(address: str | None) -> str:
     """The host of "host:port" ("[v6]:port" too)."""
     if not address:
@@ -90,9 +92,8 @@ class ConsumptionTracker:
     # -- what a Fetch tells ---------------------------------------------------------------------------
     def facts(self, ev) -> tuple | None:
         """(request time, answer time or None, fetcher, [(partition ref, fetch offset or None, high
-        watermark or None)])
-        of a Fetch: every partition its session names after it (the offset only for those the
-        request itself names); None for another exchange."""
+        watermark or None)]) of a Fetch: every partition its session names after it (the offset
+        only for those the request itself names); None for another exchange."""
         if type(ev) is not Exchange or ev.api_key != ApiKey.FETCH or ev.request is None:
             return None
         req = ev.request.body
@@ -103,19 +104,8 @@ class ConsumptionTracker:
         replica = (state if state is not None else req).get("replica_id")
         if isinstance(replica, int) and replica >= 0:
             return None  # a follower replicating, not a consumer
-        named: dict[Ref, int | None] = {}
-        forgotten: list[Ref] = []
-        for r in topic_refs(ev.request):
-            forget = r.array == "forgotten_topics_data"
-            for p, f in r.partitions:
-                if p is None:
-                    continue
-                ref = (r.name, r.topic_id, p)
-                if forget:
-                    forgotten.append(ref)
-                else:
-                    off = f.get("fetch_offset") if f is not None else None
-                    named[ref] = off if isinstance(off, int) else None
+        walk = fetched(ev)
+        named, forgotten = walk.named, walk.forgotten
         resp = ev.response.body if ev.response is not None else None
         epoch = req.get("session_epoch")
         if isinstance(epoch, int) and epoch > 0 and conn.id in self.sessions:
@@ -134,12 +124,9 @@ class ConsumptionTracker:
             self.sessions.pop(conn.id, None)
         hws: dict[Ref, int] = {}
         if resp is not None and resp.get("error_code") in (None, ErrorCode.NONE):
-            for r in topic_refs(ev.response):
-                for p, f in r.partitions:
-                    if p is not None and f is not None and f.get("error_code") == ErrorCode.NONE:
-                        hw = f.get("high_watermark")
-                        if isinstance(hw, int) and hw >= 0:
-                            hws[(r.name, r.topic_id, p)] = hw
+            for fp in walk.answered:
+                if fp.error == ErrorCode.NONE and fp.high_watermark is not None and fp.high_watermark >= 0:
+                    hws[fp.ref] = fp.high_watermark
         if not parts:
             return None
         client = str(conn.client if conn.client_direction is not None else conn.a)

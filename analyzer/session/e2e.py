@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from analyzer.dissect.constants import ApiKey, ErrorCode
 from analyzer.model import Exchange
 from analyzer.session.consumption import host_of
-from analyzer.session.entities import topic_refs
+from analyzer.session.walks import fetched, produced
 
 PRODUCED_KEPT = 20_000
 PLAUSIBLE_S = 86_400.0  # a record timestamp further than this from the capture's clock is not used
@@ -47,6 +47,7 @@ _GROUP_APIS = frozenset(
         ApiKey.CONSUMER_GROUP_HEARTBEAT,
     )
 )
+_KEYS = _GROUP_APIS | {ApiKey.PRODUCE, ApiKey.FETCH}
 PRODUCED, FETCHED, MEMBER = range(3)
 
 
@@ -150,56 +151,37 @@ class E2ETracker:
         if type(ev) is not Exchange or ev.request is None or ev.request.body is None:
             return None
         key = ev.api_key
+        if key not in _KEYS:
+            return None
         conn = ev.conn
-        client = str(conn.client if conn.client_direction is not None else conn.a)
-        who = (host_of(client), ev.client_id)
+        who = (host_of(str(conn.client if conn.client_direction is not None else conn.a)), ev.client_id)
         if key in _GROUP_APIS:
             gid = ev.request.body.get("group_id")
             return (MEMBER, who, gid) if isinstance(gid, str) and gid else None
         if ev.response is None or ev.response.body is None:
             return None
         if key == ApiKey.PRODUCE:
-            sent: dict[tuple, list[tuple[int, float | None]]] = {}  # records and first timestamp per batch
-            for r in topic_refs(ev.request):
-                for p, f in r.partitions:
-                    if f is not None:
-                        sent[(r.name, r.topic_id, p)] = [
-                            (b.get("record_count") or 0, _first_ts(b)) for b in _batches(f)
-                        ]
             out = []
-            for r in topic_refs(ev.response):
-                for p, f in r.partitions:
-                    if f is None or f.get("error_code") != ErrorCode.NONE:
-                        continue
-                    base = f.get("base_offset")
-                    batches = sent.get((r.name, r.topic_id, p))
-                    if isinstance(base, int) and base >= 0 and batches:
-                        out.append(((r.name, r.topic_id, p), base, batches))
+            for pp in produced(ev):
+                base = pp.base_offset
+                if pp.error != ErrorCode.NONE or base is None or base < 0 or not pp.batches:
+                    continue
+                out.append((pp.ref, base, [(b.get("record_count") or 0, _first_ts(b)) for b in pp.batches]))
             return (PRODUCED, ev.request.frame.ts_first, who, out) if out else None
         if key == ApiKey.FETCH:
-            wants = {
-                (r.name, r.topic_id, p): f.get("fetch_offset")
-                for r in topic_refs(ev.request)
-                for p, f in r.partitions
-                if f is not None
-            }
             got = []
-            for r in topic_refs(ev.response):
-                for p, f in r.partitions:
-                    if f is None or f.get("error_code") != ErrorCode.NONE:
-                        continue
-                    spans = [
-                        (b["base_offset"], b["last_offset"])
-                        for b in _batches(f)
-                        if isinstance(b.get("base_offset"), int)
-                        and isinstance(b.get("last_offset"), int)
-                        and not b.get("control")
-                    ]
-                    if spans:
-                        start = wants.get((r.name, r.topic_id, p))
-                        got.append(
-                            ((r.name, r.topic_id, p), start if isinstance(start, int) else None, spans)
-                        )
+            for fp in fetched(ev).answered:
+                if fp.error != ErrorCode.NONE:
+                    continue
+                spans = [
+                    (b["base_offset"], b["last_offset"])
+                    for b in fp.batches
+                    if isinstance(b.get("base_offset"), int)
+                    and isinstance(b.get("last_offset"), int)
+                    and not b.get("control")
+                ]
+                if spans:
+                    got.append((fp.ref, fp.fetch_offset, spans))
             return (FETCHED, ev.response.frame.ts_first, who, got) if got else None
         return None
 
@@ -298,14 +280,6 @@ class E2ETracker:
 def _who(w: tuple) -> str:
     host, client_id = w
     return f"{client_id or '-'}@{host}"
-
-
-def _batches(partition) -> list[dict]:
-    out: list[dict] = []
-    for x in partition.children or ():
-        if x.type == "records":
-            out.extend(e.value for e in x.children or () if isinstance(e.value, dict))
-    return out
 
 
 def _first_ts(b: dict) -> float | None:

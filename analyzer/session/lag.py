@@ -30,10 +30,11 @@ from bisect import bisect_right
 from dataclasses import dataclass
 
 from analyzer.dissect.constants import ApiKey, ErrorCode
-from analyzer.model import Exchange, Field, Message
+from analyzer.model import Exchange, Message
 from analyzer.session.burrow import DEFAULT_PARAMS, Params, Status, Window, group_status
 from analyzer.session.consumption import ConsumptionTracker, Fetcher, host_of
 from analyzer.session.entities import topic_refs
+from analyzer.session.walks import fetched, produced
 
 APPENDS_KEPT = 10_000  # batches per partition whose append times are kept (the oldest go first)
 PLAUSIBLE_S = 86_400.0  # an append time further than this from the capture's clock is not one
@@ -138,9 +139,9 @@ class LagTracker:
             return None
         t = ev.response.frame.ts_first
         if key == ApiKey.FETCH:
-            return (FETCH, t, self._fetch(ev.response))
+            return (FETCH, t, self._fetch(ev))
         if key == ApiKey.PRODUCE:
-            return (PRODUCE, t, self._produce(ev.request, ev.response, t))
+            return (PRODUCE, t, self._produce(ev, t))
         if key == ApiKey.LIST_OFFSETS:
             return (LIST_OFFSETS, t, self._list_offsets(ev.request, ev.response))
         if ev.request is None or ev.request.body is None:
@@ -199,42 +200,38 @@ class LagTracker:
                 if p is not None and f is not None:
                     yield (ref.name, ref.topic_id, p), f
 
-    def _fetch(self, resp: Message) -> list:
+    @staticmethod
+    def _fetch(ev: Exchange) -> list:
         out = []
-        for ref, f in self._partitions(resp):
-            if f.get("error_code") != ErrorCode.NONE:
+        for fp in fetched(ev).answered:
+            if fp.error != ErrorCode.NONE:
                 continue
             batches = []
-            for b in _batches(f):
+            for b in fp.batches:
                 base, last, mts = b.get("base_offset"), b.get("last_offset"), b.get("max_timestamp")
                 if isinstance(base, int) and isinstance(last, int) and isinstance(mts, int) and mts > 0:
                     batches.append((base, last, mts / 1000))
-            out.append((ref, f.get("high_watermark"), batches))
+            out.append((fp.ref, fp.high_watermark, batches))
         return out
 
-    def _produce(self, req: Message | None, resp: Message, t: float) -> list:
-        sent: dict[tuple, tuple[int, int]] = {}  # records and max timestamp per partition
-        for ref, f in self._partitions(req):
+    @staticmethod
+    def _produce(ev: Exchange, t: float) -> list:
+        out = []
+        for pp in produced(ev):
             n = mts = 0
-            for b in _batches(f):
+            for b in pp.batches:
                 n += b.get("record_count") or 0
                 mts = max(mts, b.get("max_timestamp") or 0)
-            sent[ref] = (n, mts)
-        out = []
-        for ref, f in self._partitions(resp):
-            base = f.get("base_offset")
-            if f.get("error_code") != ErrorCode.NONE or not isinstance(base, int) or base < 0:
+            base = pp.base_offset
+            if pp.error != ErrorCode.NONE or base is None or base < 0 or not n:
                 continue
-            n, mts = sent.get(ref, (0, 0))
-            if not n:
-                continue
-            lat = f.get("log_append_time_ms")
+            lat = pp.log_append_time
             when = t
-            if isinstance(lat, int) and lat >= 0 and abs(lat / 1000 - t) < PLAUSIBLE_S:
+            if lat is not None and lat >= 0 and abs(lat / 1000 - t) < PLAUSIBLE_S:
                 when = lat / 1000  # LogAppendTime (the librdkafka mock answers a fixed 1234: not taken)
             elif mts > 0:
                 when = mts / 1000
-            out.append((ref, base, n, when))
+            out.append((pp.ref, base, n, when))
         return out
 
     def _list_offsets(self, req: Message | None, resp: Message) -> list:
@@ -333,15 +330,6 @@ class LagTracker:
         if not blind:
             return "end offsets seen for every committed partition"
         return f"no end offset seen for {', '.join(blind)} (their leaders' answers are outside the capture)"
-
-
-def _batches(partition: Field) -> list[dict]:
-    """The summaries of a partition struct's record batches (or legacy entries)."""
-    out: list[dict] = []
-    for x in partition.children or ():
-        if x.type == "records":
-            out.extend(e.value for e in x.children or () if isinstance(e.value, dict))
-    return out
 
 
 def _round(v: float | None) -> float | None:

@@ -40,7 +40,7 @@ from analyzer.dissect.constants import ApiKey, ErrorCode
 from analyzer.dissect.errors import error_name
 from analyzer.model import Exchange
 from analyzer.session.consumption import host_of
-from analyzer.session.entities import topic_refs
+from analyzer.session.walks import produced
 
 KEPT = 64  # batches per producer and partition kept open for retries
 RETRIES_KEPT = 10_000  # retry rows kept (the oldest go first; all are counted)
@@ -171,53 +171,31 @@ class ProducerTracker:
         if req is None:
             return None
         acks = req.get("acks")
-        answers: dict[tuple, tuple[int, int | None]] = {}
-        resp = ev.response.body if ev.response is not None else None
-        if resp is not None:
-            for r in topic_refs(ev.response):
-                for p, f in r.partitions:
-                    if p is not None and f is not None:
-                        base = f.get("base_offset")
-                        answers[(r.name, r.topic_id, p)] = (
-                            f.get("error_code"),
-                            base if isinstance(base, int) else None,
-                        )
         batches = []
         missing = ACKS0 if acks == 0 else NO_ANSWER
-        for r in topic_refs(ev.request):
-            for p, f in r.partitions:
-                if p is None or f is None:
+        for pp in produced(ev):
+            err = pp.error if pp.error is not None else missing
+            base = pp.base_offset
+            for s in pp.batches:
+                n = s.get("record_count") or 0
+                if n <= 0 or s.get("crc_ok") is False:
                     continue
-                ref = (r.name, r.topic_id, p)
-                err, base = answers.get(ref, (missing, None))
-                if not isinstance(err, int):
-                    err = missing
-                for x in f.children or ():
-                    if x.type != "records":
-                        continue
-                    for e in x.children or ():
-                        s = e.value
-                        if not isinstance(s, dict) or s.get("crc_ok") is False:
-                            continue
-                        n = s.get("record_count") or 0
-                        if n <= 0:
-                            continue
-                        batches.append(
-                            (
-                                ref,
-                                s.get("producer_id", -1),
-                                s.get("producer_epoch", -1),
-                                s.get("base_sequence", -1),
-                                n,
-                                s.get("crc"),
-                                s.get("bytes") or 0,
-                                s.get("codec") or "none",
-                                err,
-                                base,
-                            )
-                        )
-                        if base is not None:
-                            base += n  # a second batch of the partition follows the first
+                batches.append(
+                    (
+                        pp.ref,
+                        s.get("producer_id", -1),
+                        s.get("producer_epoch", -1),
+                        s.get("base_sequence", -1),
+                        n,
+                        s.get("crc"),
+                        s.get("bytes") or 0,
+                        s.get("codec") or "none",
+                        err,
+                        base,
+                    )
+                )
+                if base is not None:
+                    base += n  # a second batch of the partition follows the first
         if not batches:
             return None
         conn = ev.conn

@@ -33,6 +33,7 @@ from analyzer.dissect.errors import error_name, is_retriable
 from analyzer.model import Exchange
 from analyzer.session.consumption import host_of
 from analyzer.session.entities import topic_refs
+from analyzer.session.walks import fetched, produced
 
 DEFAULT_TIMEOUT_MS = 60_000  # librdkafka's and the Java client's transaction.timeout.ms
 DONE_KEPT = 100_000  # finished transactions kept (the oldest go first; all are counted)
@@ -137,11 +138,16 @@ class TxnTracker:
         if req is None:
             return None
         key = ev.api_key
+        if key == ApiKey.PRODUCE:
+            if not req.get("transactional_id"):
+                return None
+        elif key == ApiKey.FETCH and (req.get("isolation_level") != 1 or resp is None):
+            return None
         t = ev.request.frame.ts_first
         answered = ev.response.frame.ts_first if ev.response is not None else None
         conn = ev.conn
         client = str(conn.client if conn.client_direction is not None else conn.a)
-        err = resp.get("error_code") if resp is not None else None
+        err = resp.get("error_code") if resp is not None and key == ApiKey.END_TXN else None
         if key == ApiKey.INIT_PRODUCER_ID:
             txn = req.get("transactional_id")
             if not txn:
@@ -209,40 +215,24 @@ class TxnTracker:
             txn = req.get("transactional_id")
             if not txn:
                 return None
-            answers = {}
-            for r in topic_refs(ev.response):
-                for p, f in r.partitions:
-                    if f is not None:
-                        answers[(r.name, r.topic_id, p)] = (f.get("error_code"), f.get("base_offset"))
             batches = []
-            for r in topic_refs(ev.request):
-                for p, f in r.partitions:
-                    if f is None:
-                        continue
-                    n = pid = epoch = None
-                    for x in f.children or ():
-                        if x.type == "records":
-                            for e in x.children or ():
-                                s = e.value
-                                if isinstance(s, dict) and s.get("transactional"):
-                                    n = (n or 0) + (s.get("record_count") or 0)
-                                    pid, epoch = s.get("producer_id"), s.get("producer_epoch")
-                    if n is None:
-                        continue
-                    e_, base = answers.get((r.name, r.topic_id, p), (None, None))
-                    batches.append(((r.name, r.topic_id, p), pid, epoch, n, e_, base))
+            for pp in produced(ev):
+                n = pid = epoch = None
+                for b in pp.batches:
+                    if b.get("transactional"):
+                        n = (n or 0) + (b.get("record_count") or 0)
+                        pid, epoch = b.get("producer_id"), b.get("producer_epoch")
+                if n is not None:
+                    batches.append((pp.ref, pid, epoch, n, pp.error, pp.base_offset))
             return (PRODUCE, t, client, txn, batches) if batches else None
         # Fetch: a read_committed consumer's partitions whose last stable offset lags
         if req.get("isolation_level") != 1 or resp is None:
             return None
         gaps = []
-        for r in topic_refs(ev.response):
-            for p, f in r.partitions:
-                if f is None or f.get("error_code") != ErrorCode.NONE:
-                    continue
-                hw, lso = f.get("high_watermark"), f.get("last_stable_offset")
-                if isinstance(hw, int) and isinstance(lso, int) and hw >= 0 and lso >= 0:
-                    gaps.append(((r.name, r.topic_id, p), hw - lso))
+        for fp in fetched(ev).answered:
+            hw, lso = fp.high_watermark, fp.last_stable_offset
+            if fp.error == ErrorCode.NONE and hw is not None and lso is not None and hw >= 0 and lso >= 0:
+                gaps.append((fp.ref, hw - lso))
         return (HELD, answered or t, client, ev.client_id, gaps) if gaps else None
 
     def apply(self, facts: tuple) -> None:  # noqa: C901 - one case per kind

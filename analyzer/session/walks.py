@@ -1,0 +1,133 @@
+"""One walk of a Produce or Fetch exchange for every insight that reads it.
+
+The lag, the producers, the transactions, the end-to-end latency and the consumption each read a
+Produce exchange's batches and answers, or a Fetch exchange's partitions; :func:`produced` and
+:func:`fetched` walk the exchange once and keep the result for the exchange being handled (the
+consumers of a run see each exchange one after another), so the walk is paid once per exchange.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from analyzer.model import Exchange
+from analyzer.session.entities import topic_refs
+
+Ref = tuple[str | None, str | None, int]  # (topic name, topic id, partition)
+
+
+class ProducedPartition(NamedTuple):
+    """A partition of a Produce request, with its answer."""
+
+    ref: Ref
+    batches: tuple[dict, ...]  # the batch summaries the request sent there (record_batch values)
+    error: int | None  # the answer's error code; None: no answer for it
+    base_offset: int | None
+    log_append_time: int | None
+
+
+class FetchedPartition(NamedTuple):
+    """A partition of a Fetch answer, with what the request asked of it."""
+
+    ref: Ref
+    fetch_offset: int | None  # None: the request did not name it (a fetch session's)
+    error: int | None
+    high_watermark: int | None
+    last_stable_offset: int | None
+    batches: tuple[dict, ...]
+
+
+class FetchWalk(NamedTuple):
+    named: dict[Ref, int | None]  # the partitions the request names, with their fetch offsets
+    forgotten: tuple[Ref, ...]  # forgotten_topics_data (KIP-227)
+    answered: tuple[FetchedPartition, ...]
+
+
+# (exchange, its produced walk, its fetched walk) of the last exchange walked: one tuple, replaced
+# whole, so a thread reading it sees one exchange's walks or another's, never a mix
+_memo: list[tuple] = [(None, None, None)]
+
+
+def _summaries(partition) -> tuple[dict, ...]:
+    out: list[dict] = []
+    for x in partition.children or ():
+        if x.type == "records":
+            out.extend(e.value for e in x.children or () if isinstance(e.value, dict))
+    return tuple(out)
+
+
+def produced(ev: Exchange) -> tuple[ProducedPartition, ...]:
+    """The partitions of a Produce exchange's request with their batches and answers."""
+    last = _memo[0]
+    if last[0] is ev and last[1] is not None:
+        return last[1]
+    answers: dict[Ref, tuple] = {}
+    if ev.response is not None and ev.response.body is not None:
+        for r in topic_refs(ev.response):
+            for p, f in r.partitions:
+                if p is not None and f is not None:
+                    answers[(r.name, r.topic_id, p)] = (
+                        f.get("error_code"),
+                        f.get("base_offset"),
+                        f.get("log_append_time_ms"),
+                    )
+    out = []
+    for r in topic_refs(ev.request):
+        for p, f in r.partitions:
+            if p is None or f is None:
+                continue
+            ref = (r.name, r.topic_id, p)
+            err, base, lat = answers.get(ref, (None, None, None))
+            out.append(
+                ProducedPartition(
+                    ref,
+                    _summaries(f),
+                    err if isinstance(err, int) else None,
+                    base if isinstance(base, int) else None,
+                    lat if isinstance(lat, int) else None,
+                )
+            )
+    result = tuple(out)
+    _memo[0] = (ev, result, last[2] if last[0] is ev else None)
+    return result
+
+
+def fetched(ev: Exchange) -> FetchWalk:
+    """A Fetch exchange's request partitions (named, forgotten) and answered partitions."""
+    last = _memo[0]
+    if last[0] is ev and last[2] is not None:
+        return last[2]
+    named: dict[Ref, int | None] = {}
+    forgotten: list[Ref] = []
+    for r in topic_refs(ev.request):
+        forget = r.array == "forgotten_topics_data"
+        for p, f in r.partitions:
+            if p is None:
+                continue
+            ref = (r.name, r.topic_id, p)
+            if forget:
+                forgotten.append(ref)
+            else:
+                off = f.get("fetch_offset") if f is not None else None
+                named[ref] = off if isinstance(off, int) else None
+    answered = []
+    if ev.response is not None and ev.response.body is not None:
+        for r in topic_refs(ev.response):
+            for p, f in r.partitions:
+                if p is None or f is None:
+                    continue
+                ref = (r.name, r.topic_id, p)
+                hw, lso = f.get("high_watermark"), f.get("last_stable_offset")
+                answered.append(
+                    FetchedPartition(
+                        ref,
+                        named.get(ref),
+                        f.get("error_code"),
+                        hw if isinstance(hw, int) else None,
+                        lso if isinstance(lso, int) else None,
+                        _summaries(f),
+                    )
+                )
+    result = FetchWalk(named, tuple(forgotten), tuple(answered))
+    _memo[0] = (ev, last[1] if last[0] is ev else None, result)
+    return result
