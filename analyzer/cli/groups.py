@@ -98,6 +98,14 @@ def groups_report(
     return {"groups": out, "fetch_clients": fetches.rows()}
 
 
+def _members(out, gen: dict) -> None:
+    out.write(f"      leader {gen['leader'] or '-'}; members:\n")
+    for m in gen["members"]:
+        parts = " ".join(f"{t}{ps}" for t, ps in m["assignment"].items()).replace(" ", "")
+        who = " ".join(x for x in (m["client_id"], m["client"], m["instance_id"]) if x)
+        out.write(f"        {m['member_id']}  {who}  {parts or '(nothing assigned)'}\n")
+
+
 def render(report: dict, out, origin: float | None, absolute: bool) -> None:  # noqa: C901 - one text layout
     def when(ts: float | None) -> str:
         return "-" if ts is None else fmt_ts(ts, origin, absolute).strip()
@@ -109,7 +117,7 @@ def render(report: dict, out, origin: float | None, absolute: bool) -> None:  # 
         head = f"group {g['group']}" + (f" ({proto}; {g['protocol']} protocol)" if g["protocol"] else "")
         out.write(f"{head}\n  coverage: {g['coverage']}\n")
         rebs = [r for r in g["rebalances"] if r["duration_ms"] is not None]
-        if g["rebalances"]:
+        if g["rebalances"] or g["generations"]:
             longest = max((r["duration_ms"] for r in rebs), default=None)
             total = sum(r["duration_ms"] for r in rebs)
             out.write(
@@ -145,11 +153,13 @@ def render(report: dict, out, origin: float | None, absolute: bool) -> None:  # 
                 out.write(f"      paused: {', '.join(paused)}\n")
             gen = gens.get(after)
             if gen is not None:
-                out.write(f"      leader {gen['leader'] or '-'}; members:\n")
-                for m in gen["members"]:
-                    parts = " ".join(f"{t}{ps}" for t, ps in m["assignment"].items()).replace(" ", "")
-                    who = " ".join(x for x in (m["client_id"], m["client"], m["instance_id"]) if x)
-                    out.write(f"        {m['member_id']}  {who}  {parts or '(nothing assigned)'}\n")
+                _members(out, gen)
+        for gen in g["generations"]:
+            if gen.get("source"):
+                out.write(
+                    f"  {when(gen['time'])}  generation {gen['generation']} (read from {gen['source']})\n"
+                )
+                _members(out, gen)
         st = g["status"]
         if st is not None:
             judged = (

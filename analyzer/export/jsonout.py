@@ -15,6 +15,12 @@ has no such field), ``record_count`` (an int) and, with record bodies (``export 
 ``record_list`` (one object per record, see :func:`record_json`). Batches get one span each
 (``.../records/batches/N``); the fields inside them none (they would outweigh the records, and
 fields inside decompressed data have no span in the frame at all).
+
+The records of an internal topic (``__consumer_offsets``, ``__transaction_state``,
+``__share_group_state``, named by name in the message) carry ``coordinator`` beside ``key`` and
+``value`` in ``record_list``: the record decoded with the coordinator schemas
+(:func:`coordinator_json`, the Fields of
+:func:`~analyzer.dissect.coordinator.decode_coordinator_record` as JSON).
 """
 
 from __future__ import annotations
@@ -23,12 +29,14 @@ import base64
 from typing import Any
 
 from analyzer.dissect import schema
+from analyzer.dissect.coordinator import CoordinatorRecord, decode_coordinator_record
 from analyzer.dissect.decoder import ScalarArrayField
 from analyzer.dissect.records_common import Record, iso_timestamp
 from analyzer.dissect.records_view import RecordsField, batch_records_field, entry_records, v2_records
 from analyzer.events import CaptureIssue, ConnIssue
 from analyzer.issues import STREAM_GAP
 from analyzer.model import ConnInfo, Exchange, Field, Message
+from analyzer.session.internal import internal_partitions
 
 # a compact scalar array gets one span per element up to this many (beyond: the array's span only,
 # a hostile array of millions of int32 must not cost a dict entry each)
@@ -62,9 +70,12 @@ def _data_json(raw: bytes | None) -> Any:
     return bytes_json(raw)
 
 
-def field_json(f: Field, spans: dict | None, path: str, records: bool = False) -> Any:
+def field_json(
+    f: Field, spans: dict | None, path: str, records: bool = False, internal: dict[int, str] | None = None
+) -> Any:
     """``records``: the records were decoded with bodies (``export --records``): records fields
-    then carry every batch's ``record_list``."""
+    then carry every batch's ``record_list``; ``internal``: the records fields of internal topics
+    (:func:`~analyzer.session.internal.internal_partitions`), whose records get ``coordinator``."""
     if spans is not None:
         spans[path or "/"] = [f.offset, f.length]
     if type(f) is ScalarArrayField:  # compact: no element Fields built for the export
@@ -76,7 +87,7 @@ def field_json(f: Field, spans: dict | None, path: str, records: bool = False) -
     ch = f.children
     t = f.type
     if t == "records":
-        return records_json(f, spans, path, records)
+        return records_json(f, spans, path, records, internal)
     if ch is None:
         v = f.value
         if isinstance(v, bytes | bytearray | memoryview):
@@ -85,34 +96,42 @@ def field_json(f: Field, spans: dict | None, path: str, records: bool = False) -
     if t.startswith("[]") or t == "array":
         if f.value is None:
             return None
-        return [field_json(c, spans, f"{path}/{i}", records) for i, c in enumerate(ch)]
+        return [field_json(c, spans, f"{path}/{i}", records, internal) for i, c in enumerate(ch)]
     if t == "bytes":  # bytes with an embedded protocol decoded below them
         out: dict[str, Any] = {"raw": bytes_json(f.value), "protocol": f.display}
         for c in ch:
-            out[c.name] = field_json(c, spans, f"{path}/{c.name}", records)
+            out[c.name] = field_json(c, spans, f"{path}/{c.name}", records, internal)
         return out
-    return struct_json(f, spans, path, records)
+    return struct_json(f, spans, path, records, internal)
 
 
-def records_json(f: Field, spans: dict | None, path: str, records: bool) -> dict | None:
+def records_json(
+    f: Field, spans: dict | None, path: str, records: bool, internal: dict[int, str] | None = None
+) -> dict | None:
     """A records field: ``{"length", "batches"}`` (null for a null records field)."""
     if f.value is None:
         return None
     batches = []
+    topic = internal.get(id(f)) if internal else None
     for i, b in enumerate(f.children or ()):
         if spans is not None:
             spans[f"{path}/batches/{i}"] = [b.offset, b.length]
-        batches.append(entry_json(b, records))
+        batches.append(entry_json(b, records, topic))
     return {"length": f.value, "batches": batches}
 
 
-def entry_json(e: Field, records: bool) -> dict:
+def entry_json(e: Field, records: bool, topic: str | None = None) -> dict:
     """One entry of a records field (a v2 batch, a v0/v1 message or wrapper, or a partial one):
     ``{"batch": {...}, "record_count": n[, "record_list": [...]]}``, the same keys for every
     magic. ``record_list`` (only when ``records``) holds what :func:`entry_records` gives."""
     batch = dict(e.value)
     out: dict[str, Any] = {"batch": batch, "record_count": batch.pop("record_count")}
-    if records:
+    if records and topic is not None:  # an internal topic's: each record decoded
+        out["record_list"] = [
+            {**record_json(r), "coordinator": None if r.control else coordinator_json(topic, r.key, r.value)}
+            for r in entry_records(e)
+        ]
+    elif records:
         rf = batch_records_field(e) if e.type == "record_batch" else None
         if rf is not None and not rf.batch.attributes & 0x20:
             out["record_list"] = rows_json(rf)
@@ -133,6 +152,26 @@ def record_json(r: Record) -> dict:
         "headers": [{"key": k, "value": _data_json(v)} for k, v in r.headers],
         "control": r.control,
         "control_type": r.control_type,
+    }
+
+
+def coordinator_json(topic: str, key: bytes | None, value: bytes | None) -> dict | None:
+    """An internal topic's record decoded (:class:`~analyzer.dissect.coordinator.CoordinatorRecord`):
+    record type and name, tombstone, the key's and the value's fields (each starting with its
+    int16 ``version``), the one-line summary and the issues."""
+    rec = decode_coordinator_record(topic, key, value)
+    return None if rec is None else record_object(rec)
+
+
+def record_object(rec: CoordinatorRecord) -> dict:
+    return {
+        "record_type": rec.record_type,
+        "name": rec.name,
+        "tombstone": rec.tombstone,
+        "key": struct_json(rec.key, None, "") if rec.key is not None else None,
+        "value": struct_json(rec.value, None, "") if rec.value is not None else None,
+        "summary": rec.summary,
+        "issues": [i.to_dict() for i in rec.issues],
     }
 
 
@@ -185,10 +224,12 @@ def rows_json(rf: RecordsField) -> list[dict]:
     return out
 
 
-def struct_json(f: Field, spans: dict | None, path: str, records: bool = False) -> dict:
+def struct_json(
+    f: Field, spans: dict | None, path: str, records: bool = False, internal: dict[int, str] | None = None
+) -> dict:
     out: dict[str, Any] = {}
     for c in f.children or ():
-        v = out[c.name] = field_json(c, spans, f"{path}/{c.name}", records)
+        v = out[c.name] = field_json(c, spans, f"{path}/{c.name}", records, internal)
         if c.display is not None and c.children is None and c.display != v:
             if c.type in _INT_TYPES and c.name.endswith("error_code"):
                 out[c.name + "_name"] = c.display
@@ -209,7 +250,9 @@ def message_json(m: Message | None, with_spans: bool = True, records: bool = Fal
         "offset": fr.offset,
         "length": fr.length,
         "header": struct_json(m.header, spans, "/header") if m.header is not None else None,
-        "body": struct_json(m.body, spans, "/body", records) if m.body is not None else None,
+        "body": struct_json(m.body, spans, "/body", records, internal_partitions(m) if records else None)
+        if m.body is not None
+        else None,
     }
     if spans is not None:
         out["spans"] = spans

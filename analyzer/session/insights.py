@@ -11,9 +11,11 @@ One consumer (:class:`Insights`) for one process; work shared among processes (`
 
 from __future__ import annotations
 
+from analyzer.dissect.constants import ApiKey
 from analyzer.model import Exchange
 from analyzer.session.burrow import DEFAULT_PARAMS, Params
 from analyzer.session.consumption import ConsumptionTracker, host_of
+from analyzer.session.internal import fetched_group_metadata
 from analyzer.session.lag import LagTracker
 from analyzer.session.producer_insights import OBJECT_TYPES as PRODUCER_TYPES
 from analyzer.session.producer_insights import ProducerInsights
@@ -52,7 +54,10 @@ class GroupInsights:
         a connection is given to the same process's :meth:`facts`, in order."""
         lag = self.lag.facts(ex)
         fetch = self.consumption.facts(ex)
-        return None if lag is None and fetch is None else (lag, fetch)
+        meta = fetched_group_metadata(ex.response) if ex.api_key == ApiKey.FETCH else None
+        if lag is None and fetch is None and not meta:
+            return None
+        return (lag, fetch, meta) if meta else (lag, fetch)
 
     def apply(self, exchange: Exchange | None, facts: tuple | None) -> None:
         """One exchange's part, in capture order: the exchange itself for the timeline (when
@@ -61,6 +66,9 @@ class GroupInsights:
             self.consumption.apply(facts[1])
         if exchange is not None:
             self.groups.event(exchange)
+        if facts is not None and len(facts) > 2:
+            for m, t in facts[2]:
+                self.groups.metadata(m, t)
         if facts is not None and facts[0] is not None:
             self.lag.apply(facts[0])
 

@@ -18,10 +18,14 @@ from typing import NamedTuple
 
 from analyzer.dissect.constants import ApiKey
 from analyzer.dissect.coordinator import INTERNAL_TOPICS, CoordinatorRecord, decode_coordinator_record
+from analyzer.dissect.records import decode_records
+from analyzer.dissect.records_common import Record
 from analyzer.dissect.records_view import entry_records
 from analyzer.model import Exchange, Field, Message, Severity
 from analyzer.session.entities import topic_refs
 from analyzer.session.records import FETCH_APIS, partition_records
+
+PLAUSIBLE_MS = 86_400_000  # a record's own time further than this from the capture's is not taken
 
 
 class InternalRecord(NamedTuple):
@@ -40,17 +44,52 @@ def internal_records(
     """The records of internal topics in a Produce request or Fetch/ShareFetch response body
     (topics named by name, or by id when ``topic_ids`` has its name); control records (the
     transaction markers of transactional offset commits) are left out."""
+    if msg is None:
+        return
     for t in topic_refs(msg, topic_ids):
         if t.topic not in INTERNAL_TOPICS:
             continue
         for partition, rec in partition_records(t):
-            for entry in rec.children or ():
-                for r in entry_records(entry):
-                    if r.control:
-                        continue
-                    got = decode_coordinator_record(t.topic, r.key, r.value)
-                    if got is not None:
-                        yield InternalRecord(t.topic, partition, r.offset, r.timestamp, got)
+            for r in bodies(msg, rec):
+                if r.control:
+                    continue
+                got = decode_coordinator_record(t.topic, r.key, r.value)
+                if got is not None:
+                    yield InternalRecord(t.topic, partition, r.offset, r.timestamp, got)
+
+
+def internal_partitions(msg: Message | None, topic_ids: dict[str, str] | None = None) -> dict[int, str]:
+    """The records fields (by ``id()``) of a message's internal-topic partitions, with the topic:
+    what the export looks up when it writes a records field."""
+    out: dict[int, str] = {}
+    for t in topic_refs(msg, topic_ids):
+        if t.topic in INTERNAL_TOPICS:
+            for _partition, rec in partition_records(t):
+                out[id(rec)] = t.topic
+    return out
+
+
+def bodies(msg: Message, records: Field) -> Iterator[Record]:
+    """The records of a records field, decoded again from the frame's bytes with their bodies
+    when the message was decoded without (``stats``, ``groups``, ``export`` without
+    ``--records``): only an internal topic's are, the others never pay for it."""
+    entries = records.children or ()
+    if all(_has_bodies(e) for e in entries):
+        for e in entries:
+            yield from entry_records(e)
+        return
+    end = records.offset + records.length
+    n = records.value if isinstance(records.value, int) else 0
+    again, _issues = decode_records(memoryview(msg.frame.payload)[end - n : end], end - n)  # (told already)
+    for e in again:
+        yield from entry_records(e)
+
+
+def _has_bodies(entry: Field) -> bool:
+    s = entry.value
+    if not isinstance(s, dict) or not s.get("record_count") or s.get("control"):
+        return True
+    return next(entry_records(entry), None) is not None
 
 
 def exchange_internal_records(
@@ -65,6 +104,100 @@ def exchange_internal_records(
     if key == ApiKey.PRODUCE:
         return internal_records(ex.request, topic_ids)
     return iter(())
+
+
+def annotate(msg: Message | None, topic_ids: dict[str, str] | None = None) -> None:
+    """Hang each internal record's decoded key and value (the Fields of
+    :func:`~analyzer.dissect.coordinator.decode_coordinator_record`, offsets moved to the record's
+    bytes) under the ``key`` and ``value`` Fields of its ``record`` in a message decoded with
+    record bodies (the TUI's field tree); the record's display is the record's summary."""
+    if msg is None:
+        return
+    for t in topic_refs(msg, topic_ids):
+        if t.topic not in INTERNAL_TOPICS:
+            continue
+        for _partition, rec in partition_records(t):
+            for entry in rec.children or ():
+                for r in _record_fields(entry):
+                    _annotate_record(t.topic, r)
+
+
+def _record_fields(entry: Field) -> Iterator[Field]:
+    """The records of an entry: the ``record`` Fields of a v2 batch, a v0/v1 message itself or
+    the messages inside its ``decompressed`` child."""
+    if entry.type == "message" and entry.child("decompressed") is None:
+        yield entry
+        return
+    for c in entry.children or ():
+        if c.type == "record" or c.type == "message":
+            yield from ([c] if c.type == "record" else _record_fields(c))
+        elif c.name == "records" or c.type == "decompressed":  # (a v2 batch's rows; compressed data)
+            yield from _record_fields(c)
+
+
+def _annotate_record(topic: str, r: Field) -> None:
+    key, value = r.child("key"), r.child("value")
+    if key is None or value is None or key.children or value.children:
+        return  # not a record's key and value, or a control record's (or done already)
+    kb, vb = _raw(key.value), _raw(value.value)
+    rec = decode_coordinator_record(topic, kb, vb)
+    if rec is None:
+        return
+    r.display = f"{r.display}, {rec.summary}" if r.display else rec.summary
+    for f, got, raw in ((key, rec.key, kb), (value, rec.value, vb)):
+        if got is None or not isinstance(raw, bytes):
+            continue
+        shift = f.offset + f.length - len(raw)
+        for x in got.walk():
+            x.offset += shift
+        f.children = got.children
+        version = got.children[0].value if got.children else "?"
+        f.display = f"{rec.name or 'unknown'} {'key' if f is key else 'value'} v{version}"
+    if rec.tombstone:
+        value.display = "tombstone"
+
+
+def _raw(v) -> bytes | None:
+    return bytes(v) if isinstance(v, bytes | bytearray | memoryview) else None
+
+
+def fetched_commits(msg: Message | None) -> list[tuple[str, str, int, int, float]]:
+    """(group, topic, partition, offset, commit time in seconds) of the OffsetCommit records of
+    ``__consumer_offsets`` in a Fetch answer (tombstones left out), for the lag. Topics are
+    recognised by their name in the message only, so that processes sharing the work (which
+    know different topic ids) see the same commits."""
+    if msg is None or msg.body is None:
+        return []
+    t = msg.frame.ts_first
+    out = []
+    for r in internal_records(msg):
+        c = offset_commit(r.record)
+        if c is not None and not c.deleted and isinstance(c.offset, int) and c.offset >= 0:
+            out.append((c.group, c.topic, c.partition, c.offset, record_time(c.commit_timestamp, t)))
+    return out
+
+
+def fetched_group_metadata(msg: Message | None) -> list[tuple[GroupMetadataFact, float]]:
+    """The GroupMetadata records of ``__consumer_offsets`` in a Fetch answer (tombstones too),
+    each with its time (its current_state_timestamp, else the answer's), for the group timeline;
+    topics by name only, as :func:`fetched_commits`."""
+    if msg is None or msg.body is None:
+        return []
+    t = msg.frame.ts_first
+    out = []
+    for r in internal_records(msg):
+        g = group_metadata(r.record)
+        if g is not None:
+            out.append((g, record_time(g.current_state_timestamp, t)))
+    return out
+
+
+def record_time(ms: int | None, t: float) -> float:
+    """A record's own time (ms since the epoch) when it is plausible against the capture's ``t``,
+    else ``t``."""
+    if isinstance(ms, int) and abs(ms - t * 1000) < PLAUSIBLE_MS:
+        return ms / 1000
+    return t
 
 
 # -- group facts ----------------------------------------------------------------------------------
@@ -217,8 +350,14 @@ __all__ = [
     "GroupMetadataFact",
     "InternalRecord",
     "OffsetCommitFact",
+    "annotate",
+    "bodies",
     "exchange_internal_records",
+    "fetched_commits",
+    "fetched_group_metadata",
     "group_metadata",
+    "internal_partitions",
     "internal_records",
     "offset_commit",
+    "record_time",
 ]

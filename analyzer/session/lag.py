@@ -9,7 +9,11 @@ A consumer (:meth:`LagTracker.event` per event, in capture order):
 * **append times** of offsets: a Produce answer's LogAppendTime, else its batch's max timestamp,
   else the answer's capture time; a fetched batch's max timestamp; kept for the last
   :data:`APPENDS_KEPT` batches of each partition;
-* **commits**: OffsetCommit and TxnOffsetCommit partitions answered without error. Each gives a
+* **commits**: OffsetCommit and TxnOffsetCommit partitions answered without error, and the
+  OffsetCommit records of ``__consumer_offsets`` a Fetch answer carries (a consumer such as
+  Burrow, or a follower, reading the topic; named by name: :func:`~analyzer.session.internal.\
+  fetched_commits`), at their commit timestamp; a commit seen both ways (same group, partition
+  and offset, times within :data:`SAME_COMMIT_S`) counts once. Each gives a
   ``lag`` row: the committed offset (the next record the group will read), the end offset known
   then, their difference, and the lag in seconds: the commit's time minus the append time of the
   first uncommitted record (0 with no lag; None when its append time was not seen); and the
@@ -34,10 +38,13 @@ from analyzer.model import Exchange, Message
 from analyzer.session.burrow import DEFAULT_PARAMS, Params, Status, Window, group_status
 from analyzer.session.consumption import ConsumptionTracker, Fetcher, host_of
 from analyzer.session.entities import topic_refs
+from analyzer.session.internal import fetched_commits
 from analyzer.session.walks import fetched, produced
 
 APPENDS_KEPT = 10_000  # batches per partition whose append times are kept (the oldest go first)
 PLAUSIBLE_S = 86_400.0  # an append time further than this from the capture's clock is not one
+SAME_COMMIT_S = 1.0  # an OffsetCommit answer and its __consumer_offsets record: the same commit
+RECENT_KEPT = 8  # commits of a partition kept per source to tell the same commit seen twice
 _COMMITS = frozenset((ApiKey.OFFSET_COMMIT, ApiKey.TXN_OFFSET_COMMIT))
 _KEYS = frozenset((ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS)) | _COMMITS
 
@@ -120,6 +127,8 @@ class LagTracker:
         self.last: dict[tuple[str, str, int], LagRow] = {}  # the last commit of each
         self.rows: list[LagRow] = []
         self.last_ts = 0.0
+        # the last commits of each (group, topic, partition) per source: (offset, time)
+        self.recent: tuple[dict, dict] = ({}, {})  # (OffsetCommit answers, __consumer_offsets records)
 
     # -- feeding ------------------------------------------------------------------------------------
     def event(self, ev) -> None:
@@ -139,7 +148,7 @@ class LagTracker:
             return None
         t = ev.response.frame.ts_first
         if key == ApiKey.FETCH:
-            return (FETCH, t, self._fetch(ev))
+            return (FETCH, t, self._fetch(ev), fetched_commits(ev.response))
         if key == ApiKey.PRODUCE:
             return (PRODUCE, t, self._produce(ev, t))
         if key == ApiKey.LIST_OFFSETS:
@@ -165,6 +174,8 @@ class LagTracker:
                     appends = self.appends.setdefault(tp, _Appends())
                     for base, last, when in batches:
                         appends.add(base, last, when)
+            for gid, topic, p, offset, when in facts[3] if len(facts) > 3 else ():
+                self._committed(gid, when, [((topic, p), offset)], None, 1)
         elif kind == PRODUCE:
             for ref, base, n, when in facts[2]:
                 tp = name(ref)
@@ -179,6 +190,7 @@ class LagTracker:
                 t,
                 [(name(ref), offset) for ref, offset in facts[3]],
                 facts[4] if len(facts) > 4 else None,
+                0,
             )
 
     def _name(self, ref: tuple[str | None, str | None, int]) -> TP:
@@ -252,11 +264,14 @@ class LagTracker:
         return out
 
     def _committed(
-        self, gid: str, t: float, offsets: list[tuple[TP, int]], committer: Fetcher | None
+        self, gid: str, t: float, offsets: list[tuple[TP, int]], committer: Fetcher | None, source: int
     ) -> None:
+        """``source``: 0 an OffsetCommit/TxnOffsetCommit answer, 1 a ``__consumer_offsets`` record."""
         windows = self.windows.setdefault(gid, {})
         positions = self.positions
         for tp, offset in offsets:
+            if self._seen(gid, tp, offset, t, source):
+                continue
             end = self.ends.get(tp)
             lag = None if end is None else max(0, end - offset)
             pos, pos_lag = (
@@ -273,6 +288,18 @@ class LagTracker:
             if end is not None:
                 w.end_offset(end, t)
                 w.commit(offset, t)
+
+    def _seen(self, gid: str, tp: TP, offset: int, t: float, source: int) -> bool:
+        """Whether the other source gave this commit already; this one is remembered."""
+        key = (gid, *tp)
+        other = self.recent[1 - source].get(key, ())
+        if any(o == offset and abs(x - t) <= SAME_COMMIT_S for o, x in other):
+            return True
+        mine = self.recent[source].setdefault(key, [])
+        mine.append((offset, t))
+        if len(mine) > RECENT_KEPT:
+            del mine[0]
+        return False
 
     def _seconds(self, tp: TP, offset: int, lag: int | None, t: float) -> float | None:
         if lag is None:

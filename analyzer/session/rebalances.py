@@ -33,7 +33,9 @@ from dataclasses import dataclass, field, replace
 
 from analyzer.dissect.constants import ApiKey, ErrorCode
 from analyzer.model import Exchange, Field
+from analyzer.session.internal import GroupMetadataFact
 
+RECORDS_SOURCE = "__consumer_offsets"  # a generation read from a GroupMetadata record
 GROUP_APIS = frozenset(
     (
         ApiKey.JOIN_GROUP,
@@ -81,9 +83,10 @@ class Generation:
     protocol_name: str | None
     leader: str | None
     members: list[Member]
+    source: str | None = None  # None: the group protocol's exchanges; else where it was read
 
     def row(self) -> dict:
-        return {
+        out = {
             "group": self.group,
             "generation": self.generation,
             "time": self.time,
@@ -92,6 +95,9 @@ class Generation:
             "leader": self.leader,
             "members": [m.row() for m in sorted(self.members, key=lambda m: m.member_id)],
         }
+        if self.source is not None:
+            out["source"] = self.source
+        return out
 
 
 @dataclass(slots=True)
@@ -194,18 +200,33 @@ class GroupView:
     targets: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # KIP-848: the last target
     epochs: dict[str, int] = field(default_factory=dict)  # KIP-848: each member's epoch
     owned: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # KIP-848: as reported
+    deleted: float | None = None  # a GroupMetadata tombstone read: the group was deleted then
 
     @property
     def coverage(self) -> str:
         seen = (
             f"coordinator {', '.join(sorted(self.coordinators))}" if self.coordinators else "no coordinator"
         )
+        gone = (
+            f"deleted (a GroupMetadata tombstone in {RECORDS_SOURCE}); " if self.deleted is not None else ""
+        )
+        read = sorted(x.generation for x in self.generations if x.source is not None)
+        if read:
+            gens = ", ".join(map(str, read))
+            wire = len(self.generations) - len(read)
+            return (
+                f"{gone}partial: generation{'s' if len(read) > 1 else ''} {gens} read from {RECORDS_SOURCE} "
+                f"records only (no JoinGroup/SyncGroup seen: no rebalance times), {wire} formed in the "
+                f"capture ({seen} seen)"
+            )
+        if gone and not self.generations:
+            return f"{gone}partial: no generation formed in the capture ({seen} seen)"
         if self.unseen_generations:
             gens = ", ".join(map(str, sorted(self.unseen_generations)))
             return f"partial: generation {gens} formed outside the capture ({seen} seen)"
         if not self.generations:
             return f"partial: no generation formed in the capture ({seen} seen)"
-        return f"complete for the generations seen ({seen})"
+        return f"{gone}complete for the generations seen ({seen})"
 
 
 class GroupTracker:
@@ -257,6 +278,37 @@ class GroupTracker:
         for g in self.groups.values():
             if g.open is not None:
                 self._close(g)
+
+    def metadata(self, m: GroupMetadataFact, t: float) -> None:
+        """A GroupMetadata record of ``__consumer_offsets`` (``t``: its time): a generation the
+        capture has no JoinGroup/SyncGroup for is added, marked as read from the records (one
+        formed on the wire is kept as the wire showed it); a tombstone marks the group deleted."""
+        g = self.groups.get(m.group)
+        if g is None:
+            g = self.groups[m.group] = GroupView(m.group)
+        if m.deleted or m.generation is None:
+            g.deleted = t
+            return
+        o = g.open
+        if any(x.generation == m.generation for x in g.generations) or (
+            o is not None and o.generation == m.generation
+        ):
+            return
+        members = [
+            Member(x.member_id, x.instance_id, x.client_id, x.client_host, dict(x.assignment or {}))
+            for x in m.members
+        ]
+        gen = Generation(
+            m.group, m.generation, t, m.protocol_type, m.protocol, m.leader, members, RECORDS_SOURCE
+        )
+        g.generations.append(gen)
+        g.generations.sort(key=lambda x: x.generation)
+        g.unseen_generations.discard(m.generation)
+        if o is None and (g.generation is None or m.generation > g.generation):
+            g.generation, g.leader = m.generation, m.leader
+            g.protocol_type, g.protocol_name = m.protocol_type, m.protocol
+            g.members = {x.member_id: _copy(x) or x for x in members}
+            g.left = set()
 
     # -- the protocol ---------------------------------------------------------------------------------
     def _start(self, g: GroupView, t: float, cause: tuple[int, str] | None) -> _Open:
@@ -618,6 +670,8 @@ class GroupTracker:
                 g.leader,
                 [_copy(m) or m for m in o.members.values()],
             )
+            # one read from a GroupMetadata record first gives way to the wire's
+            g.generations = [x for x in g.generations if x.generation != o.generation or x.source is None]
             g.generations.append(gen)
             g.unseen_generations.discard(o.generation)
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from analyzer.dissect.message import Options, decode_request, decode_response
 from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue, Event
 from analyzer.model import ConnInfo, Exchange, Issue, Severity
+from analyzer.session.internal import annotate
 from analyzer.tui.groups import GROUP_APIS, GroupTimeline
 from analyzer.tui.rows import Indexes, Row, RowStore
 from analyzer.tui.spool import Spool
@@ -164,6 +165,9 @@ class Index:
             else:
                 key, version = row.resp_key
                 resp = decode_response(frame, key, version, opts)
+        if opts.records_bodies:  # internal topics' records: their coordinator fields in the tree
+            annotate(req)
+            annotate(resp)
         return Exchange(conn, req, resp, list(row.issues), row.topic_dict())
 
     def connection_rows(self, knowledge=None) -> list[dict]:

@@ -20,11 +20,21 @@ MANIFEST = (
 
 
 def rec_key(topic, key, value, headers):
-    return (topic, key, value, tuple((k, v) for k, v in headers))
+    return (topic, _hashable(key), _hashable(value), tuple((k, v) for k, v in headers))
+
+
+def _hashable(v):
+    # bytes that are not UTF-8 (coordinator records) are {"hex": ...} in the manifest
+    return ("hex", v["hex"]) if isinstance(v, dict) else v
 
 
 def text(b):
-    return None if b is None else b.decode()
+    if b is None:
+        return None
+    try:
+        return b.decode()
+    except UnicodeDecodeError:
+        return {"hex": b.hex()}
 
 
 def analyse(path, keylog=None):

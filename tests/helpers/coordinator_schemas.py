@@ -20,7 +20,9 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import uuid
+from base64 import urlsafe_b64encode
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,7 @@ from typing import Any
 from hypothesis import strategies as st
 from kio.serial import writers as w
 
+from analyzer.model import Field
 from tests.helpers.captures import ROOT
 
 # where each record type lives (Kafka keeps one source folder per coordinator; the files do not
@@ -264,3 +267,91 @@ def values(schema_name: str, version: int) -> st.SearchStrategy[dict]:
     """Dicts of every field of ``schema_name`` at ``version`` (tagged fields sometimes absent)."""
     s = schemas()[schema_name]
     return _struct_values(s["fields"], s, version)
+
+
+# -- field for field: a decoded record against what was encoded -----------------------------------
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+def snake(name: str) -> str:
+    return _CAMEL.sub("_", name).lower()
+
+
+def _uuid_text(u) -> str:
+    return urlsafe_b64encode(u.bytes).rstrip(b"=").decode()
+
+
+def check_struct(f: Field, fields: list[dict], schema: dict, v: int, data: dict, path: str) -> None:
+    assert f.children is not None, path
+    got = {c.name: c for c in f.children}
+    assert len(got) == len(f.children), f"{path}: duplicate names"
+    expected = []
+    for spec in fields:
+        if not has(field_versions(spec), v):
+            continue
+        tagged = "tag" in spec and has(spec.get("taggedVersions"), v)
+        if tagged and spec["name"] not in data:
+            continue
+        name = snake(spec["name"])
+        expected.append(name)
+        assert name in got, f"{path}.{name} missing"
+        check_field(got[name], spec, schema, v, data[spec["name"]], f"{path}.{name}")
+    assert sorted(got) == sorted(expected), path
+    # spans: contiguous fields inside the struct
+    kids = [c for c in f.children]
+    for a, b in zip(kids, kids[1:], strict=False):
+        assert a.offset + a.length <= b.offset, f"{path}: {a.name} overlaps {b.name}"
+
+
+def check_field(f: Field, spec: dict, schema: dict, v: int, value: Any, path: str) -> None:
+    ftype: str = spec["type"]
+    sub = struct_fields(spec, schema)
+    if ftype.startswith("[]"):
+        if value is None:
+            assert f.value is None, path
+            return
+        assert f.value == len(value), path
+        items = f.children or []
+        assert len(items) == len(value), path
+        for i, (item, expected) in enumerate(zip(items, value, strict=True)):
+            if sub is not None:
+                check_struct(item, sub, schema, v, expected, f"{path}[{i}]")
+            else:
+                check_leaf(item, ftype[2:], expected, f"{path}[{i}]")
+        return
+    if sub is not None:
+        if value is None:
+            assert f.value is None and not f.children, path
+            return
+        check_struct(f, sub, schema, v, value, path)
+        return
+    check_leaf(f, ftype, value, path)
+
+
+def check_leaf(f: Field, ftype: str, value: Any, path: str) -> None:
+    assert f.type == ftype, path
+    if ftype == "uuid":
+        assert f.value == _uuid_text(value), path
+    else:
+        assert f.value == value, path
+
+
+def check_record(rec: Any, record: str, key_version: int, kdata: dict, vv: int | None, vdata) -> None:
+    """A decoded CoordinatorRecord against the encoder's input: every field of the key and the
+    value (names, values, nulls, array counts, tagged fields); ``vv`` None: a tombstone."""
+    all_schemas = schemas()
+    kschema = all_schemas[record + "Key"]
+    assert rec.name == record
+    assert rec.key is not None and rec.key.type == record + "Key"
+    assert rec.key.children and rec.key.children[0].name == "version"
+    key_rest = Field("key", rec.key.type, None, 0, 0, rec.key.children[1:])
+    check_struct(key_rest, kschema["fields"], kschema, key_version, kdata, "key")
+    if vv is None:
+        assert rec.tombstone and rec.value is None
+        return
+    vschema = all_schemas[record + "Value"]
+    assert rec.value is not None and rec.value_version == vv
+    assert rec.value.children and rec.value.children[0].value == vv
+    value_rest = Field("value", rec.value.type, None, 0, 0, rec.value.children[1:])
+    check_struct(value_rest, vschema["fields"], vschema, vv, vdata, "value")

@@ -13,6 +13,7 @@ import pytest
 from analyzer.dissect.message import Options
 from analyzer.model import Exchange, Severity
 from analyzer.pipeline import Analysis
+from analyzer.session.internal import annotate
 from analyzer.session.report import api_text, exchange_flags, sizes_text, topics_text
 from analyzer.session.stats import Stats, error_names
 from analyzer.tui.charts import io_series, latency_histogram
@@ -31,8 +32,14 @@ NDPI = PUBLIC / "ndpi_kafka.pcapng"
 
 
 def full(path: Path) -> list[Exchange]:
+    """The pipeline's exchanges with record bodies, internal topics' records annotated as the
+    TUI shows them (:func:`analyzer.session.internal.annotate`)."""
     opts = Options(records_bodies=True, packet_offsets=True)
-    return [ev for ev in Analysis(path, opts).events() if type(ev) is Exchange]
+    out = [ev for ev in Analysis(path, opts).events() if type(ev) is Exchange]
+    for ex in out:
+        annotate(ex.request)
+        annotate(ex.response)
+    return out
 
 
 def indexed(path: Path) -> tuple[Index, Analysis]:
@@ -697,5 +704,43 @@ def test_temporary_file_failures_are_said_not_raised(tmp_path, monkeypatch):
         kept = [r for p in posted for r in p.rows]
         assert len(kept) <= 60 and [r.index for r in kept] == list(range(len(kept)))
         assert all(index.exchange(r).request is not None for r in kept if r.req_bytes >= 0)
+    finally:
+        index.close()
+
+
+def test_internal_topic_records_show_their_coordinator_fields():
+    """A Fetch of __consumer_offsets: each record's key and value Fields hold the decoded
+    coordinator record (version, then the schema's fields), the record's label its summary."""
+    index, _ = indexed(CAPTURES / "group-internal.pcap")
+    try:
+        seen = set()
+        for row in index.rows:
+            if row.api_key != 1 or "__consumer_offsets" not in row.topic_dict():
+                continue
+            view = index.exchange(row)
+            if view.response is None:
+                continue  # (the reader's last Fetch, unanswered when it closed)
+            assert view.response.body is not None
+            for r in view.response.body.walk():
+                if r.type != "record":
+                    continue
+                key, value = r.child("key"), r.child("value")
+                assert key is not None and key.children and key.children[0].name == "version"
+                kids = [c.name for c in key.children]
+                if kids == ["version", "group", "topic", "partition"]:
+                    seen.add("OffsetCommit")
+                    assert "OffsetCommit" in (r.display or "")
+                    if value is not None and value.value is None:
+                        assert value.display == "tombstone" and "tombstone" in r.display
+                        seen.add("tombstone")
+                    else:
+                        assert value is not None and value.children
+                        assert value.child("offset") is not None
+                        # the decoded fields sit inside the record's bytes
+                        assert all(key.offset <= c.offset < key.offset + key.length for c in key.children)
+                elif kids == ["version", "group"]:
+                    seen.add("GroupMetadata")
+                    assert "GroupMetadata" in (r.display or "")
+        assert seen == {"OffsetCommit", "GroupMetadata", "tombstone"}
     finally:
         index.close()

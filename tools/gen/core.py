@@ -80,10 +80,14 @@ def enc(text: str | None) -> bytes | None:
     return None if text is None else text.encode()
 
 
-def dec(raw: bytes | str | None) -> str | None:
+def dec(raw: bytes | str | None) -> str | dict[str, str] | None:
+    """Text, or ``{"hex": ...}`` for bytes that are not UTF-8 (coordinator records)."""
     if raw is None or isinstance(raw, str):
         return raw
-    return raw.decode("utf-8")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"hex": raw.hex()}
 
 
 def dec_headers(raw: Any) -> list[list[str | None]] | None:

@@ -11,10 +11,7 @@ overlong, garbage, unknown types and versions) never raising.
 
 from __future__ import annotations
 
-import re
 import struct
-from base64 import urlsafe_b64encode
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -35,16 +32,11 @@ from analyzer.issues import (
     RECORDS_COORDINATOR_UNKNOWN_TYPE,
     RECORDS_COORDINATOR_UNKNOWN_VERSION,
 )
-from analyzer.model import Field
 from tests.helpers import coordinator_schemas as cs
 
 needs_schemas = pytest.mark.skipif(not cs.available(), reason="../shared/kafka-schemas/coordinator is absent")
 
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-
-
-def snake(name: str) -> str:
-    return _CAMEL.sub("_", name).lower()
+snake = cs.snake
 
 
 def _cases() -> list[tuple[str, int, str, int, int]]:
@@ -85,83 +77,6 @@ def test_the_well_known_record_types():
 # -- field for field ------------------------------------------------------------------------------
 
 
-def _uuid_text(u) -> str:
-    return urlsafe_b64encode(u.bytes).rstrip(b"=").decode()
-
-
-def _check_struct(f: Field, fields: list[dict], schema: dict, v: int, data: dict, path: str) -> None:
-    assert f.children is not None, path
-    got = {c.name: c for c in f.children}
-    assert len(got) == len(f.children), f"{path}: duplicate names"
-    expected = []
-    for spec in fields:
-        if not cs.has(cs.field_versions(spec), v):
-            continue
-        tagged = "tag" in spec and cs.has(spec.get("taggedVersions"), v)
-        if tagged and spec["name"] not in data:
-            continue
-        name = snake(spec["name"])
-        expected.append(name)
-        assert name in got, f"{path}.{name} missing"
-        _check_field(got[name], spec, schema, v, data[spec["name"]], f"{path}.{name}")
-    assert sorted(got) == sorted(expected), path
-    # spans: contiguous fields inside the struct
-    kids = [c for c in f.children]
-    for a, b in zip(kids, kids[1:], strict=False):
-        assert a.offset + a.length <= b.offset, f"{path}: {a.name} overlaps {b.name}"
-
-
-def _check_field(f: Field, spec: dict, schema: dict, v: int, value: Any, path: str) -> None:
-    ftype: str = spec["type"]
-    sub = cs.struct_fields(spec, schema)
-    if ftype.startswith("[]"):
-        if value is None:
-            assert f.value is None, path
-            return
-        assert f.value == len(value), path
-        items = f.children or []
-        assert len(items) == len(value), path
-        for i, (item, expected) in enumerate(zip(items, value, strict=True)):
-            if sub is not None:
-                _check_struct(item, sub, schema, v, expected, f"{path}[{i}]")
-            else:
-                _check_leaf(item, ftype[2:], expected, f"{path}[{i}]")
-        return
-    if sub is not None:
-        if value is None:
-            assert f.value is None and not f.children, path
-            return
-        _check_struct(f, sub, schema, v, value, path)
-        return
-    _check_leaf(f, ftype, value, path)
-
-
-def _check_leaf(f: Field, ftype: str, value: Any, path: str) -> None:
-    assert f.type == ftype, path
-    if ftype == "uuid":
-        assert f.value == _uuid_text(value), path
-    else:
-        assert f.value == value, path
-
-
-def _check(rec: CoordinatorRecord, record: str, key_version: int, kdata: dict, vv: int | None, vdata) -> None:
-    schemas = cs.schemas()
-    kschema = schemas[record + "Key"]
-    assert rec.name == record
-    assert rec.key is not None and rec.key.type == record + "Key"
-    assert rec.key.children and rec.key.children[0].name == "version"
-    key_rest = Field("key", rec.key.type, None, 0, 0, rec.key.children[1:])
-    _check_struct(key_rest, kschema["fields"], kschema, key_version, kdata, "key")
-    if vv is None:
-        assert rec.tombstone and rec.value is None
-        return
-    vschema = schemas[record + "Value"]
-    assert rec.value is not None and rec.value_version == vv
-    assert rec.value.children and rec.value.children[0].value == vv
-    value_rest = Field("value", rec.value.type, None, 0, 0, rec.value.children[1:])
-    _check_struct(value_rest, vschema["fields"], vschema, vv, vdata, "value")
-
-
 @needs_schemas
 @pytest.mark.parametrize(
     ("topic", "rtype", "record", "key_version", "vv"), CASES, ids=[f"{c[2]}-k{c[1]}-v{c[4]}" for c in CASES]
@@ -181,12 +96,12 @@ def test_roundtrip(topic, rtype, record, key_version, vv, data):
     assert rec.record_type == rtype and not rec.tombstone
     assert rec.key is not None and rec.key.length == len(key)
     assert rec.value is not None and rec.value.length == len(value)
-    _check(rec, record, key_version, kdata, vv, vdata)
+    cs.check_record(rec, record, key_version, kdata, vv, vdata)
     assert rec.summary.startswith(record)
 
     tomb = decode_coordinator_record(topic, key, None)
     assert tomb is not None and tomb.issues == [] and tomb.tombstone
-    _check(tomb, record, key_version, kdata, None, None)
+    cs.check_record(tomb, record, key_version, kdata, None, None)
     assert "tombstone" in tomb.summary
 
 
