@@ -1,5 +1,5 @@
-"""kafka-analyzer command line: read, stats, groups, producers, transactions, export, live, check,
-tui, filters, spark, protocol.
+"""kafka-analyzer command line: read, stats, groups, producers, transactions, clients, topology,
+export, live, check, tui, filters, spark, protocol.
 
 This module is the command table: each subcommand's parser and handler live in their own module
 of this package (its ``add_parser`` adds the parser and sets ``func``, the handler); what they
@@ -19,14 +19,27 @@ import sys
 
 from analyzer import __version__
 from analyzer.capture.files import check_readable
-from analyzer.cli import check, export, filters, groups, live, producers, protocol, read, spark, stats, tui
+from analyzer.cli import (
+    check,
+    clients,
+    export,
+    filters,
+    groups,
+    live,
+    producers,
+    protocol,
+    read,
+    spark,
+    stats,
+    tui,
+)
 from analyzer.cli.args import byte_size
 from analyzer.cli.common import EXIT_OK, EXIT_USAGE, BadFilter, usage
 
 __all__ = ["build_parser", "byte_size", "main"]
 
 # the subcommands, in the order of ``--help``
-COMMANDS = (read, stats, groups, producers, export, live, check, tui, filters, spark, protocol)
+COMMANDS = (read, stats, groups, producers, clients, export, live, check, tui, filters, spark, protocol)
 
 
 def build_parser() -> argparse.ArgumentParser:

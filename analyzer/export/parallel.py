@@ -838,6 +838,7 @@ def combine(  # noqa: C901 - one pass over the events, each kind inline
                 elif kind == CONNECTION:
                     x.id = conn
                     stats.connections[conn] = x
+                    insights.connection_end(ConnectionEnd(x))
                 else:
                     stats.anomaly(*x)
             pending.clear()

@@ -30,6 +30,8 @@ SECTION_OF = {
     "transaction": "transactions",
     "held_back": "held_back",
     "e2e": "e2e",
+    "client": "clients",
+    "edge": "edges",
 }
 
 

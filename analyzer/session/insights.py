@@ -12,8 +12,10 @@ One consumer (:class:`Insights`) for one process; work shared among processes (`
 from __future__ import annotations
 
 from analyzer.dissect.constants import ApiKey
+from analyzer.events import ConnectionEnd
 from analyzer.model import Exchange
 from analyzer.session.burrow import DEFAULT_PARAMS, Params
+from analyzer.session.clients import ClientTracker
 from analyzer.session.consumption import ConsumptionTracker, host_of
 from analyzer.session.internal import fetched_group_metadata
 from analyzer.session.lag import LagTracker
@@ -22,8 +24,9 @@ from analyzer.session.producer_insights import ProducerInsights
 from analyzer.session.rebalances import GROUP_APIS, GroupTracker, GroupView, Member
 
 GROUP_TYPES = ("generation", "rebalance", "lag", "consumer_status")
+CLIENT_TYPES = ("client", "edge")
 # the export's objects (NDJSON ``type``; sections of the JSON document)
-OBJECT_TYPES = GROUP_TYPES + PRODUCER_TYPES
+OBJECT_TYPES = GROUP_TYPES + PRODUCER_TYPES + CLIENT_TYPES
 
 
 class GroupInsights:
@@ -154,15 +157,25 @@ def _coverage(timeline: str | None, status: dict | None) -> str:
 
 
 class Insights:
-    """The consumer of every insight: the consumer groups' and the producers'."""
+    """The consumer of every insight: the consumer groups', the producers', the clients'."""
 
     def __init__(self, topic_ids: dict[str, str] | None = None, params: Params = DEFAULT_PARAMS) -> None:
         self.groups = GroupInsights(topic_ids, params)
         self.producers = ProducerInsights(topic_ids)
+        self.clients = ClientTracker(topic_ids)
 
     def event(self, ev) -> None:
-        if type(ev) is Exchange:
+        t = type(ev)
+        if t is Exchange:
             self.apply(ev if GroupInsights.wants(ev) else None, self.facts(ev))
+        elif t is ConnectionEnd:
+            self.connection_end(ev)
+
+    def connection_end(self, ev: ConnectionEnd) -> None:
+        """A connection's end (the merge of shared work gives it in capture order too)."""
+        f = self.clients.facts(ev)
+        if f is not None:
+            self.clients.apply(f)
 
     def done(self, outcome=None) -> None:
         self.groups.done(outcome)
@@ -171,16 +184,43 @@ class Insights:
     wants = staticmethod(GroupInsights.wants)
 
     def facts(self, ex: Exchange) -> tuple | None:
-        g, p = self.groups.facts(ex), self.producers.facts(ex)
-        return None if g is None and p is None else (g, p)
+        g, p, c = self.groups.facts(ex), self.producers.facts(ex), self.clients.facts(ex)
+        return None if g is None and p is None and c is None else (g, p, c)
 
     def apply(self, exchange: Exchange | None, facts: tuple | None) -> None:
         self.groups.apply(exchange, facts[0] if facts is not None else None)
-        if facts is not None and facts[1] is not None:
-            self.producers.apply(facts[1])
+        if facts is not None:
+            if facts[1] is not None:
+                self.producers.apply(facts[1])
+            if facts[2] is not None:
+                self.clients.apply(facts[2])
 
     def tables(self, now: float | None) -> dict[str, list[dict]]:
-        return self.groups.tables(now) | self.producers.tables(now)
+        return self.groups.tables(now) | self.producers.tables(now) | {"readiness": self._readiness()}
+
+    def _readiness(self) -> list[dict]:
+        rows = []
+        for r in self.clients.rows():
+            removed = ", ".join(f"{x['api_name']} v{x['version']}" for x in r["removed_versions"])
+            rows.append(
+                {
+                    "client_id": r["client_id"],
+                    "client": r["client"],
+                    "software": r["software"],
+                    "ready": r["ready"],
+                    "removed_versions": removed or None,
+                    "old_formats": r["old_formats"],
+                    "metadata_rate": r["metadata_rate"],
+                    "throttle_ms": r["throttle_ms"],
+                    "findings": "; ".join(r["findings"]) or None,
+                }
+            )
+        return rows
 
     def objects(self, now: float | None) -> list[dict]:
-        return self.groups.objects(now) + self.producers.objects(now)
+        return (
+            self.groups.objects(now)
+            + self.producers.objects(now)
+            + [{"type": "client", **r} for r in self.clients.rows()]
+            + [{"type": "edge", **e} for e in self.clients.edges()]
+        )

@@ -4,6 +4,7 @@ the TUI and the export (plain data and strings; no terminal or UI code)."""
 from __future__ import annotations
 
 from analyzer.dissect import schema
+from analyzer.dissect.protocol_table import CURRENT_RELEASE
 from analyzer.issues import REGISTRY
 from analyzer.model import Exchange, Issue, Severity
 from analyzer.session.stats import Stats, error_names
@@ -132,7 +133,13 @@ def tls_rows(stats: Stats) -> list[dict]:
     return [groups[k] for k in sorted(groups, key=lambda k: tuple(str(x) for x in k))]
 
 
-INSIGHT_TABLES = ("group_health", "producers", "transactions", "e2e")  # the sections of Insights.tables
+INSIGHT_TABLES = (
+    "group_health",
+    "producers",
+    "transactions",
+    "e2e",
+    "readiness",
+)  # the sections of Insights.tables
 TABLES = {  # section -> (title, columns), in display order
     "apis": (
         "Requests per API",
@@ -209,6 +216,20 @@ TABLES = {  # section -> (title, columns), in display order
             "p50_ms",
             "p99_ms",
             "max_ms",
+        ],
+    ),
+    "readiness": (
+        f"Clients' readiness for Kafka {CURRENT_RELEASE} and hygiene (clients CAPTURE --target V)",
+        [
+            "client_id",
+            "client",
+            "software",
+            "ready",
+            "removed_versions",
+            "old_formats",
+            "metadata_rate",
+            "throttle_ms",
+            "findings",
         ],
     ),
     "tls": ("TLS", ["server", "version", "cipher", "sni", "connections", "bytes", "decrypted"]),

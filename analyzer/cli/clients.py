@@ -1,0 +1,159 @@
+"""``clients`` and ``topology``: who talks to the cluster, and how well.
+
+``clients``: each client (client id on a host) with its software, the APIs and versions it used,
+whether it is ready for a Kafka release (``--target``: the versions that release no longer
+accepts, old record formats, with the count of exchanges as evidence) and its hygiene (Metadata
+storms and loops, connection churn, throttling, large messages, idle connections).
+``topology``: producer client -> topic -> consumer group, with records and bytes per edge, as
+text, JSON, Graphviz DOT or Mermaid."""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+from analyzer.cli.args import add_capture_args
+from analyzer.cli.common import analysis, finish, print_json
+from analyzer.dissect.protocol_table import CURRENT_RELEASE
+from analyzer.pipeline import Outcome
+from analyzer.session.clients import TARGETS, ClientTracker
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "clients", help="client inventory: software, API versions, readiness for a Kafka release, hygiene"
+    )
+    add_capture_args(p)
+    p.add_argument(
+        "--target",
+        choices=TARGETS,
+        default=CURRENT_RELEASE,
+        help=f"the Kafka release to judge readiness for (default {CURRENT_RELEASE}, the newest known)",
+    )
+    p.add_argument("--client", action="append", metavar="CLIENT_ID", help="only this client id (repeatable)")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(func=run_clients)
+    t = sub.add_parser(
+        "topology", help="producer client -> topic -> consumer group, records and bytes per edge"
+    )
+    add_capture_args(t)
+    t.add_argument("--format", choices=("text", "json", "dot", "mermaid"), default="text")
+    t.set_defaults(func=run_topology)
+
+
+def _run(args) -> tuple[ClientTracker, Outcome]:
+    with analysis(args) as a:
+        tracker = ClientTracker(a.knowledge.topic_ids)
+        outcome = a.run(tracker)
+    return tracker, outcome
+
+
+def run_clients(args) -> int:
+    tracker, outcome = _run(args)
+    wanted = set(args.client or ())
+    rows = [r for r in tracker.rows(args.target) if not wanted or r["client_id"] in wanted]
+    if args.format == "json":
+        print_json({"target": args.target, "clients": rows})
+        return finish(outcome)
+    out = []
+    if not rows:
+        out.append("no client in the capture")
+    ready = sum(r["ready"] for r in rows)
+    if rows:
+        out.append(f"{ready} of {len(rows)} clients ready for Kafka {args.target}")
+        out.append("")
+    for r in rows:
+        verdict = "ready" if r["ready"] else "NOT READY"
+        out.append(
+            f"{r['client_id'] or '-'} on {r['client']}: {r['software']}; {verdict} for Kafka {args.target}"
+        )
+        counts = {(a["api_key"], a["version"]): a["count"] for a in r["apis"]}
+        for x in r["removed_versions"]:
+            accepted = f"accepts v{x['accepted']}" if x["accepted"] else "removed the API"
+            n = counts.get((x["api_key"], x["version"]), 0)
+            out.append(f"  {x['api_name']} v{x['version']}: {n} requests; Kafka {args.target} {accepted}")
+        if r["old_formats"]:
+            out.append(
+                f"  {r['old_formats']} record batches in the old formats (magic 0/1, removed in Kafka 4.0)"
+            )
+        apis = ", ".join(f"{a['api_name']} v{a['version']} x{a['count']}" for a in r["apis"])
+        out.append(f"  APIs: {apis}")
+        out.append(
+            f"  {r['connections']} connections"
+            + (
+                f", median lifetime {r['median_lifetime_s']:.1f} s"
+                if r["median_lifetime_s"] is not None
+                else ""
+            )
+            + (f", {r['metadata_requests']} Metadata requests" if r["metadata_requests"] else "")
+            + (f" ({r['metadata_rate']:.1f}/s)" if r["metadata_rate"] is not None else "")
+        )
+        for f in r["findings"]:
+            out.append(f"  ! {f}")
+    print("\n".join(out))
+    return finish(outcome)
+
+
+def _quote(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _mermaid_id(kind: str, name: str, ids: dict) -> str:
+    key = (kind, name)
+    if key not in ids:
+        ids[key] = f"{kind}{len(ids)}"
+    return ids[key]
+
+
+def topology_text(edges: list[dict], fmt: str) -> str:
+    """The topology as DOT, Mermaid or plain text."""
+    if fmt == "dot":
+        lines = ["digraph kafka {", "  rankdir=LR;", "  node [fontname=Helvetica];"]
+        nodes: dict[tuple[str, str], None] = {}
+        for e in edges:
+            src = ("client", e["from"]) if e["kind"] == "produce" else ("topic", e["from"])
+            dst = ("topic", e["to"]) if e["kind"] == "produce" else ("consumer", e["to"])
+            nodes.setdefault(src)
+            nodes.setdefault(dst)
+        shapes = {"client": "box", "topic": "cylinder", "consumer": "box"}
+        for kind, name in nodes:
+            lines.append(f"  {_quote(kind + ':' + name)} [label={_quote(name)}, shape={shapes[kind]}];")
+        for e in edges:
+            src = ("client:" if e["kind"] == "produce" else "topic:") + e["from"]
+            dst = ("topic:" if e["kind"] == "produce" else "consumer:") + e["to"]
+            label = f"{e['records']} records, {e['bytes']} B"
+            lines.append(f"  {_quote(src)} -> {_quote(dst)} [label={_quote(label)}];")
+        lines.append("}")
+        return "\n".join(lines)
+    if fmt == "mermaid":
+        ids: dict = {}
+        lines = ["flowchart LR"]
+        for e in edges:
+            if e["kind"] == "produce":
+                a, b = _mermaid_id("c", e["from"], ids), _mermaid_id("t", e["to"], ids)
+                a_node, b_node = f'{a}["{_safe(e["from"])}"]', f'{b}[("{_safe(e["to"])}")]'
+            else:
+                a, b = _mermaid_id("t", e["from"], ids), _mermaid_id("g", e["to"], ids)
+                a_node, b_node = f'{a}[("{_safe(e["from"])}")]', f'{b}["{_safe(e["to"])}"]'
+            lines.append(f'  {a_node} -->|"{e["records"]} records, {e["bytes"]} B"| {b_node}')
+        return "\n".join(lines)
+    if not edges:
+        return "no Produce or Fetch with records in the capture"
+    return "\n".join(
+        f"{e['from']} -> {e['to']}  ({e['kind']}: {e['records']} records, {e['bytes']} bytes)" for e in edges
+    )
+
+
+def _safe(s: str) -> str:
+    """A name inside Mermaid quotes (which allow no double quote)."""
+    return re.sub(r'["\n]', "'", s)
+
+
+def run_topology(args) -> int:
+    tracker, outcome = _run(args)
+    edges = tracker.edges()
+    if args.format == "json":
+        print_json({"edges": edges})
+    else:
+        print(topology_text(edges, args.format))
+    return finish(outcome)
