@@ -324,6 +324,8 @@ class LagTracker:
         self.committed.clear()
         out = []
         for gid in judged:
+            if not self.windows[gid]:
+                continue  # commits of no partition answered without error: nothing to judge
             st = self._status(gid, self.windows[gid], now)
             key = (st["status"], tuple((p["topic"], p["partition"], p["status"]) for p in st["partitions"]))
             if self.told.get(gid) != key:
