@@ -12,6 +12,16 @@ the capture time of the packet that completed the event, as in a single-process 
 kernel drop counters, and at the end merges the workers' statistics, knowledge and capture
 issues into one :class:`~analyzer.pipeline.Outcome` for the summary and the exit code.
 
+Consumer groups: one group's members talk over connections that land in different workers, so
+the workers do not follow the groups themselves: with a :class:`~analyzer.session.live_groups.
+GroupFeed` given, each worker sends, keyed like its outputs, what
+:meth:`~analyzer.session.insights.GroupInsights.facts` says of each exchange and the exchanges
+:meth:`~analyzer.session.insights.GroupInsights.wants` whole, and the parent feeds the one feed in
+key order: up to the lowest watermark, and never holding an item more than
+:data:`REORDER_DELAY` seconds of capture time behind the newest key received (a worker far
+behind does not hold every group back); an item that arrives after one keyed later was fed is
+fed at once, out of order, and counted (:attr:`Fanout.late`).
+
 Topic ids: a worker sends the topic ids it learns (Metadata, CreateTopics responses) with its
 batches and the parent relays them to the other workers, so a Fetch on one worker's connection
 is named by a Metadata response seen on another's; the summary's topic rows are also folded by
@@ -43,17 +53,20 @@ from typing import TYPE_CHECKING, cast
 
 from analyzer.events import CaptureIssue, CaptureStats
 from analyzer.issues import CAPTURE_NO_TCP, CAPTURE_PACKETS_DROPPED, CAPTURE_WORKER_FAILED
-from analyzer.model import Issue
+from analyzer.model import Exchange, Issue
 from analyzer.pipeline import Analysis, Outcome
+from analyzer.session.insights import GroupInsights
 from analyzer.session.stats import Stats
 
 if TYPE_CHECKING:
     from analyzer.capture.ring import Ring, RingCapture
+    from analyzer.session.live_groups import GroupFeed
 
 CONN_ID_STRIDE = 1_000_000
 PR_SET_PDEATHSIG = 1
 SEND_EVERY = 0.1
 IDLE_LAG = 0.5  # an idle ring has handed over every packet older than this (block timeout: 50 ms)
+REORDER_DELAY = 2.0  # capture seconds a group item waits for the other workers' earlier ones
 
 
 def _merge_issues(per_worker: list[list[Issue]], received: int, dropped: int, no_tcp: bool) -> list[Issue]:
@@ -85,6 +98,7 @@ def _worker(
     make_analysis: Callable[[RingCapture], Analysis],
     formatter: Callable[[object], object],
     others: list[Ring],
+    groups: bool = False,
 ) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent says when to stop
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -100,6 +114,8 @@ def _worker(
     stats = Stats(a.knowledge.topic_ids)
     lock = threading.Lock()
     pending: list = []
+    facts: list = []  # the consumer groups' items: (key, exchange it wants or None, facts)
+    insights = GroupInsights(a.knowledge.topic_ids) if groups else None  # its facts only
     done = threading.Event()
     topic_ids = a.knowledge.topic_ids  # shared with stats; only the main thread writes it
     sent_ids: set[str] = set()
@@ -110,9 +126,11 @@ def _worker(
         with lock:
             batch = pending[:]
             pending.clear()
+            items = facts[:]
+            facts.clear()
         new = {k: v for k, v in list(topic_ids.items()) if k not in sent_ids}
         sent_ids.update(new)
-        conn.send(("batch", wm, batch, src.received, src.dropped, new))
+        conn.send(("batch", wm, batch, src.received, src.dropped, new, items))
         while inbound.poll():
             learned.append(inbound.recv())
 
@@ -144,6 +162,13 @@ def _worker(
                 key = a.pipeline.last_ts
                 with lock:
                     pending.append((key, out))
+            if insights is not None and ty is Exchange:
+                wants = GroupInsights.wants(ev)
+                told = insights.facts(ev)
+                if wants or told is not None:
+                    item = (a.pipeline.last_ts, ev if wants else None, told)
+                    with lock:
+                        facts.append(item)
 
     t = threading.Thread(target=sender, daemon=True)
     t.start()
@@ -186,6 +211,7 @@ class Fanout:
         formatter: Callable[[object], object],
         output: Callable[[object], None],
         on_drops: Callable[[CaptureStats], None] | None = None,
+        groups: GroupFeed | None = None,
     ):
         self.name = name
         self.rings = rings
@@ -194,6 +220,8 @@ class Fanout:
         self.formatter = formatter
         self.output = output
         self.on_drops = on_drops
+        self.groups = groups
+        self.late = 0  # group items fed after one keyed later (REORDER_DELAY passed)
         self._stop = False
 
     def stop(self) -> None:
@@ -214,9 +242,13 @@ class Fanout:
         self._watermarks = [float("-inf")] * n
         self._received, self._dropped = [0] * n, [0] * n
         self._results: list[dict | None] = [None] * n
+        self._gheap: list = []  # the group items: (key, seq, exchange or None, facts)
+        self._newest = float("-inf")  # the newest group item's key received
+        self._fed = float("-inf")  # the key of the last group item fed
         self._poll(stop, conns, outs)
         while self._heap:
             self.output(heapq.heappop(self._heap)[2])
+        self._feed(float("inf"))
         for p in procs:
             p.join(timeout=10)
             if p.is_alive():
@@ -244,6 +276,7 @@ class Fanout:
                     self.make_analysis,
                     self.formatter,
                     [r for r in self.rings if r is not ring],
+                    self.groups is not None,
                 ),
                 daemon=True,
                 name=f"kafka-analyzer-worker-{i}",
@@ -285,6 +318,7 @@ class Fanout:
             low = min(self._watermarks)
             while self._heap and self._heap[0][0] <= low:
                 self.output(heapq.heappop(self._heap)[2])
+            self._feed(max(low, self._newest - REORDER_DELAY))
             total = sum(self._dropped)
             if total != reported:
                 reported = total
@@ -294,7 +328,18 @@ class Fanout:
     def _batch(self, i: int, msg: tuple, outs: list) -> None:
         """A worker's batch: its outputs queued by key, its counters and watermark taken, the
         topic ids it learned relayed to the other workers."""
-        _, wm, batch, self._received[i], self._dropped[i], new_ids = msg
+        _, wm, batch, self._received[i], self._dropped[i], new_ids, items = msg
+        if new_ids and self.groups is not None:
+            for k, v in new_ids.items():
+                self.groups.topic_ids.setdefault(k, v)
+        for key, ex, facts in items:
+            if key < self._fed:  # later than REORDER_DELAY: fed now, out of order
+                self.late += 1
+                self._give(key, ex, facts)
+                continue
+            heapq.heappush(self._gheap, (key, self._seq, ex, facts))
+            self._seq += 1
+            self._newest = max(self._newest, key)
         if new_ids:
             for j, o in enumerate(outs):
                 if j != i:
@@ -304,6 +349,18 @@ class Fanout:
             heapq.heappush(self._heap, (key, self._seq, out))
             self._seq += 1
         self._watermarks[i] = max(self._watermarks[i], wm)
+
+    def _feed(self, upto: float) -> None:
+        """Feed the group items keyed up to ``upto`` to the groups, in key order."""
+        heap = self._gheap
+        while heap and heap[0][0] <= upto:
+            key, _seq, ex, facts = heapq.heappop(heap)
+            self._fed = max(self._fed, key)
+            self._give(key, ex, facts)
+
+    def _give(self, key: float, ex, facts) -> None:
+        if self.groups is not None:
+            self.groups.item(key, ex, facts)
 
     def _merge(self) -> tuple[Stats, Outcome]:
         """The workers' end results as one outcome and one set of statistics."""

@@ -20,10 +20,12 @@ from analyzer.cli.common import (
     graceful_interrupt,
     options,
 )
+from analyzer.cli.live_groups import group_feed, say_bounds
 from analyzer.cli.stats import render_tables
 from analyzer.events import CaptureIssue, CaptureStats
 from analyzer.model import Exchange
-from analyzer.pipeline import Analysis
+from analyzer.pipeline import Analysis, Outcome
+from analyzer.session.live_groups import GroupFeed
 from analyzer.session.report import stats_tables
 from analyzer.session.stats import Stats
 
@@ -85,7 +87,11 @@ def run(args) -> int:
         writer.begin(f"live:{args.interface}")
     with analysis(args, source=source, idle_timeout=300.0, flt=flt) as a:
         stats = Stats(a.knowledge.topic_ids)
-        outcome = a.run(LiveOutput(a, stats, writer, args.mode == "read", args.absolute))
+        out = LiveOutput(a, stats, writer, args.mode == "read", args.absolute)
+        out.groups = group_feed(args.mode, writer, lambda: out.origin, args.absolute, a.knowledge.topic_ids)
+        outcome = a.run(out)
+    if out.groups is not None:
+        say_bounds(out.groups)
     tables = stats_tables(stats, outcome)
     if writer is not None:
         writer.end(tables)
@@ -98,11 +104,13 @@ def run(args) -> int:
 
 class LiveOutput:
     """``live``'s consumer in one process: drops said as they grow, the statistics counted,
-    each exchange printed (``read``) or written (``export``) as it comes."""
+    each exchange printed (``read``) or written (``export``) as it comes, the consumer groups
+    told as they change (:attr:`groups`)."""
 
     def __init__(self, a: Analysis, stats: Stats, writer, lines: bool, absolute: bool) -> None:
         self.a, self.stats, self.writer, self.lines, self.absolute = a, stats, writer, lines, absolute
         self.origin: float | None = None
+        self.groups: GroupFeed | None = None
 
     def event(self, ev) -> None:
         t = type(ev)
@@ -117,6 +125,14 @@ class LiveOutput:
         if self.writer is not None:
             self.writer.event(ev)
             sys.stdout.buffer.flush()
+        if self.groups is not None and t is Exchange:
+            if self.origin is None:
+                self.origin = self.a.first_ts
+            self.groups.exchange(ev, self.a.last_ts)
+
+    def done(self, outcome: Outcome) -> None:
+        if self.groups is not None:
+            self.groups.done(outcome.last_ts if outcome.packets else None)
 
 
 def _preload_rich() -> None:
@@ -161,7 +177,7 @@ def _fanout(args, n: int) -> int:
     import io
 
     from analyzer.capture.ring import CaptureError, Ring, RingCapture, drop_privileges
-    from analyzer.fanout import Fanout
+    from analyzer.fanout import REORDER_DELAY, Fanout
 
     if args.count:
         print("kafka-analyzer: --count needs one worker (--workers 1)", file=sys.stderr)
@@ -238,9 +254,15 @@ def _fanout(args, n: int) -> int:
 
         formatter, output = line, print_line
 
-    fan = Fanout(f"live:{args.interface}", rings, make_source, make_analysis, formatter, output, _say_drops)
+    feed = group_feed(args.mode, writer, lambda: origin, args.absolute)
+    fan = Fanout(
+        f"live:{args.interface}", rings, make_source, make_analysis, formatter, output, _say_drops, feed
+    )
     with graceful_interrupt(fan):
         stats, outcome = fan.run()
+    if feed is not None:
+        feed.done(outcome.last_ts if outcome.packets else None)
+        say_bounds(feed, fan.late, REORDER_DELAY)
     tables = stats_tables(stats, outcome)
     if writer is not None:
         for issue in outcome.capture_issues:

@@ -21,7 +21,7 @@ from analyzer.session.internal import fetched_group_metadata
 from analyzer.session.lag import LagTracker
 from analyzer.session.producer_insights import OBJECT_TYPES as PRODUCER_TYPES
 from analyzer.session.producer_insights import ProducerInsights
-from analyzer.session.rebalances import GROUP_APIS, GroupTracker, GroupView, Member
+from analyzer.session.rebalances import GROUP_APIS, GroupTracker, GroupView, Member, Rebalance
 
 GROUP_TYPES = ("generation", "rebalance", "lag", "consumer_status")
 CLIENT_TYPES = ("client", "edge")
@@ -32,10 +32,18 @@ OBJECT_TYPES = GROUP_TYPES + PRODUCER_TYPES + CLIENT_TYPES
 class GroupInsights:
     """The consumer: every group's generations, rebalances, lag and status."""
 
-    def __init__(self, topic_ids: dict[str, str] | None = None, params: Params = DEFAULT_PARAMS) -> None:
-        self.groups = GroupTracker(topic_ids)
+    def __init__(
+        self,
+        topic_ids: dict[str, str] | None = None,
+        params: Params = DEFAULT_PARAMS,
+        keep: int | None = None,
+    ) -> None:
+        """``keep`` (a run that lasts: ``live``): per group, the last ``keep`` rebalances,
+        generations and lag rows are kept (:class:`~analyzer.session.rebalances.GroupTracker`,
+        :class:`~analyzer.session.lag.LagTracker`)."""
+        self.groups = GroupTracker(topic_ids, keep)
         self.consumption = ConsumptionTracker(topic_ids)
-        self.lag = LagTracker(topic_ids, params, self.consumption)
+        self.lag = LagTracker(topic_ids, params, self.consumption, keep)
         self.groups.on_assigned = self._assigned
 
     def event(self, ev) -> None:
@@ -85,8 +93,36 @@ class GroupInsights:
         )
 
     def pauses(self, group: str, rebalance: int) -> list[dict]:
-        """A rebalance's pause per partition (``rebalance``: its index in the group's list)."""
+        """A rebalance's pause per partition (``rebalance``: its index over the group's history,
+        :attr:`~analyzer.session.rebalances.GroupView.dropped` + its place in the list)."""
         return [p.row() for p in self.consumption.rebalance_pauses(group, rebalance)]
+
+    def forget(self, group: str) -> None:
+        """Let go of the pauses of the group's rebalances the timeline let go (``keep``)."""
+        g = self.groups.groups.get(group)
+        if g is not None and g.dropped:
+            pauses = self.consumption.pauses
+            for key in [k for k in pauses if k[0] == group and k[1] < g.dropped]:
+                del pauses[key]
+
+    def rebalance_object(self, r: Rebalance, index: int) -> dict:
+        """The export's ``rebalance`` object of a group's rebalance (``index``: as :meth:`pauses`)."""
+        pauses = self.pauses(r.group, index)
+        return {
+            "type": "rebalance",
+            **r.row(),
+            "pause_ms": self.longest_pause(r.group, index),
+            "pauses": pauses,
+        }
+
+    def status_object(self, status: dict) -> dict:
+        """The export's ``consumer_status`` object of one of :meth:`LagTracker.status`'s entries."""
+        seen = self.groups.groups.get(status["group"])
+        return {
+            "type": "consumer_status",
+            **status,
+            "coverage": _coverage(seen.coverage if seen is not None else None, status),
+        }
 
     # -- what it found ----------------------------------------------------------------------------------
     def tables(self, now: float | None) -> dict[str, list[dict]]:
@@ -100,7 +136,11 @@ class GroupInsights:
         for name in sorted(set(self.groups.groups) | set(self.lag.windows)):
             g = self.groups.groups.get(name)
             rebs = [r.duration_ms for r in g.rebalances if r.duration_ms is not None] if g is not None else []
-            longest = [self.longest_pause(name, i) for i in range(len(g.rebalances))] if g is not None else []
+            longest = (
+                [self.longest_pause(name, g.dropped + i) for i in range(len(g.rebalances))]
+                if g is not None
+                else []
+            )
             paused = [x for x in longest if x is not None]
             st = status.get(name)
             lags = [p for p in st["partitions"] if p["lag"] is not None] if st is not None else []
@@ -109,7 +149,7 @@ class GroupInsights:
             rows.append(
                 {
                     "group_id": name,
-                    "rebalances": len(g.rebalances) if g is not None else 0,
+                    "rebalances": g.dropped + len(g.rebalances) if g is not None else 0,
                     "longest_rebalance_ms": round(max(rebs), 3) if rebs else None,
                     "rebalancing_ms": round(sum(rebs), 3) if rebs else None,
                     "longest_pause_ms": max(paused) if paused else None,
@@ -129,15 +169,9 @@ class GroupInsights:
         for name in sorted(self.groups.groups):
             g = self.groups.groups[name]
             out.extend({"type": "generation", **x.row()} for x in g.generations)
-            for i, r in enumerate(g.rebalances):
-                pauses = self.pauses(name, i)
-                longest = self.longest_pause(name, i)
-                out.append({"type": "rebalance", **r.row(), "pause_ms": longest, "pauses": pauses})
+            out.extend(self.rebalance_object(r, i) for i, r in enumerate(g.rebalances, g.dropped))
         out.extend({"type": "lag", **r.row()} for r in self.lag.rows)
-        for s in self.lag.status(now):
-            seen = self.groups.groups.get(s["group"])
-            s = {**s, "coverage": _coverage(seen.coverage if seen is not None else None, s)}
-            out.append({"type": "consumer_status", **s})
+        out.extend(self.status_object(s) for s in self.lag.status(now))
         return out
 
     def longest_pause(self, group: str, rebalance: int) -> float | None:

@@ -31,6 +31,7 @@ A consumer (:meth:`LagTracker.event` per event, in capture order):
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections import deque
 from dataclasses import dataclass
 
 from analyzer.dissect.constants import ApiKey, ErrorCode
@@ -110,13 +111,18 @@ class _Appends:
 
 
 class LagTracker:
-    """The consumer: end offsets, append times, commits with their lag, Burrow's windows."""
+    """The consumer: end offsets, append times, commits with their lag, Burrow's windows.
+
+    ``keep`` (a run that lasts, ``live``): each group keeps its last ``keep`` lag rows (at least;
+    at most twice that), counting the ones let go (:attr:`dropped`); :meth:`news` gives the rows
+    since its last call and :meth:`status_changes` the groups whose status changed."""
 
     def __init__(
         self,
         topic_ids: dict[str, str] | None = None,
         params: Params = DEFAULT_PARAMS,
         positions: ConsumptionTracker | None = None,
+        keep: int | None = None,
     ) -> None:
         self.topic_ids = topic_ids
         self.params = params
@@ -129,6 +135,12 @@ class LagTracker:
         self.last_ts = 0.0
         # the last commits of each (group, topic, partition) per source: (offset, time)
         self.recent: tuple[dict, dict] = ({}, {})  # (OffsetCommit answers, __consumer_offsets records)
+        self.keep = keep
+        self.dropped: dict[str, int] = {}  # group -> its lag rows let go (keep)
+        self.kept: dict[str, int] = {}  # group -> its rows in self.rows (with keep)
+        self.untold = 0  # the last rows, not given by news() yet
+        self.committed: set[str] = set()  # groups with commits since the last status_changes()
+        self.told: dict[str, tuple] = {}  # group -> the statuses status_changes() last gave
 
     # -- feeding ------------------------------------------------------------------------------------
     def event(self, ev) -> None:
@@ -281,6 +293,9 @@ class LagTracker:
                 gid, tp[0], tp[1], t, offset, end, lag, self._seconds(tp, offset, lag, t), pos, pos_lag
             )
             self.rows.append(row)
+            self.untold += 1
+            if self.keep is not None:
+                self._bound(gid)
             self.last[(gid, *tp)] = row
             w = windows.get(tp)
             if w is None:
@@ -288,6 +303,47 @@ class LagTracker:
             if end is not None:
                 w.end_offset(end, t)
                 w.commit(offset, t)
+        self.committed.add(gid)
+
+    def _bound(self, gid: str) -> None:
+        """Keep the group's last ``keep`` rows when it has twice that (amortised), counted."""
+        n = self.kept[gid] = self.kept.get(gid, 0) + 1
+        if self.keep is None or n <= 2 * max(1, self.keep):
+            return
+        drop = n - self.keep
+        self.kept[gid] = self.keep
+        self.dropped[gid] = self.dropped.get(gid, 0) + drop
+        told = len(self.rows) - self.untold  # rows before this index were given by news()
+        rows: list[LagRow] = []
+        for i, r in enumerate(self.rows):
+            if drop and r.group == gid:
+                drop -= 1
+                self.untold -= i >= told
+                continue
+            rows.append(r)
+        self.rows = rows
+
+    def news(self) -> list[LagRow]:
+        """The lag rows (commits) since the last call."""
+        new = self.rows[len(self.rows) - self.untold :] if self.untold else []
+        self.untold = 0
+        return new
+
+    def status_changes(self, now: float, every: bool = False) -> list[dict]:
+        """The ``consumer_status`` at ``now`` of the groups whose status, or a partition's, changed
+        since the last call; judged: the groups that committed since then, or ``every`` one."""
+        judged = sorted(self.windows) if every else sorted(self.committed)
+        self.committed.clear()
+        out = []
+        for gid in judged:
+            if not self.windows[gid]:
+                continue  # commits of no partition answered without error: nothing to judge
+            st = self._status(gid, self.windows[gid], now)
+            key = (st["status"], tuple((p["topic"], p["partition"], p["status"]) for p in st["partitions"]))
+            if self.told.get(gid) != key:
+                self.told[gid] = key
+                out.append(st)
+        return out
 
     def _seen(self, gid: str, tp: TP, offset: int, t: float, source: int) -> bool:
         """Whether the other source gave this commit already; this one is remembered."""
@@ -314,41 +370,42 @@ class LagTracker:
     def status(self, now: float | None = None) -> list[dict]:
         """Each group's ``consumer_status`` at ``now`` (default: the last answer seen): Burrow's
         status and completeness, and per partition its status, lag and lag in seconds then."""
-        now = self.last_ts if now is None else now
-        out: list[dict] = []
-        for gid, windows in sorted(self.windows.items()):
-            parts = []
-            judged = []
-            for (topic, p), w in sorted(windows.items()):
-                end = self.ends.get((topic, p))
-                last = self.last[(gid, topic, p)]
-                if end is not None and w.commits:
-                    w.end_offset(end, now)  # the newest end offset, as Burrow's evaluation reads it
-                st = w.status(now) if w.commits else Status.OK
-                lag = None if end is None else max(0, end - last.committed_offset)
-                parts.append(
-                    {
-                        "topic": topic,
-                        "partition": p,
-                        "status": str(st),
-                        "lag": lag,
-                        "lag_seconds": _round(self._seconds((topic, p), last.committed_offset, lag, now)),
-                    }
-                )
-                if w.commits:
-                    judged.append((st, w.complete))
-            status, complete = group_status(judged)
-            out.append(
+        at = self.last_ts if now is None else now
+        return [self._status(gid, windows, at) for gid, windows in sorted(self.windows.items())]
+
+    def _status(self, gid: str, windows: dict[TP, Window], now: float) -> dict:
+        """A group's ``consumer_status`` at ``now`` (its windows left as they are: judging
+        again, or at another time, judges the same commits and end offsets)."""
+        parts = []
+        judged = []
+        for (topic, p), w in sorted(windows.items()):
+            end = self.ends.get((topic, p))
+            last = self.last[(gid, topic, p)]
+            if end is not None and w.commits:
+                w = Window(w.params, w.commits, deque(w.ends))
+                w.end_offset(end, now)  # the newest end offset, as Burrow's evaluation reads it
+            st = w.status(now) if w.commits else Status.OK
+            lag = None if end is None else max(0, end - last.committed_offset)
+            parts.append(
                 {
-                    "group": gid,
-                    "time": now,
-                    "status": str(status),
-                    "complete": round(complete, 3),
-                    "partitions": parts,
-                    "coverage": self.coverage(gid),
+                    "topic": topic,
+                    "partition": p,
+                    "status": str(st),
+                    "lag": lag,
+                    "lag_seconds": _round(self._seconds((topic, p), last.committed_offset, lag, now)),
                 }
             )
-        return out
+            if w.commits:
+                judged.append((st, w.complete))
+        status, complete = group_status(judged)
+        return {
+            "group": gid,
+            "time": now,
+            "status": str(status),
+            "complete": round(complete, 3),
+            "partitions": parts,
+            "coverage": self.coverage(gid),
+        }
 
     def coverage(self, group: str) -> str:
         """What the capture could not see of a group's lag: partitions committed but with no end

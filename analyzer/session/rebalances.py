@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from analyzer.dissect.constants import ApiKey, ErrorCode
 from analyzer.model import Exchange, Field
@@ -201,6 +202,8 @@ class GroupView:
     epochs: dict[str, int] = field(default_factory=dict)  # KIP-848: each member's epoch
     owned: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # KIP-848: as reported
     deleted: float | None = None  # a GroupMetadata tombstone read: the group was deleted then
+    dropped: int = 0  # the oldest rebalances let go (GroupTracker.keep): the index of rebalances[0]
+    dropped_generations: int = 0  # ... generations
 
     @property
     def coverage(self) -> str:
@@ -229,15 +232,41 @@ class GroupView:
         return f"{gone}complete for the generations seen ({seen})"
 
 
-class GroupTracker:
-    """The consumer: every classic group's generations and rebalances (:class:`GroupView`)."""
+class Started(NamedTuple):
+    """A rebalance begun (:meth:`GroupTracker.news`): sure to be one (a member joined in it)."""
 
-    def __init__(self, topic_ids: dict[str, str] | None = None) -> None:
+    group: str
+    protocol: str
+    generation_before: int | None
+    start: float
+    cause: str  # what started it, as far as seen yet
+
+
+class GroupNews(NamedTuple):
+    """What :meth:`GroupTracker.news` found new since its last call."""
+
+    started: list[Started]
+    rebalances: list[tuple[int, Rebalance]]  # closed: (its index over the group's history, it)
+    generations: list[Generation]  # formed
+
+
+class GroupTracker:
+    """The consumer: every classic group's generations and rebalances (:class:`GroupView`).
+
+    ``keep`` (a run that lasts, ``live``): each group keeps its last ``keep`` rebalances and
+    generations, counting the ones let go (:attr:`GroupView.dropped`); :meth:`news` says what is
+    new since its last call."""
+
+    def __init__(self, topic_ids: dict[str, str] | None = None, keep: int | None = None) -> None:
         self.groups: dict[str, GroupView] = {}
         self.topic_ids = topic_ids if topic_ids is not None else {}  # KIP-848 names topics by id
-        # told of each member given its assignment in a rebalance: (group, the rebalance's index in
-        # group.rebalances, the member, the time of the answer that gave it)
+        # told of each member given its assignment in a rebalance: (group, the rebalance's index
+        # over the group's history (GroupView.dropped + its place in rebalances), the member, the
+        # time of the answer that gave it)
         self.on_assigned: Callable[[GroupView, int, Member, float], None] | None = None
+        self.keep = keep
+        self.touched: set[str] = set()  # groups changed since the last news()
+        self.told: dict[str, tuple[int, int, object]] = {}  # group -> rebalances, generations, open told
 
     # -- feeding ------------------------------------------------------------------------------------
     def event(self, ev) -> None:
@@ -253,6 +282,7 @@ class GroupTracker:
         g = self.groups.get(gid)
         if g is None:
             g = self.groups[gid] = GroupView(gid)
+        self.touched.add(gid)
         g.coordinators.add(str(ev.conn.broker if ev.conn.client_direction is not None else ev.conn.b))
         resp = ev.response.body if ev.response is not None and ev.response.body is not None else None
         t = ev.request.frame.ts_first
@@ -309,6 +339,36 @@ class GroupTracker:
             g.protocol_type, g.protocol_name = m.protocol_type, m.protocol
             g.members = {x.member_id: _copy(x) or x for x in members}
             g.left = set()
+
+    def news(self) -> GroupNews:
+        """The rebalances begun and closed and the generations formed since the last call (the
+        ones let go by ``keep`` before they were told are not: :attr:`GroupView.dropped`)."""
+        out = GroupNews([], [], [])
+        for gid in sorted(self.touched):
+            g = self.groups[gid]
+            rebs, gens, began = self.told.get(gid, (0, 0, None))
+            end = g.dropped + len(g.rebalances)
+            out.rebalances.extend((i, g.rebalances[i - g.dropped]) for i in range(max(rebs, g.dropped), end))
+            out.generations.extend(g.generations[max(0, gens - g.dropped_generations) :])
+            o = g.open
+            if o is not None and o is not began and self._sure(g, o):
+                cause = min(o.causes)[1] if o.causes else "not seen yet"
+                out.started.append(Started(gid, g.protocol, o.generation_before, o.start, cause))
+                began = o
+            self.told[gid] = (end, g.dropped_generations + len(g.generations), began)
+        self.touched.clear()
+        return out
+
+    @staticmethod
+    def _sure(g: GroupView, o: _Open) -> bool:
+        """The open rebalance will be one :meth:`_close` keeps: a member joined in it (not a static
+        member's rejoin, which may keep the generation), or KIP-848's assignment changed (a
+        member leaving alone may end nothing)."""
+        if o.tentative_static is not None:
+            return False
+        if o.joins or o.generation is not None:
+            return True
+        return g.protocol == "consumer" and all(c[0] != LEAVING for c in o.causes)
 
     # -- the protocol ---------------------------------------------------------------------------------
     def _start(self, g: GroupView, t: float, cause: tuple[int, str] | None) -> _Open:
@@ -396,7 +456,7 @@ class GroupTracker:
                 m.assignment = own
             o.synced.add(mid)
             if self.on_assigned is not None and rt is not None:
-                self.on_assigned(g, len(g.rebalances), m, rt)
+                self.on_assigned(g, g.dropped + len(g.rebalances), m, rt)
         o.end = rt
         if o.leader_listed and o.synced >= set(o.members):
             self._close(g)
@@ -506,7 +566,7 @@ class GroupTracker:
             member = Member(mid, instance, ev.client_id, client, target or {})
             self._late_joiner(g, mid, member, t)
             if given and self.on_assigned is not None:
-                self.on_assigned(g, len(g.rebalances) - 1, member, answered)
+                self.on_assigned(g, g.dropped + len(g.rebalances) - 1, member, answered)
             return
         changed = epoch == 0 or (target is not None and target != g.targets.get(mid))
         if isinstance(new, int):
@@ -530,7 +590,7 @@ class GroupTracker:
         o.members[mid] = m
         o.leader_listed = True
         if given and target is not None and self.on_assigned is not None:
-            self.on_assigned(g, len(g.rebalances), replace(m, assignment=target), answered)
+            self.on_assigned(g, g.dropped + len(g.rebalances), replace(m, assignment=target), answered)
         self._converged(g, t)
 
     def _converged(self, g: GroupView, t: float) -> None:
@@ -600,6 +660,7 @@ class GroupTracker:
         o = g.open
         assert o is not None
         g.open = None
+        self.touched.add(g.group_id)
         if o.generation is None and not o.joins:
             return  # only an answer said so: the rebalance was not seen forming
         after = set(o.members)
@@ -674,6 +735,13 @@ class GroupTracker:
             g.generations = [x for x in g.generations if x.generation != o.generation or x.source is None]
             g.generations.append(gen)
             g.unseen_generations.discard(o.generation)
+        if self.keep is not None:  # the oldest go, counted
+            for name, count in (("rebalances", "dropped"), ("generations", "dropped_generations")):
+                kept = getattr(g, name)
+                if len(kept) > self.keep:
+                    n = len(kept) - self.keep
+                    del kept[:n]
+                    setattr(g, count, getattr(g, count) + n)
 
 
 def _copy(m: Member | None) -> Member | None:
