@@ -8,9 +8,9 @@ connections, brokers, anomalies, and the capture counters. Client software and b
 learnt again from the ApiVersions requests and Metadata responses in the table's JSON bodies,
 in time order. The consumer groups' health is the ``group_health`` table's (each piece's groups,
 followed over the piece's connections in capture order when Spark analysed it). What the Parquet
-tables do not hold stays empty: the groups' membership table, TLS connections. Connections
-are identified within their piece (a capture file, or the chain of rotated files it belongs
-to): the same id in two pieces is two connections.
+tables do not hold stays empty: the groups' membership table, the producers' insights, TLS
+connections. Connections are identified within their piece (a capture file, or the chain of
+rotated files it belongs to): the same id in two pieces is two connections.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from analyzer.dissect.constants import ApiKey
 from analyzer.issues import PAIRING_NO_RESPONSE, REGISTRY
 from analyzer.model import Severity
 from analyzer.session.records import FETCH_APIS
+from analyzer.session.report import INSIGHT_TABLES
 from analyzer.session.stats import Stats
 
 _PAIRING = frozenset(code for code, kind in REGISTRY.items() if kind.stage == "pairing")
@@ -135,6 +136,8 @@ def read_stats(base: str, capture_set: str | None = None) -> dict:
         "brokers": [{"node_id": n, "address": a, "rack": racks.get(n)} for n, a in sorted(brokers.items())],
         "groups": [],
         "group_health": _group_health(base, capture_set),
+        # the other insights (producers, transactions, end-to-end latency): not in the tables
+        **{k: [] for k in INSIGHT_TABLES if k != "group_health"},
         "tls": [],
         "anomalies": stats.anomaly_rows(),
     }

@@ -126,6 +126,8 @@ def test_stats_parquet_and_the_jobs_carry_group_health(whole, want):
     rc, text = _cli("stats", "--parquet", str(out), "--format", "json")
     assert rc == 0
     assert json.loads(text)["group_health"] == health
+    rc, text = _cli("stats", "--parquet", str(out))  # as text: every table, the groups' too
+    assert rc == 0 and b"Consumer groups over time" in text and b"g-group-joins" in text
     # the tables written: every group table, with the piece's name and the capture set
     import pyarrow.dataset as ds
 
