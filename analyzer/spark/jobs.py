@@ -2,8 +2,9 @@
 
 Each job takes a DataFrame and returns a (small) DataFrame: latency percentiles per API, errors
 by name per API and per client, top topics by produced/fetched records, the slowest exchanges,
-issues by code, and the captures. The numbers are those of ``kafka-analyzer stats`` over the
-same files, except that the percentiles are Spark's ``percentile_approx``.
+issues by code, the consumer groups' health, and the captures. The numbers are those of
+``kafka-analyzer stats`` over the same files, except that the percentiles are Spark's
+``percentile_approx``.
 
     python -m analyzer.spark.jobs CAPTURES... [--master local[2]] [--out DIR] [--format json|parquet]
 
@@ -155,6 +156,12 @@ def issues_by_code(issues: DataFrame) -> DataFrame:
     )
 
 
+def group_health(health: DataFrame) -> DataFrame:
+    """``stats``' consumer-group table (rebalances, pauses, Burrow's status, lag, coverage): a row
+    per group of each piece, as ``stats`` gives it for the piece (the piece in ``capture``)."""
+    return health.orderBy("group_id", "capture")
+
+
 def run_jobs(a: Analysis, limit: int = 20, accuracy: int = ACCURACY) -> dict[str, DataFrame]:
     """Every job's table, by name, in display order."""
     x = a.exchanges
@@ -165,6 +172,7 @@ def run_jobs(a: Analysis, limit: int = 20, accuracy: int = ACCURACY) -> dict[str
         "topics": topics(x, limit),
         "slowest": slowest(x, limit),
         "issues": issues_by_code(a.issues),
+        "group_health": group_health(a.group_health),
         "captures": a.captures.orderBy(F.desc("damaged"), "capture"),
     }
 
@@ -176,6 +184,7 @@ TITLES = {
     "topics": "Top topics",
     "slowest": "Slowest exchanges",
     "issues": "Connection and capture issues",
+    "group_health": "Consumer groups",
     "captures": "Captures",
 }
 

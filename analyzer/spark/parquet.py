@@ -6,7 +6,9 @@ The tables are those of ``stats`` over the captures, computed the same way
 (:class:`~analyzer.session.stats.Stats`, exact percentiles): per API, topics, clients,
 connections, brokers, anomalies, and the capture counters. Client software and brokers are
 learnt again from the ApiVersions requests and Metadata responses in the table's JSON bodies,
-in time order. What the Parquet tables do not hold stays empty: consumer groups and TLS
+in time order. The consumer groups' health is the ``group_health`` table's (each piece's groups,
+followed over the piece's connections in capture order when Spark analysed it). What the Parquet
+tables do not hold stays empty: the groups' membership table, the producers' insights, TLS
 connections. Connections are identified within their piece (a capture file, or the chain of
 rotated files it belongs to): the same id in two pieces is two connections.
 """
@@ -20,6 +22,7 @@ from analyzer.dissect.constants import ApiKey
 from analyzer.issues import PAIRING_NO_RESPONSE, REGISTRY
 from analyzer.model import Severity
 from analyzer.session.records import FETCH_APIS
+from analyzer.session.report import INSIGHT_TABLES
 from analyzer.session.stats import Stats
 
 _PAIRING = frozenset(code for code, kind in REGISTRY.items() if kind.stage == "pairing")
@@ -132,10 +135,23 @@ def read_stats(base: str, capture_set: str | None = None) -> dict:
         "connections": connections,
         "brokers": [{"node_id": n, "address": a, "rack": racks.get(n)} for n, a in sorted(brokers.items())],
         "groups": [],
-        "group_health": [],  # the consumer groups over time: not in the Spark tables yet
+        "group_health": _group_health(base, capture_set),
+        # the other insights (producers, transactions, end-to-end latency): not in the tables
+        **{k: [] for k in INSIGHT_TABLES if k != "group_health"},
         "tls": [],
         "anomalies": stats.anomaly_rows(),
     }
+
+
+def _group_health(base: str, capture_set: str | None) -> list[dict]:
+    """``stats``' consumer-group rows, as each piece's analysis made them (the table's columns
+    but the piece's and the partition's): by group, then piece. Tables written before the
+    groups were (no ``group_health/``) have none."""
+    if not os.path.isdir(os.path.join(base, "group_health")):
+        return []
+    rows = _table(base, "group_health", None, capture_set).to_pylist()
+    rows.sort(key=lambda r: (r["group_id"], r["capture"]))
+    return [{k: v for k, v in r.items() if k not in ("capture", "capture_set")} for r in rows]
 
 
 def _learn(base: str, capture_set: str | None) -> tuple[dict, dict, dict]:

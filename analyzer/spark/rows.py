@@ -16,6 +16,7 @@ from pyspark.sql.types import (
     ArrayType,
     BinaryType,
     BooleanType,
+    DataType,
     DoubleType,
     IntegerType,
     LongType,
@@ -156,12 +157,124 @@ RECORD = _struct(
     ("codec", _STR),
 )
 
+# -- the consumer groups (analyzer.session.insights.GroupInsights): the export's objects of each
+# type (analyzer/export/schema.json) and stats' group_health rows, each with its piece (capture)
+
+_STRS = ArrayType(_STR)
+
+GENERATION = _struct(
+    ("capture", _STR),
+    ("group", _STR),
+    ("generation", _INT),
+    ("time", _DOUBLE),
+    ("protocol_type", _STR),
+    ("protocol_name", _STR),
+    ("leader", _STR),
+    (
+        "members",
+        ArrayType(
+            _struct(
+                ("member_id", _STR),
+                ("instance_id", _STR),
+                ("client_id", _STR),
+                ("client", _STR),
+                ("assignment", MapType(_STR, ArrayType(_INT))),  # topic -> partitions
+            )
+        ),
+    ),
+)
+
+REBALANCE = _struct(
+    ("capture", _STR),
+    ("group", _STR),
+    ("protocol", _STR),  # "classic" | "consumer" (KIP-848)
+    ("generation_before", _INT),
+    ("generation_after", _INT),  # null: it did not finish in the capture
+    ("start", _DOUBLE),
+    ("end", _DOUBLE),
+    ("duration_ms", _DOUBLE),
+    ("join_ms", _DOUBLE),
+    ("sync_ms", _DOUBLE),
+    ("members_before", _STRS),
+    ("members_after", _STRS),
+    ("joined", _STRS),
+    ("left", _STRS),
+    ("evicted", _STRS),
+    ("straggler", _STR),
+    ("cause", _STR),
+    ("pause_ms", _DOUBLE),  # the longest of its pauses
+    (
+        "pauses",
+        ArrayType(
+            _struct(
+                ("topic", _STR),
+                ("partition", _INT),
+                ("member", _STR),
+                ("last_fetch", _DOUBLE),
+                ("first_fetch", _DOUBLE),
+                ("pause_ms", _DOUBLE),
+            )
+        ),
+    ),
+)
+
+LAG = _struct(
+    ("capture", _STR),
+    ("group", _STR),
+    ("topic", _STR),
+    ("partition", _INT),
+    ("time", _DOUBLE),  # of the commit
+    ("committed_offset", _LONG),
+    ("end_offset", _LONG),
+    ("lag", _LONG),
+    ("lag_seconds", _DOUBLE),
+    ("position", _LONG),
+    ("position_lag", _LONG),
+)
+
+_STATUS_PARTITION = _struct(
+    ("topic", _STR), ("partition", _INT), ("status", _STR), ("lag", _LONG), ("lag_seconds", _DOUBLE)
+)
+
+CONSUMER_STATUS = _struct(
+    ("capture", _STR),
+    ("group", _STR),
+    ("time", _DOUBLE),  # the piece's end
+    ("status", _STR),  # Burrow's: OK, WARN, ERR, STOP, STALL, REWIND, NOTFOUND
+    ("complete", _DOUBLE),
+    ("partitions", ArrayType(_STATUS_PARTITION)),
+    ("coverage", _STR),
+)
+
+GROUP_HEALTH = _struct(
+    ("capture", _STR),
+    ("group_id", _STR),
+    ("rebalances", _LONG),
+    ("longest_rebalance_ms", _DOUBLE),
+    ("rebalancing_ms", _DOUBLE),
+    ("longest_pause_ms", _DOUBLE),
+    ("paused_ms", _DOUBLE),
+    ("status", _STR),
+    ("max_lag", _LONG),
+    ("max_lag_s", _DOUBLE),
+    ("coverage", _STR),
+)
+
+GROUP_TABLES = {
+    "generation": GENERATION,
+    "rebalance": REBALANCE,
+    "lag": LAG,
+    "consumer_status": CONSUMER_STATUS,
+    "group_health": GROUP_HEALTH,
+}
+
 TABLES = {
     "exchange": EXCHANGE,
     "issue": ISSUE,
     "connection": CONNECTION,
     "capture": CAPTURE,
     "record": RECORD,
+    **GROUP_TABLES,
 }
 # one row per event: its kind, and the struct of that kind (the others null)
 EVENT = StructType([StructField("kind", _STR, False)] + [StructField(k, t, True) for k, t in TABLES.items()])
@@ -478,3 +591,35 @@ def connection_row(capture: str, info) -> ConnectionRow:
         info.closed,
         info.not_kafka,
     )
+
+
+def group_rows(capture: str, insights, now: float | None) -> list[tuple]:
+    """The :data:`EVENT` rows of a piece's consumer groups: ``insights`` a
+    :class:`~analyzer.session.insights.GroupInsights` that saw the whole piece in capture order,
+    ``now`` the piece's end (its last packet's time; None without packets), as ``export`` and
+    ``stats`` give them the capture's."""
+    out = []
+    for obj in insights.objects(now):
+        kind = obj["type"]
+        out.append(event(kind, _conform(TABLES[kind], {**obj, "capture": capture})))
+    for row in insights.table(now):
+        out.append(event("group_health", _conform(GROUP_HEALTH, {**row, "capture": capture})))
+    return out
+
+
+def _conform(t: DataType, v: Any) -> Any:
+    """A plain value (the export's JSON data) as Spark takes it for type ``t``: structs as tuples
+    of their fields in order, numbers as the column's (an int in a double column is a float)."""
+    if v is None:
+        return None
+    if isinstance(t, StructType):
+        return tuple(_conform(f.dataType, v.get(f.name)) for f in t.fields)
+    if isinstance(t, ArrayType):
+        return [_conform(t.elementType, x) for x in v]
+    if isinstance(t, MapType):
+        return {k: _conform(t.valueType, x) for k, x in v.items()}
+    if isinstance(t, DoubleType):
+        return float(v)
+    if isinstance(t, LongType | IntegerType):
+        return int(v)
+    return v

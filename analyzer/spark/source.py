@@ -20,7 +20,11 @@ tables are views of it:
 * ``connections``: one row per TCP connection (:data:`CONNECTION`);
 * ``captures``: one row per piece (:data:`CAPTURE`);
 * ``records`` (``records=True`` only): every record a producer sent or a consumer fetched
-  (:data:`RECORD`).
+  (:data:`RECORD`);
+* the consumer groups of each piece, followed over all its connections in capture order
+  (:class:`~analyzer.session.insights.GroupInsights`, as ``export`` and ``stats`` follow them):
+  ``generations``, ``rebalances``, ``lag``, ``consumer_status`` (the export's objects of those
+  types, with the piece's ``capture``) and ``group_health`` (``stats``' rows).
 
 :func:`write_tables` writes them as Parquet (zstd), partitioned by ``date``/``hour`` (UTC, of
 each row's time) and ``capture_set``.
@@ -69,6 +73,7 @@ from analyzer.spark.rows import (  # noqa: F401 - re-exported
     connection_row,
     event,
     exchange_row,
+    group_rows,
     issue_row,
     record_rows,
 )
@@ -125,6 +130,7 @@ def analyze_piece(  # noqa: C901 - one loop dispatching every event kind to its 
     from analyzer.issues import SPARK_ANALYSIS_FAILED
     from analyzer.model import Exchange, Severity
     from analyzer.pipeline import Analysis
+    from analyzer.session.insights import GroupInsights
     from analyzer.tls.keylog import KeyLog
 
     keylog = None
@@ -190,13 +196,16 @@ def analyze_piece(  # noqa: C901 - one loop dispatching every event kind to its 
             elif t is ConnectionEnd:
                 rows.append(event("connection", connection_row(file_of(None), ev.conn)))
 
+    groups = GroupInsights(topic_ids)  # the consumer groups, over the whole piece in order
+    stopped = False
     try:
-        for _batch in a.steps(RowBuilder()):
+        for _batch in a.steps(RowBuilder(), groups):
             yield from rows
             rows.clear()
     except MemoryError:
         raise
     except Exception as exc:  # a bug must not fail the whole job: report it as the file's issue
+        stopped = True
         yield from rows  # what came before it
         issues += 1
         damaged = True
@@ -223,6 +232,7 @@ def analyze_piece(  # noqa: C901 - one loop dispatching every event kind to its 
         if f is not None:
             f.close()
     outcome = a.outcome()
+    yield from _group_rows(name, groups, outcome, stopped)
     yield event(
         "capture",
         CaptureRow(
@@ -244,6 +254,22 @@ def analyze_piece(  # noqa: C901 - one loop dispatching every event kind to its 
             where,
         ),
     )
+
+
+def _group_rows(name: str, groups, outcome, stopped: bool) -> Iterator[tuple]:
+    """The piece's consumer groups at its end (what was seen before an analysis that stopped:
+    its issue says so)."""
+    try:
+        if stopped:
+            groups.done(outcome)
+        made = group_rows(name, groups, outcome.last_ts if outcome.packets else None)
+    except MemoryError:
+        raise
+    except Exception:  # noqa: BLE001 - after a failure the state may be half-made: no rows then
+        if not stopped:
+            raise
+        return
+    yield from made
 
 
 def _unreadable(uri: str, size, message: str) -> Iterator[tuple]:
@@ -380,6 +406,12 @@ class Analysis:
         self.connections = self._kind("connection")
         self.captures = self._kind("capture")
         self.records = self._kind("record") if records else None
+        # the consumer groups of each piece (GroupInsights over the piece in capture order)
+        self.generations = self._kind("generation")
+        self.rebalances = self._kind("rebalance")
+        self.lag = self._kind("lag")
+        self.consumer_status = self._kind("consumer_status")
+        self.group_health = self._kind("group_health")
 
     def _kind(self, kind: str) -> DataFrame:
         return self.events.where(F.col("kind") == kind).select(f"{kind}.*")
@@ -512,8 +544,9 @@ def _partitioned(df: DataFrame, ts: str, capture_set: str) -> DataFrame:
 def write_tables(a: Analysis, out: str, capture_set: str, mode: str = "overwrite") -> dict[str, str]:
     """Write the tables as Parquet (zstd) under ``out``: ``exchanges``, ``issues``,
     ``connections`` (and ``records`` when the analysis has them), partitioned by
-    ``date=``/``hour=`` (UTC) and ``capture_set=``; ``captures`` (one row per piece) partitioned
-    by ``capture_set=`` only. Each task writes its own rows: no shuffle. ``mode``: Spark's save
+    ``date=``/``hour=`` (UTC) and ``capture_set=``; ``captures`` (one row per piece) and the
+    consumer groups' (:func:`group_tables`: a few rows per group) partitioned by
+    ``capture_set=`` only. Each task writes its own rows: no shuffle. ``mode``: Spark's save
     mode (``overwrite`` replaces only the partitions written, so several capture sets can share
     ``out``). Returns the tables' paths by name."""
     tables = {"exchanges": a.exchanges, "issues": a.issues, "connections": a.connections}
@@ -531,14 +564,26 @@ def write_tables(a: Analysis, out: str, capture_set: str, mode: str = "overwrite
             .partitionBy("date", "hour", "capture_set")
             .parquet(paths[name])
         )
-    paths["captures"] = f"{base}/captures"
-    (
-        a.captures.coalesce(1)
-        .withColumn("capture_set", F.lit(capture_set))
-        .write.mode(mode)
-        .option("compression", "zstd")
-        .option("partitionOverwriteMode", "dynamic")
-        .partitionBy("capture_set")
-        .parquet(paths["captures"])
-    )
+    small = {"captures": a.captures.coalesce(1), **group_tables(a)}
+    for name, df in small.items():  # a few rows per piece: partitioned by capture_set only
+        paths[name] = f"{base}/{name}"
+        (
+            df.withColumn("capture_set", F.lit(capture_set))
+            .write.mode(mode)
+            .option("compression", "zstd")
+            .option("partitionOverwriteMode", "dynamic")
+            .partitionBy("capture_set")
+            .parquet(paths[name])
+        )
     return paths
+
+
+def group_tables(a: Analysis) -> dict[str, DataFrame]:
+    """The consumer groups' tables of an analysis, by the name :func:`write_tables` gives them."""
+    return {
+        "generations": a.generations,
+        "rebalances": a.rebalances,
+        "lag": a.lag,
+        "consumer_status": a.consumer_status,
+        "group_health": a.group_health,
+    }

@@ -34,10 +34,18 @@ their file. Then:
    connections, which other owners may have); with the Parquet output, the exchange and issue
    events are numbered in the order one run emits them (``seq``: the owners send the packet
    number of each event, the end's by connection) and each exchange's ``state`` gets the
-   connection id, the judged quirk, the names and the client software one run has there.
+   connection id, the judged quirk, the names and the client software one run has there;
+5. **groups**: each owner also sends each exchange's part of the consumer groups
+   (:meth:`~analyzer.session.insights.GroupInsights.facts`, computed with its connections' fetch
+   sessions, and the exchange itself when the timeline
+   :meth:`~analyzer.session.insights.GroupInsights.wants` it) and the topic ids the knowledge
+   learnt; a second shuffle brings a piece's parts to one task, sorted in one run's order, which
+   follows the groups as ``export -j``'s merge does (a packet's parts once the topic ids of all
+   its exchanges are learnt) and makes the piece's group rows.
 
 The exchanges, issues, connections and records (and ``check --parquet``'s ``seq`` and ``state``,
-the captures row's verdict) are those of analysing the piece whole in one task.
+the captures row's verdict, the consumer groups' rows) are those of analysing the piece whole in
+one task.
 """
 
 from __future__ import annotations
@@ -85,6 +93,7 @@ from analyzer.model import Exchange, Issue, Severity
 from analyzer.pipeline import Outcome
 from analyzer.reassembly.packet import decode_tcp
 from analyzer.session.groups import GroupMembers, member_change
+from analyzer.session.insights import GroupInsights
 from analyzer.session.knowledge import LEARNS_FROM, Knowledge
 from analyzer.spark.pieces import TASK_BYTES, Named, Piece, open_ranged
 from analyzer.spark.rows import (
@@ -96,13 +105,15 @@ from analyzer.spark.rows import (
     connection_row,
     event,
     exchange_row,
+    group_rows,
     issue_row,
     record_rows,
     row_of,
 )
 from analyzer.tls.keylog import KeyLog
 
-_ROW, _KNOW, _OPENS, _SPLITS, _FAILED, _ORDER = range(6)  # what the owners send: a row, or the driver's part
+# what the owners send: a row, the driver's part, or an exchange's part of the consumer groups
+_ROW, _KNOW, _OPENS, _SPLITS, _FAILED, _ORDER, _GROUP = range(7)
 
 
 def _memoryview_as_bytes(m: memoryview):
@@ -237,6 +248,12 @@ class _RowShare(Share):
                 )
                 if ev.api_key in LEARNS_FROM:
                     out.append((_KNOW, fno, owner, batch, self._seq, ev.conn.id, _learnt(ev)))
+                # the groups' part (GroupInsights.wants/facts; this owner's fetch sessions)
+                told = self.insights.groups.facts(ev)
+                wants = GroupInsights.wants(ev)
+                if told is not None or wants:
+                    timeline = ev if wants else None
+                    out.append((_GROUP, fno, owner, batch, self._seq, ev.conn.id, (timeline, told)))
             elif t is ConnIssue:
                 self.issues += 1
                 named = unnamed(ev.issue.message)
@@ -701,8 +718,9 @@ def analyze_split(
         .mapPartitions(partial(_own, names=names, opts=opts))
         .persist(StorageLevel.DISK_ONLY)
     )
-    small = owned.filter(lambda it: it[0] != _ROW).collect()
+    small = owned.filter(lambda it: it[0] != _ROW and it[0] != _GROUP).collect()
     tables: dict[int, tuple | None] = {}
+    finals: dict[int, tuple[str, float | None]] = {}  # each piece's name and end (its groups' now)
     rows: list[tuple] = []
     again: list[Piece] = []
     tracked = max(opts.get("limits", DEFAULT_LIMITS).max_connections, 1)
@@ -726,10 +744,79 @@ def analyze_split(
                 keylog = [*keylog, SPARK_ANALYSIS_FAILED(stopped)]
         exchanges = sum(it[4] for it in ends)
         issues = sum(it[5] for it in ends)
-        rows += _capture_rows(piece, cuts, walks, len(idmap), exchanges, issues, keylog, order.total, opts)
+        made = _capture_rows(piece, cuts, walks, len(idmap), exchanges, issues, keylog, order.total, opts)
+        finals[fno] = (piece.name, CaptureRow._make(row_of(made[-1])).last_ts)
+        rows += made
     # (broadcast: the events' batches are 8 bytes an event, read by every task)
-    stitched = owned.mapPartitions(partial(_stitch, shared=sc.broadcast(tables)))
-    return stitched.union(sc.parallelize(rows, 1)), owned, again
+    shared = sc.broadcast(tables)
+    stitched = owned.mapPartitions(partial(_stitch, shared=shared))
+    groups = (
+        owned.mapPartitions(partial(_group_parts, shared=shared))
+        .repartitionAndSortWithinPartitions(max(1, len(files)), _piece_of)
+        .mapPartitions(partial(_groups, finals=finals))
+    )
+    return stitched.union(sc.parallelize(rows, 1)).union(groups), owned, again
+
+
+_LEARN, _APPLY = 0, 1  # in a batch, what the knowledge learnt comes before the groups' parts
+
+
+def _group_parts(items: Iterable[tuple], shared) -> Iterator[tuple]:
+    """The consumer groups' parts of an owner's exchanges and what the knowledge learnt (the
+    topic ids), keyed by their place in one run's order: ``(piece, batch, connection at the
+    end, seq, _LEARN | _APPLY)``."""
+    tables: dict = shared.value
+    for it in items:
+        tag = it[0]
+        if (tag != _GROUP and tag != _KNOW) or tables[it[1]] is None:
+            continue
+        fno, owner, batch, seq, local = it[1:6]
+        conn = tables[fno][0][(owner, local)]
+        key = (fno, *order_key(batch, seq, conn))
+        if tag == _KNOW:
+            yield (*key, _LEARN), it[6][0]
+        else:
+            yield (*key, _APPLY), it[6]
+
+
+def _piece_of(key: tuple) -> int:
+    return key[0]
+
+
+def _groups(items: Iterable[tuple], finals: dict) -> Iterator[tuple]:
+    """The consumer groups of each piece from their parts in one run's order, as
+    ``export -j``'s merge follows them (:func:`analyzer.export.parallel.combine`): a packet's
+    parts once the knowledge learnt from all of its exchanges (the end's: from all of them)."""
+    piece: int | None = None
+    insights = GroupInsights()
+    topic_ids: dict[str, str] = {}
+    at = None
+    pending: list[tuple] = []
+    for (fno, batch, _conn, _seq, what), value in items:
+        if fno != piece:
+            if piece is not None:
+                yield from _group_rows_of(insights, pending, finals[piece])
+            piece, at, pending = fno, None, []
+            topic_ids = {}
+            insights = GroupInsights(topic_ids)
+        if batch != at:
+            for part in pending:
+                insights.apply(*part)
+            at, pending = batch, []
+        if what == _LEARN:
+            topic_ids.update(value)
+        else:
+            pending.append(value)
+    if piece is not None:
+        yield from _group_rows_of(insights, pending, finals[piece])
+
+
+def _group_rows_of(insights: GroupInsights, pending: list[tuple], end: tuple) -> list[tuple]:
+    for part in pending:
+        insights.apply(*part)
+    insights.done()
+    name, now = end
+    return group_rows(name, insights, now)
 
 
 def owner_parts(size: int, splits: int, cores: int) -> int:
