@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import aiokafka, groups, kafka_go, kafka_python, kafkajs, librdkafka, mock, sarama, tansu
+from . import aiokafka, groups, kafka_go, kafka_python, kafkajs, librdkafka, mock, producers, sarama, tansu
 from .core import Scenario
 
 CLIENTS: dict[str, ModuleType] = {
@@ -25,6 +25,7 @@ SOURCES: tuple[ModuleType, ...] = (
     sarama,
     kafka_go,
     groups,
+    producers,
 )
 
 
