@@ -60,9 +60,11 @@ class Injector:
     def errors(self, errors: list[int], api: int = PRODUCE, why: str = "") -> None:
         """The cluster's next ``len(errors)`` answers to ``api`` (any broker, any client) carry
         these errors, one each (every partition of the answer); nothing is written."""
+        start = now()  # every earlier request was sent (and answered) before this
         mock_control(self.ctx.bootstrap, "push_request_errors", api=api, errors=errors)
         self.truth(
             "inject",
+            start=start,
             fn="rd_kafka_mock_push_request_errors",
             api=api,
             broker=None,
@@ -75,6 +77,7 @@ class Injector:
     ) -> None:
         """The next answers of ``broker`` to ``api``: (error, delay ms) each; error 0 with a delay is
         a good answer (the request is processed, so a Produce is written) sent late."""
+        start = now()  # every earlier request was sent (and answered) before this
         mock_control(
             self.ctx.bootstrap,
             "broker_push_request_error_rtts",
@@ -84,6 +87,7 @@ class Injector:
         )
         self.truth(
             "inject",
+            start=start,
             fn="rd_kafka_mock_broker_push_request_error_rtts",
             api=api,
             broker=broker,
@@ -92,8 +96,17 @@ class Injector:
         )
 
     def rtt(self, broker: int, ms: int, why: str = "") -> None:
+        start = now()  # every earlier request was sent (and answered) before this
         mock_control(self.ctx.bootstrap, "broker_set_rtt", broker=broker, ms=ms)
-        self.truth("inject", fn="rd_kafka_mock_broker_set_rtt", api=None, broker=broker, rtt_ms=ms, why=why)
+        self.truth(
+            "inject",
+            start=start,
+            fn="rd_kafka_mock_broker_set_rtt",
+            api=None,
+            broker=broker,
+            rtt_ms=ms,
+            why=why,
+        )
 
 
 class Prod:
