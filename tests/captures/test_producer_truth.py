@@ -168,9 +168,9 @@ def test_every_delivery_report_follows_its_produce_answer(entry):
                 if base == -1 and dr_offset == -1 + idx:
                     found = ex  # the mock's duplicate answer
                     dedup += 1
-                elif d["offset"] is not None and base + idx == d["offset"]:
-                    found = ex
-                elif d["offset"] is None and c["config"].get("acks") == "0":
+                elif (d["offset"] is not None and base + idx == d["offset"]) or (
+                    d["offset"] is None and c["config"].get("acks") == "0"  # acks=0: no offset
+                ):
                     found = ex
             assert found is not None, (name, d)
             assert found.request.frame.ts_first >= d["produce_t"] - SLACK_S, (name, d)
@@ -263,7 +263,7 @@ def test_retries_timeouts_and_duplicates_on_the_wire(name):
         later = [ex for ex in produces if ex.request.frame.ts_first >= inj["start"]]
         if inj["broker"] is not None:
             later = [ex for ex in later if broker_port(ex) == ports[inj["broker"] - 1]]
-        for code, err_name, delay_ms in inj["errors"]:
+        for code, _name, delay_ms in inj["errors"]:
             if delay_ms == 0:
                 assert any(code in {e for e, _ in answers(ex).values()} for ex in later), (inj, code)
                 continue
