@@ -567,7 +567,11 @@ def scenario_txn(ctx: Ctx) -> None:
             )
         for m in msgs:
             key = m.key().decode()
-            tx.send(TXN_OUT, key.replace("-in-", "-out-"), partition=m.partition(), txn=f"round {r}")
+            out = key.replace("-in-", "-out-")
+            # the value names the round: an aborted record done again is another record
+            tx.send(
+                TXN_OUT, out, partition=m.partition(), value=f"v-{out}-round-{r}-{FILLER}", txn=f"round {r}"
+            )
         positions = [
             TopicPartition(t, p, o)
             for (t, p), o in sorted({(m.topic(), m.partition()): m.offset() + 1 for m in msgs}.items())
