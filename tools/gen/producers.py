@@ -499,9 +499,10 @@ def scenario_txn(ctx: Ctx) -> None:
     """Consume-transform-produce: a source writes 15 records to ``ptx-in``; a processor (group
     g-ptx, read_committed) reads 3 at a time and a transactional producer writes each as a
     record to ``ptx-out`` and commits the consumer's positions in the transaction
-    (send_offsets_to_transaction): 5 rounds, the second aborted (the processor seeks back and
-    the third does it again), the fourth with a Produce answer delayed past the request timeout
-    (the resend is answered by the mock's duplicate detection). Then a second transactional
+    (send_offsets_to_transaction) in rounds until every input is committed (6 here), the second
+    aborted (the processor seeks back and a later round does it again), the fourth with a
+    Produce answer delayed past the request timeout (the resend is answered by the mock's
+    duplicate detection). Then a second transactional
     producer (transaction.timeout.ms 2000) writes 2 records and never ends its transaction;
     a read_committed and a read_uncommitted reader read ``ptx-out`` and the capture ends more
     than the transaction timeout later, without EndTxn."""
@@ -798,10 +799,10 @@ def scenarios() -> list[Scenario]:
             scenario_txn,
             "none",
             "Transactions: consume-transform-produce (a read_committed group member reads ptx-in, "
-            "a transactional producer writes ptx-out and send_offsets_to_transaction) in 5 "
-            "transactions, 4 committed and 1 aborted (then redone), one with a Produce answer "
-            "delayed past the request timeout; then a second transactional producer "
-            "(transaction.timeout.ms 2000) leaves its transaction open (no EndTxn) while a "
+            "a transactional producer writes ptx-out and send_offsets_to_transaction) in "
+            "transactions until every input is committed (6: 5 committed, 1 aborted and redone), "
+            "one with a Produce answer delayed past the request timeout; then a second "
+            "transactional producer (transaction.timeout.ms 2000) leaves its transaction open (no EndTxn) while a "
             "read_committed and a read_uncommitted reader read ptx-out.",
         ),
         scn(
