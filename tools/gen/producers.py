@@ -802,8 +802,8 @@ def scenarios() -> list[Scenario]:
             "a transactional producer writes ptx-out and send_offsets_to_transaction) in "
             "transactions until every input is committed (6: 5 committed, 1 aborted and redone), "
             "one with a Produce answer delayed past the request timeout; then a second "
-            "transactional producer (transaction.timeout.ms 2000) leaves its transaction open (no EndTxn) while a "
-            "read_committed and a read_uncommitted reader read ptx-out.",
+            "transactional producer (transaction.timeout.ms 2000) leaves its transaction open "
+            "(no EndTxn) while a read_committed and a read_uncommitted reader read ptx-out.",
         ),
         scn(
             "producer-mix",
