@@ -23,7 +23,11 @@ MANIFEST = (
     json.loads((CAPTURES / "manifest.json").read_text()) if (CAPTURES / "manifest.json").exists() else []
 )
 # the group scenarios' (group-internal's truth lists the records it wrote: test_internal_capture.py)
-ENTRIES = [e for e in MANIFEST if e.get("truth") and e["scenario"] != "group-internal"]
+ENTRIES = [
+    e
+    for e in MANIFEST
+    if e.get("truth") and e["scenario"].startswith("group-") and e["scenario"] != "group-internal"
+]
 CLIENT_DELAY_S = 0.5  # a callback follows the answer it reports by less than this
 INVALID = -1001  # librdkafka's OFFSET_INVALID
 

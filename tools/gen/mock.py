@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -49,6 +52,13 @@ def _librdkafka() -> ctypes.CDLL:
         "rd_kafka_mock_set_controller_id": (None, [vp, ctypes.c_int32]),
         "rd_kafka_mock_set_apiversion": (i32, [vp, ctypes.c_int16, ctypes.c_int16, ctypes.c_int16]),
         "rd_kafka_mock_broker_set_host_port": (None, [vp, ctypes.c_int32, cp, i32]),
+        "rd_kafka_mock_push_request_errors_array": (
+            None,
+            [vp, ctypes.c_int16, ctypes.c_size_t, ctypes.POINTER(ctypes.c_int)],
+        ),
+        "rd_kafka_mock_broker_set_rtt": (i32, [vp, ctypes.c_int32, i32]),
+        "rd_kafka_mock_clear_request_errors": (None, [vp, ctypes.c_int16]),
+        "rd_kafka_mock_partition_set_leader": (i32, [vp, cp, ctypes.c_int32, ctypes.c_int32]),
         **{f"rd_kafka_mock_{fn}": (None, [vp, i32]) for fn in MOCK_SETTINGS.values()},
     }
     for name, (res, args) in sigs.items():
@@ -116,9 +126,108 @@ def serve_mock(
         for broker_id, port in enumerate(ports, 1):
             lib.rd_kafka_mock_broker_set_host_port(mcluster, broker_id, HOST.encode(), port)
         bootstrap = ",".join(f"{HOST}:{p}" for p in ports)
+    control = start_control(lib, mcluster, bootstrap)
     print(bootstrap, flush=True)
     sys.stdin.read()
+    control.close()
     os._exit(0)  # skip librdkafka's teardown: the process is done
+
+
+# Error injection from a scenario's worker (another process): a Unix socket in the abstract
+# namespace (nothing on the file system, nothing on the captured loopback), one JSON request per
+# connection, answered with one JSON line. Requests (``op``):
+#   push_request_errors   {"api": 0, "errors": [6, 7]}: the cluster's next answers to that API
+#   broker_push_request_error_rtts {"broker": 1, "api": 0, "errors": [[0, 6000]]}: (error, delay
+#                         in ms) for the next answers of one broker; error 0 delays a good answer
+#   partition_push_request_errors {"topic": t, "partition": 0, "api": 0, "errors": [...]}
+#   broker_set_rtt        {"broker": 1, "ms": 0}: delay every answer of that broker
+#   clear_request_errors  {"api": 0}
+#   partition_set_leader  {"topic": t, "partition": 0, "broker": 2}
+# rd_kafka_mock_* with variadic arguments are called with every argument typed (C int).
+def control_address(bootstrap: str) -> str:
+    return f"\0kgen-mock-{ports_of(bootstrap)[0]}"
+
+
+def _control_call(lib: ctypes.CDLL, mcluster: int, req: dict) -> dict:
+    c_int, vp = ctypes.c_int, ctypes.c_void_p(mcluster)
+    op = req["op"]
+    if op == "push_request_errors":
+        errs = [int(e) for e in req["errors"]]
+        arr = (c_int * len(errs))(*errs)
+        lib.rd_kafka_mock_push_request_errors_array(vp, req["api"], len(errs), arr)
+        return {"ok": True}
+    if op == "broker_push_request_error_rtts":
+        fn = lib.rd_kafka_mock_broker_push_request_error_rtts
+        fn.restype = c_int
+        flat = [c_int(int(x)) for pair in req["errors"] for x in pair]
+        rc = fn(
+            vp,
+            ctypes.c_int32(req["broker"]),
+            ctypes.c_int16(req["api"]),
+            ctypes.c_size_t(len(req["errors"])),
+            *flat,
+        )
+        return {"ok": rc == 0, "rc": rc}
+    if op == "partition_push_request_errors":
+        fn = lib.rd_kafka_mock_partition_push_request_errors
+        fn.restype = None
+        errs = [c_int(int(e)) for e in req["errors"]]
+        fn(
+            vp,
+            ctypes.c_char_p(req["topic"].encode()),
+            ctypes.c_int32(req["partition"]),
+            ctypes.c_int16(req["api"]),
+            ctypes.c_size_t(len(errs)),
+            *errs,
+        )
+        return {"ok": True}
+    if op == "broker_set_rtt":
+        return {"ok": lib.rd_kafka_mock_broker_set_rtt(vp, req["broker"], req["ms"]) == 0}
+    if op == "clear_request_errors":
+        lib.rd_kafka_mock_clear_request_errors(vp, req["api"])
+        return {"ok": True}
+    if op == "partition_set_leader":
+        rc = lib.rd_kafka_mock_partition_set_leader(
+            vp, req["topic"].encode(), req["partition"], req["broker"]
+        )
+        return {"ok": rc == 0, "rc": rc}
+    return {"ok": False, "error": f"unknown op {op!r}"}
+
+
+def start_control(lib: ctypes.CDLL, mcluster: int, bootstrap: str) -> socket.socket:
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(control_address(bootstrap))
+    srv.listen(8)
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            with conn, conn.makefile("rwb") as fh:
+                try:
+                    answer = _control_call(lib, mcluster, json.loads(fh.readline()))
+                except Exception as exc:  # noqa: BLE001 - the answer says what failed
+                    answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+                fh.write(json.dumps(answer).encode() + b"\n")
+                fh.flush()
+
+    threading.Thread(target=serve, name="mock-control", daemon=True).start()
+    return srv
+
+
+def mock_control(bootstrap: str, op: str, **args: object) -> dict:
+    """Ask the scenario's mock cluster (its serving process) to inject errors or delays."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.connect(control_address(bootstrap))
+        with s.makefile("rwb") as fh:
+            fh.write(json.dumps({"op": op, **args}).encode() + b"\n")
+            fh.flush()
+            answer = json.loads(fh.readline())
+    if not answer.get("ok"):
+        raise RuntimeError(f"mock control {op} {args}: {answer}")
+    return answer
 
 
 @contextlib.contextmanager

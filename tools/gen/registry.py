@@ -8,7 +8,19 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import aiokafka, groups, internal, kafka_go, kafka_python, kafkajs, librdkafka, mock, sarama, tansu
+from . import (
+    aiokafka,
+    groups,
+    internal,
+    kafka_go,
+    kafka_python,
+    kafkajs,
+    librdkafka,
+    mock,
+    producers,
+    sarama,
+    tansu,
+)
 from .core import Scenario
 
 CLIENTS: dict[str, ModuleType] = {
@@ -26,6 +38,7 @@ SOURCES: tuple[ModuleType, ...] = (
     kafka_go,
     groups,
     internal,
+    producers,
 )
 
 

@@ -17,14 +17,25 @@ from tests.helpers.captures import CAPTURES, is_tls_capture
 
 MANIFEST = {e["file"]: e for e in json.loads((CAPTURES / "manifest.json").read_text())}
 KEYS = "\n".join(p.read_text() for p in sorted(CAPTURES.glob("*.keys")))
-PRODUCED = sorted(n for n, e in MANIFEST.items() if any(r["offset"] is not None for r in e["produced"]))
+# (the producer-* scenarios, errors injected on purpose, are tests/captures/test_producer_truth.py's;
+# producer-txn's markers and the mock's duplicate answers leave its delivery offsets apart)
+PRODUCED = sorted(
+    n
+    for n, e in MANIFEST.items()
+    if any(r["offset"] is not None for r in e["produced"]) and n != "producer-txn.pcap"
+)
 # recordings whose consumers commit nothing: assign() readers (acks0), kafka-python at
 # api_version 0.8.2 (no group API), sarama against Tansu (its group session never joins)
 UNCOMMITTED = {"librdkafka-acks0.pcap", "tansu-librdkafka-acks0.pcap", "kafka-python-0.8.2-none.pcap"}
 UNCOMMITTED.add("tansu-sarama-zstd.pcap")
-# (the group-* scenarios, several groups each, are tests/captures/test_group_insights.py's)
+# (the group-* scenarios, several groups each, are tests/captures/test_group_insights.py's; the
+# producer-idempotent and producer-plain readers commit nothing; producer-txn's processor commits
+# through its transactions, consume-transform-produce, checked by test_producer_truth.py)
+UNCOMMITTED |= {"producer-idempotent.pcap", "producer-plain.pcap"}
 COMMITTED = sorted(
-    n for n, e in MANIFEST.items() if e["consumed"] and n not in UNCOMMITTED and not n.startswith("group-")
+    n
+    for n, e in MANIFEST.items()
+    if e["consumed"] and n not in UNCOMMITTED and not n.startswith("group-") and n != "producer-txn.pcap"
 )
 
 

@@ -24,12 +24,18 @@ NO_GROUP = {
     "librdkafka-txn.pcap",
     "kafka-python-0.8.2-none.pcap",
     "tansu-sarama-zstd.pcap",
+    "producer-idempotent.pcap",
+    "producer-plain.pcap",
 }
-# (the group-* scenarios, several members and groups each, are tests/captures/test_group_insights.py's)
+# (the group-* scenarios, several members and groups each, are tests/captures/test_group_insights.py's;
+# producer-txn has a group member beside assign() readers: tests/captures/test_producer_truth.py's)
 GROUPED = sorted(
     name
     for name, e in MANIFEST.items()
-    if e["consumed"] and name not in NO_GROUP and not name.startswith("group-")
+    if e["consumed"]
+    and name not in NO_GROUP
+    and not name.startswith("group-")
+    and name != "producer-txn.pcap"
 )
 
 
