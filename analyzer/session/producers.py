@@ -11,8 +11,10 @@ A consumer (:meth:`ProducerTracker.event` per event, in capture order) of Produc
   is a retry (an identical batch after a good answer is a new one);
 * a **retry** is each later attempt; its ``error`` is what the attempt before it had got when
   it was sent ("no answer": none yet, the client timed out);
-* **duplicates written**: a batch answered without error at two or more base offsets (a plain
-  producer whose first attempt was written but timed out): its records are in the log twice;
+* **duplicates written**: a batch written at two or more base offsets, as Produce answers or
+  Fetch answers show it (a plain producer whose first attempt was written but timed out: its
+  first answer may never reach the capture, its records fetched at two offsets do): its records
+  are in the log twice (followed for the last :data:`WRITTEN_KEPT` batches of a partition);
 * **failed records**: a batch whose last attempt failed and none was written (lost unless the
   application sent them again); **unanswered**: a batch whose last attempt (acks not 0) got no
   answer in the capture;
@@ -40,9 +42,11 @@ from analyzer.dissect.constants import ApiKey, ErrorCode
 from analyzer.dissect.errors import error_name
 from analyzer.model import Exchange
 from analyzer.session.consumption import host_of
-from analyzer.session.walks import produced
+from analyzer.session.walks import fetched, produced
 
 KEPT = 64  # batches per producer and partition kept open for retries
+WRITTEN_KEPT = 10_000  # written batches per partition whose offsets are followed (duplicates)
+FETCHED = "fetched"  # the kind of a Fetch answer's facts
 RETRIES_KEPT = 10_000  # retry rows kept (the oldest go first; all are counted)
 UNDER_BATCHED = (50, 1.5, 10.0)  # at least this many batches, median records per batch under, requests/s over
 _FENCING = frozenset((ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH))
@@ -154,6 +158,9 @@ class ProducerTracker:
         self.open: dict[tuple, OrderedDict] = {}  # (producer, topic, partition) -> identity -> Batch
         self.retries: list[dict] = []
         self.retry_count = 0
+        # (topic, partition) -> identity -> [producer key, records, base offsets written]: a batch
+        # the capture saw produced, with every offset an answer or a Fetch showed it at
+        self.written: dict[tuple[str, int], OrderedDict] = {}
 
     # -- feeding ------------------------------------------------------------------------------------
     def event(self, ev) -> None:
@@ -165,7 +172,11 @@ class ProducerTracker:
         """What a Produce exchange tells, as plain values: (time, answer time, connection, correlation id,
         client id, client address, acks, transactional id, batches); each batch (topic ref,
         producer id, epoch, base sequence, records, CRC, bytes, codec, error code, base offset)."""
-        if type(ev) is not Exchange or ev.api_key != ApiKey.PRODUCE or ev.request is None:
+        if type(ev) is not Exchange or ev.request is None:
+            return None
+        if ev.api_key == ApiKey.FETCH:
+            return self._fetched(ev)
+        if ev.api_key != ApiKey.PRODUCE:
             return None
         req = ev.request.body
         if req is None:
@@ -216,7 +227,40 @@ class ProducerTracker:
             batches,
         )
 
+    @staticmethod
+    def _fetched(ev: Exchange) -> tuple | None:
+        """(FETCHED, [(topic ref, base offset, producer id, epoch, base sequence, records, CRC)])
+        of the record batches (v2, not control) a Fetch answer returned."""
+        if ev.response is None or ev.response.body is None:
+            return None
+        out = []
+        for fp in fetched(ev).answered:
+            for b in fp.batches:
+                base = b.get("base_offset")
+                if (
+                    b.get("magic") != 2
+                    or b.get("control")
+                    or not isinstance(base, int)
+                    or b.get("crc_ok") is False
+                ):
+                    continue
+                out.append(
+                    (
+                        fp.ref,
+                        base,
+                        b.get("producer_id", -1),
+                        b.get("producer_epoch", -1),
+                        b.get("base_sequence", -1),
+                        b.get("record_count") or 0,
+                        b.get("crc"),
+                    )
+                )
+        return (FETCHED, out) if out else None
+
     def apply(self, facts: tuple) -> None:
+        if facts[0] == FETCHED:
+            self._written_again(facts[1])
+            return
         t, answered, label, corr, client_id, client, acks, txn, batches = facts
         host = host_of(client)
         seen: set[tuple] = set()
@@ -247,6 +291,8 @@ class ProducerTracker:
     def _attempt(self, pv, key, tp, pid, epoch, seq, n, crc, size, codec, attempt: Attempt) -> None:  # noqa: PLR0913
         idempotent = pid >= 0 and isinstance(seq, int) and seq >= 0
         ident = (epoch, seq, n) if idempotent else (crc, n)
+        if attempt.error == ErrorCode.NONE and attempt.base_offset is not None:
+            self._wrote(tp, (pid, *ident) if idempotent else ident, key, n, attempt.base_offset)
         open_ = self.open.get((key, *tp))
         if open_ is None:
             open_ = self.open[(key, *tp)] = OrderedDict()
@@ -326,8 +372,6 @@ class ProducerTracker:
                 }
             )
         written = {a.base_offset for a in run if a.error == ErrorCode.NONE and a.base_offset is not None}
-        if len(written) > 1:
-            pv.duplicates_written += b.records * (len(written) - 1)
         if written or any(a.error in (ErrorCode.NONE, _WRITTEN_BEFORE, ACKS0) for a in run):
             return
         if run[-1].error == NO_ANSWER:
@@ -335,11 +379,46 @@ class ProducerTracker:
         else:
             pv.failed_records += b.records
 
+    def _wrote(self, tp: tuple[str, int], ident: tuple, key: tuple | None, n: int, base: int) -> None:
+        """A batch at ``base``: from a Produce answer (``key``: its producer) or a Fetch answer
+        (None), in whichever order they come."""
+        if base < 0:
+            return  # (the librdkafka mock answers a transactional resend with -1)
+        seen = self.written.get(tp)
+        if seen is None:
+            seen = self.written[tp] = OrderedDict()
+        w = seen.get(ident)
+        if w is None:
+            seen[ident] = [key, n, {base}]
+            if len(seen) > WRITTEN_KEPT:
+                self._count(seen.popitem(last=False)[1])
+        else:
+            w[2].add(base)
+            if key is not None:
+                w[0] = key
+
+    def _written_again(self, batches: list) -> None:
+        """Batches a Fetch returned: one found at two offsets, the capture having seen it
+        produced, was written twice (a plain producer's resend of a batch whose answer it gave
+        up on; that first answer may never reach the capture)."""
+        for ref, base, pid, epoch, seq, n, crc in batches:
+            idempotent = isinstance(pid, int) and pid >= 0 and isinstance(seq, int) and seq >= 0
+            self._wrote(self._name(ref), (pid, epoch, seq, n) if idempotent else (crc, n), None, n, base)
+
+    def _count(self, w: list) -> None:
+        key, n, offsets = w
+        if key is not None and len(offsets) > 1:
+            self.producers[key].duplicates_written += n * (len(offsets) - 1)
+
     def done(self, outcome=None) -> None:
         for open_ in self.open.values():
             for b in open_.values():
                 self._close(b)
             open_.clear()
+        for seen in self.written.values():
+            for w in seen.values():
+                self._count(w)
+            seen.clear()
 
     def _name(self, ref: tuple) -> tuple[str, int]:
         nm, tid, p = ref
