@@ -80,6 +80,7 @@ class Batch:
     idempotent: bool
     size: int
     codec: str
+    written_as: tuple  # its identity among the partition's written batches
 
 
 @dataclass(slots=True)
@@ -304,7 +305,9 @@ class ProducerTracker:
         self._new_batch(pv, tp, n, size, codec, attempt.time)
         if idempotent:
             self._sequence(pv, epoch, tp, seq, n)
-        open_[ident] = Batch(key, tp[0], tp[1], n, [attempt], idempotent, size, codec)
+        open_[ident] = Batch(
+            key, tp[0], tp[1], n, [attempt], idempotent, size, codec, (pid, *ident) if idempotent else ident
+        )
         if len(open_) > KEPT:
             self._close(open_.popitem(last=False)[1])
 
@@ -348,6 +351,10 @@ class ProducerTracker:
                 runs.append([a])
             else:
                 runs[-1].append(a)
+        seen = self.written.get((b.topic, b.partition))
+        w = seen.get(b.written_as) if seen is not None else None
+        if w is not None:
+            w[3] += len(runs)  # each sent anew (after a good answer): one offset of its own
         for run in runs:
             self._outcome(pv, b, run)
 
@@ -389,7 +396,7 @@ class ProducerTracker:
             seen = self.written[tp] = OrderedDict()
         w = seen.get(ident)
         if w is None:
-            seen[ident] = [key, n, {base}]
+            seen[ident] = [key, n, {base}, 0]
             if len(seen) > WRITTEN_KEPT:
                 self._count(seen.popitem(last=False)[1])
         else:
@@ -406,9 +413,9 @@ class ProducerTracker:
             self._wrote(self._name(ref), (pid, epoch, seq, n) if idempotent else (crc, n), None, n, base)
 
     def _count(self, w: list) -> None:
-        key, n, offsets = w
-        if key is not None and len(offsets) > 1:
-            self.producers[key].duplicates_written += n * (len(offsets) - 1)
+        key, n, offsets, batches = w
+        if key is not None and len(offsets) > max(1, batches):
+            self.producers[key].duplicates_written += n * (len(offsets) - max(1, batches))
 
     def done(self, outcome=None) -> None:
         for open_ in self.open.values():
