@@ -32,6 +32,7 @@ partition; then, and at the end, its outcome is counted. Processes that share th
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from statistics import median
 from typing import NamedTuple
@@ -48,6 +49,7 @@ UNDER_BATCHED = (50, 1.5, 10.0)  # at least this many batches, median records pe
 _FENCING = frozenset((ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH))
 _WRITTEN_BEFORE = ErrorCode.DUPLICATE_SEQUENCE_NUMBER  # the broker has it already
 _WRAP = 1 << 31
+RETRIED, DUPLICATED, FAILED, UNANSWERED = "retried", "duplicated", "failed", "unanswered"  # outcomes told
 NO_ANSWER = -2  # an attempt's error code when no answer came (acks 0 expects none: ACKS0)
 ACKS0 = -3
 
@@ -61,6 +63,7 @@ class Attempt(NamedTuple):
     answered: float | None
     error: int  # the answer's error code; NO_ANSWER, ACKS0
     base_offset: int | None
+    mark: object = None  # what the caller names the exchange by (check's evidence); None
 
     def row(self) -> dict:
         return {"connection": self.connection, "correlation_id": self.correlation_id, "time": self.time}
@@ -154,6 +157,9 @@ class ProducerTracker:
         self.open: dict[tuple, OrderedDict] = {}  # (producer, topic, partition) -> identity -> Batch
         self.retries: list[dict] = []
         self.retry_count = 0
+        # told each batch's outcome as it is counted: (RETRIED, DUPLICATED, FAILED or UNANSWERED,
+        # the producer, the batch, its attempts in the order sent); check's evidence
+        self.on_outcome: Callable[[str, ProducerView, Batch, list[Attempt]], None] | None = None
 
     # -- feeding ------------------------------------------------------------------------------------
     def event(self, ev) -> None:
@@ -216,7 +222,8 @@ class ProducerTracker:
             batches,
         )
 
-    def apply(self, facts: tuple) -> None:
+    def apply(self, facts: tuple, mark: object = None) -> None:
+        """One Produce's :meth:`facts`; ``mark``: kept with its attempts (:attr:`Attempt.mark`)."""
         t, answered, label, corr, client_id, client, acks, txn, batches = facts
         host = host_of(client)
         seen: set[tuple] = set()
@@ -237,7 +244,7 @@ class ProducerTracker:
                     pv.epoch_bumps += 1
                 pv.producer_epoch = epoch if pv.producer_epoch is None else max(pv.producer_epoch, epoch)
             tp = self._name(ref)
-            attempt = Attempt(label, corr, t, answered, err, base)
+            attempt = Attempt(label, corr, t, answered, err, base, mark)
             self._attempt(pv, key, tp, pid, epoch, seq, n, crc, size, codec, attempt)
             if err in _FENCING:
                 pv.fenced += 1
@@ -306,6 +313,9 @@ class ProducerTracker:
             self._outcome(pv, b, run)
 
     def _outcome(self, pv: ProducerView, b: Batch, run: list[Attempt]) -> None:
+        tell = self.on_outcome
+        if tell is not None and len(run) > 1:
+            tell(RETRIED, pv, b, run)
         for i, a in enumerate(run[1:], 1):
             pv.retried_records += b.records
             self.retry_count += 1
@@ -328,12 +338,16 @@ class ProducerTracker:
         written = {a.base_offset for a in run if a.error == ErrorCode.NONE and a.base_offset is not None}
         if len(written) > 1:
             pv.duplicates_written += b.records * (len(written) - 1)
+            if tell is not None:
+                tell(DUPLICATED, pv, b, run)
         if written or any(a.error in (ErrorCode.NONE, _WRITTEN_BEFORE, ACKS0) for a in run):
             return
         if run[-1].error == NO_ANSWER:
             pv.unanswered_records += b.records
         else:
             pv.failed_records += b.records
+        if tell is not None:
+            tell(UNANSWERED if run[-1].error == NO_ANSWER else FAILED, pv, b, run)
 
     def done(self, outcome=None) -> None:
         for open_ in self.open.values():
