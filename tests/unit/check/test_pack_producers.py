@@ -16,8 +16,9 @@ import pytest
 
 from analyzer import cli
 from analyzer.dissect.constants import ApiKey
-from tests.helpers.capture_patch import patch_batch_field, patch_field
+from tests.helpers.capture_patch import patch_field
 from tests.helpers.captures import CAPTURES
+from tests.helpers.producer_patch import resend_batch
 
 TXN = CAPTURES / "librdkafka-txn.pcap"
 LEGACY = CAPTURES / "kafka-python-0.9-gzip.pcap"
@@ -60,25 +61,9 @@ def is_produce(ex) -> bool:
     return ex.api_key == ApiKey.PRODUCE
 
 
-def second_of_partition_1(path, out):
-    """``path`` with the Produce of librdkafka-txn's partition 1 sequence 1 (exchange 24) sent
-    as sequence 0: the batch of exchange 20 sent again."""
-
-    def select(ex) -> bool:
-        if ex.api_key != ApiKey.PRODUCE:
-            return False
-        seqs = [f.value for f in ex.request.body.walk() if f.name == "base_sequence"]
-        parts = [f.value for f in ex.request.body.walk() if f.name == "index"]
-        return seqs == [1] and parts == [1]
-
-    n = patch_batch_field(path, out, select, "base_sequence", (0).to_bytes(4, "big"))
-    assert n == 24
-    return out
-
-
 @pytest.fixture(scope="module")
 def resent(tmp_path_factory):
-    return second_of_partition_1(TXN, tmp_path_factory.mktemp("resent") / "resent.pcap")
+    return resend_batch(TXN, tmp_path_factory.mktemp("resent") / "resent.pcap")
 
 
 def test_the_producer_rules_are_in_the_pack_and_pass_healthy_captures():
