@@ -19,6 +19,17 @@ at each capture's end, summed over the capture set): its rebalances, the longest
 a max lag beyond ``latency_factor`` x and ``lag_margin`` records (or ``lag_margin_s``), a worse
 status fail. A baseline written before groups were recorded has none: each group dimension says
 so (a note) until ``--update-baseline`` records them.
+
+Per producer (:meth:`Profiler.add_producers`, from
+:class:`~analyzer.session.producer_insights.ProducerInsights`, summed over its producer ids and the
+capture set), named by its client id and transactional id (producer ids change from run to run):
+its records, retried, failed and duplicated records; per transactional id, its transactions by
+outcome (commit, abort, hanging, open, failed: ended by an error); per (topic, consumer group), the
+end-to-end p99 (the worst of its partitions, producers and consumers). A new producer or
+transactional id, records beyond +-``count_tolerance``, retried records beyond +``count_tolerance``
+and ``retry_margin``, any more failed or duplicated records, more hanging or failed transactions,
+commits or aborts beyond +-``count_tolerance``, an e2e p99 beyond ``latency_factor`` x and
+``e2e_margin_ms`` fail. A baseline written before producers were recorded says so (a note).
 """
 
 from __future__ import annotations
@@ -36,6 +47,15 @@ VERSION = 1
 HANDSHAKE_LEN = 4  # the first requests of a connection
 _CODECS = field_values("records.codec")
 _PRODUCER_IDS = field_values("records.producer_id")
+PRODUCER_KEYS = ("records", "retried", "failed", "duplicated")
+TXN_OUTCOMES = ("commit", "abort", "hanging", "open", "failed")
+
+
+def producer_key(client_id: str | None, transactional_id: str | None) -> str:
+    """A producer's name in the baseline: its client id and transactional id, not its producer
+    id (a new one each run)."""
+    cid = client_id if client_id is not None else "(no client id)"
+    return f"{cid} | transactional id {transactional_id}" if transactional_id else cid
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +66,8 @@ class Tolerances:
     rebalance_margin_ms: float = 1000.0
     lag_margin: int = 1000  # records
     lag_margin_s: float = 10.0
+    retry_margin: int = 10  # records
+    e2e_margin_ms: float = 100.0
 
 
 class Profiler:
@@ -59,6 +81,9 @@ class Profiler:
         self._knowledge = None
         self._capture = ""
         self.groups: dict[str, dict] = {}
+        self.producers: dict[str, dict] = {}
+        self.transactions: dict[str, dict] = {}
+        self.e2e: dict[str, dict] = {}
 
     def begin(self, name: str, knowledge) -> None:
         self._capture = name
@@ -134,6 +159,40 @@ class Profiler:
                 },
             )
 
+    def add_producers(self, tables: dict[str, list[dict]]) -> None:
+        """One capture's producers, transactions and e2e latencies (the engine's
+        :attr:`~analyzer.check.engine.Engine.producer_rows` at its end)."""
+        for r in tables.get("producers", ()):
+            self._add_producer(
+                producer_key(r["client_id"], r["transactional_id"]),
+                {
+                    "records": r["records"],
+                    "retried": r["retried_records"],
+                    "failed": r["failed_records"],
+                    "duplicated": r["duplicates_written"],
+                },
+            )
+        for r in tables.get("transactions", ()):
+            self._add_txn(r["transactional_id"], {k: r[k] for k in TXN_OUTCOMES})
+        for r in tables.get("e2e", ()):
+            if r["p99_ms"] is not None:
+                self._add_e2e(f"{r['topic']} | {r['group'] or '(no group)'}", {"p99_ms": r["p99_ms"]})
+
+    def _add_producer(self, key: str, p: dict) -> None:
+        old = self.producers.setdefault(key, dict.fromkeys(PRODUCER_KEYS, 0))
+        for k in PRODUCER_KEYS:
+            old[k] += p[k]
+
+    def _add_txn(self, key: str, t: dict) -> None:
+        old = self.transactions.setdefault(key, dict.fromkeys(TXN_OUTCOMES, 0))
+        for k in TXN_OUTCOMES:
+            old[k] += t[k]
+
+    def _add_e2e(self, key: str, e: dict) -> None:
+        old = self.e2e.get(key)
+        if old is None or e["p99_ms"] > old["p99_ms"]:
+            self.e2e[key] = dict(e)
+
     def _add_group(self, gid: str, g: dict) -> None:
         old = self.groups.get(gid)
         if old is None:
@@ -169,7 +228,14 @@ class Profiler:
                 "requests": dict(sorted(c["requests"].items())),
             }
         groups = {gid: dict(sorted(g.items())) for gid, g in sorted(self.groups.items())}
-        return {"kafka-analyzer-baseline": VERSION, "clients": out, "groups": groups}
+        return {
+            "kafka-analyzer-baseline": VERSION,
+            "clients": out,
+            "groups": groups,
+            "producers": {k: dict(sorted(v.items())) for k, v in sorted(self.producers.items())},
+            "transactions": {k: dict(sorted(v.items())) for k, v in sorted(self.transactions.items())},
+            "e2e": {k: dict(v) for k, v in sorted(self.e2e.items())},
+        }
 
     # parallel captures: the raw material is plain data
     def state(self) -> dict:
@@ -187,11 +253,20 @@ class Profiler:
                 for k, c in self.clients.items()
             },
             "groups": {k: dict(g) for k, g in self.groups.items()},
+            "producers": {k: dict(v) for k, v in self.producers.items()},
+            "transactions": {k: dict(v) for k, v in self.transactions.items()},
+            "e2e": {k: dict(v) for k, v in self.e2e.items()},
         }
 
     def merge(self, state: dict) -> None:
         for gid, g in state.get("groups", {}).items():
             self._add_group(gid, g)
+        for k, v in state.get("producers", {}).items():
+            self._add_producer(k, v)
+        for k, v in state.get("transactions", {}).items():
+            self._add_txn(k, v)
+        for k, v in state.get("e2e", {}).items():
+            self._add_e2e(k, v)
         for k, s in state["clients"].items():
             c = self.clients.setdefault(
                 k,
@@ -236,6 +311,20 @@ def load(path: str) -> dict:
         raise ValueError(
             f"{path}: its groups are not a kafka-analyzer baseline's (each needs {', '.join(sorted(keys))})"
         )
+    for section, need in (
+        ("producers", set(PRODUCER_KEYS)),
+        ("transactions", set(TXN_OUTCOMES)),
+        ("e2e", {"p99_ms"}),
+    ):
+        part = data.get(section, {})
+        if not isinstance(part, dict) or not all(
+            isinstance(v, dict) and need <= set(v) and all(isinstance(v[k], int | float) for k in need)
+            for v in part.values()
+        ):
+            raise ValueError(
+                f"{path}: its {section} are not a kafka-analyzer baseline's "
+                f"(each needs {', '.join(sorted(need))}, numbers)"
+            )
     return data
 
 
@@ -257,6 +346,15 @@ DIMENSIONS = {
     "baseline.group-lag": "Each group's max lag within 2x and +1000 records (+10 s) of the baseline.",
     "baseline.group-status": "No consumer group at a worse Burrow status (OK < WARN < ERR) than "
     "in the baseline.",
+    "baseline.producers": "The same producers (client id and transactional id) as in the baseline.",
+    "baseline.producer-records": "Records per producer within +-50% of the baseline.",
+    "baseline.producer-retries": "Retried records per producer within +50% and +10 records of the baseline.",
+    "baseline.producer-lost": "No more failed (lost) records per producer than in the baseline.",
+    "baseline.producer-duplicates": "No more records written twice per producer than in the baseline.",
+    "baseline.transactions": "The same transactional ids, no more hanging or failed transactions, "
+    "commits and aborts within +-50% of the baseline.",
+    "baseline.e2e-latency": "Each (topic, consumer group)'s end-to-end p99 within 2x and +100 ms "
+    "of the baseline.",
 }
 _STATUS_RANK = {"OK": 1, "WARN": 2, "ERR": 3}
 
@@ -292,7 +390,122 @@ def compare(base: dict, cur: dict, tol: Tolerances = Tolerances()) -> list[Diffe
         out += _errors(key, b, c)
         out += _latency(key, b, c, tol)
         out += _counts(key, b, c, tol)
-    return out + _groups(base, cur, tol)
+    return out + _groups(base, cur, tol) + _producers(base, cur, tol)
+
+
+def _producers(base: dict, cur: dict, tol: Tolerances) -> list[Difference]:
+    """The producer, transaction and e2e dimensions."""
+    if "producers" not in base:
+        if not (cur.get("producers") or cur.get("transactions") or cur.get("e2e")):
+            return []
+        why = "records no producers (written before they were): --update-baseline records them"
+        return [Difference("baseline.producers", "note", "the baseline", why)]
+    out = []
+    bp, cp = base["producers"], cur.get("producers", {})
+    for key in sorted(set(bp) | set(cp)):
+        b, c = bp.get(key), cp.get(key)
+        who = f"producer {key}"
+        if b is None:
+            out.append(
+                Difference("baseline.producers", "error", who, "a producer the baseline does not have")
+            )
+            continue
+        if c is None:
+            out.append(
+                Difference(
+                    "baseline.producers", "note", who, "a producer of the baseline is not in the capture"
+                )
+            )
+            continue
+        x, y = b["records"], c["records"]
+        if abs(y - x) > tol.count_tolerance * x:
+            out.append(
+                Difference(
+                    "baseline.producer-records",
+                    "error",
+                    who,
+                    f"{y} records (baseline {x}, beyond +-{tol.count_tolerance:.0%})",
+                )
+            )
+        x, y = b["retried"], c["retried"]
+        if y > x + tol.count_tolerance * x and y > x + tol.retry_margin:
+            out.append(
+                Difference("baseline.producer-retries", "error", who, f"{y} records retried (baseline {x})")
+            )
+        elif y < x:
+            out.append(
+                Difference("baseline.producer-retries", "note", who, f"{y} records retried (baseline {x})")
+            )
+        for k, rid, what in (
+            ("failed", "baseline.producer-lost", "records lost (last attempt failed)"),
+            ("duplicated", "baseline.producer-duplicates", "records written twice"),
+        ):
+            x, y = b[k], c[k]
+            if y != x:
+                out.append(Difference(rid, "error" if y > x else "note", who, f"{y} {what} (baseline {x})"))
+    out += _transactions(base.get("transactions", {}), cur.get("transactions", {}), tol)
+    be, ce = base.get("e2e", {}), cur.get("e2e", {})
+    for key in sorted(set(be) & set(ce)):
+        x, y = be[key]["p99_ms"], ce[key]["p99_ms"]
+        who = f"topic | group {key}"
+        if y > x * tol.latency_factor and y > x + tol.e2e_margin_ms:
+            out.append(
+                Difference("baseline.e2e-latency", "error", who, f"e2e p99 {y:.3f} ms (baseline {x:.3f} ms)")
+            )
+        elif x > y * tol.latency_factor and x > y + tol.e2e_margin_ms:
+            out.append(
+                Difference(
+                    "baseline.e2e-latency",
+                    "note",
+                    who,
+                    f"e2e p99 improved to {y:.3f} ms (baseline {x:.3f} ms)",
+                )
+            )
+    return out
+
+
+def _transactions(bt: dict, ct: dict, tol: Tolerances) -> list[Difference]:
+    out = []
+    for key in sorted(set(bt) | set(ct)):
+        b, c = bt.get(key), ct.get(key)
+        who = f"transactional id {key}"
+        if b is None:
+            out.append(
+                Difference(
+                    "baseline.transactions", "error", who, "a transactional id the baseline does not have"
+                )
+            )
+            continue
+        if c is None:
+            out.append(
+                Difference(
+                    "baseline.transactions",
+                    "note",
+                    who,
+                    "a transactional id of the baseline is not in the capture",
+                )
+            )
+            continue
+        for k in ("hanging", "failed"):
+            if c[k] > b[k]:
+                what = "hanging" if k == "hanging" else "ended by an error"
+                out.append(
+                    Difference(
+                        "baseline.transactions", "error", who, f"{c[k]} transactions {what} (baseline {b[k]})"
+                    )
+                )
+        for k in ("commit", "abort"):
+            x, y = b[k], c[k]
+            if abs(y - x) > tol.count_tolerance * x:
+                out.append(
+                    Difference(
+                        "baseline.transactions",
+                        "error",
+                        who,
+                        f"{y} {k}s (baseline {x}, beyond +-{tol.count_tolerance:.0%})",
+                    )
+                )
+    return out
 
 
 def _groups(base: dict, cur: dict, tol: Tolerances) -> list[Difference]:  # noqa: C901 - one per dimension

@@ -12,19 +12,23 @@ import datetime as dt
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 
+from analyzer.check import producers as P
+from analyzer.check.groups import JUDGES as GROUP_JUDGES
 from analyzer.check.groups import LAG, REBALANCE, Bounds, GroupJudge
-from analyzer.check.rules import Config, Rule
+from analyzer.check.rules import SEVERITIES, Config, Rule
 from analyzer.dissect import schema
 from analyzer.events import CaptureIssue, ConnIssue, Event
 from analyzer.filter import Filter, field_values
 from analyzer.model import Exchange, Issue, Severity
 from analyzer.pipeline import UNUSABLE
 from analyzer.session.insights import GroupInsights
+from analyzer.session.producer_insights import ProducerInsights
 from analyzer.session.stats import percentile
 
 MAX_FINDINGS = 200  # kept per rule (all are counted)
 MIN_RATE_WINDOW = 60.0  # seconds: a rate over a shorter capture counts it as this long
 _GROUP_IDS = field_values("group")
+_TXN_IDS = field_values("txn.id")
 
 
 @dataclass(slots=True)
@@ -103,8 +107,8 @@ def _exchange_location(ex: Exchange) -> dict:
 
 
 class Engine:
-    """``groups``: follow the consumer groups even when no rule judges them (the baseline's
-    dimensions read :attr:`group_rows`)."""
+    """``groups``: follow the consumer groups and the producers even when no rule judges them
+    (the baseline's dimensions read :attr:`group_rows` and :attr:`producer_rows`)."""
 
     def __init__(
         self,
@@ -125,12 +129,20 @@ class Engine:
         self._aggregates = [r for r in self.rules if r.aggregate is not None]
         self._issue_rules = [r for r in self.rules if r.issues is not None]
         self._groups = {r.id: field_values(r.per) for r in self._aggregates if r.per}
-        self._group_rules = {r.judge: r for r in self.rules if r.judge is not None}
+        self._group_rules = {r.judge: r for r in self.rules if r.judge in GROUP_JUDGES}
+        self._producer_rules = {r.judge: r for r in self.rules if r.judge in P.JUDGES}
         self._want_groups = groups or bool(self._group_rules)
+        self._want_producers = groups or bool(self._producer_rules)
         self.insights: GroupInsights | None = None
         self._judge: GroupJudge | None = None
         self._selected_groups: set[str] | None = None
         self.group_rows: list[dict] = []  # the capture's consumer groups (GroupInsights.table)
+        self.producer_insights: ProducerInsights | None = None
+        self._pjudge: P.ProducerJudge | None = None
+        self._selected_clients: set[str | None] | None = None
+        self._selected_txns: set[str] | None = None
+        # the capture's producers, transactions, e2e latencies (ProducerInsights.tables)
+        self.producer_rows: dict[str, list[dict]] = {}
         self._cur: CaptureInfo | None = None
         self._knowledge = None
 
@@ -149,6 +161,12 @@ class Engine:
             self.insights = GroupInsights(getattr(knowledge, "topic_ids", None))
             self._judge = GroupJudge(self.insights, self._bounds())
             self._selected_groups = set() if self.select is not None else None
+        if self._want_producers:
+            self.producer_insights = ProducerInsights(getattr(knowledge, "topic_ids", None))
+            if self._producer_rules:
+                self._pjudge = P.ProducerJudge(self.producer_insights, self._producer_bounds())
+            self._selected_clients = set() if self.select is not None else None
+            self._selected_txns = set() if self.select is not None else None
 
     def _bounds(self) -> Bounds:
         rules = self._group_rules
@@ -158,6 +176,17 @@ class Engine:
         if LAG in rules:
             b.lag_records = rules[LAG].settings.get("max_records")
             b.lag_ms = rules[LAG].settings.get("max_time")
+        return b
+
+    def _producer_bounds(self) -> P.Bounds:
+        rules = self._producer_rules
+        b = P.Bounds(
+            rules={j: r.id for j, r in rules.items()}, severities={j: r.severity for j, r in rules.items()}
+        )
+        if P.RETRIES in rules:
+            b.retry_share = rules[P.RETRIES].settings.get("max_share")
+        if P.E2E in rules:
+            b.e2e_ms = rules[P.E2E].settings.get("max")
         return b
 
     def event(self, ev: Event) -> None:
@@ -197,6 +226,8 @@ class Engine:
         cur.inconclusive = inconclusive
         if self.insights is not None and self._judge is not None:
             self._judge_groups(first_ts, last_ts)
+        if self.producer_insights is not None:
+            self._judge_producers(first_ts, last_ts)
 
     def _judge_groups(self, first_ts: float | None, now: float | None) -> None:
         """The consumer groups at the capture's end: the group rules' findings, the rows the
@@ -212,6 +243,43 @@ class Engine:
             ev = f.evidence
             self._find(r, f.message, dict(ev.loc) if ev else {}, ev.ex if ev else None, ev.n if ev else None)
 
+    def _judge_producers(self, first_ts: float | None, now: float | None) -> None:
+        """The producers at the capture's end: the producer rules' findings, the rows the
+        baseline records (only the producers and transactions a selected exchange names, with ``-Y``)."""
+        ins = self.producer_insights
+        assert ins is not None
+        clients, txns = self._selected_clients, self._selected_txns
+        if self._pjudge is not None:
+            by_judge = {r.id: r for r in self._producer_rules.values()}
+            for f in self._pjudge.findings(first_ts, now, clients, txns):
+                m = f.evidence
+                r = by_judge[f.rule]
+                waived = m.waived.get(r.id) if m is not None else self._waiver(r.id, None)
+                loc = dict(m.loc) if m is not None else {}
+                self._find(r, f.message, loc, None, m.n if m is not None else None, str(f.severity), waived)
+        tables = ins.tables(now)
+        self.producer_rows = {
+            "producers": [r for r in ins.producers.rows() if clients is None or r["client_id"] in clients],
+            "transactions": [
+                r for r in tables["transactions"] if txns is None or r["transactional_id"] in txns
+            ],
+            "e2e": [
+                r
+                for r in tables["e2e"]
+                if clients is None
+                or r["producer_client"].rsplit("@", 1)[0] in clients
+                or r["consumer_client"].rsplit("@", 1)[0] in clients
+            ],
+        }
+
+    def _mark(self, ex: Exchange, n: int) -> P.Mark:
+        waived = {}
+        for r in self._producer_rules.values():
+            reason = self._waiver(r.id, ex)
+            if reason is not None:
+                waived[r.id] = reason
+        return P.mark_of(ex, n, _exchange_location(ex), waived)
+
     def _exchange(self, ex: Exchange) -> None:
         cur = self._cur
         assert cur is not None
@@ -223,10 +291,18 @@ class Engine:
             # every exchange, selected or not: a group's state needs the whole conversation
             self.insights.event(ex)
             self._judge.exchange(ex, n, lambda: _exchange_location(ex))
+        pi = self.producer_insights
+        if pi is not None:
+            facts = pi.facts(ex)
+            if facts is not None:
+                pi.apply(facts, self._mark(ex, n) if self._pjudge is not None else None)
         if self.select is not None and not self.select(ex):
             return
         if self._selected_groups is not None:
             self._selected_groups.update(_GROUP_IDS(ex))
+        if self._selected_clients is not None and self._selected_txns is not None:
+            self._selected_clients.add(ex.client_id)
+            self._selected_txns.update(_TXN_IDS(ex))
         loc = None
         for r in self._exchange_rules:
             if r.where is not None and not r.where(ex):
@@ -258,14 +334,33 @@ class Engine:
                     loc = _exchange_location(ex)
                 self._find(r, f"{issue.code}: {issue.message}", loc or {}, ex, n)
 
-    def _find(self, r: Rule, message: str, loc: dict, ex: Exchange | None, n: int | None) -> None:
+    def _find(
+        self,
+        r: Rule,
+        message: str,
+        loc: dict,
+        ex: Exchange | None,
+        n: int | None,
+        severity: str | None = None,
+        waived: str | None | bool = False,  # (False: not looked up yet)
+    ) -> None:
+        """A finding of ``r`` (``severity``: its own when not the rule's; ``waived``: the reason
+        already found, None for none; False: look the waivers up with ``ex``)."""
         cur = self._cur
         assert cur is not None
-        waived = self._waiver(r.id, ex)
+        reason = self._waiver(r.id, ex) if waived is False else waived
         self.counts[r.id] += 1
         if len(self.findings[r.id]) < MAX_FINDINGS:
             self.findings[r.id].append(
-                Finding(r.id, str(r.severity), message, cur.name, n, waived=waived, **loc)
+                Finding(
+                    r.id,
+                    severity or str(r.severity),
+                    message,
+                    cur.name,
+                    n,
+                    waived=reason if isinstance(reason, str) else None,
+                    **loc,
+                )
             )
 
     def _waiver(self, rid: str, ex: Exchange | None) -> str | None:
@@ -319,7 +414,12 @@ class Engine:
                 res.status = "waived"
                 res.summary = f"{total} finding{'s' if total != 1 else ''}, all waived"
             else:
-                res.status = _status(r.severity, fail_on)
+                # a rule whose findings have severities of their own (kafka.producer-lost's
+                # unanswered records, a warning beside its errors) is as bad as its worst live one
+                sev = r.severity
+                if total == len(found):
+                    sev = max((SEVERITIES.get(f.severity, r.severity) for f in live), default=r.severity)
+                res.status = _status(sev, fail_on)
                 res.summary = f"{total} finding{'s' if total != 1 else ''}: {r.message}"
             out.append(self._expired(res))
         return out

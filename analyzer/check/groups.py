@@ -33,6 +33,7 @@ from analyzer.session.lag import LagRow
 from analyzer.session.rebalances import GROUP_APIS, Rebalance
 
 REBALANCE, STATUS, REWIND, LAG = "rebalance", "status", "rewind", "lag"  # Rule.judge
+JUDGES = (REBALANCE, STATUS, REWIND, LAG)
 NOT_MOVING = (Status.STOP, Status.STALL)
 SHOWN_PARTITIONS = 5  # partitions named in one finding (the others counted)
 

@@ -7,6 +7,7 @@ fail_on``). The ids are stable: CI configurations, waivers and SARIF results ref
 from __future__ import annotations
 
 from analyzer.check.groups import LAG, REBALANCE, REWIND, STATUS
+from analyzer.check.producers import DUPLICATES, E2E, HANGING, LOST, RETRIES
 from analyzer.check.rules import Rule, assert_check, compile_expr, parse_aggregate
 from analyzer.dissect import schema
 from analyzer.dissect.error_versions import too_new
@@ -321,6 +322,65 @@ def builtin_rules() -> list[Rule]:
             help="No consumer group partition lags, at a commit or at the capture's end, more than "
             "max_records records (100000 by default) or more than max_time (60 s by default; the "
             "time since the first uncommitted record was appended, when the capture shows it).",
+        ),
+        Rule(
+            "kafka.producer-duplicates",
+            Severity.ERROR,
+            "records a producer wrote twice",
+            b,
+            judge=DUPLICATES,
+            help="No producer's batch is written twice: answered without error at two base offsets "
+            "or more (a producer that is not idempotent sending a batch again after a timeout whose "
+            "first attempt was written). An idempotent producer's batch sent again is answered "
+            "with the offset written first, and is a retry, not a duplicate.",
+        ),
+        Rule(
+            "kafka.producer-lost",
+            Severity.ERROR,
+            "records whose last attempt failed and none was written",
+            b,
+            judge=LOST,
+            help="No producer's batch ends with a failed attempt and none written (the records are "
+            "lost unless the application sent them again): an error. Batches whose last attempt "
+            "got no answer in the capture are said apart, as a warning (written or not, the "
+            "capture cannot tell); attempts still in flight when the capture ended are no finding.",
+        ),
+        Rule(
+            "kafka.producer-retries",
+            Severity.WARNING,
+            "a producer sending more than a share of its records again",
+            b,
+            judge=RETRIES,
+            settings={"max_share": 0.05},
+            units={"max_share": ""},
+            help="No producer sends more than max_share of its records again (0.05, 5% by "
+            "default): retries after errors or timeouts (the same batch identity sent again).",
+        ),
+        Rule(
+            "kafka.transaction-hanging",
+            Severity.ERROR,
+            "a transaction open past its timeout, or ended by an error",
+            b,
+            judge=HANGING,
+            help="No transaction is open at the capture's end longer than its "
+            "transaction_timeout_ms (from InitProducerId; 60 s when the capture does not show it): "
+            "an error, it holds read_committed consumers back. A transaction whose EndTxn was "
+            "answered with an error that ends it (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH, "
+            "INVALID_TXN_STATE...) is a warning.",
+        ),
+        Rule(
+            "kafka.e2e-latency",
+            Severity.WARNING,
+            "an end-to-end latency p99 over the bound",
+            b,
+            judge=E2E,
+            settings={"max": 60_000.0},
+            units={"max": "ms"},
+            help="No end-to-end latency p99 (capture time of the Produce request to that of the Fetch "
+            "answer returning the record, per topic, partition, producer, consumer and group) over "
+            "max: 60 s by default, generous on purpose (as kafka.group-lag's max_time: a consumer "
+            "that reads a minute behind its producer); a consumer that starts late on purpose (a "
+            "batch job, a replay) measures its start: raise max or switch the rule off.",
         ),
     ]
 

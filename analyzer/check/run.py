@@ -158,6 +158,7 @@ def analyse_chain(args, chain: list[str], want_profile: bool) -> dict:
     a.run(engine, *([prof] if prof is not None else []))
     if prof is not None:
         prof.add_groups(engine.group_rows)
+        prof.add_producers(engine.producer_rows)
     return {"engine": engine.state(), "profile": prof.state() if prof is not None else None}
 
 
@@ -215,6 +216,7 @@ def analyse_tables(args, want_profile: bool) -> list[dict]:
         )
         if prof is not None:
             prof.add_groups(engine.group_rows)
+            prof.add_producers(engine.producer_rows)
         out.append({"engine": engine.state(), "profile": prof.state() if prof is not None else None})
     if not out:
         raise NotTables(f"{tables.base}: no capture in the tables")
@@ -271,7 +273,7 @@ def run(args, chains: list[list[str]]) -> int:
             report.write_atomically(args.baseline, baseline.dumps(current))
             print(
                 f"kafka-analyzer: baseline written to {args.baseline} ({len(current['clients'])} clients, "
-                f"{len(current['groups'])} consumer groups)",
+                f"{len(current['groups'])} consumer groups, {len(current['producers'])} producers)",
                 file=sys.stderr,
             )
         elif base is not None:

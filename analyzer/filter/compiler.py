@@ -20,6 +20,7 @@ from analyzer.dissect.errors import CODES, ERRORS
 from analyzer.dissect.protocol_table import API_NAMES
 from analyzer.dissect.records_view import RecordsField
 from analyzer.filter import fields as F
+from analyzer.filter import producer_fields as PF
 from analyzer.filter.syntax import (
     Address,
     BoolOp,
@@ -491,10 +492,29 @@ _EXCHANGE_GETTERS: dict[str, Callable] = {
     "group.member_id": _member_ids,
     "group.instance_id": _instance_ids,
     "group.generation": _generations,
+    "producer.id": PF.producer_ids,
+    "producer.epoch": PF.producer_epochs,
+    "producer.sequence": PF.producer_sequences,
+    "producer.transactional_id": PF.transactional_ids,
+    "txn.id": PF.txn_ids,
+    "txn.committed": PF.txn_committed,
     "unanswered": _unanswered,
 }
 _TREE_FIELDS = frozenset(
-    ("group", "group.id", "group.member_id", "group.instance_id", "group.generation", "unanswered")
+    (
+        "group",
+        "group.id",
+        "group.member_id",
+        "group.instance_id",
+        "group.generation",
+        "producer.id",
+        "producer.epoch",
+        "producer.sequence",
+        "producer.transactional_id",
+        "txn.id",
+        "txn.committed",
+        "unanswered",
+    )
 )
 
 _SEVERITIES = {str(s): int(s) for s in Severity}

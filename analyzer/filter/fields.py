@@ -187,6 +187,51 @@ EXCHANGE_FIELDS: dict[str, Spec] = {
             "group.generation == 4",
             True,
         ),
+        Spec(
+            "producer.id",
+            INT,
+            "producer ids a producer's exchange names: a Produce request's v2 batches, InitProducerId "
+            "(request and answer), AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn "
+            "(-1, none, is no value)",
+            "producer.id == 4000",
+            True,
+        ),
+        Spec(
+            "producer.epoch",
+            INT,
+            "producer epochs the same exchanges name (-1, none, is no value)",
+            "producer.epoch > 0",
+            True,
+        ),
+        Spec(
+            "producer.sequence",
+            INT,
+            "base sequences of a Produce request's v2 batches (-1, not idempotent, is no value)",
+            "producer.sequence == 0",
+            True,
+        ),
+        Spec(
+            "producer.transactional_id",
+            STRING,
+            "the transactional id a producer's request carries (Produce, InitProducerId, "
+            "AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn)",
+            'producer.transactional_id == "orders-tx"',
+            True,
+        ),
+        Spec(
+            "txn.id",
+            STRING,
+            "transactional ids of any transaction API or Produce (as producer.transactional_id), "
+            "and those a FindCoordinator looks up (key type 1) or DescribeTransactions asks for",
+            'txn.id == "orders-tx"',
+            True,
+        ),
+        Spec(
+            "txn.committed",
+            BOOL,
+            "EndTxn's committed flag (false: the transaction is aborted)",
+            "api == EndTxn and not txn.committed",
+        ),
         Spec("unanswered", BOOL, "a request that expected a response and got none", "unanswered"),
     )
 }

@@ -59,6 +59,7 @@ class Latencies:
     buckets: dict[int, int] = field(default_factory=dict)
     count: int = 0
     largest: float = 0.0
+    slowest: object = None  # the mark of the exchange that gave the largest (check's evidence)
 
     def add(self, ms: float, n: int) -> None:
         self.count += n
@@ -185,7 +186,9 @@ class E2ETracker:
             return (FETCHED, ev.response.frame.ts_first, who, got) if got else None
         return None
 
-    def apply(self, facts: tuple) -> None:
+    def apply(self, facts: tuple, mark: object = None) -> None:
+        """One exchange's :meth:`facts`; ``mark``: kept with the largest latency it gives
+        (:attr:`Latencies.slowest`)."""
         kind = facts[0]
         if kind == MEMBER:
             self.groups[facts[1]] = facts[2]
@@ -221,7 +224,10 @@ class E2ETracker:
                         lat = self.by_capture.get(k)
                         if lat is None:
                             lat = self.by_capture[k] = Latencies()
-                        lat.add(max(0.0, (t - pt) * 1000), n)
+                        ms = max(0.0, (t - pt) * 1000)
+                        if mark is not None and (lat.slowest is None or ms > lat.largest):
+                            lat.slowest = mark
+                        lat.add(ms, n)
                         if first_ts is not None and lo <= base and abs(t - first_ts) < PLAUSIBLE_S:
                             ts = self.by_timestamp.get(k)
                             if ts is None:

@@ -46,14 +46,16 @@ class ProducerInsights:
         p, t, e = self.producers.facts(ex), self.txns.facts(ex), self.e2e.facts(ex)
         return None if p is None and t is None and e is None else (p, t, e)
 
-    def apply(self, facts: tuple) -> None:
+    def apply(self, facts: tuple, mark: object = None) -> None:
+        """One exchange's :meth:`facts`; ``mark``: what the caller names the exchange by, kept
+        where it may be evidence (check's findings)."""
         p, t, e = facts
         if p is not None:
-            self.producers.apply(p)
+            self.producers.apply(p, mark)
         if t is not None:
-            self.txns.apply(t)
+            self.txns.apply(t, mark)
         if e is not None:
-            self.e2e.apply(e)
+            self.e2e.apply(e, mark)
 
     # -- what it found ----------------------------------------------------------------------------------
     def tables(self, now: float | None) -> dict[str, list[dict]]:

@@ -34,6 +34,7 @@ partition; then, and at the end, its outcome is counted. Processes that share th
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from statistics import median
 from typing import NamedTuple
@@ -52,6 +53,7 @@ UNDER_BATCHED = (50, 1.5, 10.0)  # at least this many batches, median records pe
 _FENCING = frozenset((ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH))
 _WRITTEN_BEFORE = ErrorCode.DUPLICATE_SEQUENCE_NUMBER  # the broker has it already
 _WRAP = 1 << 31
+RETRIED, DUPLICATED, FAILED, UNANSWERED = "retried", "duplicated", "failed", "unanswered"  # outcomes told
 NO_ANSWER = -2  # an attempt's error code when no answer came (acks 0 expects none: ACKS0)
 ACKS0 = -3
 
@@ -65,6 +67,7 @@ class Attempt(NamedTuple):
     answered: float | None
     error: int  # the answer's error code; NO_ANSWER, ACKS0
     base_offset: int | None
+    mark: object = None  # what the caller names the exchange by (check's evidence); None
 
     def row(self) -> dict:
         return {"connection": self.connection, "correlation_id": self.correlation_id, "time": self.time}
@@ -162,6 +165,9 @@ class ProducerTracker:
         # (topic, partition) -> identity -> [producer key, records, base offsets written]: a batch
         # the capture saw produced, with every offset an answer or a Fetch showed it at
         self.written: dict[tuple[str, int], OrderedDict] = {}
+        # told each batch's outcome as it is counted: (RETRIED, DUPLICATED, FAILED or UNANSWERED,
+        # the producer, the batch, its attempts in the order sent); check's evidence
+        self.on_outcome: Callable[[str, ProducerView, Batch, list[Attempt]], None] | None = None
 
     # -- feeding ------------------------------------------------------------------------------------
     def event(self, ev) -> None:
@@ -258,7 +264,9 @@ class ProducerTracker:
                 )
         return (FETCHED, out) if out else None
 
-    def apply(self, facts: tuple) -> None:
+    def apply(self, facts: tuple, mark: object = None) -> None:
+        """One Produce's or Fetch's :meth:`facts`; ``mark``: kept with a Produce's attempts
+        (:attr:`Attempt.mark`)."""
         if facts[0] == FETCHED:
             self._written_again(facts[1])
             return
@@ -282,7 +290,7 @@ class ProducerTracker:
                     pv.epoch_bumps += 1
                 pv.producer_epoch = epoch if pv.producer_epoch is None else max(pv.producer_epoch, epoch)
             tp = self._name(ref)
-            attempt = Attempt(label, corr, t, answered, err, base)
+            attempt = Attempt(label, corr, t, answered, err, base, mark)
             self._attempt(pv, key, tp, pid, epoch, seq, n, crc, size, codec, attempt)
             if err in _FENCING:
                 pv.fenced += 1
@@ -355,10 +363,14 @@ class ProducerTracker:
         w = seen.get(b.written_as) if seen is not None else None
         if w is not None:
             w[3] += len(runs)  # each sent anew (after a good answer): one offset of its own
+            w[4] = (b, tries)  # (check's evidence when it turns out written twice)
         for run in runs:
             self._outcome(pv, b, run)
 
     def _outcome(self, pv: ProducerView, b: Batch, run: list[Attempt]) -> None:
+        tell = self.on_outcome
+        if tell is not None and len(run) > 1:
+            tell(RETRIED, pv, b, run)
         for i, a in enumerate(run[1:], 1):
             pv.retried_records += b.records
             self.retry_count += 1
@@ -385,6 +397,8 @@ class ProducerTracker:
             pv.unanswered_records += b.records
         else:
             pv.failed_records += b.records
+        if tell is not None:
+            tell(UNANSWERED if run[-1].error == NO_ANSWER else FAILED, pv, b, run)
 
     def _wrote(self, tp: tuple[str, int], ident: tuple, key: tuple | None, n: int, base: int) -> None:
         """A batch at ``base``: from a Produce answer (``key``: its producer) or a Fetch answer
@@ -396,7 +410,7 @@ class ProducerTracker:
             seen = self.written[tp] = OrderedDict()
         w = seen.get(ident)
         if w is None:
-            seen[ident] = [key, n, {base}, 0]
+            seen[ident] = [key, n, {base}, 0, None]
             if len(seen) > WRITTEN_KEPT:
                 self._count(seen.popitem(last=False)[1])
         else:
@@ -413,9 +427,12 @@ class ProducerTracker:
             self._wrote(self._name(ref), (pid, epoch, seq, n) if idempotent else (crc, n), None, n, base)
 
     def _count(self, w: list) -> None:
-        key, n, offsets, batches = w
+        key, n, offsets, batches, sent = w
         if key is not None and len(offsets) > max(1, batches):
-            self.producers[key].duplicates_written += n * (len(offsets) - max(1, batches))
+            pv = self.producers[key]
+            pv.duplicates_written += n * (len(offsets) - max(1, batches))
+            if self.on_outcome is not None and sent is not None:
+                self.on_outcome(DUPLICATED, pv, sent[0], sent[1])
 
     def done(self, outcome=None) -> None:
         for open_ in self.open.values():

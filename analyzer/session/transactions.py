@@ -26,6 +26,7 @@ order as one run does.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from analyzer.dissect.constants import ApiKey, ErrorCode
@@ -66,6 +67,8 @@ class Transaction:
     records: int = 0
     offsets: list[dict] = field(default_factory=list)
     timeout_ms: int | None = None
+    first_mark: object = None  # what the caller named its first exchange by (check's evidence)
+    end_mark: object = None  # ... its EndTxn
 
     def row(self) -> dict:
         return {
@@ -122,6 +125,8 @@ class TxnTracker:
         self.timeouts: dict[str, int] = {}
         self.held: dict[tuple, HeldBack] = {}
         self.last_ts = 0.0
+        self._mark: object = None  # the mark of the exchange being applied
+        self.on_finish: Callable[[Transaction], None] | None = None  # told each ended transaction
 
     # -- feeding ------------------------------------------------------------------------------------
     def event(self, ev) -> None:
@@ -235,8 +240,11 @@ class TxnTracker:
                 gaps.append((fp.ref, hw - lso))
         return (HELD, answered or t, client, ev.client_id, gaps) if gaps else None
 
-    def apply(self, facts: tuple) -> None:  # noqa: C901 - one case per kind
+    def apply(self, facts: tuple, mark: object = None) -> None:  # noqa: C901 - one case per kind
+        """One exchange's :meth:`facts`; ``mark``: kept as a transaction's first exchange or its
+        EndTxn (:attr:`Transaction.first_mark`, :attr:`Transaction.end_mark`)."""
         kind, t = facts[0], facts[1]
+        self._mark = mark
         self.last_ts = max(self.last_ts, t)
         if kind == INIT:
             if isinstance(facts[3], int) and facts[3] > 0:
@@ -264,6 +272,7 @@ class TxnTracker:
             if err != ErrorCode.NONE:
                 ending.error = error_name(err) or f"error {err}"
             ending.end = t
+            ending.end_mark = mark
             self._finish(txn)
         elif kind == PRODUCE:
             _, _, client, txn, batches = facts
@@ -289,7 +298,9 @@ class TxnTracker:
     def _begin(self, txn: str, pid, epoch, t: float, client: str) -> Transaction:
         x = self.open.get(txn)
         if x is None:
-            x = self.open[txn] = Transaction(txn, pid, epoch, t, client, timeout_ms=self.timeouts.get(txn))
+            x = self.open[txn] = Transaction(
+                txn, pid, epoch, t, client, timeout_ms=self.timeouts.get(txn), first_mark=self._mark
+            )
         if isinstance(pid, int) and pid >= 0:
             x.producer_id = pid
         if isinstance(epoch, int) and epoch >= 0:
@@ -298,6 +309,8 @@ class TxnTracker:
 
     def _finish(self, txn: str) -> None:
         x = self.open.pop(txn)
+        if self.on_finish is not None:
+            self.on_finish(x)
         self.finished += 1
         self.done_.append(x)
         if len(self.done_) > 2 * DONE_KEPT:

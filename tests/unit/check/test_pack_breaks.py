@@ -37,6 +37,7 @@ from tests.helpers.packets import (
     uvarint,
     write_pcap,
 )
+from tests.helpers.producer_patch import resend_batch
 
 GZIP = CAPTURES / "librdkafka-produce-consume-gzip.pcap"
 KP011 = CAPTURES / "kafka-python-0.11-none.pcap"  # uncompressed v2 batches with headers
@@ -352,7 +353,83 @@ def _group_lag(tmp: Path):
     return JOINS, p, n, "group g-lag-slow: grp-lag[0] lag 77.474 s > 60 s at exchange"
 
 
+TXN = CAPTURES / "librdkafka-txn.pcap"
+
+
+def _producer_lost(tmp: Path):
+    """The first Produce answer of a plain producer patched to MESSAGE_TOO_LARGE (not retriable)."""
+    p = tmp / "too-large.pcap"
+    assert (
+        patch_field(GZIP, p, lambda ex: api(ex, ApiKey.PRODUCE), "response", "error_code", b"\x00\x0a") == 1
+    )
+    return GZIP, p, number(GZIP, lambda ex: api(ex, ApiKey.PRODUCE)), "records lost ("
+
+
+def _producer_duplicates(tmp: Path):
+    """librdkafka-txn's second batch of partition 1 sent as sequence 0: the first batch again,
+    written at a second offset; the finding names the first attempt."""
+    return TXN, resend_batch(TXN, tmp / "resent.pcap"), 20, "1 record written twice"
+
+
+def _producer_retries(tmp: Path):
+    """The same, with the first attempt answered NOT_LEADER_OR_FOLLOWER: a retry written once."""
+    resent = resend_batch(TXN, tmp / "resent.pcap")
+    p = tmp / "retried.pcap"
+    seen = {"n": 0}
+
+    def second(ex) -> bool:
+        seen["n"] += api(ex, ApiKey.PRODUCE)
+        return api(ex, ApiKey.PRODUCE) and seen["n"] == 2  # exchange 20
+
+    assert patch_field(resent, p, second, "response", "error_code", b"\x00\x06") == 1
+    return TXN, p, 20, "1 of 8 records sent again (12.5% > 5.0%"
+
+
+def _transaction_hanging(tmp: Path):
+    """librdkafka-txn with its timeout patched to 1 ms and its last EndTxn naming another
+    transactional id: the last transaction never ends; the finding names its first exchange."""
+    from analyzer.session.transactions import TxnTracker
+
+    short, p = tmp / "short.pcap", tmp / "hanging.pcap"
+    init = lambda ex: api(ex, ApiKey.INIT_PRODUCER_ID)  # noqa: E731
+    assert patch_field(TXN, short, init, "request", "transaction_timeout_ms", struct.pack(">i", 1)) == 1
+    ends = {"n": 0}
+
+    def last_end(ex) -> bool:
+        ends["n"] += api(ex, ApiKey.END_TXN)
+        return api(ex, ApiKey.END_TXN) and ends["n"] == 3
+
+    assert patch_field(short, p, last_end, "request", "transactional_id", b"\x00\x12txn-librdkafka-txX") == 1
+    t = TxnTracker()
+    numbered = list(enumerate(exchanges(p), 1))
+    for _, ex in numbered:
+        t.event(ex)
+    [x] = t.open.values()
+    first = next(n for n, ex in numbered if ex.request is not None and ex.request.frame.ts_first == x.start)
+    return TXN, p, first, "transaction txn-librdkafka-txn (producer id 327974000, epoch 0): open for "
+
+
+def _e2e_latency(tmp: Path):
+    """The first Fetch answer returning records 61 s late: their end-to-end latency is over 60 s."""
+    from analyzer.session.walks import fetched
+
+    def returns(ex) -> bool:
+        return api(ex, ApiKey.FETCH) and any(fp.batches for fp in fetched(ex).answered)
+
+    n, first = next((n, ex) for n, ex in enumerate(exchanges(GZIP), 1) if returns(ex))
+    key = (first.conn.id, first.correlation_id)
+    p = tmp / "late-fetch.pcap"
+    sel = lambda ex: api(ex, ApiKey.FETCH) and (ex.conn.id, ex.correlation_id) == key  # noqa: E731
+    assert delay_responses(GZIP, p, sel, 61.0) > 0
+    return GZIP, p, n, "end-to-end latency (Produce request to the Fetch answer returning the record): "
+
+
 BREAKERS = {
+    "kafka.producer-lost": _producer_lost,
+    "kafka.producer-duplicates": _producer_duplicates,
+    "kafka.producer-retries": _producer_retries,
+    "kafka.transaction-hanging": _transaction_hanging,
+    "kafka.e2e-latency": _e2e_latency,
     "kafka.group-rebalance-long": _group_rebalance_long,
     "kafka.group-status": _group_status,
     "kafka.group-rewind": _group_rewind,
@@ -488,9 +565,11 @@ def _bl_handshake(tmp: Path):
 
 
 def _bl_errors(tmp: Path):
+    """A Fetch answered NOT_LEADER_OR_FOLLOWER (its top-level error code: no record is lost, which
+    baseline.producer-lost would say of a Produce answered so)."""
     p = tmp / "not-leader.pcap"
-    patch_field(GZIP, p, lambda ex: api(ex, ApiKey.PRODUCE), "response", "error_code", struct.pack(">h", 6))
-    return GZIP, p, "Produce answered NOT_LEADER_OR_FOLLOWER (1x), new"
+    patch_field(GZIP, p, lambda ex: api(ex, ApiKey.FETCH), "response", "error_code", struct.pack(">h", 6))
+    return GZIP, p, "Fetch answered NOT_LEADER_OR_FOLLOWER (1x), new"
 
 
 def _bl_latency(tmp: Path):
@@ -524,8 +603,10 @@ REGRESSIONS = {
 
 
 def test_every_baseline_dimension_has_a_regression():
-    # the consumer groups' dimensions are regressed in test_baseline_groups.py
-    assert set(REGRESSIONS) == {d for d in DIMENSIONS if not d.startswith("baseline.group")}
+    # the consumer groups' dimensions are regressed in test_baseline_groups.py, the producers'
+    # in test_baseline_producers.py
+    mine = ("baseline.group", "baseline.producer", "baseline.transactions", "baseline.e2e")
+    assert set(REGRESSIONS) == {d for d in DIMENSIONS if not d.startswith(mine)}
 
 
 @pytest.mark.parametrize("rid", sorted(REGRESSIONS))
