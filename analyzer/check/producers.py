@@ -197,8 +197,8 @@ class ProducerJudge:
         if what == "written twice":
             n = pv.duplicates_written
             head = (
-                f"{n} record{_s(n)} written twice ({k.batches} batch{_es(k.batches)} answered at two "
-                "offsets or more)"
+                f"{n} record{_s(n)} written twice ({k.batches} batch{_es(k.batches)} at two offsets or "
+                "more in Produce or Fetch answers)"
             )
             written = [a for a in run if a.error == 0 and a.base_offset is not None]
             ev = ", ".join(f"{_attempt(a, t0)} written at offset {a.base_offset}" for a in written[:3])
