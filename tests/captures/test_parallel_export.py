@@ -44,9 +44,22 @@ def test_jobs_give_the_same_bytes(path):
     assert (rc3, three) == (rc1, one_nospans)
 
 
+# group-internal.pcap goes quiet for 5 s and then only new connections speak: cut every 4
+# packets, the piece after the silence shares no connection with the pieces before it, so the
+# capture-set rule (analyzer/capture/sets.py: a silence over MAX_EDGE_GAP with no connection
+# going on is another recording) analyses it side by side; cut every 13 a piece bridges it.
+SIDE_BY_SIDE = {("group-internal.pcap", 4)}
+
+
 @pytest.mark.parametrize("every", [4, 13])
 @pytest.mark.parametrize("path", [p for p in CAPS if p.suffix == ".pcap"], ids=lambda p: p.name)
-def test_rotated_pieces_with_jobs_give_the_whole(path, every, tmp_path):
+def test_rotated_pieces_with_jobs_give_the_whole(path, every, tmp_path, request):
+    if (path.name, every) in SIDE_BY_SIDE:
+        request.applymarker(
+            pytest.mark.xfail(
+                strict=True, reason="a silence with only new connections after it: two recordings"
+            )
+        )
     pieces = [str(p) for p in cut(path, every, tmp_path)]
     assert len(pieces) > 1
     rc, whole = export_bytes(str(path))
