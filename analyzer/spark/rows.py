@@ -182,6 +182,7 @@ GENERATION = _struct(
             )
         ),
     ),
+    ("source", _STR),  # "__consumer_offsets" for one read from a GroupMetadata record, else null
 )
 
 REBALANCE = _struct(
