@@ -362,13 +362,12 @@ class ClientTracker:
             prev = self.last_end.get((host, broker))
             if prev is None or not 0 <= first - prev[1] < NO_BACKOFF_S or prev[0] not in self.clients:
                 return  # no client to tell
-            ck = prev[0]
-            c = self.clients[ck]
-            c.connections[label] = ConnSeen(broker, first, last)
-            c.fast_reconnects += 1
-            c.empty += 1
-            c.ended.append((broker, first, last))
-            self.last_end[(host, broker)] = (ck, last)
+            was = self.clients[prev[0]]
+            was.connections[label] = ConnSeen(broker, first, last)
+            was.fast_reconnects += 1
+            was.empty += 1
+            was.ended.append((broker, first, last))
+            self.last_end[(host, broker)] = (prev[0], last)
             return
         c = self.clients.get(ck)
         if c is None:
