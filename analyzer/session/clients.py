@@ -46,7 +46,7 @@ from analyzer.session.walks import fetched, produced
 NO_BACKOFF_S = 0.1  # a reconnection to the same broker sooner than this after the last ended
 LARGE_BYTES = 1_048_576  # a request or answer over this (the brokers' default message.max.bytes)
 STORM_ANSWERS = 10  # answers of one missing/leaderless topic in a row that make a loop
-STORM_RATE = 10.0  # Metadata requests per second over a second or more
+STORM_RATE = 10.0  # Metadata requests per second (over their span, a second at least)
 IDLE_S = 10.0  # a connection open this long that carried no request past the handshake
 CHURN_PER_MIN = 30.0  # new connections per minute (over a minute or more) that make churn
 # fast reconnections that make a finding: librdkafka drops its bootstrap connection and reconnects
@@ -105,6 +105,8 @@ class ClientView:
         default_factory=dict
     )  # topic -> (error, answers in a row)
     loops: dict[str, tuple[str, int]] = field(default_factory=dict)  # topic -> (error, longest run)
+    # every topic's longest run of missing answers, short ones too (kafka.metadata-storm's bound)
+    longest_runs: dict[str, tuple[str, int]] = field(default_factory=dict)
     throttle_ms: dict[int, int] = field(default_factory=dict)
     large: int = 0
     largest: int = 0
@@ -134,9 +136,9 @@ class ClientView:
         lifetimes = [last - first for _, first, last in self.ended]
         span = self.last - self.first
         meta_span = self.metadata_last - (self.metadata_first or 0.0)
-        meta_rate = (
-            self.metadata / meta_span if self.metadata_first is not None and meta_span >= 1.0 else None
-        )
+        # over the span of its Metadata requests, a second at least (130 requests in 0.3 s are a
+        # storm; one request is 1/s)
+        meta_rate = self.metadata / max(meta_span, 1.0) if self.metadata_first is not None else None
         per_min = len(self.connections) / (span / 60) if span >= 60 else None
         findings = []
         for topic, (err, n) in sorted(self.loops.items()):
@@ -328,6 +330,8 @@ class ClientTracker:
                     run = c.missing_run.get(topic)
                     n = run[1] + 1 if run is not None else 1
                     c.missing_run[topic] = (err, n)
+                    if n > c.longest_runs.get(topic, ("", 0))[1]:
+                        c.longest_runs[topic] = (err, n)
                     if n >= STORM_ANSWERS and n > c.loops.get(topic, ("", 0))[1]:
                         c.loops[topic] = (err, n)
                 for topic in list(c.missing_run):
