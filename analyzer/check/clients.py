@@ -50,6 +50,7 @@ def target_of(value: float) -> str:
 @dataclass(slots=True)
 class _Seen:
     exchanges: int = 0
+    first: Evidence | None = None  # its first exchange
     versions: dict[tuple[int, int], Evidence] = field(default_factory=dict)  # first of each
     old: Evidence | None = None  # the first exchange with old record formats
     loop: dict[str, Evidence] = field(default_factory=dict)  # topic -> first answer of the run
@@ -102,6 +103,8 @@ class ClientJudge:
                 ev = Evidence(n, loc(), ex, t, resp.frame.ts_first if resp is not None else None)
             return ev
 
+        if s.first is None:
+            s.first = evidence()
         if (key, version) not in s.versions:
             s.versions[(key, version)] = evidence()
         if old and s.old is None:
@@ -141,7 +144,7 @@ class ClientJudge:
             if STORM in rules:
                 out += self._storm(rules[STORM], who, c, row, s, t0, cover)
             if CHURN in rules:
-                out += self._churn(rules[CHURN], who, c, row, cover)
+                out += self._churn(rules[CHURN], who, c, row, s, t0, cover)
             if THROTTLE in rules and b.throttle_ms is not None and row["throttle_ms"] > b.throttle_ms:
                 by_api = ", ".join(f"{k} {v} ms" for k, v in row["throttle_by_api"].items())
                 first_at = f"; first at {s.throttled.names(t0)}" if s.throttled else ""
@@ -221,7 +224,9 @@ class ClientJudge:
             )
         return out
 
-    def _churn(self, rid: str, who: str, c: ClientView, row: dict, cover: str) -> list[ClientFinding]:
+    def _churn(
+        self, rid: str, who: str, c: ClientView, row: dict, s: _Seen, t0: float, cover: str
+    ) -> list[ClientFinding]:
         b = self.bounds
         said = []
         if b.max_fast is not None and c.fast_reconnects > b.max_fast:
@@ -237,11 +242,13 @@ class ClientJudge:
             return []
         life = row["median_lifetime_s"]
         median = f", median lifetime {life:.3f} s" if life is not None else ""
+        # no exchange is the churn: its first exchange names the client (for waivers' where)
+        at = f", first {s.first.names(t0)}" if s.first is not None else ""
         return [
             ClientFinding(
                 rid,
-                f"{who}: connection churn: {'; '.join(said)} ({row['connections']} connections{median}); "
+                f"{who}: connection churn: {'; '.join(said)} ({row['connections']} connections{median}{at}); "
                 f"{cover}",
-                None,
+                s.first,
             )
         ]

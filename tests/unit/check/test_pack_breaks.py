@@ -234,8 +234,8 @@ def _metadata_storm(tmp: Path):
 
 def _connection_churn(tmp: Path):
     """The generated reconnect loop (a producer reconnecting without backoff to a flapping broker):
-    a finding of the client, no single exchange its evidence."""
-    return GZIP, CAPTURES / "client-reconnect-loop.pcap", None, "reconnections within 100 ms"
+    a finding of the client, named by its first exchange."""
+    return GZIP, CAPTURES / "client-reconnect-loop.pcap", 1, "reconnections within 100 ms"
 
 
 def _peer_quirks(tmp: Path):
