@@ -199,7 +199,7 @@ def builtin_rules() -> list[Rule]:
             f"removed the oldest versions in Kafka 4.0) nor sends or is sent record batches in the "
             f"old formats (magic 0/1); target: {', '.join(TARGETS)} (default {CURRENT_RELEASE}, the "
             "newest the schemas know). One finding per client (id and host) naming each version "
-            "with its count and first exchange; filter single requests with client.removed.",
+            "with its count and first exchange.",
         ),
         Rule(
             "kafka.metadata-storm",
