@@ -12,15 +12,18 @@ import datetime as dt
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 
+from analyzer.check import clients as C
 from analyzer.check import producers as P
 from analyzer.check.groups import JUDGES as GROUP_JUDGES
 from analyzer.check.groups import LAG, REBALANCE, Bounds, GroupJudge
 from analyzer.check.rules import SEVERITIES, Config, Rule
 from analyzer.dissect import schema
-from analyzer.events import CaptureIssue, ConnIssue, Event
+from analyzer.dissect.protocol_table import CURRENT_RELEASE
+from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue, Event
 from analyzer.filter import Filter, field_values
 from analyzer.model import Exchange, Issue, Severity
 from analyzer.pipeline import UNUSABLE
+from analyzer.session.clients import ClientTracker
 from analyzer.session.insights import GroupInsights
 from analyzer.session.producer_insights import ProducerInsights
 from analyzer.session.stats import percentile
@@ -133,6 +136,11 @@ class Engine:
         self._producer_rules = {r.judge: r for r in self.rules if r.judge in P.JUDGES}
         self._want_groups = groups or bool(self._group_rules)
         self._want_producers = groups or bool(self._producer_rules)
+        self._client_rules = {r.judge: r for r in self.rules if r.judge in C.JUDGES}
+        self._want_clients = groups or bool(self._client_rules)
+        self.clients: ClientTracker | None = None
+        self._cjudge: C.ClientJudge | None = None
+        self.client_rows: list[dict] = []  # the capture's clients (ClientTracker.rows)
         self.insights: GroupInsights | None = None
         self._judge: GroupJudge | None = None
         self._selected_groups: set[str] | None = None
@@ -167,6 +175,11 @@ class Engine:
                 self._pjudge = P.ProducerJudge(self.producer_insights, self._producer_bounds())
             self._selected_clients = set() if self.select is not None else None
             self._selected_txns = set() if self.select is not None else None
+        if self._want_clients:
+            self.clients = ClientTracker(getattr(knowledge, "topic_ids", None))
+            self._cjudge = C.ClientJudge(self.clients, self._client_bounds()) if self._client_rules else None
+            if self._selected_clients is None and self.select is not None:
+                self._selected_clients = set()
 
     def _bounds(self) -> Bounds:
         rules = self._group_rules
@@ -189,10 +202,30 @@ class Engine:
             b.e2e_ms = rules[P.E2E].settings.get("max")
         return b
 
+    def _client_bounds(self) -> C.Bounds:
+        rules = self._client_rules
+        b = C.Bounds(rules={j: r.id for j, r in rules.items()})
+        if C.READINESS in rules:
+            b.target = C.target_of(rules[C.READINESS].settings.get("target") or 0.0)
+        if C.STORM in rules:
+            b.max_answers = rules[C.STORM].settings.get("max_answers")
+            b.max_rate = rules[C.STORM].settings.get("max_rate")
+        if C.CHURN in rules:
+            b.max_fast = rules[C.CHURN].settings.get("max_fast_reconnects")
+            b.max_per_min = rules[C.CHURN].settings.get("max_per_min")
+        if C.THROTTLE in rules:
+            b.throttle_ms = rules[C.THROTTLE].settings.get("max")
+        return b
+
     def event(self, ev: Event) -> None:
         t = type(ev)
         if t is Exchange:
             self._exchange(ev)  # type: ignore[arg-type]
+        elif t is ConnectionEnd:
+            if self.clients is not None:
+                f = self.clients.facts(ev)
+                if f is not None:
+                    self.clients.apply(f)
         elif t is ConnIssue:
             c = ev.conn  # type: ignore[union-attr]
             ends = f"{c.client} -> {c.broker}" if c.client_direction is not None else f"{c.a} <-> {c.b}"
@@ -228,6 +261,24 @@ class Engine:
             self._judge_groups(first_ts, last_ts)
         if self.producer_insights is not None:
             self._judge_producers(first_ts, last_ts)
+        if self.clients is not None:
+            self._judge_clients(first_ts)
+
+    def _judge_clients(self, first_ts: float | None) -> None:
+        """The clients at the capture's end: the client rules' findings, the rows the baseline
+        records (only the client ids a selected exchange names, with ``-Y``)."""
+        assert self.clients is not None
+        wanted = self._selected_clients
+        if self._cjudge is not None:
+            by_id = {r.id: r for r in self._client_rules.values()}
+            for f in self._cjudge.findings(first_ts, wanted):
+                ev = f.evidence
+                loc = dict(ev.loc) if ev else {}
+                self._find(by_id[f.rule], f.message, loc, ev.ex if ev else None, ev.n if ev else None)
+        target = self._cjudge.bounds.target if self._cjudge is not None else CURRENT_RELEASE
+        self.client_rows = [
+            r for r in self.clients.rows(target) if wanted is None or r["client_id"] in wanted
+        ]
 
     def _judge_groups(self, first_ts: float | None, now: float | None) -> None:
         """The consumer groups at the capture's end: the group rules' findings, the rows the
@@ -296,12 +347,19 @@ class Engine:
             facts = pi.facts(ex)
             if facts is not None:
                 pi.apply(facts, self._mark(ex, n) if self._pjudge is not None else None)
+        if self.clients is not None:
+            cf = self.clients.facts(ex)
+            if cf is not None:
+                self.clients.apply(cf)
+            if self._cjudge is not None:
+                self._cjudge.exchange(ex, cf, n, lambda: _exchange_location(ex))
         if self.select is not None and not self.select(ex):
             return
         if self._selected_groups is not None:
             self._selected_groups.update(_GROUP_IDS(ex))
-        if self._selected_clients is not None and self._selected_txns is not None:
+        if self._selected_clients is not None:
             self._selected_clients.add(ex.client_id)
+        if self._selected_txns is not None:
             self._selected_txns.update(_TXN_IDS(ex))
         loc = None
         for r in self._exchange_rules:

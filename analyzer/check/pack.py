@@ -6,9 +6,10 @@ fail_on``). The ids are stable: CI configurations, waivers and SARIF results ref
 
 from __future__ import annotations
 
+from analyzer.check.clients import CHURN, READINESS, STORM, THROTTLE
 from analyzer.check.groups import LAG, REBALANCE, REWIND, STATUS
 from analyzer.check.producers import DUPLICATES, E2E, HANGING, LOST, RETRIES
-from analyzer.check.rules import Rule, assert_check, compile_expr, parse_aggregate
+from analyzer.check.rules import Rule, assert_check, compile_expr
 from analyzer.dissect import schema
 from analyzer.dissect.error_versions import too_new
 from analyzer.dissect.errors import ERRORS, is_retriable
@@ -31,6 +32,7 @@ from analyzer.issues import (
     STREAM_GAP,
 )
 from analyzer.model import Exchange, Severity
+from analyzer.session.clients import TARGETS
 
 # Warnings that say the analysis saw or decoded less than the traffic held: the capture's own
 # losses, bytes skipped between frames, and the limits that bound hostile input (what check would
@@ -70,16 +72,6 @@ QUIRK_ERRORS = {
     # a simple commit (generation -1, no member id) to an empty group refused
     QUIRK_SIMPLE_COMMIT_REJECTED.code: frozenset(("UNKNOWN_MEMBER_ID",)),
 }
-
-
-def _removed_versions(ex: Exchange) -> str | None:
-    key, ver = ex.api_key, ex.api_version
-    if ex.request is None or key is None or ver is None or not schema.removed(key, ver):
-        return None
-    name = schema.api_name(key) or f"Api{key}"
-    rng = schema.CURRENT_VERSIONS.get(key)
-    now = f"v{rng[0]}-v{rng[1]}" if rng else "none"
-    return f"{name} v{ver} was removed in Kafka {CURRENT_RELEASE} (KIP-896; accepted: {now})"
 
 
 def _error_responses(ex: Exchange) -> str | None:
@@ -131,7 +123,6 @@ def builtin_rules() -> list[Rule]:
         r.texts = {"where": where, "assert": check}
         return r
 
-    rate = parse_aggregate("rate", "kafka.metadata-rate")
     return [
         Rule(
             "kafka.protocol-errors",
@@ -172,15 +163,6 @@ def builtin_rules() -> list[Rule]:
             "errors the request's version predates or a named broker quirk causes, which "
             "kafka.peer-quirks reports).",
         ),
-        Rule(
-            "kafka.removed-api-versions",
-            Severity.WARNING,
-            f"an API version Kafka {CURRENT_RELEASE} no longer accepts",
-            b,
-            check=_removed_versions,
-            help="Requests use API versions the newest Kafka release still accepts (KIP-896 removed "
-            "the oldest versions in Kafka 4.0).",
-        ),
         assert_rule(
             "kafka.acks-all",
             Severity.WARNING,
@@ -205,26 +187,57 @@ def builtin_rules() -> list[Rule]:
             "a Produce request from a producer that is not idempotent",
             "v2 record batches carry a producer id (enable.idempotence).",
         ),
-        assert_rule(
-            "kafka.throttling",
+        Rule(
+            "kafka.client-readiness",
             Severity.WARNING,
-            "throttle_time_ms",
-            "not throttle_time_ms > 0",
-            "a response throttled by the broker's quotas",
-            "No response is throttled (throttle_time_ms > 0).",
+            "a client that uses what the target Kafka release refuses",
+            b,
+            judge=READINESS,
+            settings={"target": float(CURRENT_RELEASE)},
+            units={"target": ""},
+            help=f"No client uses an API version the target release no longer accepts (KIP-896 "
+            f"removed the oldest versions in Kafka 4.0) nor sends or is sent record batches in the "
+            f"old formats (magic 0/1); target: {', '.join(TARGETS)} (default {CURRENT_RELEASE}, the "
+            "newest the schemas know). One finding per client (id and host) naming each version "
+            "with its count and first exchange.",
         ),
         Rule(
-            "kafka.metadata-rate",
+            "kafka.metadata-storm",
             Severity.WARNING,
-            "Metadata requests per second of one client id",
+            "a client flooding the brokers with Metadata requests",
             b,
-            where=compile_expr("api == Metadata", "kafka.metadata-rate", "where"),
-            aggregate=rate,
-            max=2.0,
-            per="client_id",
-            texts={"where": "api == Metadata", "aggregate": "rate"},
-            help="Each client id sends at most 2 Metadata requests per second (over at least a "
-            "minute: shorter captures count as a minute).",
+            judge=STORM,
+            settings={"max_answers": 10.0, "max_rate": 10.0},
+            units={"max_answers": "", "max_rate": ""},
+            help="No client gets more than max_answers (10) Metadata answers in a row naming a topic "
+            "UNKNOWN_TOPIC_OR_PARTITION or LEADER_NOT_AVAILABLE (a loop on a missing or leaderless "
+            "topic), nor sends more than max_rate (10) Metadata requests per second over the span of "
+            "its Metadata requests (a second at least: 130 requests in 0.3 s are 130/s).",
+        ),
+        Rule(
+            "kafka.connection-churn",
+            Severity.WARNING,
+            "a client reconnecting in a loop or opening connections too often",
+            b,
+            judge=CHURN,
+            settings={"max_fast_reconnects": 10.0, "max_per_min": 30.0},
+            units={"max_fast_reconnects": "", "max_per_min": ""},
+            help="No client reconnects to a broker within 100 ms of its last connection's end more "
+            "than max_fast_reconnects (10) times (no backoff; connections refused or closed before "
+            "a request count as its reconnections), nor opens more than max_per_min (30) "
+            "connections a minute over a minute or more.",
+        ),
+        Rule(
+            "kafka.throttling",
+            Severity.WARNING,
+            "a client throttled by the brokers' quotas",
+            b,
+            judge=THROTTLE,
+            settings={"max": 0.0},
+            units={"max": "ms"},
+            help="No client's answers are throttled (throttle_time_ms) more than max in all (0 ms "
+            "by default: any throttling); the finding sums it per API and names the first "
+            "throttled answer; filter single answers with throttle_time_ms > 0.",
         ),
         Rule(
             "kafka.peer-quirks",

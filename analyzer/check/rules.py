@@ -16,7 +16,7 @@ The file::
 
     [pack]
     "kafka.acks-all" = false                        # switch a built-in rule off
-    "kafka.metadata-rate" = { max = 5, severity = "error" }
+    "kafka.metadata-storm" = { max_rate = 5, severity = "error" }
 
     [[rule]]
     id = "produce-latency"
@@ -43,6 +43,7 @@ from typing import Any
 
 from analyzer.filter import Filter, FilterError, Values, compile_filter, field_values
 from analyzer.model import Exchange, Issue, Severity
+from analyzer.session.clients import TARGETS
 
 SEVERITIES = {"error": Severity.ERROR, "warning": Severity.WARNING, "note": Severity.NOTE}
 _AGG = re.compile(r"^\s*(count|rate|(p\d{1,2}(?:\.\d+)?|max|min|avg|sum)\(\s*([A-Za-z0-9_.]+)\s*\))\s*$")
@@ -290,6 +291,13 @@ def _bounds(rule: Rule, d: dict, where: str) -> None:
         rule.message = f"{agg.text} must be {bound}"
 
 
+# built-in rules folded into another (issue 29: one way to do each thing): old id -> the new
+FOLDED = {
+    "kafka.removed-api-versions": "kafka.client-readiness (its target, default the newest release)",
+    "kafka.metadata-rate": "kafka.metadata-storm (max_rate)",
+}
+
+
 def parse_setting(value: Any, unit: str, where: str) -> float | None:
     """A built-in rule's bound: false (off), a number (milliseconds for durations) or, for a
     duration, a text such as "30s"."""
@@ -314,6 +322,10 @@ def tune(rule: Rule, tuning: dict, where: str) -> None:
         for k in rule.settings:
             if k in tuning:
                 rule.settings[k] = parse_setting(tuning[k], rule.units.get(k, ""), f"{where} {k}")
+        target = rule.settings.get("target")
+        if "target" in tuning and (target is None or f"{target:.1f}" not in TARGETS):
+            known = ", ".join(TARGETS)
+            raise ConfigError(f"{where} target", f"{tuning['target']!r}: expected a Kafka release ({known})")
         if rule.settings and all(v is None for v in rule.settings.values()):
             raise ConfigError(where, "every bound is off: switch the rule off instead (= false)")
     else:
@@ -369,6 +381,8 @@ def from_dict(data: dict, path: str, builtin_ids: set[str]) -> Config:
         if rid not in builtin_ids:
             import difflib
 
+            if rid in FOLDED:
+                raise ConfigError(w, f"this rule was folded into {FOLDED[rid]}: tune that one")
             close = difflib.get_close_matches(rid, sorted(builtin_ids), n=1)
             raise ConfigError(
                 w, "no built-in rule has this id" + (f"; did you mean {close[0]}?" if close else "")

@@ -16,7 +16,9 @@ id on a host (a process may hold many connections):
   (connections per minute, their median lifetime, reconnections to a broker within
   :data:`NO_BACKOFF_S` of the previous connection's end: a client dropping its bootstrap
   connection for the broker's own does it once, a client reconnecting in a loop again and
-  again); throttling (throttle_time_ms summed per
+  again; a connection that carried no request, refused or closed at once, counts as the
+  reconnection of the client whose connection from the same host to the same broker ended just
+  before); throttling (throttle_time_ms summed per
   API); messages over :data:`LARGE_BYTES`; connections opened and never used past the
   handshake (idle);
 * **topology**: edges producer client -> topic and topic -> consumer group (or client, without
@@ -44,10 +46,13 @@ from analyzer.session.walks import fetched, produced
 NO_BACKOFF_S = 0.1  # a reconnection to the same broker sooner than this after the last ended
 LARGE_BYTES = 1_048_576  # a request or answer over this (the brokers' default message.max.bytes)
 STORM_ANSWERS = 10  # answers of one missing/leaderless topic in a row that make a loop
-STORM_RATE = 10.0  # Metadata requests per second over a second or more
+STORM_RATE = 10.0  # Metadata requests per second (over their span, a second at least)
 IDLE_S = 10.0  # a connection open this long that carried no request past the handshake
 CHURN_PER_MIN = 30.0  # new connections per minute (over a minute or more) that make churn
-RECONNECT_LOOP = 3  # fast reconnections that make a finding (one after the bootstrap is usual)
+# fast reconnections that make a finding: librdkafka drops its bootstrap connection and reconnects
+# to each broker once or twice (3 in librdkafka-txn's consumer), a client without backoff whose
+# broker goes away reconnects dozens of times in milliseconds (client-reconnect-loop: 111)
+RECONNECT_LOOP = 10
 _HANDSHAKE = frozenset(
     (ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE, ApiKey.METADATA)
 )
@@ -100,12 +105,15 @@ class ClientView:
         default_factory=dict
     )  # topic -> (error, answers in a row)
     loops: dict[str, tuple[str, int]] = field(default_factory=dict)  # topic -> (error, longest run)
+    # every topic's longest run of missing answers, short ones too (kafka.metadata-storm's bound)
+    longest_runs: dict[str, tuple[str, int]] = field(default_factory=dict)
     throttle_ms: dict[int, int] = field(default_factory=dict)
     large: int = 0
     largest: int = 0
     connections: dict[str, ConnSeen] = field(default_factory=dict)  # label -> seen
     ended: list[tuple[str, float, float]] = field(default_factory=list)  # (broker, first, last)
     fast_reconnects: int = 0
+    empty: int = 0  # of those, connections that carried no request (refused, reset, closed at once)
     idle: int = 0
 
     def row(self, target: str) -> dict:
@@ -128,9 +136,9 @@ class ClientView:
         lifetimes = [last - first for _, first, last in self.ended]
         span = self.last - self.first
         meta_span = self.metadata_last - (self.metadata_first or 0.0)
-        meta_rate = (
-            self.metadata / meta_span if self.metadata_first is not None and meta_span >= 1.0 else None
-        )
+        # over the span of its Metadata requests, a second at least (130 requests in 0.3 s are a
+        # storm; one request is 1/s)
+        meta_rate = self.metadata / max(meta_span, 1.0) if self.metadata_first is not None else None
         per_min = len(self.connections) / (span / 60) if span >= 60 else None
         findings = []
         for topic, (err, n) in sorted(self.loops.items()):
@@ -140,9 +148,9 @@ class ClientView:
         if per_min is not None and per_min > CHURN_PER_MIN:
             findings.append(f"connection churn: {per_min:.1f} connections/min")
         if self.fast_reconnects >= RECONNECT_LOOP:
-            findings.append(
-                f"{self.fast_reconnects} reconnections within {NO_BACKOFF_S * 1000:.0f} ms (no backoff)"
-            )
+            empty = f", {self.empty} of them refused or closed before a request" if self.empty else ""
+            within = f"{NO_BACKOFF_S * 1000:.0f} ms"
+            findings.append(f"{self.fast_reconnects} reconnections within {within} (no backoff{empty})")
         if self.throttle_ms:
             findings.append(f"throttled {sum(self.throttle_ms.values())} ms")
         if self.large:
@@ -174,6 +182,7 @@ class ClientView:
             "connections_per_min": None if per_min is None else round(per_min, 3),
             "median_lifetime_s": round(median(lifetimes), 3) if lifetimes else None,
             "fast_reconnects": self.fast_reconnects,
+            "empty_connections": self.empty,
             "idle_connections": self.idle,
             "throttle_ms": sum(self.throttle_ms.values()),
             "throttle_by_api": {api_name(k) or str(k): v for k, v in sorted(self.throttle_ms.items())},
@@ -194,6 +203,8 @@ class ClientTracker:
         self.produce_edges: dict[tuple[str, str], list[int]] = {}  # (client id, topic) -> [records, bytes]
         self.fetch_edges: dict[tuple[str, tuple], list[int]] = {}  # (topic, consumer key) -> [records, bytes]
         self.partitions: dict[tuple[str, int], list[int]] = {}  # produced [records, bytes] per partition
+        # (host, broker) -> the client whose connection between them ended last, and when
+        self.last_end: dict[tuple[str, str], tuple[tuple[str, str | None], float]] = {}
 
     # -- feeding ------------------------------------------------------------------------------------
     def event(self, ev) -> None:
@@ -319,6 +330,8 @@ class ClientTracker:
                     run = c.missing_run.get(topic)
                     n = run[1] + 1 if run is not None else 1
                     c.missing_run[topic] = (err, n)
+                    if n > c.longest_runs.get(topic, ("", 0))[1]:
+                        c.longest_runs[topic] = (err, n)
                     if n >= STORM_ANSWERS and n > c.loops.get(topic, ("", 0))[1]:
                         c.loops[topic] = (err, n)
                 for topic in list(c.missing_run):
@@ -346,14 +359,29 @@ class ClientTracker:
 
     def _ended(self, label: str, broker: str, first: float, last: float) -> None:
         ck = self.by_label.pop(label, None)
-        c = self.clients.get(ck) if ck is not None else None
+        host = host_of(label.split(" -> ", 1)[0])
+        if ck is None:
+            # no request on it (refused, reset or closed at once): the reconnection of the client
+            # whose connection from this host to this broker ended just before, if one did
+            prev = self.last_end.get((host, broker))
+            if prev is None or not 0 <= first - prev[1] < NO_BACKOFF_S or prev[0] not in self.clients:
+                return  # no client to tell
+            was = self.clients[prev[0]]
+            was.connections[label] = ConnSeen(broker, first, last)
+            was.fast_reconnects += 1
+            was.empty += 1
+            was.ended.append((broker, first, last))
+            self.last_end[(host, broker)] = (prev[0], last)
+            return
+        c = self.clients.get(ck)
         if c is None:
-            return  # no request of it seen: no client to tell
+            return
         seen = c.connections.get(label)
         previous = [x for b, _, x in c.ended if b == broker]
         if previous and 0 <= first - max(previous) < NO_BACKOFF_S:
             c.fast_reconnects += 1
         c.ended.append((broker, first, last))
+        self.last_end[(host, broker)] = (ck, last)
         if seen is not None and not seen.used and last - first >= IDLE_S:
             c.idle += 1
 

@@ -44,7 +44,7 @@ RULES = """
 allow = ["decode.trailing_bytes"]
 
 [pack]
-"kafka.metadata-rate" = { max = 0.01 }
+"kafka.metadata-storm" = { max_rate = 0.01 }
 
 [[rule]]
 id = "produce-latency"
@@ -215,7 +215,7 @@ def test_the_rules_file_finds_what_it_should(tables, tmp_path):
     assert rc == 1
     assert by["produce-latency"]["status"] == "failed"
     assert by["kafka.acks-all"]["status"] == "waived"
-    assert by["kafka.metadata-rate"]["status"] == "warned"
+    assert by["kafka.metadata-storm"]["status"] == "warned"
     assert any(f["exchange"] for f in by["kafka.sasl-plain-cleartext"]["findings"])
 
 

@@ -57,6 +57,8 @@ def _librdkafka() -> ctypes.CDLL:
             [vp, ctypes.c_int16, ctypes.c_size_t, ctypes.POINTER(ctypes.c_int)],
         ),
         "rd_kafka_mock_broker_set_rtt": (i32, [vp, ctypes.c_int32, i32]),
+        "rd_kafka_mock_broker_set_down": (i32, [vp, ctypes.c_int32]),
+        "rd_kafka_mock_broker_set_up": (i32, [vp, ctypes.c_int32]),
         "rd_kafka_mock_clear_request_errors": (None, [vp, ctypes.c_int16]),
         "rd_kafka_mock_partition_set_leader": (i32, [vp, cp, ctypes.c_int32, ctypes.c_int32]),
         **{f"rd_kafka_mock_{fn}": (None, [vp, i32]) for fn in MOCK_SETTINGS.values()},
@@ -141,6 +143,8 @@ def serve_mock(
 #                         in ms) for the next answers of one broker; error 0 delays a good answer
 #   partition_push_request_errors {"topic": t, "partition": 0, "api": 0, "errors": [...]}
 #   broker_set_rtt        {"broker": 1, "ms": 0}: delay every answer of that broker
+#   broker_set_down       {"broker": 1}: close its connections and refuse new ones (accepted and
+#                         closed at once); broker_set_up {"broker": 1}: serve again
 #   clear_request_errors  {"api": 0}
 #   partition_set_leader  {"topic": t, "partition": 0, "broker": 2}
 # rd_kafka_mock_* with variadic arguments are called with every argument typed (C int).
@@ -183,6 +187,10 @@ def _control_call(lib: ctypes.CDLL, mcluster: int, req: dict) -> dict:
         return {"ok": True}
     if op == "broker_set_rtt":
         return {"ok": lib.rd_kafka_mock_broker_set_rtt(vp, req["broker"], req["ms"]) == 0}
+    if op == "broker_set_down":
+        return {"ok": lib.rd_kafka_mock_broker_set_down(vp, req["broker"]) == 0}
+    if op == "broker_set_up":
+        return {"ok": lib.rd_kafka_mock_broker_set_up(vp, req["broker"]) == 0}
     if op == "clear_request_errors":
         lib.rd_kafka_mock_clear_request_errors(vp, req["api"])
         return {"ok": True}

@@ -10,6 +10,7 @@ from types import ModuleType
 
 from . import (
     aiokafka,
+    clients,
     groups,
     internal,
     kafka_go,
@@ -39,6 +40,7 @@ SOURCES: tuple[ModuleType, ...] = (
     groups,
     internal,
     producers,
+    clients,
 )
 
 

@@ -191,8 +191,9 @@ def _error_responses(tmp: Path):
     return GZIP, p, number(p, sel), "MESSAGE_TOO_LARGE"
 
 
-def _removed_api_versions(tmp: Path):
-    """kafka-python with api_version 0.8.2 (a real recording): Produce v0, gone in Kafka 4.0."""
+def _client_readiness(tmp: Path):
+    """kafka-python with api_version 0.8.2 (a real recording): Produce v0, gone in Kafka 4.0; the
+    finding names the client and its first Produce v0."""
     p = CAPTURES / "kafka-python-0.8.2-none.pcap"
     return GZIP, p, number(p, lambda ex: ex.api_key == ApiKey.PRODUCE), "KIP-896"
 
@@ -225,11 +226,16 @@ def _throttling(tmp: Path):
     return GZIP, p, number(p, sel), "throttled"
 
 
-def _metadata_rate(tmp: Path):
-    """130 Metadata requests in 2 s from one client id: above 2/s over the one-minute window."""
+def _metadata_storm(tmp: Path):
+    """130 Metadata requests in 2 s from one client id: above 10/s; the finding names its first."""
     p = write(tmp / "metadata-storm.pcap", [client_conn(40000, ["ApiVersions", "Metadata"], n_metadata=130)])
-    ok = write(tmp / "metadata-calm.pcap", [client_conn(40000, ["ApiVersions", "Metadata"], n_metadata=100)])
-    return ok, p, None, "client_id test-client"
+    return GZIP, p, number(p, lambda ex: ex.api_key == ApiKey.METADATA), "Metadata storm"
+
+
+def _connection_churn(tmp: Path):
+    """The generated reconnect loop (a producer reconnecting without backoff to a flapping broker):
+    a finding of the client, named by its first exchange."""
+    return GZIP, CAPTURES / "client-reconnect-loop.pcap", 1, "reconnections within 100 ms"
 
 
 def _peer_quirks(tmp: Path):
@@ -438,12 +444,13 @@ BREAKERS = {
     "kafka.crc": _crc,
     "kafka.unanswered": _unanswered,
     "kafka.error-responses": _error_responses,
-    "kafka.removed-api-versions": _removed_api_versions,
+    "kafka.client-readiness": _client_readiness,
     "kafka.acks-all": _acks_all,
     "kafka.compression": _compression,
     "kafka.idempotence": _idempotence,
     "kafka.throttling": _throttling,
-    "kafka.metadata-rate": _metadata_rate,
+    "kafka.metadata-storm": _metadata_storm,
+    "kafka.connection-churn": _connection_churn,
     "kafka.peer-quirks": _peer_quirks,
     "kafka.invalid-batches": _invalid_batches,
     "kafka.incomplete-analysis": _incomplete_analysis,

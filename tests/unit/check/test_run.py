@@ -95,11 +95,36 @@ def test_uncompressed_produce_is_a_warning():
     assert rule(doc, "kafka.compression")["status"] == "passed"
 
 
-def test_removed_api_versions_name_the_kip():
+def test_client_readiness_names_the_kip_and_the_versions_per_client():
     _, doc = check_json(CAPTURES / "kafka-python-0.8.2-none.pcap")
-    r = rule(doc, "kafka.removed-api-versions")
-    assert r["status"] == "warned"
-    assert any("KIP-896" in f["message"] and f["api"] == "Produce" for f in r["findings"])
+    r = rule(doc, "kafka.client-readiness")
+    assert r["status"] == "warned" and r["count"] == 2  # the producer and the consumer
+    producer, consumer = r["findings"]
+    assert "KIP-896" in producer["message"] and producer["api"] == "Produce"
+    assert "Produce v0 x2 (accepts v3-13" in producer["message"]
+    assert "Fetch v0 x2" in consumer["message"] and "ListOffsets v0 x2" in consumer["message"]
+    assert "old formats" in producer["message"] and "coverage:" in producer["message"]
+
+
+def test_client_readiness_for_kafka_3_9_passes_and_an_unknown_target_is_refused(tmp_path):
+    rules = tmp_path / "r.toml"
+    rules.write_text('[pack]\n"kafka.client-readiness" = { target = 3.9 }\n')
+    _, doc = check_json(CAPTURES / "kafka-python-0.8.2-none.pcap", "--rules", rules)
+    assert rule(doc, "kafka.client-readiness")["status"] == "passed"
+    rules.write_text('[pack]\n"kafka.client-readiness" = { target = 5.7 }\n')
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        rc = cli.main(["check", str(ZSTD), "--rules", str(rules)])
+    assert rc == 2 and "expected a Kafka release" in err.getvalue() + out.getvalue()
+
+
+def test_a_folded_rule_id_says_which_rule_took_it_over(tmp_path):
+    rules = tmp_path / "r.toml"
+    rules.write_text('[pack]\n"kafka.removed-api-versions" = false\n')
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        rc = cli.main(["check", str(ZSTD), "--rules", str(rules)])
+    assert rc == 2 and "folded into kafka.client-readiness" in err.getvalue() + out.getvalue()
 
 
 def test_sasl_plain_in_clear_text_is_a_warning():
@@ -133,12 +158,20 @@ def test_truncated_capture_is_a_protocol_error_with_partial_results(tmp_path):
     assert doc["captures"][0]["exchanges"] > 10
 
 
-def test_metadata_rate_tuned_in_the_pack(tmp_path):
+def test_metadata_storm_tuned_in_the_pack(tmp_path):
     rules = tmp_path / "r.toml"
-    rules.write_text('[pack]\n"kafka.metadata-rate" = { max = 0.01, severity = "error" }\n')
+    rules.write_text('[pack]\n"kafka.metadata-storm" = { max_rate = 0.01, severity = "error" }\n')
     rc, doc = check_json(ZSTD, "--rules", rules)
-    r = rule(doc, "kafka.metadata-rate")
-    assert rc == 1 and r["status"] == "failed" and "client_id" in r["findings"][0]["message"]
+    r = rule(doc, "kafka.metadata-storm")
+    assert rc == 1 and r["status"] == "failed" and "Metadata storm" in r["findings"][0]["message"]
+
+
+def test_metadata_loop_of_the_generated_storm_names_the_topic_and_its_first_answer():
+    _, doc = check_json(CAPTURES / "client-metadata-storm.pcap")
+    r = rule(doc, "kafka.metadata-storm")
+    loop = next(f for f in r["findings"] if "Metadata loop" in f["message"])
+    assert "storm-producer" in loop["message"] and "no-such-topic" in loop["message"]
+    assert loop["api"] == "Metadata" and "good-producer" not in str(r["findings"])
 
 
 def test_pack_rule_switched_off(tmp_path):
