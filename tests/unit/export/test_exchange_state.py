@@ -62,9 +62,13 @@ def _run(path, rebuild: bool) -> tuple[dict, dict]:
 
         class Known:
             clients: dict = {}
+            topic_ids: dict = {}
 
         known = Known()
         known.clients = {}
+        # the topic names the run learns from Metadata (a Fetch names topics by id since v13:
+        # a batch fetched again is matched with its Produce by name)
+        known.topic_ids = a.knowledge.topic_ids
     engine.begin(str(path), known)
     prof.begin(str(path), known)
     for ev in a.events():
