@@ -182,6 +182,9 @@ GENERATION = _struct(
             )
         ),
     ),
+    # "__consumer_offsets": read from a GroupMetadata record, no JoinGroup/SyncGroup of it seen
+    # (the export has the key only then; null here otherwise)
+    ("source", _STR),
 )
 
 REBALANCE = _struct(

@@ -5,7 +5,7 @@ Spark analyses a capture whole or cut into 4 KB byte-range splits whose connecti
 among owners (a producer's, its transaction coordinator's and the consumers' connections on
 different owners, followed again in capture order with the connections' ends); ``stats
 --parquet`` gives ``stats``' producers, transactions, e2e and readiness sections. One Spark
-session, two analyses."""
+session, three analyses."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import pytest
 from analyzer import cli
 from analyzer.session.insights import CLIENT_TYPES
 from analyzer.session.producer_insights import OBJECT_TYPES as PRODUCER_TYPES
-from tests.helpers.captures import CAPTURES, connection_keys
+from tests.helpers.captures import CAPTURES, connection_keys, cut
 from tests.helpers.spark import local_spark
 
 pyspark = pytest.importorskip("pyspark")
@@ -85,15 +85,17 @@ def _ordered(objects: dict) -> dict:
 
 def spark_objects(a) -> dict:
     """The rows of the producer and client tables by piece (its first file's path), as plain
-    data without their ``capture``."""
-    from analyzer.spark.source import INSIGHT_NAMES, local_path
+    data without their ``capture`` (one Spark job: the events of those kinds)."""
+    from pyspark.sql import functions as F
+
+    from analyzer.spark.source import local_path
 
     out: dict[str, dict[str, list]] = {}
-    for kind in TYPES:
-        for r in getattr(a, INSIGHT_NAMES[kind]).collect():
-            row = r.asDict(recursive=True)
-            first = os.path.realpath(local_path(row.pop("capture").split(" (+")[0]))
-            out.setdefault(first, {k: [] for k in TYPES})[kind].append(row)
+    for r in a.events.where(F.col("kind").isin(*TYPES)).collect():
+        kind = r["kind"]
+        row = r[kind].asDict(recursive=True)
+        first = os.path.realpath(local_path(row.pop("capture").split(" (+")[0]))
+        out.setdefault(first, {k: [] for k in TYPES})[kind].append(row)
     return out
 
 
@@ -210,6 +212,24 @@ def test_connections_on_several_owners_in_tiny_splits(spark, want, monkeypatch):
         assert set(got) == set(want)
         for f in want:
             assert _ordered(got[f]) == _ordered(want[f]["objects"]), f
+    finally:
+        a.unpersist()
+
+
+def test_rotated_pieces_chained_give_the_capture_whole(spark, want, tmp_path):
+    """A transactional scenario rotated every 29 packets: Spark chains the pieces and its
+    producers, transactions and clients are those of the file whole (the rows name the chain's
+    first file)."""
+    from analyzer.spark.source import analyze
+
+    src = CAPTURES / "producer-txn.pcap"
+    first = cut(src, 29, tmp_path)[0]
+    a = analyze(spark, [str(tmp_path)], split_size=None)
+    try:
+        assert len(a.pieces) == 1 and len(a.pieces[0].uris) > 10
+        got = spark_objects(a)
+        assert set(got) == {os.path.realpath(first)}
+        assert _ordered(got[os.path.realpath(first)]) == _ordered(want[str(src.resolve())]["objects"])
     finally:
         a.unpersist()
 
