@@ -212,13 +212,18 @@ class ClientTracker:
         if f is not None:
             self.apply(f)
 
+    @staticmethod
+    def end_facts(ev: ConnectionEnd) -> tuple:
+        """What a connection's end tells (plain values: its endpoints and times)."""
+        info = ev.conn
+        known = info.client_direction is not None
+        client, broker = (info.client, info.broker) if known else (info.a, info.b)
+        return (CONNECTION, f"{client} -> {broker}", str(broker), info.ts_first, info.ts_last)
+
     def facts(self, ev) -> tuple | None:  # noqa: C901 - one pass over what an exchange tells
         t = type(ev)
         if t is ConnectionEnd:
-            info = ev.conn
-            known = info.client_direction is not None
-            client, broker = (info.client, info.broker) if known else (info.a, info.b)
-            return (CONNECTION, f"{client} -> {broker}", str(broker), info.ts_first, info.ts_last)
+            return self.end_facts(ev)
         if t is not Exchange or ev.request is None:
             return None
         req, resp = ev.request, ev.response

@@ -207,9 +207,17 @@ class Insights:
 
     def connection_end(self, ev: ConnectionEnd) -> None:
         """A connection's end (the merge of shared work gives it in capture order too)."""
-        f = self.clients.facts(ev)
-        if f is not None:
-            self.clients.apply(f)
+        self.apply_end(self.end_facts(ev))
+
+    @staticmethod
+    def end_facts(ev: ConnectionEnd) -> tuple:
+        """What a connection's end tells the clients (plain values: its endpoints and times),
+        for work shared among processes that do not send the connection itself."""
+        return ClientTracker.end_facts(ev)
+
+    def apply_end(self, facts: tuple) -> None:
+        """A connection end's :meth:`end_facts`, in capture order."""
+        self.clients.apply(facts)
 
     def done(self, outcome=None) -> None:
         self.groups.done(outcome)
@@ -233,23 +241,7 @@ class Insights:
         return self.groups.tables(now) | self.producers.tables(now) | {"readiness": self._readiness()}
 
     def _readiness(self) -> list[dict]:
-        rows = []
-        for r in self.clients.rows():
-            removed = ", ".join(f"{x['api_name']} v{x['version']}" for x in r["removed_versions"])
-            rows.append(
-                {
-                    "client_id": r["client_id"],
-                    "client": r["client"],
-                    "software": r["software"],
-                    "ready": r["ready"],
-                    "removed_versions": removed or None,
-                    "old_formats": r["old_formats"],
-                    "metadata_rate": r["metadata_rate"],
-                    "throttle_ms": r["throttle_ms"],
-                    "findings": "; ".join(r["findings"]) or None,
-                }
-            )
-        return rows
+        return readiness_section(self.clients.rows())
 
     def objects(self, now: float | None) -> list[dict]:
         return (
@@ -258,3 +250,24 @@ class Insights:
             + [{"type": "client", **r} for r in self.clients.rows()]
             + [{"type": "edge", **e} for e in self.clients.edges()]
         )
+
+
+def readiness_section(clients: list[dict]) -> list[dict]:
+    """``stats``' readiness rows of ``client`` objects (in their order)."""
+    rows = []
+    for r in clients:
+        removed = ", ".join(f"{x['api_name']} v{x['version']}" for x in r["removed_versions"])
+        rows.append(
+            {
+                "client_id": r["client_id"],
+                "client": r["client"],
+                "software": r["software"],
+                "ready": r["ready"],
+                "removed_versions": removed or None,
+                "old_formats": r["old_formats"],
+                "metadata_rate": r["metadata_rate"],
+                "throttle_ms": r["throttle_ms"],
+                "findings": "; ".join(r["findings"]) or None,
+            }
+        )
+    return rows

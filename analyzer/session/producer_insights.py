@@ -61,59 +61,10 @@ class ProducerInsights:
     def tables(self, now: float | None) -> dict[str, list[dict]]:
         """``stats``' producer sections."""
         self.done()
-        producers = [
-            {
-                k: r[k]
-                for k in (
-                    "client_id",
-                    "producer_id",
-                    "transactional_id",
-                    "batches",
-                    "records",
-                    "retried_records",
-                    "failed_records",
-                    "unanswered_records",
-                    "duplicates_written",
-                    "sequence_gaps",
-                    "fenced",
-                    "records_per_batch",
-                    "linger_ms",
-                    "under_batched",
-                )
-            }
-            for r in self.producers.rows()
-        ]
-        by_id: dict[str, dict] = {}
-        for x in self.txns.transactions(now):
-            row = by_id.setdefault(
-                x["transactional_id"],
-                {
-                    "transactional_id": x["transactional_id"],
-                    "commit": 0,
-                    "abort": 0,
-                    "hanging": 0,
-                    "open": 0,
-                    "failed": 0,
-                    "longest_ms": None,
-                    "records": 0,
-                },
-            )
-            row[x["outcome"]] += 1
-            row["failed"] += x["error"] is not None
-            row["records"] += x["records"]
-            if x["duration_ms"] is not None and (
-                row["longest_ms"] is None or x["duration_ms"] > row["longest_ms"]
-            ):
-                row["longest_ms"] = x["duration_ms"]
-        e2e = [
-            {k: r[k] for k in ("topic", "partition", "producer_client", "consumer_client", "group", "count")}
-            | {k: r[k] for k in ("p50_ms", "p99_ms", "max_ms")}
-            for r in self.e2e.rows()
-        ]
         return {
-            "producers": producers,
-            "transactions": [by_id[k] for k in sorted(by_id)],
-            "e2e": e2e,
+            "producers": producer_section(self.producers.rows()),
+            "transactions": transaction_section(self.txns.transactions(now)),
+            "e2e": e2e_section(self.e2e.rows()),
         }
 
     def objects(self, now: float | None) -> list[dict]:
@@ -129,3 +80,71 @@ class ProducerInsights:
 
     def coverage(self) -> str:
         return self.e2e.coverage()
+
+
+# -- stats' sections, from the export's objects (also what ``stats --parquet`` reads) ------------------
+
+PRODUCER_COLUMNS = (
+    "client_id",
+    "producer_id",
+    "transactional_id",
+    "batches",
+    "records",
+    "retried_records",
+    "failed_records",
+    "unanswered_records",
+    "duplicates_written",
+    "sequence_gaps",
+    "fenced",
+    "records_per_batch",
+    "linger_ms",
+    "under_batched",
+)
+E2E_COLUMNS = (
+    "topic",
+    "partition",
+    "producer_client",
+    "consumer_client",
+    "group",
+    "count",
+    "p50_ms",
+    "p99_ms",
+    "max_ms",
+)
+
+
+def producer_section(producers: list[dict]) -> list[dict]:
+    """``stats``' producers rows of ``producer`` objects (in their order)."""
+    return [{k: r[k] for k in PRODUCER_COLUMNS} for r in producers]
+
+
+def transaction_section(transactions: list[dict]) -> list[dict]:
+    """``stats``' transactions rows (one per transactional id, by id) of ``transaction`` objects."""
+    by_id: dict[str, dict] = {}
+    for x in transactions:
+        row = by_id.setdefault(
+            x["transactional_id"],
+            {
+                "transactional_id": x["transactional_id"],
+                "commit": 0,
+                "abort": 0,
+                "hanging": 0,
+                "open": 0,
+                "failed": 0,
+                "longest_ms": None,
+                "records": 0,
+            },
+        )
+        row[x["outcome"]] += 1
+        row["failed"] += x["error"] is not None
+        row["records"] += x["records"]
+        if x["duration_ms"] is not None and (
+            row["longest_ms"] is None or x["duration_ms"] > row["longest_ms"]
+        ):
+            row["longest_ms"] = x["duration_ms"]
+    return [by_id[k] for k in sorted(by_id)]
+
+
+def e2e_section(e2e: list[dict]) -> list[dict]:
+    """``stats``' e2e rows of ``e2e`` objects (in their order)."""
+    return [{k: r[k] for k in E2E_COLUMNS} for r in e2e]

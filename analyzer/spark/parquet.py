@@ -7,10 +7,14 @@ The tables are those of ``stats`` over the captures, computed the same way
 connections, brokers, anomalies, and the capture counters. Client software and brokers are
 learnt again from the ApiVersions requests and Metadata responses in the table's JSON bodies,
 in time order. The consumer groups' health is the ``group_health`` table's (each piece's groups,
-followed over the piece's connections in capture order when Spark analysed it). What the Parquet
-tables do not hold stays empty: the groups' membership table, the producers' insights, TLS
-connections. Connections are identified within their piece (a capture file, or the chain of
-rotated files it belongs to): the same id in two pieces is two connections.
+followed over the piece's connections in capture order when Spark analysed it); the producers',
+transactions', end-to-end latency's and readiness' sections are made from the ``producers``,
+``transactions``, ``e2e`` and ``clients`` tables as ``stats`` makes them from the export's
+objects (a row per piece: sorted as ``stats`` sorts them, then by piece; the transactions
+counted per transactional id and piece). What the Parquet tables do not hold stays empty: the
+groups' membership table, TLS connections. Connections are identified within their piece (a
+capture file, or the chain of rotated files it belongs to): the same id in two pieces is two
+connections.
 """
 
 from __future__ import annotations
@@ -21,8 +25,10 @@ import os
 from analyzer.dissect.constants import ApiKey
 from analyzer.issues import PAIRING_NO_RESPONSE, REGISTRY
 from analyzer.model import Severity
+from analyzer.session.consumption import host_of
+from analyzer.session.insights import readiness_section
+from analyzer.session.producer_insights import e2e_section, producer_section, transaction_section
 from analyzer.session.records import FETCH_APIS
-from analyzer.session.report import INSIGHT_TABLES
 from analyzer.session.stats import Stats
 
 _PAIRING = frozenset(code for code, kind in REGISTRY.items() if kind.stage == "pairing")
@@ -136,8 +142,7 @@ def read_stats(base: str, capture_set: str | None = None) -> dict:
         "brokers": [{"node_id": n, "address": a, "rack": racks.get(n)} for n, a in sorted(brokers.items())],
         "groups": [],
         "group_health": _group_health(base, capture_set),
-        # the other insights (producers, transactions, end-to-end latency): not in the tables
-        **{k: [] for k in INSIGHT_TABLES if k != "group_health"},
+        **_producer_sections(base, capture_set),
         "tls": [],
         "anomalies": stats.anomaly_rows(),
     }
@@ -152,6 +157,68 @@ def _group_health(base: str, capture_set: str | None) -> list[dict]:
     rows = _table(base, "group_health", None, capture_set).to_pylist()
     rows.sort(key=lambda r: (r["group_id"], r["capture"]))
     return [{k: v for k, v in r.items() if k not in ("capture", "capture_set")} for r in rows]
+
+
+def _objects(base: str, name: str, capture_set: str | None) -> list[dict]:
+    """The rows of an insight table as the export's objects (with their ``capture``); none for
+    tables written before it was (no ``name/``)."""
+    if not os.path.isdir(os.path.join(base, name)):
+        return []
+    return [
+        {
+            k: (dict(v) if isinstance(v, list) and k in _MAPS else v)
+            for k, v in r.items()
+            if k != "capture_set"
+        }
+        for r in _table(base, name, None, capture_set).to_pylist()
+    ]
+
+
+_MAPS = frozenset(("codecs", "throttle_by_api"))  # map columns: pyarrow gives (key, value) pairs
+
+
+def _producer_sections(base: str, capture_set: str | None) -> dict[str, list[dict]]:
+    """``stats``' producers, transactions, e2e and readiness sections from the ``producers``,
+    ``transactions``, ``e2e`` and ``clients`` tables: each piece's rows in the order ``stats``
+    gives them (producers and clients by first seen, e2e by topic, partition and clients), then
+    by piece; transactions counted per transactional id and piece."""
+    producers = _objects(base, "producers", capture_set)
+    producers.sort(
+        key=lambda r: (
+            r["first"],
+            host_of(r["client"]),
+            r["client_id"] is not None,
+            r["client_id"] or "",
+            r["producer_id"],
+            r["capture"],
+        )
+    )
+    pieces: dict[str, list[dict]] = {}
+    for x in _objects(base, "transactions", capture_set):
+        pieces.setdefault(x["capture"], []).append(x)
+    transactions = [
+        {**row, "capture": piece} for piece, txns in pieces.items() for row in transaction_section(txns)
+    ]
+    transactions.sort(key=lambda r: (r["transactional_id"], r["capture"]))
+    e2e = _objects(base, "e2e", capture_set)
+    e2e.sort(
+        key=lambda r: (
+            r["topic"],
+            r["partition"],
+            r["producer_client"],
+            r["consumer_client"],
+            r["group"] or "",
+            r["capture"],
+        )
+    )
+    clients = _objects(base, "clients", capture_set)
+    clients.sort(key=lambda r: (r["first"], str((r["client"], r["client_id"])), r["capture"]))
+    return {
+        "producers": producer_section(producers),
+        "transactions": [{k: v for k, v in r.items() if k != "capture"} for r in transactions],
+        "e2e": e2e_section(e2e),
+        "readiness": readiness_section(clients),
+    }
 
 
 def _learn(base: str, capture_set: str | None) -> tuple[dict, dict, dict]:

@@ -182,7 +182,9 @@ GENERATION = _struct(
             )
         ),
     ),
-    ("source", _STR),  # "__consumer_offsets" for one read from a GroupMetadata record, else null
+    # "__consumer_offsets": read from a GroupMetadata record, no JoinGroup/SyncGroup of it seen
+    # (the export has the key only then; null here otherwise)
+    ("source", _STR),
 )
 
 REBALANCE = _struct(
@@ -269,13 +271,165 @@ GROUP_TABLES = {
     "group_health": GROUP_HEALTH,
 }
 
+# -- the producers (ProducerInsights) and the clients (ClientTracker): the export's objects of each
+# type, each with its piece. Nested values are Spark structs, arrays and maps (as the groups'
+# members and assignments): Parquet keeps them typed, so SQL reaches into them (``later.time``,
+# ``explode(removed_versions)``, ``codecs['gzip']``) with no JSON parsing, and pyarrow reads
+# them back as the export's dicts and lists.
+
+_ATTEMPT = _struct(("connection", _STR), ("correlation_id", _INT), ("time", _DOUBLE))
+_LATENCY = (
+    ("count", _LONG),
+    ("p50_ms", _DOUBLE),
+    ("p95_ms", _DOUBLE),
+    ("p99_ms", _DOUBLE),
+    ("max_ms", _DOUBLE),
+)
+_APIS = ArrayType(_struct(("api_key", _INT), ("api_name", _STR), ("version", _INT), ("count", _LONG)))
+
+PRODUCER = _struct(
+    ("capture", _STR),
+    ("client_id", _STR),
+    ("client", _STR),
+    ("producer_id", _LONG),  # -1: not idempotent
+    ("producer_epoch", _INT),
+    ("transactional_id", _STR),
+    ("idempotent", BooleanType()),
+    ("first", _DOUBLE),
+    ("last", _DOUBLE),
+    ("requests", _LONG),
+    ("batches", _LONG),
+    ("records", _LONG),
+    ("bytes", _LONG),
+    ("retried_records", _LONG),
+    ("failed_records", _LONG),
+    ("unanswered_records", _LONG),
+    ("duplicates_written", _LONG),
+    ("sequence_gaps", _LONG),
+    ("epoch_bumps", _LONG),
+    ("fenced", _LONG),
+    ("records_per_batch", _DOUBLE),
+    ("bytes_per_batch", _DOUBLE),
+    ("linger_ms", _DOUBLE),
+    ("requests_per_s", _DOUBLE),
+    ("codecs", MapType(_STR, _LONG)),  # codec -> batches
+    ("under_batched", BooleanType()),
+)
+
+RETRY = _struct(
+    ("capture", _STR),
+    ("client_id", _STR),
+    ("client", _STR),
+    ("producer_id", _LONG),
+    ("topic", _STR),
+    ("partition", _INT),
+    ("first", _ATTEMPT),  # the batch's first attempt: connection "client -> broker", request time
+    ("later", _ATTEMPT),  # this attempt
+    ("attempt", _INT),
+    ("error", _STR),  # what the attempt before got (an error name, or "no answer")
+    ("records", _LONG),
+)
+
+TRANSACTION = _struct(
+    ("capture", _STR),
+    ("transactional_id", _STR),
+    ("producer_id", _LONG),
+    ("producer_epoch", _INT),
+    ("client", _STR),
+    ("start", _DOUBLE),
+    ("end", _DOUBLE),
+    ("duration_ms", _DOUBLE),
+    ("outcome", _STR),  # commit | abort | hanging | open
+    ("error", _STR),
+    ("timeout_ms", _LONG),
+    ("partitions", ArrayType(_struct(("topic", _STR), ("partition", _INT)))),
+    ("records", _LONG),
+    (
+        "offsets_committed",
+        ArrayType(_struct(("group", _STR), ("topic", _STR), ("partition", _INT), ("offset", _LONG))),
+    ),
+)
+
+HELD_BACK = _struct(
+    ("capture", _STR),
+    ("client_id", _STR),
+    ("client", _STR),
+    ("topic", _STR),
+    ("partition", _INT),
+    ("fetches", _LONG),
+    ("max_held_back", _LONG),
+    ("last_held_back", _LONG),
+    ("growing", BooleanType()),
+)
+
+E2E = _struct(
+    ("capture", _STR),
+    ("topic", _STR),
+    ("partition", _INT),
+    ("producer_client", _STR),  # "client_id@host"
+    ("consumer_client", _STR),
+    ("group", _STR),
+    *_LATENCY,
+    ("timestamp", _struct(*_LATENCY)),  # from the records' CreateTime; null when none plausible
+)
+
+CLIENT = _struct(
+    ("capture", _STR),
+    ("client_id", _STR),
+    ("client", _STR),  # the host
+    ("software", _STR),
+    ("first", _DOUBLE),
+    ("last", _DOUBLE),
+    ("connections", _LONG),
+    ("apis", _APIS),
+    ("target", _STR),
+    (
+        "removed_versions",
+        ArrayType(_struct(("api_key", _INT), ("api_name", _STR), ("version", _INT), ("accepted", _STR))),
+    ),
+    ("old_formats", _LONG),
+    ("ready", BooleanType()),
+    ("metadata_requests", _LONG),
+    ("metadata_rate", _DOUBLE),
+    ("metadata_all_topics", _DOUBLE),
+    ("metadata_loops", ArrayType(_struct(("topic", _STR), ("error", _STR), ("answers", _LONG)))),
+    ("connections_per_min", _DOUBLE),
+    ("median_lifetime_s", _DOUBLE),
+    ("fast_reconnects", _LONG),
+    ("idle_connections", _LONG),
+    ("throttle_ms", _LONG),
+    ("throttle_by_api", MapType(_STR, _LONG)),  # API name -> ms
+    ("large_messages", _LONG),
+    ("largest_bytes", _LONG),
+    ("findings", _STRS),
+)
+
+EDGE = _struct(
+    ("capture", _STR),
+    ("kind", _STR),  # produce | fetch
+    ("from", _STR),  # a producer's client id, or a topic
+    ("to", _STR),  # a topic, or "group G" (a consumer's client id without a group)
+    ("records", _LONG),
+    ("bytes", _LONG),
+)
+
+PRODUCER_TABLES = {
+    "producer": PRODUCER,
+    "retry": RETRY,
+    "transaction": TRANSACTION,
+    "held_back": HELD_BACK,
+    "e2e": E2E,
+}
+CLIENT_TABLES = {"client": CLIENT, "edge": EDGE}
+INSIGHT_TABLES = {**GROUP_TABLES, **PRODUCER_TABLES, **CLIENT_TABLES}
+
 TABLES = {
     "exchange": EXCHANGE,
     "issue": ISSUE,
     "connection": CONNECTION,
     "capture": CAPTURE,
     "record": RECORD,
-    **GROUP_TABLES,
+    **INSIGHT_TABLES,
 }
 # one row per event: its kind, and the struct of that kind (the others null)
 EVENT = StructType([StructField("kind", _STR, False)] + [StructField(k, t, True) for k, t in TABLES.items()])
@@ -594,16 +748,17 @@ def connection_row(capture: str, info) -> ConnectionRow:
     )
 
 
-def group_rows(capture: str, insights, now: float | None) -> list[tuple]:
-    """The :data:`EVENT` rows of a piece's consumer groups: ``insights`` a
-    :class:`~analyzer.session.insights.GroupInsights` that saw the whole piece in capture order,
-    ``now`` the piece's end (its last packet's time; None without packets), as ``export`` and
-    ``stats`` give them the capture's."""
+def insight_rows(capture: str, insights, now: float | None) -> list[tuple]:
+    """The :data:`EVENT` rows of a piece's insights: ``insights`` an
+    :class:`~analyzer.session.insights.Insights` that saw the whole piece in capture order (its
+    exchanges and connection ends), ``now`` the piece's end (its last packet's time; None
+    without packets): the export's objects of every insight type and stats' group_health rows,
+    as ``export`` and ``stats`` give them the capture's."""
     out = []
     for obj in insights.objects(now):
         kind = obj["type"]
         out.append(event(kind, _conform(TABLES[kind], {**obj, "capture": capture})))
-    for row in insights.table(now):
+    for row in insights.groups.table(now):
         out.append(event("group_health", _conform(GROUP_HEALTH, {**row, "capture": capture})))
     return out
 

@@ -21,10 +21,12 @@ tables are views of it:
 * ``captures``: one row per piece (:data:`CAPTURE`);
 * ``records`` (``records=True`` only): every record a producer sent or a consumer fetched
   (:data:`RECORD`);
-* the consumer groups of each piece, followed over all its connections in capture order
-  (:class:`~analyzer.session.insights.GroupInsights`, as ``export`` and ``stats`` follow them):
-  ``generations``, ``rebalances``, ``lag``, ``consumer_status`` (the export's objects of those
-  types, with the piece's ``capture``) and ``group_health`` (``stats``' rows).
+* the insights of each piece, followed over all its connections in capture order
+  (:class:`~analyzer.session.insights.Insights`, as ``export`` and ``stats`` follow them): the
+  consumer groups' ``generations``, ``rebalances``, ``lag``, ``consumer_status`` and
+  ``group_health`` (``stats``' rows), the producers' ``producers``, ``retries``,
+  ``transactions``, ``held_back`` and ``e2e``, the clients' ``clients`` and ``edges`` (the
+  export's objects of those types, with the piece's ``capture``).
 
 :func:`write_tables` writes them as Parquet (zstd), partitioned by ``date``/``hour`` (UTC, of
 each row's time) and ``capture_set``.
@@ -73,7 +75,7 @@ from analyzer.spark.rows import (  # noqa: F401 - re-exported
     connection_row,
     event,
     exchange_row,
-    group_rows,
+    insight_rows,
     issue_row,
     record_rows,
 )
@@ -130,7 +132,7 @@ def analyze_piece(  # noqa: C901 - one loop dispatching every event kind to its 
     from analyzer.issues import SPARK_ANALYSIS_FAILED
     from analyzer.model import Exchange, Severity
     from analyzer.pipeline import Analysis
-    from analyzer.session.insights import GroupInsights
+    from analyzer.session.insights import Insights
     from analyzer.tls.keylog import KeyLog
 
     keylog = None
@@ -196,10 +198,10 @@ def analyze_piece(  # noqa: C901 - one loop dispatching every event kind to its 
             elif t is ConnectionEnd:
                 rows.append(event("connection", connection_row(file_of(None), ev.conn)))
 
-    groups = GroupInsights(topic_ids)  # the consumer groups, over the whole piece in order
+    insights = Insights(topic_ids)  # groups, producers, clients: over the whole piece in order
     stopped = False
     try:
-        for _batch in a.steps(RowBuilder(), groups):
+        for _batch in a.steps(RowBuilder(), insights):
             yield from rows
             rows.clear()
     except MemoryError:
@@ -232,7 +234,7 @@ def analyze_piece(  # noqa: C901 - one loop dispatching every event kind to its 
         if f is not None:
             f.close()
     outcome = a.outcome()
-    yield from _group_rows(name, groups, outcome, stopped)
+    yield from _insight_rows(name, insights, outcome, stopped)
     yield event(
         "capture",
         CaptureRow(
@@ -256,13 +258,13 @@ def analyze_piece(  # noqa: C901 - one loop dispatching every event kind to its 
     )
 
 
-def _group_rows(name: str, groups, outcome, stopped: bool) -> Iterator[tuple]:
-    """The piece's consumer groups at its end (what was seen before an analysis that stopped:
-    its issue says so)."""
+def _insight_rows(name: str, insights, outcome, stopped: bool) -> Iterator[tuple]:
+    """The piece's insights at its end (what was seen before an analysis that stopped: its
+    issue says so)."""
     try:
         if stopped:
-            groups.done(outcome)
-        made = group_rows(name, groups, outcome.last_ts if outcome.packets else None)
+            insights.done(outcome)
+        made = insight_rows(name, insights, outcome.last_ts if outcome.packets else None)
     except MemoryError:
         raise
     except Exception:  # noqa: BLE001 - after a failure the state may be half-made: no rows then
@@ -412,6 +414,14 @@ class Analysis:
         self.lag = self._kind("lag")
         self.consumer_status = self._kind("consumer_status")
         self.group_health = self._kind("group_health")
+        # the producers' and the clients' (Insights over the piece in capture order)
+        self.producers = self._kind("producer")
+        self.retries = self._kind("retry")
+        self.transactions = self._kind("transaction")
+        self.held_back = self._kind("held_back")
+        self.e2e = self._kind("e2e")
+        self.clients = self._kind("client")
+        self.edges = self._kind("edge")
 
     def _kind(self, kind: str) -> DataFrame:
         return self.events.where(F.col("kind") == kind).select(f"{kind}.*")
@@ -545,7 +555,7 @@ def write_tables(a: Analysis, out: str, capture_set: str, mode: str = "overwrite
     """Write the tables as Parquet (zstd) under ``out``: ``exchanges``, ``issues``,
     ``connections`` (and ``records`` when the analysis has them), partitioned by
     ``date=``/``hour=`` (UTC) and ``capture_set=``; ``captures`` (one row per piece) and the
-    consumer groups' (:func:`group_tables`: a few rows per group) partitioned by
+    insights' (:func:`insight_tables`: a few rows per group, producer, client...) partitioned by
     ``capture_set=`` only. Each task writes its own rows: no shuffle. ``mode``: Spark's save
     mode (``overwrite`` replaces only the partitions written, so several capture sets can share
     ``out``). Returns the tables' paths by name."""
@@ -564,7 +574,7 @@ def write_tables(a: Analysis, out: str, capture_set: str, mode: str = "overwrite
             .partitionBy("date", "hour", "capture_set")
             .parquet(paths[name])
         )
-    small = {"captures": a.captures.coalesce(1), **group_tables(a)}
+    small = {"captures": a.captures.coalesce(1), **insight_tables(a)}
     for name, df in small.items():  # a few rows per piece: partitioned by capture_set only
         paths[name] = f"{base}/{name}"
         (
@@ -578,12 +588,25 @@ def write_tables(a: Analysis, out: str, capture_set: str, mode: str = "overwrite
     return paths
 
 
-def group_tables(a: Analysis) -> dict[str, DataFrame]:
-    """The consumer groups' tables of an analysis, by the name :func:`write_tables` gives them."""
-    return {
-        "generations": a.generations,
-        "rebalances": a.rebalances,
-        "lag": a.lag,
-        "consumer_status": a.consumer_status,
-        "group_health": a.group_health,
-    }
+# the insight tables: export object type (``kind``) -> the Analysis attribute and the directory
+# :func:`write_tables` writes it to
+INSIGHT_NAMES = {
+    "generation": "generations",
+    "rebalance": "rebalances",
+    "lag": "lag",
+    "consumer_status": "consumer_status",
+    "group_health": "group_health",
+    "producer": "producers",
+    "retry": "retries",
+    "transaction": "transactions",
+    "held_back": "held_back",
+    "e2e": "e2e",
+    "client": "clients",
+    "edge": "edges",
+}
+
+
+def insight_tables(a: Analysis) -> dict[str, DataFrame]:
+    """The insights' tables of an analysis (groups, producers, clients), by the name
+    :func:`write_tables` gives them."""
+    return {name: getattr(a, name) for name in INSIGHT_NAMES.values()}

@@ -35,16 +35,17 @@ their file. Then:
    events are numbered in the order one run emits them (``seq``: the owners send the packet
    number of each event, the end's by connection) and each exchange's ``state`` gets the
    connection id, the judged quirk, the names and the client software one run has there;
-5. **groups**: each owner also sends each exchange's part of the consumer groups
-   (:meth:`~analyzer.session.insights.GroupInsights.facts`, computed with its connections' fetch
-   sessions, and the exchange itself when the timeline
-   :meth:`~analyzer.session.insights.GroupInsights.wants` it) and the topic ids the knowledge
-   learnt; a second shuffle brings a piece's parts to one task, sorted in one run's order, which
-   follows the groups as ``export -j``'s merge does (a packet's parts once the topic ids of all
-   its exchanges are learnt) and makes the piece's group rows.
+5. **insights**: each owner also sends each exchange's part of the insights (groups,
+   producers, clients: :meth:`~analyzer.session.insights.Insights.facts`, computed with its
+   connections' fetch sessions, and the exchange itself when the groups' timeline
+   :meth:`~analyzer.session.insights.Insights.wants` it), each connection's end as the clients
+   see it, and the topic ids the knowledge learnt; a second shuffle brings a piece's parts to
+   one task, sorted in one run's order, which follows the insights as ``export -j``'s merge
+   does (a packet's parts once the topic ids of all its exchanges are learnt, connection ends
+   in their place among them) and makes the piece's insight rows.
 
 The exchanges, issues, connections and records (and ``check --parquet``'s ``seq`` and ``state``,
-the captures row's verdict, the consumer groups' rows) are those of analysing the piece whole in
+the captures row's verdict, the insights' rows) are those of analysing the piece whole in
 one task.
 """
 
@@ -93,7 +94,7 @@ from analyzer.model import Exchange, Issue, Severity
 from analyzer.pipeline import Outcome
 from analyzer.reassembly.packet import decode_tcp
 from analyzer.session.groups import GroupMembers, member_change
-from analyzer.session.insights import GroupInsights
+from analyzer.session.insights import Insights
 from analyzer.session.knowledge import LEARNS_FROM, Knowledge
 from analyzer.spark.pieces import TASK_BYTES, Named, Piece, open_ranged
 from analyzer.spark.rows import (
@@ -105,14 +106,15 @@ from analyzer.spark.rows import (
     connection_row,
     event,
     exchange_row,
-    group_rows,
+    insight_rows,
     issue_row,
     record_rows,
     row_of,
 )
 from analyzer.tls.keylog import KeyLog
 
-# what the owners send: a row, the driver's part, or an exchange's part of the consumer groups
+# what the owners send: a row, the driver's part, or an exchange's (a connection end's) part of
+# the insights
 _ROW, _KNOW, _OPENS, _SPLITS, _FAILED, _ORDER, _GROUP = range(7)
 
 
@@ -248,9 +250,9 @@ class _RowShare(Share):
                 )
                 if ev.api_key in LEARNS_FROM:
                     out.append((_KNOW, fno, owner, batch, self._seq, ev.conn.id, _learnt(ev)))
-                # the groups' part (GroupInsights.wants/facts; this owner's fetch sessions)
-                told = self.insights.groups.facts(ev)
-                wants = GroupInsights.wants(ev)
+                # the insights' part (Insights.wants/facts; this owner's fetch sessions)
+                told = self.insights.facts(ev)
+                wants = Insights.wants(ev)
                 if told is not None or wants:
                     timeline = ev if wants else None
                     out.append((_GROUP, fno, owner, batch, self._seq, ev.conn.id, (timeline, told)))
@@ -266,6 +268,8 @@ class _RowShare(Share):
                 end = event("connection", connection_row(here, ev.conn))
                 at = (_ROW, fno, owner, batch, self._seq, ev.conn.id, CONNECTION)
                 out.append((*at, [end], None, False, None, None))
+                # the clients' part (plain: its endpoints and times)
+                out.append((_GROUP, fno, owner, batch, self._seq, ev.conn.id, (Insights.end_facts(ev),)))
             else:
                 continue
             self._seq += 1
@@ -784,39 +788,46 @@ def _piece_of(key: tuple) -> int:
 
 
 def _groups(items: Iterable[tuple], finals: dict) -> Iterator[tuple]:
-    """The consumer groups of each piece from their parts in one run's order, as
-    ``export -j``'s merge follows them (:func:`analyzer.export.parallel.combine`): a packet's
-    parts once the knowledge learnt from all of its exchanges (the end's: from all of them)."""
+    """The insights of each piece from their parts in one run's order, as ``export -j``'s merge
+    follows them (:func:`analyzer.export.parallel.combine`): a packet's parts once the knowledge
+    learnt from all of its exchanges (the end's: from all of them), a connection's end in its
+    place among them."""
     piece: int | None = None
-    insights = GroupInsights()
+    insights = Insights()
     topic_ids: dict[str, str] = {}
     at = None
     pending: list[tuple] = []
     for (fno, batch, _conn, _seq, what), value in items:
         if fno != piece:
             if piece is not None:
-                yield from _group_rows_of(insights, pending, finals[piece])
+                yield from _insight_rows_of(insights, pending, finals[piece])
             piece, at, pending = fno, None, []
             topic_ids = {}
-            insights = GroupInsights(topic_ids)
+            insights = Insights(topic_ids)
         if batch != at:
-            for part in pending:
-                insights.apply(*part)
+            _apply(insights, pending)
             at, pending = batch, []
         if what == _LEARN:
             topic_ids.update(value)
         else:
             pending.append(value)
     if piece is not None:
-        yield from _group_rows_of(insights, pending, finals[piece])
+        yield from _insight_rows_of(insights, pending, finals[piece])
 
 
-def _group_rows_of(insights: GroupInsights, pending: list[tuple], end: tuple) -> list[tuple]:
-    for part in pending:
-        insights.apply(*part)
+def _apply(insights: Insights, parts: list[tuple]) -> None:
+    for part in parts:
+        if len(part) == 1:  # a connection's end
+            insights.apply_end(part[0])
+        else:
+            insights.apply(*part)
+
+
+def _insight_rows_of(insights: Insights, pending: list[tuple], end: tuple) -> list[tuple]:
+    _apply(insights, pending)
     insights.done()
     name, now = end
-    return group_rows(name, insights, now)
+    return insight_rows(name, insights, now)
 
 
 def owner_parts(size: int, splits: int, cores: int) -> int:

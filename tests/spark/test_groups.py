@@ -69,6 +69,8 @@ def spark_groups(a) -> dict:
         for r in getattr(a, table).collect():
             row = r.asDict(recursive=True)
             first = os.path.realpath(local_path(row.pop("capture").split(" (+")[0]))
+            if kind == "generation" and row["source"] is None:  # the export has it only when set
+                del row["source"]
             out.setdefault(first, {k: [] for k in (*TABLE, "group_health")})[kind].append(row)
     return out
 
