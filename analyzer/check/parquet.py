@@ -27,7 +27,8 @@ import orjson
 
 from analyzer.events import CaptureIssue, ConnIssue
 from analyzer.export.exchange_state import exchange_from_state
-from analyzer.model import ConnInfo, Endpoint, Issue, Severity
+from analyzer.model import ConnInfo, Endpoint, Exchange, Issue, Severity
+from analyzer.session.knowledge import Knowledge
 
 _SEVERITY = {str(s): s for s in Severity}
 _ISSUE_COLUMNS = ["capture", "ts", "connection", "client", "broker", "severity", "code", "message"]
@@ -44,11 +45,20 @@ class NotTables(Exception):
 
 
 class Known:
-    """What the filters and the profiler read of the run's knowledge (the client software), as
-    the run knew it when each exchange was emitted (set before each exchange is fed)."""
+    """What the filters, the profiler and the insights read of the run's knowledge: the client
+    software, as the run knew it when each exchange was emitted (set before each exchange is
+    fed), and the topic names of topic ids, learnt again from the exchanges in the run's order
+    (:meth:`learn`; a Fetch names topics by id since v13)."""
 
     def __init__(self) -> None:
         self.clients: dict[str, tuple] = {}
+        self._learning = Knowledge()
+        self.topic_ids: dict[str, str] = self._learning.topic_ids
+
+    def learn(self, ex: Exchange) -> None:
+        topics = ex.topics
+        self._learning.learn(ex)
+        ex.topics = topics  # (as stored: what the run said of this exchange)
 
 
 def _dataset(base: str, name: str):

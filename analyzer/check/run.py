@@ -201,6 +201,7 @@ def analyse_tables(args, want_profile: bool) -> list[dict]:
             prof.begin(name, known)
         for ev, software in tables.replay(piece):
             if type(ev) is Exchange:
+                known.learn(ev)
                 cid = ev.client_id
                 if cid is not None:
                     if software is None:
