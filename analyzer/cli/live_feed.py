@@ -73,7 +73,8 @@ def producer_line(kind: str, obj: dict, origin: float | None, absolute: bool) ->
         return "-" if ts is None else fmt_ts(ts, origin, absolute).strip()
 
     if kind == "retry":
-        return "producer retry  " + retry_text(obj, when)
+        at, rest = retry_text(obj, when).split("  ", 1)
+        return f"{at}  producer retry  {rest}"
     if kind == "transaction" and obj["outcome"] in ("commit", "abort"):
         offsets = ", ".join(
             f"group {o['group']} {o['topic']}[{o['partition']}] -> {o['offset']}"
@@ -82,7 +83,7 @@ def producer_line(kind: str, obj: dict, origin: float | None, absolute: bool) ->
         tail = f"; offsets: {offsets}" if offsets else ""
         return f"{when(obj['end'])}  transaction ended  {transaction_text(obj, when)}{tail}"
     if kind == "hanging":
-        return f"{when(obj['start'])}  transaction HANGING  {transaction_text(obj, when)}"
+        return f"{when(obj['time'])}  transaction HANGING  {transaction_text(obj, when)}"
     who = f"producer {obj.get('client_id') or '-'} {obj.get('client')}"
     where = f"{obj.get('topic')}[{obj.get('partition')}]"
     if kind == "lost":

@@ -33,7 +33,8 @@ The producers:
   producer-partitions, or at the end; a batch written twice when its partition's written batches
   are let go, or at the end;
 * ``transaction``: the export's object of a transaction, when its EndTxn answer comes;
-  ``hanging``: a transaction open past its timeout (once; its row so far); at the end the ones
+  ``hanging``: a transaction open past its timeout (once; its row so far and the ``time`` it
+  was found past it); at the end the ones
   still open, as the export's objects;
 * at the end (``final_all``): the export's ``producer``, ``held_back`` and ``e2e`` objects.
 
@@ -218,7 +219,7 @@ class InsightFeed:
             emit("transaction", {"type": "transaction", **row})
         if every:
             for row in pi.txns.hanging(now):
-                emit("hanging", row)
+                emit("hanging", {"time": now, **row})
 
     def _clients(self, now: float) -> None:
         """The problems each changed client shows for the first time."""
