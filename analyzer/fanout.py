@@ -12,11 +12,12 @@ the capture time of the packet that completed the event, as in a single-process 
 kernel drop counters, and at the end merges the workers' statistics, knowledge and capture
 issues into one :class:`~analyzer.pipeline.Outcome` for the summary and the exit code.
 
-Consumer groups: one group's members talk over connections that land in different workers, so
-the workers do not follow the groups themselves: with a :class:`~analyzer.session.live_groups.
-GroupFeed` given, each worker sends, keyed like its outputs, what
-:meth:`~analyzer.session.insights.GroupInsights.facts` says of each exchange and the exchanges
-:meth:`~analyzer.session.insights.GroupInsights.wants` whole, and the parent feeds the one feed in
+Insights: one group's members (one producer's retries, one client's connections) talk over
+connections that land in different workers, so the workers do not follow the insights
+themselves: with an :class:`~analyzer.session.live_feed.InsightFeed` given, each worker sends,
+keyed like its outputs, what :meth:`~analyzer.session.insights.Insights.facts` says of each
+exchange (and :meth:`~analyzer.session.insights.Insights.ended` of each connection's end) and
+the exchanges :meth:`~analyzer.session.insights.Insights.wants` whole, and the parent feeds the one feed in
 key order: up to the lowest watermark, and never holding an item more than
 :data:`REORDER_DELAY` seconds of capture time behind the newest key received (a worker far
 behind does not hold every group back); an item that arrives after one keyed later was fed is
@@ -51,22 +52,22 @@ from dataclasses import replace
 from multiprocessing.connection import Connection, wait
 from typing import TYPE_CHECKING, cast
 
-from analyzer.events import CaptureIssue, CaptureStats
+from analyzer.events import CaptureIssue, CaptureStats, ConnectionEnd
 from analyzer.issues import CAPTURE_NO_TCP, CAPTURE_PACKETS_DROPPED, CAPTURE_WORKER_FAILED
 from analyzer.model import Exchange, Issue
 from analyzer.pipeline import Analysis, Outcome
-from analyzer.session.insights import GroupInsights
+from analyzer.session.insights import Insights
 from analyzer.session.stats import Stats
 
 if TYPE_CHECKING:
     from analyzer.capture.ring import Ring, RingCapture
-    from analyzer.session.live_groups import GroupFeed
+    from analyzer.session.live_feed import InsightFeed
 
 CONN_ID_STRIDE = 1_000_000
 PR_SET_PDEATHSIG = 1
 SEND_EVERY = 0.1
 IDLE_LAG = 0.5  # an idle ring has handed over every packet older than this (block timeout: 50 ms)
-REORDER_DELAY = 2.0  # capture seconds a group item waits for the other workers' earlier ones
+REORDER_DELAY = 2.0  # capture seconds an insight item waits for the other workers' earlier ones
 
 
 def _merge_issues(per_worker: list[list[Issue]], received: int, dropped: int, no_tcp: bool) -> list[Issue]:
@@ -114,8 +115,8 @@ def _worker(
     stats = Stats(a.knowledge.topic_ids)
     lock = threading.Lock()
     pending: list = []
-    facts: list = []  # the consumer groups' items: (key, exchange it wants or None, facts)
-    insights = GroupInsights(a.knowledge.topic_ids) if groups else None  # its facts only
+    facts: list = []  # the insights' items: (key, exchange it wants or None, facts)
+    insights = Insights(a.knowledge.topic_ids) if groups else None  # its facts only
     done = threading.Event()
     topic_ids = a.knowledge.topic_ids  # shared with stats; only the main thread writes it
     sent_ids: set[str] = set()
@@ -162,9 +163,9 @@ def _worker(
                 key = a.pipeline.last_ts
                 with lock:
                     pending.append((key, out))
-            if insights is not None and ty is Exchange:
-                wants = GroupInsights.wants(ev)
-                told = insights.facts(ev)
+            if insights is not None and (ty is Exchange or ty is ConnectionEnd):
+                wants = ty is Exchange and Insights.wants(ev)
+                told = insights.facts(ev) if ty is Exchange else insights.ended(ev)
                 if wants or told is not None:
                     item = (a.pipeline.last_ts, ev if wants else None, told)
                     with lock:
@@ -211,7 +212,7 @@ class Fanout:
         formatter: Callable[[object], object],
         output: Callable[[object], None],
         on_drops: Callable[[CaptureStats], None] | None = None,
-        groups: GroupFeed | None = None,
+        feed: InsightFeed | None = None,
     ):
         self.name = name
         self.rings = rings
@@ -220,8 +221,8 @@ class Fanout:
         self.formatter = formatter
         self.output = output
         self.on_drops = on_drops
-        self.groups = groups
-        self.late = 0  # group items fed after one keyed later (REORDER_DELAY passed)
+        self.feed = feed
+        self.late = 0  # insight items fed after one keyed later (REORDER_DELAY passed)
         self._stop = False
 
     def stop(self) -> None:
@@ -242,9 +243,9 @@ class Fanout:
         self._watermarks = [float("-inf")] * n
         self._received, self._dropped = [0] * n, [0] * n
         self._results: list[dict | None] = [None] * n
-        self._gheap: list = []  # the group items: (key, seq, exchange or None, facts)
-        self._newest = float("-inf")  # the newest group item's key received
-        self._fed = float("-inf")  # the key of the last group item fed
+        self._gheap: list = []  # the insight items: (key, seq, exchange or None, facts)
+        self._newest = float("-inf")  # the newest insight item's key received
+        self._fed = float("-inf")  # the key of the last insight item fed
         self._poll(stop, conns, outs)
         while self._heap:
             self.output(heapq.heappop(self._heap)[2])
@@ -276,7 +277,7 @@ class Fanout:
                     self.make_analysis,
                     self.formatter,
                     [r for r in self.rings if r is not ring],
-                    self.groups is not None,
+                    self.feed is not None,
                 ),
                 daemon=True,
                 name=f"kafka-analyzer-worker-{i}",
@@ -329,9 +330,9 @@ class Fanout:
         """A worker's batch: its outputs queued by key, its counters and watermark taken, the
         topic ids it learned relayed to the other workers."""
         _, wm, batch, self._received[i], self._dropped[i], new_ids, items = msg
-        if new_ids and self.groups is not None:
+        if new_ids and self.feed is not None:
             for k, v in new_ids.items():
-                self.groups.topic_ids.setdefault(k, v)
+                self.feed.topic_ids.setdefault(k, v)
         for key, ex, facts in items:
             if key < self._fed:  # later than REORDER_DELAY: fed now, out of order
                 self.late += 1
@@ -351,7 +352,7 @@ class Fanout:
         self._watermarks[i] = max(self._watermarks[i], wm)
 
     def _feed(self, upto: float) -> None:
-        """Feed the group items keyed up to ``upto`` to the groups, in key order."""
+        """Feed the insight items keyed up to ``upto`` to the feed, in key order."""
         heap = self._gheap
         while heap and heap[0][0] <= upto:
             key, _seq, ex, facts = heapq.heappop(heap)
@@ -359,8 +360,8 @@ class Fanout:
             self._give(key, ex, facts)
 
     def _give(self, key: float, ex, facts) -> None:
-        if self.groups is not None:
-            self.groups.item(key, ex, facts)
+        if self.feed is not None:
+            self.feed.item(key, ex, facts)
 
     def _merge(self) -> tuple[Stats, Outcome]:
         """The workers' end results as one outcome and one set of statistics."""

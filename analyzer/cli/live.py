@@ -20,12 +20,12 @@ from analyzer.cli.common import (
     graceful_interrupt,
     options,
 )
-from analyzer.cli.live_groups import group_feed, say_bounds
+from analyzer.cli.live_feed import insight_feed, say_bounds
 from analyzer.cli.stats import render_tables
-from analyzer.events import CaptureIssue, CaptureStats
+from analyzer.events import CaptureIssue, CaptureStats, ConnectionEnd
 from analyzer.model import Exchange
 from analyzer.pipeline import Analysis, Outcome
-from analyzer.session.live_groups import GroupFeed
+from analyzer.session.live_feed import InsightFeed
 from analyzer.session.report import stats_tables
 from analyzer.session.stats import Stats
 
@@ -88,10 +88,10 @@ def run(args) -> int:
     with analysis(args, source=source, idle_timeout=300.0, flt=flt) as a:
         stats = Stats(a.knowledge.topic_ids)
         out = LiveOutput(a, stats, writer, args.mode == "read", args.absolute)
-        out.groups = group_feed(args.mode, writer, lambda: out.origin, args.absolute, a.knowledge.topic_ids)
+        out.feed = insight_feed(args.mode, writer, lambda: out.origin, args.absolute, a.knowledge.topic_ids)
         outcome = a.run(out)
-    if out.groups is not None:
-        say_bounds(out.groups)
+    if out.feed is not None:
+        say_bounds(out.feed)
     tables = stats_tables(stats, outcome)
     if writer is not None:
         writer.end(tables)
@@ -104,13 +104,13 @@ def run(args) -> int:
 
 class LiveOutput:
     """``live``'s consumer in one process: drops said as they grow, the statistics counted,
-    each exchange printed (``read``) or written (``export``) as it comes, the consumer groups
-    told as they change (:attr:`groups`)."""
+    each exchange printed (``read``) or written (``export``) as it comes, the insights (consumer
+    groups, producers, clients) told as they change (:attr:`feed`)."""
 
     def __init__(self, a: Analysis, stats: Stats, writer, lines: bool, absolute: bool) -> None:
         self.a, self.stats, self.writer, self.lines, self.absolute = a, stats, writer, lines, absolute
         self.origin: float | None = None
-        self.groups: GroupFeed | None = None
+        self.feed: InsightFeed | None = None
 
     def event(self, ev) -> None:
         t = type(ev)
@@ -125,14 +125,17 @@ class LiveOutput:
         if self.writer is not None:
             self.writer.event(ev)
             sys.stdout.buffer.flush()
-        if self.groups is not None and t is Exchange:
-            if self.origin is None:
-                self.origin = self.a.first_ts
-            self.groups.exchange(ev, self.a.last_ts)
+        if self.feed is not None:
+            if t is Exchange:
+                if self.origin is None:
+                    self.origin = self.a.first_ts
+                self.feed.exchange(ev, self.a.last_ts)
+            elif t is ConnectionEnd:
+                self.feed.connection_end(ev, self.a.last_ts)
 
     def done(self, outcome: Outcome) -> None:
-        if self.groups is not None:
-            self.groups.done(outcome.last_ts if outcome.packets else None)
+        if self.feed is not None:
+            self.feed.done(outcome.last_ts if outcome.packets else None)
 
 
 def _preload_rich() -> None:
@@ -254,7 +257,7 @@ def _fanout(args, n: int) -> int:
 
         formatter, output = line, print_line
 
-    feed = group_feed(args.mode, writer, lambda: origin, args.absolute)
+    feed = insight_feed(args.mode, writer, lambda: origin, args.absolute)
     fan = Fanout(
         f"live:{args.interface}", rings, make_source, make_analysis, formatter, output, _say_drops, feed
     )

@@ -9,6 +9,7 @@ the read_committed consumers held back."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 from analyzer.cli.args import add_capture_args
 from analyzer.cli.common import analysis, finish, fmt_ts, print_json
@@ -115,13 +116,7 @@ def run_producers(args) -> int:
         out.append("")
         out.append(f"retries ({report['retries_seen']}):")
         for r in report["retries"]:
-            f, later = r["first"], r["later"]
-            out.append(
-                f"  {when(later['time'])}  {r['client_id'] or '-'} {r['topic']}[{r['partition']}] "
-                f"{r['records']} records, attempt {r['attempt']} after {r['error']}; first sent "
-                f"{when(f['time'])} ({f['connection']} corr {f['correlation_id']}), again on "
-                f"{later['connection']} corr {later['correlation_id']}"
-            )
+            out.append("  " + retry_text(r, when))
     if report["e2e"]:
         out.append("")
         out.append("end-to-end latency (Produce request to Fetch answer):")
@@ -140,6 +135,32 @@ def run_producers(args) -> int:
         out.append(f"  coverage: {report['e2e_coverage']}")
     print("\n".join(out))
     return finish(outcome)
+
+
+def retry_text(r: dict, when: Callable[[float | None], str]) -> str:
+    """A ``retry`` row (the export's) as ``producers`` says it (``when``: a time as text)."""
+    f, later = r["first"], r["later"]
+    return (
+        f"{when(later['time'])}  {r['client_id'] or '-'} {r['topic']}[{r['partition']}] "
+        f"{r['records']} records, attempt {r['attempt']} after {r['error']}; first sent "
+        f"{when(f['time'])} ({f['connection']} corr {f['correlation_id']}), again on "
+        f"{later['connection']} corr {later['correlation_id']}"
+    )
+
+
+def transaction_text(x: dict, when: Callable[[float | None], str]) -> str:
+    """A ``transaction`` row (the export's) as ``transactions`` says it, without its offsets."""
+    dur = "" if x["duration_ms"] is None else f" {x['duration_ms']:.1f} ms"
+    err = f" ({x['error']})" if x["error"] else ""
+    state = x["outcome"].upper() if x["outcome"] in ("hanging", "open") else x["outcome"]
+    limit = (
+        f" (timeout {x['timeout_ms']} ms)" if x["outcome"] in ("hanging", "open") and x["timeout_ms"] else ""
+    )
+    parts = " ".join(f"{p['topic']}[{p['partition']}]" for p in x["partitions"]) or "-"
+    return (
+        f"{when(x['start'])}  {x['transactional_id']} pid {x['producer_id']} epoch "
+        f"{x['producer_epoch']}: {state}{err}{dur}{limit}; {x['records']} records to {parts}"
+    )
 
 
 def transactions_report(insights: ProducerInsights, now: float | None, wanted: set[str]) -> dict:
@@ -167,19 +188,7 @@ def run_transactions(args) -> int:
     if not report["transactions"]:
         out.append("no transaction in the capture")
     for x in report["transactions"]:
-        dur = "" if x["duration_ms"] is None else f" {x['duration_ms']:.1f} ms"
-        err = f" ({x['error']})" if x["error"] else ""
-        state = x["outcome"].upper() if x["outcome"] in ("hanging", "open") else x["outcome"]
-        limit = (
-            f" (timeout {x['timeout_ms']} ms)"
-            if x["outcome"] in ("hanging", "open") and x["timeout_ms"]
-            else ""
-        )
-        parts = " ".join(f"{p['topic']}[{p['partition']}]" for p in x["partitions"]) or "-"
-        out.append(
-            f"{when(x['start'])}  {x['transactional_id']} pid {x['producer_id']} epoch "
-            f"{x['producer_epoch']}: {state}{err}{dur}{limit}; {x['records']} records to {parts}"
-        )
+        out.append(transaction_text(x, when))
         for o in x["offsets_committed"]:
             out.append(f"      offsets: group {o['group']} {o['topic']}[{o['partition']}] -> {o['offset']}")
     if report["held_back"]:

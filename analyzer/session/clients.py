@@ -115,6 +115,7 @@ class ClientView:
     fast_reconnects: int = 0
     empty: int = 0  # of those, connections that carried no request (refused, reset, closed at once)
     idle: int = 0
+    forgotten: int = 0  # (live) ended connections let go of (counted in connections)
 
     def row(self, target: str) -> dict:
         floors = target_floors(target)
@@ -139,7 +140,8 @@ class ClientView:
         # over the span of its Metadata requests, a second at least (130 requests in 0.3 s are a
         # storm; one request is 1/s)
         meta_rate = self.metadata / max(meta_span, 1.0) if self.metadata_first is not None else None
-        per_min = len(self.connections) / (span / 60) if span >= 60 else None
+        conns = len(self.connections) + self.forgotten
+        per_min = conns / (span / 60) if span >= 60 else None
         findings = []
         for topic, (err, n) in sorted(self.loops.items()):
             findings.append(f"Metadata loop: {n} answers {err} for {topic} in a row")
@@ -164,7 +166,7 @@ class ClientView:
             "software": self.software or ("not named" if self.kip511 else "before KIP-511"),
             "first": self.first,
             "last": self.last,
-            "connections": len(self.connections),
+            "connections": conns,
             "apis": [
                 {"api_key": k, "api_name": api_name(k), "version": v, "count": n}
                 for (k, v), n in sorted(self.apis.items())
@@ -205,6 +207,9 @@ class ClientTracker:
         self.partitions: dict[tuple[str, int], list[int]] = {}  # produced [records, bytes] per partition
         # (host, broker) -> the client whose connection between them ended last, and when
         self.last_end: dict[tuple[str, str], tuple[tuple[str, str | None], float]] = {}
+        self.keep: int | None = None  # (live, :meth:`follow`) clients, connections, edges kept
+        self.dirty: set[tuple[str, str | None]] | None = None  # (live) clients changed since news
+        self.dropped = {"clients": 0, "connections": 0, "edges": 0}  # let go to stay within keep
 
     # -- feeding ------------------------------------------------------------------------------------
     def event(self, ev) -> None:
@@ -309,8 +314,17 @@ class ClientTracker:
         c = self.clients.get(ck)
         if c is None:
             c = self.clients[ck] = ClientView(client_id, host, first=t)
+            if self.keep is not None and len(self.clients) > self.keep:
+                del self.clients[next(iter(self.clients))]
+                self.dropped["clients"] += 1
         c.last = max(c.last, t)
-        self.by_label.setdefault(label, ck)
+        if self.dirty is not None:
+            self.dirty.add(ck)
+        if label not in self.by_label:
+            self.by_label[label] = ck
+            if self.keep is not None and len(self.by_label) > 4 * self.keep:
+                del self.by_label[next(iter(self.by_label))]
+                self.dropped["connections"] += 1
         seen = c.connections.get(label)
         if seen is None:
             seen = c.connections[label] = ConnSeen(label.split(" -> ", 1)[1], t, t)
@@ -353,14 +367,43 @@ class ClientTracker:
         for kind, ref, n, nbytes in moved:
             topic, p = self._name(ref)
             if kind == 0:
-                e = self.produce_edges.setdefault((client_id or "-", topic), [0, 0])
-                part = self.partitions.setdefault((topic, p), [0, 0])
-                part[0] += n
-                part[1] += nbytes
+                e = self._edge(self.produce_edges, (client_id or "-", topic))
+                part = self.partitions.get((topic, p))
+                if part is None and (self.keep is None or len(self.partitions) < 4 * self.keep):
+                    part = self.partitions[(topic, p)] = [0, 0]
+                if part is not None:
+                    part[0] += n
+                    part[1] += nbytes
             else:
-                e = self.fetch_edges.setdefault((topic, ck), [0, 0])
+                e = self._edge(self.fetch_edges, (topic, ck))
+            if e is None:
+                continue
             e[0] += n
             e[1] += nbytes
+
+    def _edge(self, edges: dict, k: tuple) -> list[int] | None:
+        e = edges.get(k)
+        if e is None:
+            if self.keep is not None and len(edges) >= self.keep:
+                self.dropped["edges"] += 1
+                return None
+            e = edges[k] = [0, 0]
+        return e
+
+    def follow(self, keep: int) -> None:
+        """(live) Keep the clients changed for :meth:`news`; keep ``keep`` clients (the oldest
+        seen let go), ``4 * keep`` connections, ``keep`` edges of each kind (a new one past it
+        not counted), each client's last ``keep`` ended connections; :attr:`dropped` counts."""
+        self.keep = keep
+        self.dirty = set()
+
+    def news(self) -> list[ClientView]:
+        """The clients changed since the last call."""
+        if not self.dirty:
+            return []
+        out = [self.clients[k] for k in self.dirty if k in self.clients]
+        self.dirty = set()
+        return out
 
     def _ended(self, label: str, broker: str, first: float, last: float) -> None:
         ck = self.by_label.pop(label, None)
@@ -389,6 +432,14 @@ class ClientTracker:
         self.last_end[(host, broker)] = (ck, last)
         if seen is not None and not seen.used and last - first >= IDLE_S:
             c.idle += 1
+        if self.keep is not None:
+            if seen is not None:
+                del c.connections[label]
+                c.forgotten += 1
+            if len(c.ended) > 2 * self.keep:
+                del c.ended[: self.keep]
+        if self.dirty is not None:
+            self.dirty.add((c.host, c.client_id))
 
     def _name(self, ref: tuple) -> tuple[str, int]:
         nm, tid, p = ref

@@ -141,6 +141,9 @@ class E2ETracker:
         self.by_capture: dict[tuple, Latencies] = {}
         self.by_timestamp: dict[tuple, Latencies] = {}
         self.fetched_unmatched = 0  # records fetched whose production the capture did not show
+        self.keep_keys: int | None = None  # (live) partitions followed, latency keys kept
+        self.dropped_partitions = 0  # partitions whose produced batches were let go (keep_keys)
+        self.dropped_latencies = 0  # records matched under a key past keep_keys: not counted
 
     # -- feeding ------------------------------------------------------------------------------------
     def event(self, ev) -> None:
@@ -199,6 +202,9 @@ class E2ETracker:
                 produced = self.produced.get(tp)
                 if produced is None:
                     produced = self.produced[tp] = _Produced()
+                    if self.keep_keys is not None and len(self.produced) > self.keep_keys:
+                        del self.produced[next(iter(self.produced))]
+                        self.dropped_partitions += 1
                 for n, first_ts in batches:
                     if n > 0:
                         produced.add(base, base + n - 1, t, who, first_ts)
@@ -223,6 +229,9 @@ class E2ETracker:
                         k = (tp[0], tp[1], producer, who, group)
                         lat = self.by_capture.get(k)
                         if lat is None:
+                            if self.keep_keys is not None and len(self.by_capture) >= self.keep_keys:
+                                self.dropped_latencies += n
+                                continue
                             lat = self.by_capture[k] = Latencies()
                         ms = max(0.0, (t - pt) * 1000)
                         if mark is not None and (lat.slowest is None or ms > lat.largest):
@@ -274,13 +283,24 @@ class E2ETracker:
         return out
 
     def coverage(self) -> str:
+        lost = []
+        if self.dropped_partitions:
+            lost.append(
+                f"{self.dropped_partitions} partitions' produced batches let go (keep {self.keep_keys})"
+            )
+        if self.dropped_latencies:
+            lost.append(
+                f"{self.dropped_latencies} records matched past the {self.keep_keys} "
+                "(topic, partition, producer, consumer, group) kept: not counted"
+            )
+        tail = "; " + "; ".join(lost) if lost else ""
         if not self.fetched_unmatched:
-            return "every fetched record's Produce was in the capture"
+            return "every fetched record's Produce was in the capture" + tail
         return (
             f"{self.fetched_unmatched} fetched records without their Produce in the capture (produced "
             "before it, by a connection it does not hold, or more than "
             f"{PRODUCED_KEPT} batches before their fetch)"
-        )
+        ) + tail
 
 
 def _who(w: tuple) -> str:

@@ -193,8 +193,15 @@ def _coverage(timeline: str | None, status: dict | None) -> str:
 class Insights:
     """The consumer of every insight: the consumer groups', the producers', the clients'."""
 
-    def __init__(self, topic_ids: dict[str, str] | None = None, params: Params = DEFAULT_PARAMS) -> None:
-        self.groups = GroupInsights(topic_ids, params)
+    def __init__(
+        self,
+        topic_ids: dict[str, str] | None = None,
+        params: Params = DEFAULT_PARAMS,
+        keep: int | None = None,
+    ) -> None:
+        """``keep``: as :class:`GroupInsights`' (``live``; the producers' and clients' trackers
+        are bounded by :class:`~analyzer.session.live_feed.InsightFeed`)."""
+        self.groups = GroupInsights(topic_ids, params, keep)
         self.producers = ProducerInsights(topic_ids)
         self.clients = ClientTracker(topic_ids)
 
@@ -218,6 +225,11 @@ class Insights:
     def apply_end(self, facts: tuple) -> None:
         """A connection end's :meth:`end_facts`, in capture order."""
         self.clients.apply(facts)
+
+    def ended(self, ev: ConnectionEnd) -> tuple | None:
+        """A connection end's facts as :meth:`apply` takes them (with no exchange)."""
+        f = self.clients.facts(ev)
+        return None if f is None else (None, None, f)
 
     def done(self, outcome=None) -> None:
         self.groups.done(outcome)

@@ -54,6 +54,7 @@ _FENCING = frozenset((ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_EPOC
 _WRITTEN_BEFORE = ErrorCode.DUPLICATE_SEQUENCE_NUMBER  # the broker has it already
 _WRAP = 1 << 31
 RETRIED, DUPLICATED, FAILED, UNANSWERED = "retried", "duplicated", "failed", "unanswered"  # outcomes told
+REQUEST_TIMEOUT = 30.0  # (settle) seconds a client waits for an answer (request.timeout.ms)
 NO_ANSWER = -2  # an attempt's error code when no answer came (acks 0 expects none: ACKS0)
 ACKS0 = -3
 
@@ -84,6 +85,7 @@ class Batch:
     size: int
     codec: str
     written_as: tuple  # its identity among the partition's written batches
+    told: set | None = None  # (live) its retries told as their attempts came (:func:`retry_key`)
 
 
 @dataclass(slots=True)
@@ -168,6 +170,11 @@ class ProducerTracker:
         # told each batch's outcome as it is counted: (RETRIED, DUPLICATED, FAILED or UNANSWERED,
         # the producer, the batch, its attempts in the order sent); check's evidence
         self.on_outcome: Callable[[str, ProducerView, Batch, list[Attempt]], None] | None = None
+        # (live, :meth:`follow`) what is new since the last :meth:`news`: ("retry", row) as each
+        # later attempt comes, ("lost", ...) and ("duplicated", ...) as batches are counted
+        self.pending: list[tuple[str, dict]] | None = None
+        self.keep_keys: int | None = None  # (live) producer-partitions open, partitions followed
+        self.closed_early = 0  # batches closed because keep_keys producer-partitions were open
 
     # -- feeding ------------------------------------------------------------------------------------
     def event(self, ev) -> None:
@@ -305,10 +312,14 @@ class ProducerTracker:
         open_ = self.open.get((key, *tp))
         if open_ is None:
             open_ = self.open[(key, *tp)] = OrderedDict()
+            if self.keep_keys is not None and len(self.open) > self.keep_keys:
+                self._close_key(next(iter(self.open)))
         b = open_.get(ident)
         if b is not None:  # sent again (or an attempt answered after a later one was sent)
             b.attempts.append(attempt)
             open_.move_to_end(ident)
+            if self.pending is not None:
+                self._tell_early(pv, b, attempt)
             return
         self._new_batch(pv, tp, n, size, codec, attempt.time)
         if idempotent:
@@ -347,18 +358,9 @@ class ProducerTracker:
         its outcome. A plain producer's identical batch sent after a good answer to the one
         before is a batch of its own."""
         pv = self.producers[b.producer]
-        tries = sorted(b.attempts, key=lambda a: a.time)
-        runs = [[tries[0]]]
-        for a in tries[1:]:
-            prev = runs[-1][-1]
-            anew = prev.error == ACKS0 or (
-                prev.error == ErrorCode.NONE and prev.answered is not None and prev.answered <= a.time
-            )
-            if anew and not b.idempotent:
-                self._new_batch(pv, (b.topic, b.partition), b.records, b.size, b.codec, a.time)
-                runs.append([a])
-            else:
-                runs[-1].append(a)
+        tries, runs = _runs(b)
+        for run in runs[1:]:
+            self._new_batch(pv, (b.topic, b.partition), b.records, b.size, b.codec, run[0].time)
         seen = self.written.get((b.topic, b.partition))
         w = seen.get(b.written_as) if seen is not None else None
         if w is not None:
@@ -367,29 +369,76 @@ class ProducerTracker:
         for run in runs:
             self._outcome(pv, b, run)
 
+    def _close_key(self, k: tuple) -> None:
+        """Close every batch of a producer-partition (the oldest opened, past ``keep_keys``)."""
+        for b in self.open.pop(k).values():
+            self.closed_early += 1
+            self._close(b)
+
+    def _tell_early(self, pv: ProducerView, b: Batch, attempt: Attempt) -> None:
+        """(live) A later attempt of a batch: its retry row from the attempts seen so far (the
+        one its close gives when no earlier attempt comes after it)."""
+        for run in _runs(b)[1]:
+            if attempt in run[1:]:
+                i = run.index(attempt)
+                row = _retry_row(pv, b, run, i)
+                if b.told is None:
+                    b.told = set()
+                b.told.add(retry_key(row))
+                self._pend("retry", row)
+
+    def _pend(self, kind: str, row: dict) -> None:
+        if self.pending is not None:
+            self.pending.append((kind, row))
+
+    def follow(self, keep_keys: int | None = None) -> None:
+        """(live) Keep what is new for :meth:`news`; bound the producer-partitions open and the
+        partitions whose written batches are followed to ``keep_keys`` each."""
+        self.pending = []
+        self.keep_keys = keep_keys
+
+    def news(self) -> list[tuple[str, dict]]:
+        """What is new since the last call (:meth:`follow` first): ("retry", the export's retry
+        row) when a later attempt comes (and, at its batch's close, a row its close gives
+        otherwise), ("lost", ...) for a batch whose last attempt failed, ("duplicated", ...)
+        for a batch written twice."""
+        out = self.pending
+        if out is None:
+            return []
+        self.pending = []
+        return out
+
+    def settle(self, now: float, quiet: float) -> None:
+        """(live) Close the batches nothing happened to for ``quiet`` seconds of capture time
+        (an unanswered last attempt: its send plus :data:`REQUEST_TIMEOUT`); a retry later
+        than that is a batch of its own, as it is offline past :data:`KEPT` newer batches."""
+        for k in list(self.open):
+            open_ = self.open[k]
+            while open_:
+                b = next(iter(open_.values()))
+                last = max(
+                    a.answered if a.answered is not None else a.time + REQUEST_TIMEOUT for a in b.attempts
+                )
+                if now - last < quiet:
+                    break
+                open_.popitem(last=False)
+                self._close(b)
+            if not open_:
+                del self.open[k]
+
     def _outcome(self, pv: ProducerView, b: Batch, run: list[Attempt]) -> None:
         tell = self.on_outcome
         if tell is not None and len(run) > 1:
             tell(RETRIED, pv, b, run)
-        for i, a in enumerate(run[1:], 1):
+        for i in range(1, len(run)):
             pv.retried_records += b.records
             self.retry_count += 1
             if len(self.retries) >= 2 * RETRIES_KEPT:
                 del self.retries[:RETRIES_KEPT]
-            self.retries.append(
-                {
-                    "client_id": pv.client_id,
-                    "client": pv.client,
-                    "producer_id": pv.producer_id,
-                    "topic": b.topic,
-                    "partition": b.partition,
-                    "first": run[0].row(),
-                    "later": a.row(),
-                    "attempt": i + 1,
-                    "error": _before(run[i - 1], a),
-                    "records": b.records,
-                }
-            )
+            row = _retry_row(pv, b, run, i)
+            self.retries.append(row)
+            if self.pending is not None and (b.told is None or retry_key(row) not in b.told):
+                self._pend("retry", row)
         written = {a.base_offset for a in run if a.error == ErrorCode.NONE and a.base_offset is not None}
         if written or any(a.error in (ErrorCode.NONE, _WRITTEN_BEFORE, ACKS0) for a in run):
             return
@@ -397,6 +446,16 @@ class ProducerTracker:
             pv.unanswered_records += b.records
         else:
             pv.failed_records += b.records
+            self._pend(
+                "lost",
+                _about(pv, b.topic, b.partition)
+                | {
+                    "time": run[-1].answered if run[-1].answered is not None else run[-1].time,
+                    "records": b.records,
+                    "attempts": len(run),
+                    "error": _name(run[-1].error),
+                },
+            )
         if tell is not None:
             tell(UNANSWERED if run[-1].error == NO_ANSWER else FAILED, pv, b, run)
 
@@ -412,7 +471,11 @@ class ProducerTracker:
         if w is None:
             seen[ident] = [key, n, {base}, 0, None]
             if len(seen) > WRITTEN_KEPT:
-                self._count(seen.popitem(last=False)[1])
+                self._count(seen.popitem(last=False)[1], tp)
+            if len(seen) == 1 and self.keep_keys is not None and len(self.written) > self.keep_keys:
+                old = next(iter(self.written))
+                for x in self.written.pop(old).values():
+                    self._count(x, old)
         else:
             w[2].add(base)
             if key is not None:
@@ -426,11 +489,13 @@ class ProducerTracker:
             idempotent = isinstance(pid, int) and pid >= 0 and isinstance(seq, int) and seq >= 0
             self._wrote(self._name(ref), (pid, epoch, seq, n) if idempotent else (crc, n), None, n, base)
 
-    def _count(self, w: list) -> None:
+    def _count(self, w: list, tp: tuple[str, int]) -> None:
         key, n, offsets, batches, sent = w
         if key is not None and len(offsets) > max(1, batches):
             pv = self.producers[key]
-            pv.duplicates_written += n * (len(offsets) - max(1, batches))
+            extra = n * (len(offsets) - max(1, batches))
+            pv.duplicates_written += extra
+            self._pend("duplicated", _about(pv, *tp) | {"records": extra, "offsets": sorted(offsets)})
             if self.on_outcome is not None and sent is not None:
                 self.on_outcome(DUPLICATED, pv, sent[0], sent[1])
 
@@ -439,9 +504,9 @@ class ProducerTracker:
             for b in open_.values():
                 self._close(b)
             open_.clear()
-        for seen in self.written.values():
+        for tp, seen in self.written.items():
             for w in seen.values():
-                self._count(w)
+                self._count(w, tp)
             seen.clear()
 
     def _name(self, ref: tuple) -> tuple[str, int]:
@@ -454,6 +519,59 @@ class ProducerTracker:
     # -- what it found ---------------------------------------------------------------------------------
     def rows(self) -> list[dict]:
         return [pv.row() for _, pv in sorted(self.producers.items(), key=lambda kv: (kv[1].first, kv[0]))]
+
+
+def _runs(b: Batch) -> tuple[list[Attempt], list[list[Attempt]]]:
+    """A batch's attempts in the order sent, and its runs: a plain producer's identical batch
+    sent after a good answer (or with acks 0) starts a run of its own (a batch of its own)."""
+    tries = sorted(b.attempts, key=lambda a: a.time)
+    runs = [[tries[0]]]
+    for a in tries[1:]:
+        prev = runs[-1][-1]
+        anew = prev.error == ACKS0 or (
+            prev.error == ErrorCode.NONE and prev.answered is not None and prev.answered <= a.time
+        )
+        if anew and not b.idempotent:
+            runs.append([a])
+        else:
+            runs[-1].append(a)
+    return tries, runs
+
+
+def _about(pv: ProducerView, topic: str, partition: int) -> dict:
+    return {
+        "client_id": pv.client_id,
+        "client": pv.client,
+        "producer_id": pv.producer_id,
+        "topic": topic,
+        "partition": partition,
+    }
+
+
+def _retry_row(pv: ProducerView, b: Batch, run: list[Attempt], i: int) -> dict:
+    """The export's ``retry`` row of a run's attempt ``i`` (> 0)."""
+    return _about(pv, b.topic, b.partition) | {
+        "first": run[0].row(),
+        "later": run[i].row(),
+        "attempt": i + 1,
+        "error": _before(run[i - 1], run[i]),
+        "records": b.records,
+    }
+
+
+def retry_key(row: dict) -> tuple:
+    """What names a retry row (its attempts, its number, what the one before got)."""
+    f, later = row["first"], row["later"]
+    return (
+        f["connection"],
+        f["correlation_id"],
+        f["time"],
+        later["connection"],
+        later["correlation_id"],
+        later["time"],
+        row["attempt"],
+        row["error"],
+    )
 
 
 def _before(prev: Attempt, a: Attempt) -> str:

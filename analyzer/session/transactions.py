@@ -127,6 +127,11 @@ class TxnTracker:
         self.last_ts = 0.0
         self._mark: object = None  # the mark of the exchange being applied
         self.on_finish: Callable[[Transaction], None] | None = None  # told each ended transaction
+        self.done_kept = DONE_KEPT
+        self.ended: list[dict] | None = None  # (live, :meth:`follow`) rows ended since :meth:`news`
+        self.open_kept: int | None = None  # (live) transactional ids open at once
+        self.dropped_open = 0  # open transactions let go (open_kept), never told
+        self.hanging_told: set[str] = set()  # (live) open transactions told hanging
 
     # -- feeding ------------------------------------------------------------------------------------
     def event(self, ev) -> None:
@@ -301,6 +306,11 @@ class TxnTracker:
             x = self.open[txn] = Transaction(
                 txn, pid, epoch, t, client, timeout_ms=self.timeouts.get(txn), first_mark=self._mark
             )
+            if self.open_kept is not None and len(self.open) > self.open_kept:
+                gone = next(iter(self.open))
+                del self.open[gone]
+                self.hanging_told.discard(gone)
+                self.dropped_open += 1
         if isinstance(pid, int) and pid >= 0:
             x.producer_id = pid
         if isinstance(epoch, int) and epoch >= 0:
@@ -313,8 +323,36 @@ class TxnTracker:
             self.on_finish(x)
         self.finished += 1
         self.done_.append(x)
-        if len(self.done_) > 2 * DONE_KEPT:
-            del self.done_[:DONE_KEPT]
+        if len(self.done_) > 2 * self.done_kept:
+            del self.done_[: self.done_kept]
+        if self.ended is not None:
+            self.ended.append(x.row())
+            self.hanging_told.discard(txn)
+
+    # -- live ---------------------------------------------------------------------------------------
+    def follow(self, kept: int) -> None:
+        """(live) Keep the transactions ended for :meth:`news`; keep ``kept`` finished ones and
+        ``kept`` open ones (the oldest opened let go past it, counted in :attr:`dropped_open`)."""
+        self.ended = []
+        self.done_kept = kept
+        self.open_kept = kept
+
+    def news(self) -> list[dict]:
+        """The rows of the transactions ended since the last call (as :meth:`transactions`)."""
+        out = self.ended or []
+        if self.ended is not None:
+            self.ended = []
+        return out
+
+    def hanging(self, now: float) -> list[dict]:
+        """The open transactions that went past their timeout since the last call, each once
+        (as :meth:`transactions` gives a hanging one)."""
+        out = []
+        for txn, x in self.open.items():
+            if txn not in self.hanging_told and now - x.start > (x.timeout_ms or DEFAULT_TIMEOUT_MS) / 1000:
+                self.hanging_told.add(txn)
+                out.append(x.row() | {"outcome": "hanging"})
+        return out
 
     def _name(self, ref: tuple) -> tuple[str, int]:
         nm, tid, p = ref

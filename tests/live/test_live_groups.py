@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from analyzer.cli.live_groups import rebalance_line
+from analyzer.cli.live_feed import rebalance_line
 from tests.helpers.captures import CAPTURES, ROOT
 from tests.helpers.netns import isolated
 
