@@ -699,3 +699,37 @@ def test_temporary_file_failures_are_said_not_raised(tmp_path, monkeypatch):
         assert all(index.exchange(r).request is not None for r in kept if r.req_bytes >= 0)
     finally:
         index.close()
+
+
+@pytest.mark.parametrize("name", ["group-joins", "group-lag", "group-kip848", "group-cooperative"])
+def test_the_index_feeds_the_group_insights_as_a_run_does(name):
+    """The groups view's insights come from the TUI's index (its one pass, without record
+    bodies, in batches): the same generations, rebalances, lag and status as ``groups``' run;
+    a rebalance's exchanges are its group's, sent while it ran."""
+    from analyzer.session.insights import GroupInsights
+
+    path = CAPTURES / f"{name}.pcap"
+    a = Analysis(path, Options(records_bodies=False, packet_offsets=True))
+    index = Index(Options(records_bodies=True), topic_ids=a.knowledge.topic_ids)
+    for events in a.batches(0.05):
+        index.add(events)
+    index.finish()
+    b = Analysis(path)
+    ins = GroupInsights(b.knowledge.topic_ids)
+    out = b.run(ins)
+    assert index.insights.objects(out.last_ts) == ins.objects(out.last_ts)
+    assert index.insights.report(out.last_ts) == ins.report(out.last_ts)
+    exchanges = full(path)
+    for g in index.insights.report(out.last_ts):
+        for r in g["rebalances"]:
+            rows = index.groups.between(g["group"], r["start"], r["end"])
+            assert rows
+            for i in rows:
+                ex = exchanges[i]
+                assert ex.request.body.get("group_id") == g["group"]
+                assert r["start"] <= ex.request.frame.ts_first <= (r["end"] or float("inf"))
+        for gen in g["generations"]:
+            rows = index.groups.formed(g["group"], gen["generation"])
+            assert rows
+            assert {exchanges[i].api_key for i in rows} <= {11, 14, 68}
+    index.close()
