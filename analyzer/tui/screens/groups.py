@@ -99,6 +99,7 @@ class GroupsScreen(View):
     def _load(self) -> None:
         se = self.session
         self.loaded_done = se.done
+        self.seen = len(se.rows) + se.index.dropped
         self.report = se.group_report()
         self.tables = se.stats_snapshot()
         self.events = se.group_events()
@@ -147,8 +148,9 @@ class GroupsScreen(View):
         """While the analysis runs: reload when the index grew (and once more when it ended)."""
         if self.loaded_done:
             return
-        grown = self.session.group_report()["exchanges"] != self.report["exchanges"]
-        if grown or self.session.done:
+        se = self.session  # (the rows taken by the UI: no lock to wait for while nothing came)
+        grown = len(se.rows) + se.index.dropped != self.seen
+        if grown or se.done:
             self._load()
             self._show_all()
 
