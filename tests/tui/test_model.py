@@ -733,3 +733,29 @@ def test_the_index_feeds_the_group_insights_as_a_run_does(name):
             assert rows
             assert {exchanges[i].api_key for i in rows} <= {11, 14, 68}
     index.close()
+
+
+def test_lag_plot_numbers():
+    """A lag held from one commit to the next, the largest in each column; eighth blocks."""
+    from analyzer.tui.charts import column_plot, step_series
+
+    assert step_series([(1, 5), (3, 0), (4, 10)], 0, 5, 10) == [None, None, 5, 5, 5, 5, 5, 0, 10, 10]
+    assert step_series([(9, 2)], 0, 5, 2) == [None, 2]  # (after the axis: the last column)
+    assert step_series([], 0, 1, 3) == [None, None, None]
+    assert column_plot([None, 0, 4, 8], 2) == ["   █", "  ██"]
+    assert column_plot([1, 8], 1) == ["▁█"]  # a positive value shows at least an eighth
+    assert column_plot([0, 0], 2) == ["  ", "  "]
+
+
+def test_a_views_pick_scopes_the_list():
+    from analyzer.tui.listview import ListView
+
+    index, _ = indexed(TXN)
+    lv = ListView(list(index.rows))
+    lv.picked = frozenset({3, 1, 7})
+    lv.rebuild()
+    assert sorted(lv.shown) == [1, 3, 7]
+    lv.text = "errors"  # with a filter too: both keep
+    lv.rebuild()
+    assert all(index.rows[i].has_errors for i in lv.shown) and set(lv.shown) <= {1, 3, 7}
+    index.close()
