@@ -12,7 +12,6 @@ from analyzer.cli.common import analysis, finish, fmt_ts, print_json
 from analyzer.session.burrow import Params
 from analyzer.session.fetches import FetchTracker
 from analyzer.session.insights import GroupInsights
-from analyzer.session.rebalances import GroupView
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -66,36 +65,7 @@ def groups_report(
     insights: GroupInsights, fetches: FetchTracker, now: float | None, wanted: set[str]
 ) -> dict:
     """Plain data: per group its timeline, its lag rows and status; the fetching clients."""
-    groups, lag = insights.groups, insights.lag
-    statuses = {s["group"]: s for s in lag.status(now)}
-    names = sorted(set(groups.groups) | set(lag.windows))
-    out = []
-    for name in names:
-        if wanted and name not in wanted:
-            continue
-        g = groups.groups.get(name) or GroupView(name)
-        out.append(
-            {
-                "group": name,
-                "protocol": g.protocol if g.generations or g.rebalances else None,
-                "protocol_type": g.protocol_type,
-                "protocol_name": g.protocol_name,
-                "coverage": g.coverage,
-                "avoided_rebalances": g.avoided,
-                "generations": [x.row() for x in g.generations],
-                "rebalances": [
-                    {
-                        **r.row(),
-                        "pause_ms": insights.longest_pause(name, i),
-                        "pauses": insights.pauses(name, i),
-                    }
-                    for i, r in enumerate(g.rebalances)
-                ],
-                "lag": [r.row() for r in lag.rows if r.group == name],
-                "status": statuses.get(name),
-            }
-        )
-    return {"groups": out, "fetch_clients": fetches.rows()}
+    return {"groups": insights.report(now, wanted), "fetch_clients": fetches.rows()}
 
 
 def _members(out, gen: dict) -> None:

@@ -174,6 +174,40 @@ class GroupInsights:
         out.extend(self.status_object(s) for s in self.lag.status(now))
         return out
 
+    def report(self, now: float | None, wanted: set[str] | frozenset[str] = frozenset()) -> list[dict]:
+        """Per group (all, or the ``wanted``), plain data: its protocol, coverage, generations,
+        rebalances (with their pauses), lag rows and status at ``now`` (the ``groups`` command's
+        and the TUI's groups view's)."""
+        groups, lag = self.groups, self.lag
+        statuses = {s["group"]: s for s in lag.status(now)}
+        rows_of: dict[str, list[dict]] = {}
+        for r in lag.rows:
+            if not wanted or r.group in wanted:
+                rows_of.setdefault(r.group, []).append(r.row())
+        out = []
+        for name in sorted(set(groups.groups) | set(lag.windows)):
+            if wanted and name not in wanted:
+                continue
+            g = groups.groups.get(name) or GroupView(name)
+            out.append(
+                {
+                    "group": name,
+                    "protocol": g.protocol if g.generations or g.rebalances else None,
+                    "protocol_type": g.protocol_type,
+                    "protocol_name": g.protocol_name,
+                    "coverage": g.coverage,
+                    "avoided_rebalances": g.avoided,
+                    "generations": [x.row() for x in g.generations],
+                    "rebalances": [
+                        {**r.row(), "pause_ms": self.longest_pause(name, i), "pauses": self.pauses(name, i)}
+                        for i, r in enumerate(g.rebalances)
+                    ],
+                    "lag": rows_of.get(name, []),
+                    "status": statuses.get(name),
+                }
+            )
+        return out
+
     def longest_pause(self, group: str, rebalance: int) -> float | None:
         """A rebalance's longest pause of a partition (None: none seen over)."""
         done = [

@@ -235,6 +235,8 @@ class AnalyzerApp(App[int]):
         table = self.query_one(ExchangeList)
         col, rev = self.order.sort, self.order.reverse
         title = f"Exchanges  sort: {COLUMNS[col].name} {'desc' if rev else 'asc'}"
+        if self.list.picked is not None:
+            title += f"  {self.list.picked_label} (esc: all)"
         if self.conn_scope is not None:
             title += f"  connection {self.conn_scope} (esc: all)"
         table.border_title = title
@@ -395,6 +397,13 @@ class AnalyzerApp(App[int]):
             self.list.conn = conn
             self._refresh_list()
 
+    def set_pick(self, rows: Sequence[int] | None, label: str = "") -> None:
+        """Show only the exchanges ``rows`` (row indexes; ``label`` says what they are), or
+        (None) every exchange again."""
+        self.list.picked = frozenset(rows) if rows is not None else None
+        self.list.picked_label = label if rows is not None else ""
+        self._refresh_list()
+
     def set_sort(self, column: int, reverse: bool = False) -> None:
         self.list.sort_by(column, reverse)
         self._refresh_list()
@@ -445,6 +454,8 @@ class AnalyzerApp(App[int]):
             self.filter_error = None
             self._hint_shown(bool(self.filter_text))
             self._filter_hint()
+        elif self.list.picked is not None:
+            self.set_pick(None)
         elif self.conn_scope is not None:
             self.set_scope(None)
         elif self.focused is not self.query_one(ExchangeList):
@@ -626,6 +637,18 @@ class AnalyzerApp(App[int]):
     @on(ShowExchanges)
     def _show_exchanges(self, event: ShowExchanges) -> None:
         self.open_view("ex")
+        if event.rows is not None:  # a view's pick: every one of them shown, nothing else
+            if self.filter_text or self.filter_error is not None:
+                self.set_filter("")
+                self._hint_shown(False)
+            self.set_scope(None)
+            self.set_pick(event.rows, event.label)
+            if event.rows:
+                self.select_exchange(event.index if event.index is not None else event.rows[0])
+            self.query_one(ExchangeList).focus()
+            return
+        if self.list.picked is not None:
+            self.set_pick(None)
         if event.conn is not None:
             self.set_scope(event.conn)
         if event.index is not None:

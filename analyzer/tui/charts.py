@@ -72,3 +72,47 @@ def latency_histogram(latencies: list[float], bins: int = 12) -> list[tuple[floa
         i = int((math.log(max(v, lo)) - llo) / lspan * bins)
         counts[min(bins - 1, max(0, i))] += 1
     return [(edges[i], edges[i + 1], counts[i]) for i in range(bins)]
+
+
+def step_series(points: list[tuple[float, float]], t0: float, t1: float, width: int) -> list[float | None]:
+    """A value that holds until the next point (a partition's lag from one commit to the next),
+    on ``width`` equal columns from ``t0`` to ``t1``: each column the largest value that held
+    in it (None before the first point)."""
+    if width <= 0:
+        return []
+    pts = sorted(points)
+    span = max(t1 - t0, 1e-9)
+    step = span / width
+    out: list[float | None] = [None] * width
+    i, held = 0, None
+    for c in range(width):
+        hi = t0 + (c + 1) * step
+        best = held
+        while i < len(pts) and (pts[i][0] < hi or c == width - 1):
+            held = pts[i][1]
+            best = held if best is None else max(best, held)
+            i += 1
+        out[c] = best
+    return out
+
+
+BLOCKS = " ▁▂▃▄▅▆▇█"
+
+
+def column_plot(values: list[float | None], height: int, top: float | None = None) -> list[str]:
+    """Columns of eighth blocks, ``height`` rows from the top, each column ``values[i]`` of
+    ``top`` (default: the largest value); None leaves a column blank, a positive value shows at
+    least one eighth."""
+    top = top if top is not None else max((v for v in values if v is not None), default=0.0)
+    rows = [[" "] * len(values) for _ in range(height)]
+    if height <= 0 or not top or top <= 0:
+        return ["".join(r) for r in rows]
+    for c, v in enumerate(values):
+        if v is None or v <= 0:
+            continue
+        eighths = max(1, round(min(v, top) / top * height * 8))
+        for r in range(height):
+            fill = min(8, max(0, eighths - r * 8))
+            if fill:
+                rows[height - 1 - r][c] = BLOCKS[fill]
+    return ["".join(r) for r in rows]

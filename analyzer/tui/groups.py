@@ -21,6 +21,7 @@ class GroupEvent:
     ts: float
     group: str
     api: str
+    key: int | None  # the API key
     member: str | None
     generation: int | None
     members: int  # members known after this exchange
@@ -64,6 +65,8 @@ class GroupTimeline:
 
     def __init__(self) -> None:
         self.events: list[GroupEvent] = []
+        # OffsetCommits (row, request time, group): a rebalance may begin with one's answer
+        self.commits: list[tuple[int, float, str]] = []
         self.members: dict[str, set[str]] = {}
         self.leaders: dict[str, str] = {}
 
@@ -114,6 +117,7 @@ class GroupTimeline:
                 row.ts,
                 istr(gid),
                 istr(row.api),
+                row.api_key,
                 istr(member),
                 gen if isinstance(gen, int) and gen >= 0 else None,
                 len(members),
@@ -121,6 +125,32 @@ class GroupTimeline:
                 intern(", ".join(dict.fromkeys(errors))) if errors else None,
             )
         )
+
+    def commit(self, row: Row, ex: Exchange) -> None:
+        body = ex.request.body if ex.request is not None else None
+        gid = body.get("group_id") if body is not None else None
+        if isinstance(gid, str):
+            self.commits.append((row.index, row.ts, istr(gid)))
+
+    def between(self, group: str, start: float, end: float | None) -> list[int]:
+        """The row indexes of ``group``'s exchanges (group protocol and OffsetCommit) sent from
+        ``start`` to ``end`` (None: the end of the capture), in time order: a rebalance's."""
+        hi = end if end is not None else float("inf")
+        found = [(e.ts, e.row) for e in self.events if e.group == group and start <= e.ts <= hi]
+        found += [(ts, r) for r, ts, g in self.commits if g == group and start <= ts <= hi]
+        return [r for _, r in sorted(found)]
+
+    def formed(self, group: str, generation: int) -> list[int]:
+        """The row indexes of the exchanges that formed ``group``'s ``generation``: its JoinGroup
+        and SyncGroup exchanges (KIP-848: the ConsumerGroupHeartbeats at that epoch), in time
+        order."""
+        apis = (ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.CONSUMER_GROUP_HEARTBEAT)
+        found = [
+            (e.ts, e.row)
+            for e in self.events
+            if e.group == group and e.generation == generation and e.key in apis
+        ]
+        return [r for _, r in sorted(found)]
 
     def rows(self, origin: float | None) -> list[dict]:
         """The events in time order, as the groups view lists them."""

@@ -121,6 +121,8 @@ class Indexer:
                     last_post = now
                     wait = self.batch if now - start < self.late_after else self.late_batch
             if not cancelled():
+                with self.lock:
+                    index.finish()
                 post(Progress(rows, a.packets, 1.0, done=True, connections=a.connections))
         except SpoolError as e:  # a full disk: what was indexed stays browsable
             post(Progress(rows, a.packets, None, done=True, error=str(e), connections=a.connections))

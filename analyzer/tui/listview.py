@@ -69,7 +69,8 @@ class SortedRows:
 
 class ListView:
     """What the exchange list shows: the rows taken so far (arrival order), those the filter
-    ``text`` and the connection scope ``conn`` keep, sorted (``shown``: row indexes)."""
+    ``text``, the connection scope ``conn`` and a view's pick keep, sorted (``shown``: row
+    indexes)."""
 
     def __init__(self, rows: Taken | None = None) -> None:
         # the rows taken (a list, or the first rows of an index's store)
@@ -79,12 +80,14 @@ class ListView:
         self.text = ""
         self.conn: int | None = None
         self.predicate: Callable[[Row], bool] | None = None  # the display filter, when text is one
+        self.picked: frozenset[int] | None = None  # a view's pick of exchanges (a rebalance's), by index
+        self.picked_label = ""  # what they are ("rebalance of g to generation 3")
 
     def add(self, rows: list[Row]) -> Sequence[int] | None:
         """Take new rows: the indexes appended at the end of ``shown``, or None when ``shown``
         was rebuilt (a new row sorts before rows already shown)."""
         self.rows.extend(rows)
-        new = [r for r in rows if keep(r, self.text, self.conn, self.predicate)]
+        new = [r for r in rows if keep(r, self.text, self.conn, self.predicate, self.picked)]
         if not new:
             return []
         before = len(self.order.indexes)
@@ -97,7 +100,7 @@ class ListView:
 
     def rebuild(self) -> None:
         """``shown`` again, after the filter, the scope or the sort order changed."""
-        self.order.reset(r for r in self.rows if keep(r, self.text, self.conn, self.predicate))
+        self.order.reset(r for r in self.rows if keep(r, self.text, self.conn, self.predicate, self.picked))
         self.shown = self.order.shown()
 
     def sort_by(self, column: int, reverse: bool = False) -> None:

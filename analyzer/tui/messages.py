@@ -39,13 +39,22 @@ class RowChosen(Message):
 
 
 class ShowExchanges(Message):
-    """A view asks for the exchange list: of connection ``conn`` (None: all), with the cursor
-    on exchange ``index`` when given."""
+    """A view asks for the exchange list: of connection ``conn`` (None: all), or only the
+    exchanges ``rows`` (row indexes; ``label`` says what they are: a rebalance's), with the
+    cursor on exchange ``index`` when given (else on the first of ``rows``)."""
 
-    def __init__(self, conn: int | None = None, index: int | None = None) -> None:
+    def __init__(
+        self,
+        conn: int | None = None,
+        index: int | None = None,
+        rows: list[int] | None = None,
+        label: str = "",
+    ) -> None:
         super().__init__()
         self.conn = conn
         self.index = index
+        self.rows = rows
+        self.label = label
 
 
 class ShowTimeline(Message):

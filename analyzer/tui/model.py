@@ -23,9 +23,11 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
+from analyzer.dissect.constants import ApiKey
 from analyzer.dissect.message import Options, decode_request, decode_response
 from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue, Event
 from analyzer.model import ConnInfo, Exchange, Issue, Severity
+from analyzer.session.insights import GroupInsights
 from analyzer.session.internal import annotate
 from analyzer.tui.groups import GROUP_APIS, GroupTimeline
 from analyzer.tui.rows import Indexes, Row, RowStore
@@ -67,7 +69,9 @@ class Index:
         limit: int | None = None,
         spill_after: int | None = None,
         directory: str | None = None,
+        topic_ids: dict[str, str] | None = None,
     ) -> None:
+        """``topic_ids``: the analysis' topic names by id (its knowledge, as it learns them)."""
         self.opts = opts  # how exchanges are decoded when shown (record bodies on)
         self.spool = spool if spool is not None else Spool(directory)
         # the rows, packed; beyond ``spill_after`` (default SPILL_ROWS) in a temporary file
@@ -77,6 +81,8 @@ class Index:
         self.conns: dict[int, ConnSummary] = {}
         self.issue_groups: dict[str, IssueGroup] = {}
         self.groups = GroupTimeline()
+        # the consumer groups' generations, rebalances, lag and status (every exchange, kept or not)
+        self.insights = GroupInsights(topic_ids)
         self.error_rows = 0
         self.origin: float | None = None  # the time column counts from here
 
@@ -90,6 +96,7 @@ class Index:
         for ev in events:
             t = type(ev)
             if t is Exchange:
+                self.insights.event(ev)
                 if self.limit is not None and len(rows) >= self.limit:
                     self.dropped += 1
                     continue
@@ -112,6 +119,10 @@ class Index:
             rows.flush()
         return out
 
+    def finish(self) -> None:
+        """The source ended: the insights close what is still open (a synced rebalance)."""
+        self.insights.done()
+
     def _conn(self, info: ConnInfo) -> ConnSummary:
         s = self.conns.get(info.id)
         if s is None:
@@ -121,6 +132,8 @@ class Index:
     def _count(self, row: Row, ex: Exchange, all_issues: list[Issue]) -> None:
         if row.api_key in GROUP_APIS:
             self.groups.add(row, ex)
+        elif row.api_key == ApiKey.OFFSET_COMMIT:
+            self.groups.commit(row, ex)
         s = self._conn(row.conn)
         s.exchanges += 1
         if row.has_errors:

@@ -186,6 +186,7 @@ class Session:
             Options(True, self.opts.show_secrets, self.opts.limits),
             limit=(max_rows or LIVE_MAX_ROWS) if self.live else max_rows,
             spill_after=spill_after,
+            topic_ids=self.analysis.knowledge.topic_ids,
         )
         self.lean_opts = Options(False, self.opts.show_secrets, self.opts.limits)
         self.list = ListView(Taken(self.index.rows))  # the rows taken, filtered, scoped and sorted
@@ -400,6 +401,32 @@ class Session:
         """The consumer groups' exchanges over time (``#`` is the exchange's number)."""
         with self.lock:
             return self.index.groups.rows(self.index.origin)
+
+    def group_report(self) -> dict:
+        """The consumer groups as the groups view shows them: ``groups``, per group its
+        generations, rebalances, lag rows and Burrow's status at the last packet (``now``)
+        (:meth:`~analyzer.session.insights.GroupInsights.report`); ``origin``, the time the view
+        counts from; ``exchanges``, the exchanges the insights were given so far."""
+        with self.lock:
+            a = self.analysis
+            now = a.last_ts if a.packets else None
+            return {
+                "groups": self.index.insights.report(now),
+                "origin": self.index.origin,
+                "now": now,
+                "exchanges": len(self.index.rows) + self.index.dropped,
+            }
+
+    def rebalance_exchanges(self, group: str, start: float, end: float | None) -> list[int]:
+        """The exchanges (row indexes) of ``group``'s rebalance from ``start`` to ``end``: its
+        group protocol exchanges and OffsetCommits sent meanwhile."""
+        with self.lock:
+            return self.index.groups.between(group, start, end)
+
+    def generation_exchanges(self, group: str, generation: int) -> list[int]:
+        """The JoinGroup and SyncGroup exchanges (KIP-848: heartbeats) of ``group``'s ``generation``."""
+        with self.lock:
+            return self.index.groups.formed(group, generation)
 
     def issue_rows(self):
         with self.lock:

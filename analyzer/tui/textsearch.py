@@ -4,7 +4,7 @@ a display filter (:mod:`analyzer.filter`), and the view's connection scope."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from functools import lru_cache
 
 from analyzer.tui.rows import Row
@@ -45,11 +45,18 @@ def matches(row: Row, text: str) -> bool:
 
 
 def keep(
-    row: Row, text: str, conn: int | None = None, predicate: Callable[[Row], bool] | None = None
+    row: Row,
+    text: str,
+    conn: int | None = None,
+    predicate: Callable[[Row], bool] | None = None,
+    picked: Container[int] | None = None,
 ) -> bool:
-    """Whether a view scoped to connection ``conn`` and filtered by ``predicate`` (a compiled
-    display filter over the row's exchange) or else by the text search ``text`` shows ``row``."""
+    """Whether a view scoped to connection ``conn`` and to the exchanges ``picked`` (row
+    indexes: a rebalance's, say), filtered by ``predicate`` (a compiled display filter over the
+    row's exchange) or else by the text search ``text`` shows ``row``."""
     if conn is not None and row.conn.id != conn:
+        return False
+    if picked is not None and row.index not in picked:
         return False
     if predicate is not None:
         return predicate(row)

@@ -744,3 +744,63 @@ def test_internal_topic_records_show_their_coordinator_fields():
         assert seen == {"OffsetCommit", "GroupMetadata", "tombstone"}
     finally:
         index.close()
+
+
+@pytest.mark.parametrize("name", ["group-joins", "group-lag", "group-kip848", "group-cooperative"])
+def test_the_index_feeds_the_group_insights_as_a_run_does(name):
+    """The groups view's insights come from the TUI's index (its one pass, without record
+    bodies, in batches): the same generations, rebalances, lag and status as ``groups``' run;
+    a rebalance's exchanges are its group's, sent while it ran."""
+    from analyzer.session.insights import GroupInsights
+
+    path = CAPTURES / f"{name}.pcap"
+    a = Analysis(path, Options(records_bodies=False, packet_offsets=True))
+    index = Index(Options(records_bodies=True), topic_ids=a.knowledge.topic_ids)
+    for events in a.batches(0.05):
+        index.add(events)
+    index.finish()
+    b = Analysis(path)
+    ins = GroupInsights(b.knowledge.topic_ids)
+    out = b.run(ins)
+    assert index.insights.objects(out.last_ts) == ins.objects(out.last_ts)
+    assert index.insights.report(out.last_ts) == ins.report(out.last_ts)
+    exchanges = full(path)
+    for g in index.insights.report(out.last_ts):
+        for r in g["rebalances"]:
+            rows = index.groups.between(g["group"], r["start"], r["end"])
+            assert rows
+            for i in rows:
+                ex = exchanges[i]
+                assert ex.request.body.get("group_id") == g["group"]
+                assert r["start"] <= ex.request.frame.ts_first <= (r["end"] or float("inf"))
+        for gen in g["generations"]:
+            rows = index.groups.formed(g["group"], gen["generation"])
+            assert rows
+            assert {exchanges[i].api_key for i in rows} <= {11, 14, 68}
+    index.close()
+
+
+def test_lag_plot_numbers():
+    """A lag held from one commit to the next, the largest in each column; eighth blocks."""
+    from analyzer.tui.charts import column_plot, step_series
+
+    assert step_series([(1, 5), (3, 0), (4, 10)], 0, 5, 10) == [None, None, 5, 5, 5, 5, 5, 0, 10, 10]
+    assert step_series([(9, 2)], 0, 5, 2) == [None, 2]  # (after the axis: the last column)
+    assert step_series([], 0, 1, 3) == [None, None, None]
+    assert column_plot([None, 0, 4, 8], 2) == ["   █", "  ██"]
+    assert column_plot([1, 8], 1) == ["▁█"]  # a positive value shows at least an eighth
+    assert column_plot([0, 0], 2) == ["  ", "  "]
+
+
+def test_a_views_pick_scopes_the_list():
+    from analyzer.tui.listview import ListView
+
+    index, _ = indexed(TXN)
+    lv = ListView(list(index.rows))
+    lv.picked = frozenset({3, 1, 7})
+    lv.rebuild()
+    assert sorted(lv.shown) == [1, 3, 7]
+    lv.text = "errors"  # with a filter too: both keep
+    lv.rebuild()
+    assert all(index.rows[i].has_errors for i in lv.shown) and set(lv.shown) <= {1, 3, 7}
+    index.close()

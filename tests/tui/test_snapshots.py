@@ -13,6 +13,8 @@ from analyzer.tui.app import AnalyzerApp
 ROOT = Path(__file__).resolve().parents[2]
 TXN = ROOT / "captures" / "librdkafka-txn.pcap"
 GZIP = ROOT / "captures" / "librdkafka-produce-consume-gzip.pcap"
+JOINS = ROOT / "captures" / "group-joins.pcap"  # a consumer group: 5 rebalances
+LAG = ROOT / "captures" / "group-lag.pcap"  # four groups, lag growing, stopped, rewinding
 
 SIZES = [(80, 24), (120, 35)]
 
@@ -55,6 +57,10 @@ def view(what: str):
             app.select_exchange(next(r.index for r in app.rows if r.conn.id == busiest))
             await pilot.pause()
             app.open_view("timeline")
+        elif what == "groups-lag":  # the lag tab of the rewinding group, its plot
+            app.open_view("groups")
+            await pilot.pause()
+            await pilot.press("right_square_bracket", "3")
         elif what != "ex":
             app.open_view(what)
         await pilot.pause()
@@ -67,8 +73,21 @@ def view(what: str):
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize(
     "what",
-    ["ex", "detail", "conn", "stats", "issues", "groups", "io", "help", "records", "timeline", "filter"],
+    [
+        "ex",
+        "detail",
+        "conn",
+        "stats",
+        "issues",
+        "groups",
+        "groups-lag",
+        "io",
+        "help",
+        "records",
+        "timeline",
+        "filter",
+    ],
 )
 def test_view_snapshot(snap_compare, what, size):
-    path = GZIP if what in ("records", "detail", "groups") else TXN
+    path = {"records": GZIP, "detail": GZIP, "groups": JOINS, "groups-lag": LAG}.get(what, TXN)
     assert snap_compare(AnalyzerApp(str(path)), terminal_size=size, run_before=view(what))

@@ -27,7 +27,7 @@ def make_view(what: str, session: Session, conn: int | None = None) -> View:
     if what == "issues":
         return IssuesScreen(se.issue_rows(), se.rows, se.index.origin)
     if what == "groups":
-        return GroupsScreen(se.stats_snapshot(), se.group_events())
+        return GroupsScreen(se)
     if what == "timeline" and conn is not None:
         title, rows = se.connection_timeline(conn)
         return TimelineScreen(conn, title, rows, se.index.origin)

@@ -48,6 +48,7 @@ def status_text(
     conn_scope: int | None,
     shown: int,
     problems: bool,
+    picked: str = "",
 ) -> Text:
     """``[N of M match (filter)]  file  done  N packets  N exchanges  N with errors``."""
     if done:
@@ -57,10 +58,11 @@ def status_text(
     else:
         state = Text("analysing…", style="yellow")
     t = Text()
-    if filter_text or conn_scope is not None:  # first: what the list shows (80 columns cut the end)
+    if filter_text or conn_scope is not None or picked:  # first: what the list shows (80 columns cut the end)
         what = " ".join(filter_text.split())
         scope = f"conn {conn_scope}" if conn_scope is not None else ""
-        t.append(f"{shown} of {exchanges} match ({' '.join(x for x in (what, scope) if x)})", style="cyan")
+        said = " ".join(x for x in (picked, what, scope) if x)
+        t.append(f"{shown} of {exchanges} match ({said})", style="cyan")
         t.append("  ")
     t.append(os.path.basename(path), style="bold")
     t.append("  ")

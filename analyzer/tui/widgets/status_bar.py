@@ -26,6 +26,7 @@ class StatusBar(Static):
             lv.conn,
             len(lv.shown),
             bool(se.capture_issues or se.load_error),
+            lv.picked_label if lv.picked is not None else "",
         )
         if se.live:
             received, dropped = se.kernel_drops
@@ -43,7 +44,7 @@ class StatusBar(Static):
             )
             cut = t.plain.find(" exchanges")
             rest = t[cut + len(" exchanges") :] if cut >= 0 else Text()
-            if lv.text or lv.conn is not None:  # the match count first, as for a file
+            if lv.text or lv.conn is not None or lv.picked is not None:  # the match count first
                 first = t.plain.find("  ")
                 t = t[: first + 2] + head + rest
             else:
