@@ -7,6 +7,7 @@ from analyzer.dissect import schema
 from analyzer.dissect.protocol_table import CURRENT_RELEASE
 from analyzer.issues import REGISTRY
 from analyzer.model import Exchange, Issue, Severity
+from analyzer.session.producer_insights import E2E_COLUMNS, PRODUCER_COLUMNS
 from analyzer.session.stats import Stats, error_names
 
 
@@ -181,43 +182,12 @@ TABLES = {  # section -> (title, columns), in display order
             "coverage",
         ],
     ),
-    "producers": (
-        "Producers (export: producer, retry objects)",
-        [
-            "client_id",
-            "producer_id",
-            "transactional_id",
-            "batches",
-            "records",
-            "retried_records",
-            "failed_records",
-            "unanswered_records",
-            "duplicates_written",
-            "sequence_gaps",
-            "fenced",
-            "records_per_batch",
-            "linger_ms",
-            "under_batched",
-        ],
-    ),
+    "producers": ("Producers (export: producer, retry objects)", list(PRODUCER_COLUMNS)),
     "transactions": (
         "Transactions (export: transaction objects)",
         ["transactional_id", "commit", "abort", "hanging", "open", "failed", "longest_ms", "records"],
     ),
-    "e2e": (
-        "End-to-end latency, Produce request to Fetch answer (export: e2e objects)",
-        [
-            "topic",
-            "partition",
-            "producer_client",
-            "consumer_client",
-            "group",
-            "count",
-            "p50_ms",
-            "p99_ms",
-            "max_ms",
-        ],
-    ),
+    "e2e": ("End-to-end latency, Produce request to Fetch answer (export: e2e objects)", list(E2E_COLUMNS)),
     "readiness": (
         f"Clients' readiness for Kafka {CURRENT_RELEASE} and hygiene (clients CAPTURE --target V)",
         [
