@@ -396,6 +396,7 @@ CLIENT = _struct(
     ("connections_per_min", _DOUBLE),
     ("median_lifetime_s", _DOUBLE),
     ("fast_reconnects", _LONG),
+    ("empty_connections", _LONG),
     ("idle_connections", _LONG),
     ("throttle_ms", _LONG),
     ("throttle_by_api", MapType(_STR, _LONG)),  # API name -> ms
