@@ -41,7 +41,7 @@ from analyzer.dissect.schema import api_name, version_range
 from analyzer.events import ConnectionEnd
 from analyzer.model import Exchange
 from analyzer.session.consumption import host_of
-from analyzer.session.walks import fetched, produced
+from analyzer.session.walks import fetched, produced, topic_of
 
 NO_BACKOFF_S = 0.1  # a reconnection to the same broker sooner than this after the last ended
 LARGE_BYTES = 1_048_576  # a request or answer over this (the brokers' default message.max.bytes)
@@ -365,7 +365,7 @@ class ClientTracker:
         c.largest = max(c.largest, size)
         c.old_formats += old
         for kind, ref, n, nbytes in moved:
-            topic, p = self._name(ref)
+            topic, p = topic_of(ref, self.topic_ids)
             if kind == 0:
                 e = self._edge(self.produce_edges, (client_id or "-", topic))
                 part = self.partitions.get((topic, p))
@@ -440,13 +440,6 @@ class ClientTracker:
                 del c.ended[: self.keep]
         if self.dirty is not None:
             self.dirty.add((c.host, c.client_id))
-
-    def _name(self, ref: tuple) -> tuple[str, int]:
-        nm, tid, p = ref
-        if nm:
-            return nm, p
-        ids = self.topic_ids or {}
-        return ids.get(tid, tid) if tid is not None else "", p
 
     # -- what it found ---------------------------------------------------------------------------------
     def rows(self, target: str = CURRENT_RELEASE) -> list[dict]:

@@ -31,7 +31,7 @@ from functools import lru_cache
 
 from analyzer.dissect.constants import ApiKey, ErrorCode
 from analyzer.model import Exchange
-from analyzer.session.walks import fetched
+from analyzer.session.walks import fetched, topic_of
 
 Fetcher = tuple[str, str | None]  # (client host, client id)
 TP = tuple[str, int]
@@ -143,7 +143,7 @@ class ConsumptionTracker:
         t, answered, fetcher, parts = facts
         end = t if answered is None else answered
         for ref, offset, hw in parts:
-            tp = self._name(ref)
+            tp = topic_of(ref, self.topic_ids)
             self.last.setdefault(tp, {})[fetcher] = end
             key = (fetcher, tp)
             waiting = self.waiting.get(key)
@@ -160,13 +160,6 @@ class ConsumptionTracker:
                     pos[0], pos[1] = offset, lag
                     if lag is not None and (pos[2] is None or lag > pos[2]):
                         pos[2] = lag
-
-    def _name(self, ref: Ref) -> TP:
-        nm, tid, p = ref
-        if nm:
-            return nm, p
-        ids = self.topic_ids or {}
-        return ids.get(tid, tid) if tid is not None else "", p
 
     # -- what the group timeline tells ----------------------------------------------------------------
     def assigned(

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from analyzer.dissect.constants import ApiKey, ErrorCode
 from analyzer.model import Exchange
 from analyzer.session.consumption import host_of
-from analyzer.session.walks import fetched, produced
+from analyzer.session.walks import fetched, produced, topic_of
 
 PRODUCED_KEPT = 20_000
 PLAUSIBLE_S = 86_400.0  # a record timestamp further than this from the capture's clock is not used
@@ -198,7 +198,7 @@ class E2ETracker:
         elif kind == PRODUCED:
             _, t, who, parts = facts
             for ref, base, batches in parts:
-                tp = self._name(ref)
+                tp = topic_of(ref, self.topic_ids)
                 produced = self.produced.get(tp)
                 if produced is None:
                     produced = self.produced[tp] = _Produced()
@@ -213,7 +213,7 @@ class E2ETracker:
             _, t, who, parts = facts
             group = self.groups.get(who)
             for ref, start, spans in parts:
-                tp = self._name(ref)
+                tp = topic_of(ref, self.topic_ids)
                 produced = self.produced.get(tp)
                 for lo, hi in spans:
                     if start is not None:
@@ -243,13 +243,6 @@ class E2ETracker:
                                 ts = self.by_timestamp[k] = Latencies()
                             ts.add(max(0.0, (t - first_ts) * 1000), 1)
                     self.fetched_unmatched += hi - lo + 1 - matched
-
-    def _name(self, ref: tuple) -> tuple[str, int]:
-        nm, tid, p = ref
-        if nm:
-            return nm, p
-        ids = self.topic_ids or {}
-        return ids.get(tid, tid) if tid is not None else "", p
 
     # -- what it found ---------------------------------------------------------------------------------
     def rows(self) -> list[dict]:

@@ -40,7 +40,7 @@ from analyzer.session.burrow import DEFAULT_PARAMS, Params, Status, Window, grou
 from analyzer.session.consumption import ConsumptionTracker, Fetcher, host_of
 from analyzer.session.entities import topic_refs
 from analyzer.session.internal import fetched_commits
-from analyzer.session.walks import fetched, produced
+from analyzer.session.walks import fetched, produced, topic_of
 
 APPENDS_KEPT = 10_000  # batches per partition whose append times are kept (the oldest go first)
 PLAUSIBLE_S = 86_400.0  # an append time further than this from the capture's clock is not one
@@ -177,10 +177,10 @@ class LagTracker:
     def apply(self, facts: tuple) -> None:
         kind, t = facts[0], facts[1]
         self.last_ts = max(self.last_ts, t)
-        name = self._name
+        ids = self.topic_ids
         if kind == FETCH:
             for ref, hw, batches in facts[2]:
-                tp = name(ref)
+                tp = topic_of(ref, ids)
                 self._end(tp, hw)
                 if batches:
                     appends = self.appends.setdefault(tp, _Appends())
@@ -190,27 +190,20 @@ class LagTracker:
                 self._committed(gid, when, [((topic, p), offset)], None, 1)
         elif kind == PRODUCE:
             for ref, base, n, when in facts[2]:
-                tp = name(ref)
+                tp = topic_of(ref, ids)
                 self._end(tp, base + n)
                 self.appends.setdefault(tp, _Appends()).add(base, base + n - 1, when)
         elif kind == LIST_OFFSETS:
             for ref, offset in facts[2]:
-                self._end(name(ref), offset)
+                self._end(topic_of(ref, ids), offset)
         else:
             self._committed(
                 facts[2],
                 t,
-                [(name(ref), offset) for ref, offset in facts[3]],
+                [(topic_of(ref, ids), offset) for ref, offset in facts[3]],
                 facts[4] if len(facts) > 4 else None,
                 0,
             )
-
-    def _name(self, ref: tuple[str | None, str | None, int]) -> TP:
-        nm, tid, p = ref
-        if nm:
-            return nm, p
-        ids = self.topic_ids or {}
-        return ids.get(tid, tid) if tid is not None else "", p
 
     def _end(self, tp: TP, offset) -> None:
         if isinstance(offset, int) and offset >= 0 and offset >= self.ends.get(tp, -1):

@@ -43,7 +43,7 @@ from analyzer.dissect.constants import ApiKey, ErrorCode
 from analyzer.dissect.errors import error_name
 from analyzer.model import Exchange
 from analyzer.session.consumption import host_of
-from analyzer.session.walks import fetched, produced
+from analyzer.session.walks import fetched, produced, topic_of
 
 KEPT = 64  # batches per producer and partition kept open for retries
 WRITTEN_KEPT = 10_000  # written batches per partition whose offsets are followed (duplicates)
@@ -296,7 +296,7 @@ class ProducerTracker:
                 if pv.producer_epoch is not None and epoch > pv.producer_epoch:
                     pv.epoch_bumps += 1
                 pv.producer_epoch = epoch if pv.producer_epoch is None else max(pv.producer_epoch, epoch)
-            tp = self._name(ref)
+            tp = topic_of(ref, self.topic_ids)
             attempt = Attempt(label, corr, t, answered, err, base, mark)
             self._attempt(pv, key, tp, pid, epoch, seq, n, crc, size, codec, attempt)
             if err in _FENCING:
@@ -487,7 +487,9 @@ class ProducerTracker:
         up on; that first answer may never reach the capture)."""
         for ref, base, pid, epoch, seq, n, crc in batches:
             idempotent = isinstance(pid, int) and pid >= 0 and isinstance(seq, int) and seq >= 0
-            self._wrote(self._name(ref), (pid, epoch, seq, n) if idempotent else (crc, n), None, n, base)
+            self._wrote(
+                topic_of(ref, self.topic_ids), (pid, epoch, seq, n) if idempotent else (crc, n), None, n, base
+            )
 
     def _count(self, w: list, tp: tuple[str, int]) -> None:
         key, n, offsets, batches, sent = w
@@ -508,13 +510,6 @@ class ProducerTracker:
             for w in seen.values():
                 self._count(w, tp)
             seen.clear()
-
-    def _name(self, ref: tuple) -> tuple[str, int]:
-        nm, tid, p = ref
-        if nm:
-            return nm, p
-        ids = self.topic_ids or {}
-        return ids.get(tid, tid) if tid is not None else "", p
 
     # -- what it found ---------------------------------------------------------------------------------
     def rows(self) -> list[dict]:

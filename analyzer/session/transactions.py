@@ -34,7 +34,7 @@ from analyzer.dissect.errors import error_name, is_retriable
 from analyzer.model import Exchange
 from analyzer.session.consumption import host_of
 from analyzer.session.entities import topic_refs
-from analyzer.session.walks import fetched, produced
+from analyzer.session.walks import fetched, produced, topic_of
 
 DEFAULT_TIMEOUT_MS = 60_000  # librdkafka's and the Java client's transaction.timeout.ms
 DONE_KEPT = 100_000  # finished transactions kept (the oldest go first; all are counted)
@@ -257,14 +257,14 @@ class TxnTracker:
         elif kind == ADD:
             for txn, pid, epoch, parts in facts[3]:
                 x = self._begin(txn, pid, epoch, t, facts[2])
-                x.partitions.update(self._name(ref) for ref in parts)
+                x.partitions.update(topic_of(ref, self.topic_ids) for ref in parts)
         elif kind == OFFSETS:
             self._begin(facts[3], facts[4], facts[5], t, facts[2])
         elif kind == COMMIT:
             _, _, client, txn, pid, epoch, group, offsets = facts
             x = self._begin(txn, pid, epoch, t, client)
             for ref, offset in offsets:
-                topic, p = self._name(ref)
+                topic, p = topic_of(ref, self.topic_ids)
                 x.offsets.append({"group": group, "topic": topic, "partition": p, "offset": offset})
         elif kind == END:
             _, _, txn, committed, err = facts
@@ -283,7 +283,7 @@ class TxnTracker:
             _, _, client, txn, batches = facts
             for ref, pid, epoch, n, err, base in batches:
                 x = self._begin(txn, pid, epoch, t, client)
-                tp = self._name(ref)
+                tp = topic_of(ref, self.topic_ids)
                 x.partitions.add(tp)
                 if err == ErrorCode.NONE and isinstance(base, int) and (*tp, base) not in x.written:
                     x.written.add((*tp, base))
@@ -291,7 +291,7 @@ class TxnTracker:
         else:
             _, _, client, client_id, gaps = facts
             for ref, gap in gaps:
-                topic, p = self._name(ref)
+                topic, p = topic_of(ref, self.topic_ids)
                 k = (host_of(client), client_id, topic, p)
                 h = self.held.get(k)
                 if h is None:
@@ -353,13 +353,6 @@ class TxnTracker:
                 self.hanging_told.add(txn)
                 out.append(x.row() | {"outcome": "hanging"})
         return out
-
-    def _name(self, ref: tuple) -> tuple[str, int]:
-        nm, tid, p = ref
-        if nm:
-            return nm, p
-        ids = self.topic_ids or {}
-        return ids.get(tid, tid) if tid is not None else "", p
 
     # -- what it found ---------------------------------------------------------------------------------
     def transactions(self, now: float | None = None) -> list[dict]:

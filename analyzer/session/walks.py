@@ -16,6 +16,15 @@ from analyzer.session.entities import topic_refs
 Ref = tuple[str | None, str | None, int]  # (topic name, topic id, partition)
 
 
+def topic_of(ref: Ref, topic_ids: dict[str, str] | None) -> tuple[str, int]:
+    """(topic, partition) of a partition reference: its name, else its id's name in
+    ``topic_ids`` as known when the fact is applied, else the id."""
+    name, tid, p = ref
+    if name:
+        return name, p
+    return (topic_ids or {}).get(tid, tid) if tid is not None else "", p
+
+
 class ProducedPartition(NamedTuple):
     """A partition of a Produce request, with its answer."""
 
