@@ -47,6 +47,12 @@ def host_of(address: str | None) -> str:
     return address.rsplit(":", 1)[0] if address.count(":") == 1 or address.startswith("[") else address
 
 
+def fetcher_of(ev: Exchange) -> Fetcher:
+    """The client host and client id of an exchange's sender: who fetches, commits or joins."""
+    conn = ev.conn
+    return host_of(str(conn.client if conn.client_direction is not None else conn.a)), ev.client_id
+
+
 @dataclass(slots=True)
 class Pause:
     """A partition's pause across a rebalance: from the group's last Fetch naming it before its
@@ -129,8 +135,7 @@ class ConsumptionTracker:
                     hws[fp.ref] = fp.high_watermark
         if not parts:
             return None
-        client = str(conn.client if conn.client_direction is not None else conn.a)
-        fetcher = (host_of(client), ev.client_id)
+        fetcher = fetcher_of(ev)
         answered = ev.response.frame.ts_first if ev.response is not None else None
         return (
             ev.request.frame.ts_first,

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from analyzer.dissect.constants import ApiKey, ErrorCode
 from analyzer.model import Exchange
-from analyzer.session.consumption import host_of
+from analyzer.session.consumption import fetcher_of
 from analyzer.session.walks import fetched, produced, topic_of
 
 PRODUCED_KEPT = 20_000
@@ -157,8 +157,7 @@ class E2ETracker:
         key = ev.api_key
         if key not in _KEYS:
             return None
-        conn = ev.conn
-        who = (host_of(str(conn.client if conn.client_direction is not None else conn.a)), ev.client_id)
+        who = fetcher_of(ev)
         if key in _GROUP_APIS:
             gid = ev.request.body.get("group_id")
             return (MEMBER, who, gid) if isinstance(gid, str) and gid else None

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from analyzer.dissect.constants import ApiKey, ErrorCode
 from analyzer.model import Exchange, Message
 from analyzer.session.burrow import DEFAULT_PARAMS, Params, Status, Window, group_status
-from analyzer.session.consumption import ConsumptionTracker, Fetcher, host_of
+from analyzer.session.consumption import ConsumptionTracker, Fetcher, fetcher_of
 from analyzer.session.entities import topic_refs
 from analyzer.session.internal import fetched_commits
 from analyzer.session.walks import fetched, produced, topic_of
@@ -170,9 +170,7 @@ class LagTracker:
         gid = ev.request.body.get("group_id")
         if not isinstance(gid, str):
             return None
-        conn = ev.conn
-        committer = (host_of(str(conn.client if conn.client_direction is not None else conn.a)), ev.client_id)
-        return (COMMIT, t, gid, self._commit(ev.request, ev.response), committer)
+        return (COMMIT, t, gid, self._commit(ev.request, ev.response), fetcher_of(ev))
 
     def apply(self, facts: tuple) -> None:
         kind, t = facts[0], facts[1]
