@@ -107,6 +107,13 @@ def run_producers(args) -> int:
             f"  batching: {per} records per batch (median), {linger} between a partition's batches, "
             f"{rate} requests/s; codecs {codecs or '-'}"
             + (
+                f" (records x{p['compression_ratio']:g} decompressed, measured on"
+                f" {p['compression_batches']} of {sum(n for c, n in p['codecs'].items() if c != 'none')}"
+                " compressed batches)"
+                if p["compression_ratio"]
+                else ""
+            )
+            + (
                 "; UNDER-BATCHED (many one-record batches at a steady rate: raise linger.ms)"
                 if p["under_batched"]
                 else ""

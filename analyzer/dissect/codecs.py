@@ -200,6 +200,28 @@ def decompress(
     return decompress_capped(codec, data, limits, limits.max_output)
 
 
+def inflated_size(codec: int, data: bytes | bytearray | memoryview, limits: Limits) -> int | None:
+    """The size ``data`` decompresses to, within ``limits`` (None: it does not decompress, or
+    not within them). zstd is counted as it streams (one pass, nothing kept); the other codecs
+    are inflated by :func:`decompress`."""
+    if codec == 4 and _zstd is not None and len(data) >= 4 and data[:4] == _ZSTD_MAGIC:
+        allowed = limits.max_output
+        if limits.max_ratio > 0:
+            allowed = min(allowed, max(limits.ratio_grace, limits.max_ratio * len(data)))
+        try:
+            r = _zstd_dctx().stream_reader(bytes(data), read_across_frames=True)
+            size = 0
+            while chunk := r.read(1 << 16):
+                size += len(chunk)
+                if size > allowed:
+                    return None
+        except _zstd.ZstdError:
+            return None
+        return size
+    raw, _ = decompress(codec, data, limits)
+    return None if raw is None else len(raw)
+
+
 def decompress_capped(
     codec: int, data: bytes | bytearray | memoryview, limits: Limits, cap: int
 ) -> tuple[bytes | None, Issue | None]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import struct
 
-from analyzer.dissect.codecs import codec_name
+from analyzer.dissect.codecs import codec_name, declared_size
 from analyzer.dissect.crc import crc32c
 from analyzer.dissect.records_common import (
     CONTROL_TYPES,
@@ -114,7 +114,12 @@ def decode_batch(
         # A compressed batch is judged by the size its codec declares (not inflated)
         if codec:
             rstart = pos + _V2_HEADER
-            ctx.judge(codec, mv[rstart:end], base + rstart if anchor is None else anchor, where)
+            size = ctx.judge(codec, mv[rstart:end], base + rstart if anchor is None else anchor, where)
+            if size is not None:
+                field.inflated = size
+                field.declares_size = True
+            else:  # inflated only if someone asks (the producers' compression ratio)
+                field.blob = (codec, buf, rstart, end, ctx.limits)
         return field
     rstart = pos + _V2_HEADER
     batch = BatchInfo(bo, bts, mts, attrs, count, where, ioff)
@@ -137,6 +142,8 @@ def decode_batch(
                 ctx.add(issue, cioff, where)
         if raw is None:
             return field
+        field.inflated = len(raw)
+        field.declares_size = declared_size(codec, mv[rstart:end]) is not None
         batch = BatchInfo(bo, bts, mts, attrs, count, where, cioff)
         records = _decode_v2_records(ctx, raw, 0, len(raw), 0, batch)
         children.append(Field("decompressed", "decompressed", raw, base + rstart, end - rstart, [records]))

@@ -96,7 +96,7 @@ class DecodeContext:
             self.budget -= len(raw)
         return raw, issue
 
-    def judge(self, codec: int, data, ioff: int, where: str) -> None:
+    def judge(self, codec: int, data, ioff: int, where: str) -> int | None:
         """A compressed blob that is not inflated (no bodies): the size its codec's framing
         declares (:func:`~analyzer.dissect.codecs.declared_size`) is held against the limits
         inflating it would apply, so the damage is named without the work:
@@ -105,14 +105,14 @@ class DecodeContext:
         declares nothing costs nothing here."""
         size = declared_size(codec, data)
         if size is None:
-            return
+            return None
         limits = self.limits
         # a blob's cap is at least min(max_output, ratio_grace): a size within both is under it
         if size > limits.ratio_grace or size > limits.max_output:
             own = blob_cap(limits, len(data))
             if size > own:
                 self._over_cap(codec, data, size, own, ioff, where)
-                return
+                return None
         if size > self.budget and not self.budget_said:
             self.budget_said = True
             self.issues.append(
@@ -127,6 +127,7 @@ class DecodeContext:
             )
         left = self.budget - size
         self.budget = left if left > 0 else 0
+        return size
 
     def _over_cap(self, codec: int, data, size: int, own: int, ioff: int, where: str) -> None:
         """``records.decompression_limit`` for a blob that declares more than its cap."""

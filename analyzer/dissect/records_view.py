@@ -10,7 +10,7 @@ import struct
 from collections.abc import Iterator
 from typing import Any
 
-from analyzer.dissect.codecs import codec_name
+from analyzer.dissect.codecs import codec_name, inflated_size
 from analyzer.dissect.records_common import (
     CONTROL_TYPES,
     BatchInfo,
@@ -22,6 +22,11 @@ from analyzer.dissect.records_common import (
     utf8_text,
 )
 from analyzer.model import Field, LazyField
+
+# a compressed batch whose codec declares no size (librdkafka's lz4 and zstd) is inflated for
+# the producers' compression ratio when its CRC is a multiple of this (one in four: the same
+# batches however the work is split); a declared size is always read
+INFLATE_ONE_IN = 4
 
 _CTRL_KEY = struct.Struct(">hh")
 _CTRL_VALUE = struct.Struct(">hi")
@@ -56,9 +61,14 @@ class BatchField(LazyField):
     61-byte header's values in order) and the ``computed`` CRC-32C; the statistics, the topic
     labels and the checks read the summary (``value``) and never ask. ``tail`` holds what follows
     the header (the ``records`` RecordsField or the ``decompressed`` Field), as ``children``
-    shows it after the header Fields."""
+    shows it after the header Fields.
 
-    __slots__ = ("header", "computed", "tail")
+    A compressed batch's records' size once decompressed (:meth:`uncompressed_size`) is known
+    when they were inflated or their codec declares it (``inflated``); otherwise ``blob`` keeps
+    where the compressed bytes are, to inflate them the first time someone asks.
+    ``declares_size``: the codec's framing declares the size (no inflating needed to know it)."""
+
+    __slots__ = ("header", "computed", "tail", "inflated", "blob", "declares_size")
 
     def __init__(self, summary: dict, offset: int, length: int, header: tuple, computed: int) -> None:
         self.name = "record_batch"
@@ -71,6 +81,29 @@ class BatchField(LazyField):
         self.header = header
         self.computed = computed
         self.tail: list[Field] = []
+        self.inflated: int | None = None  # -1: could not be inflated
+        self.blob: tuple | None = None  # (codec, buffer, start, end, limits)
+        self.declares_size = False
+
+    def uncompressed_size(self) -> int | None:
+        """The size of the batch's records once decompressed (compressed batches; None for an
+        uncompressed one, or when the compressed bytes cannot be inflated within the limits:
+        the decode said why)."""
+        if self.inflated is None and self.blob is not None:
+            codec, buf, start, end, limits = self.blob
+            n = inflated_size(codec, memoryview(buf)[start:end], limits)
+            self.inflated = -1 if n is None else n
+        n = self.inflated
+        return n if n is not None and n >= 0 else None
+
+    def sized_for_ratio(self) -> int | None:
+        """:meth:`uncompressed_size` of the compressed batches the compression ratio reads:
+        every one whose codec declares its size, one in :data:`INFLATE_ONE_IN` of the others
+        (by CRC); None for the rest."""
+        s = self.value
+        if s["codec"] == "none" or not (self.declares_size or (s["crc"] or 0) % INFLATE_ONE_IN == 0):
+            return None
+        return self.uncompressed_size()
 
     def build_children(self) -> list[Field]:
         return _batch_header_fields(self.offset, self.header, self.computed) + self.tail

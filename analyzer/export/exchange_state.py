@@ -48,20 +48,48 @@ def _unvalue(v: Any) -> Any:
     return tuple(_unvalue(x) for x in v["t"])
 
 
+class KeptBatch(Field):
+    """A v2 record batch rebuilt from plain data: with the decompressed size of its records
+    the producers' compression ratio read (:meth:`BatchField.sized_for_ratio`)."""
+
+    __slots__ = ("sized",)
+    sized: int | None
+
+    def sized_for_ratio(self) -> int | None:
+        return self.sized
+
+
 def field_state(f: Field) -> list:
     """``[name, type, value, children, display]`` (children null for a leaf; trailing nulls
-    left out); lazily built children (compact scalar arrays, v2 records) are built here."""
+    left out), and for a v2 record batch the size its compression ratio reads;
+    lazily built children (compact scalar arrays, v2 records) are built here."""
     ch = f.children
     out = [f.name, f.type, _value(f.value)]
-    if ch is not None or f.display is not None:
+    sized = getattr(f, "sized_for_ratio", None)
+    size = None if sized is None else sized()
+    if ch is not None or f.display is not None or size is not None:
         out.append(None if ch is None else [field_state(c) for c in ch])
-        if f.display is not None:
+        if f.display is not None or size is not None:
             out.append(f.display)
+        if size is not None:
+            out.append(size)
     return out
 
 
 def field_from_state(s: list) -> Field:
-    name, ftype, value, children, display = s if len(s) == 5 else (*s, None, None)[:5]
+    name, ftype, value, children, display, size = (*s, None, None, None)[:6]
+    if size is not None:
+        kept = KeptBatch(
+            name,
+            ftype,
+            _unvalue(value),
+            0,
+            0,
+            None if children is None else [field_from_state(c) for c in children],
+            display,
+        )
+        kept.sized = size
+        return kept
     return Field(
         name,
         ftype,

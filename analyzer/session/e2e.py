@@ -63,7 +63,8 @@ class Latencies:
 
     def add(self, ms: float, n: int) -> None:
         self.count += n
-        self.largest = max(self.largest, ms)
+        if ms > self.largest:
+            self.largest = ms
         if self.buckets or len(self.exact) >= EXACT:
             if self.exact:
                 for v, k in self.exact.items():
@@ -169,7 +170,7 @@ class E2ETracker:
                 base = pp.base_offset
                 if pp.error != ErrorCode.NONE or base is None or base < 0 or not pp.batches:
                     continue
-                out.append((pp.ref, base, [(b.get("record_count") or 0, _first_ts(b)) for b in pp.batches]))
+                out.append((pp.ref, base, [(b["record_count"] or 0, _first_ts(b)) for b in pp.batches]))
             return (PRODUCED, ev.request.frame.ts_first, who, out) if out else None
         if key == ApiKey.FETCH:
             got = []
@@ -179,9 +180,7 @@ class E2ETracker:
                 spans = [
                     (b["base_offset"], b["last_offset"])
                     for b in fp.batches
-                    if isinstance(b.get("base_offset"), int)
-                    and isinstance(b.get("last_offset"), int)
-                    and not b.get("control")
+                    if type(b["base_offset"]) is int and type(b["last_offset"]) is int and not b["control"]
                 ]
                 if spans:
                     got.append((fp.ref, fp.fetch_offset, spans))
@@ -301,7 +300,7 @@ def _who(w: tuple) -> str:
 
 
 def _first_ts(b: dict) -> float | None:
-    ts = b.get("base_timestamp")
-    if b.get("timestamp_type") != "create_time" or not isinstance(ts, int) or ts <= 0:
+    ts = b["base_timestamp"]
+    if b["timestamp_type"] != "create_time" or type(ts) is not int or ts <= 0:
         return None
     return ts / 1000

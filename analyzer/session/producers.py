@@ -49,6 +49,7 @@ KEPT = 64  # batches per producer and partition kept open for retries
 WRITTEN_KEPT = 10_000  # written batches per partition whose offsets are followed (duplicates)
 FETCHED = "fetched"  # the kind of a Fetch answer's facts
 RETRIES_KEPT = 10_000  # retry rows kept (the oldest go first; all are counted)
+V2_HEADER = 61  # a v2 record batch's bytes before its records (the compression ratio's)
 UNDER_BATCHED = (50, 1.5, 10.0)  # at least this many batches, median records per batch under, requests/s over
 _FENCING = frozenset((ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH))
 _WRITTEN_BEFORE = ErrorCode.DUPLICATE_SEQUENCE_NUMBER  # the broker has it already
@@ -57,6 +58,7 @@ RETRIED, DUPLICATED, FAILED, UNANSWERED = "retried", "duplicated", "failed", "un
 REQUEST_TIMEOUT = 30.0  # (settle) seconds a client waits for an answer (request.timeout.ms)
 NO_ANSWER = -2  # an attempt's error code when no answer came (acks 0 expects none: ACKS0)
 ACKS0 = -3
+_GOOD = frozenset((ErrorCode.NONE, _WRITTEN_BEFORE, ACKS0))  # an attempt that leaves nothing to count
 
 
 class Attempt(NamedTuple):
@@ -84,6 +86,7 @@ class Batch:
     idempotent: bool
     size: int
     codec: str
+    inflated: int | None  # its records' size decompressed (a compressed batch's, when known)
     written_as: tuple  # its identity among the partition's written batches
     told: set | None = None  # (live) its retries told as their attempts came (:func:`retry_key`)
 
@@ -111,6 +114,11 @@ class ProducerView:
     epoch_bumps: int = 0
     fenced: int = 0
     codecs: dict[str, int] = field(default_factory=dict)
+    # compressed batches whose decompressed size is known: their records' bytes, as sent and
+    # decompressed (the compression ratio)
+    compressed: int = 0
+    decompressed: int = 0
+    sized: int = 0  # those batches
     per_batch: list[int] = field(default_factory=list)  # records per batch (bounded sample)
     gaps_ms: list[float] = field(default_factory=list)  # between a partition's batches (bounded)
     last_batch: dict[tuple[str, int], float] = field(default_factory=dict)
@@ -146,6 +154,8 @@ class ProducerView:
             "linger_ms": round(median(self.gaps_ms), 3) if self.gaps_ms else None,
             "requests_per_s": None if rate is None else round(rate, 3),
             "codecs": dict(sorted(self.codecs.items())),
+            "compression_ratio": round(self.decompressed / self.compressed, 3) if self.compressed else None,
+            "compression_batches": self.sized,
             "under_batched": bool(
                 self.batches >= n and per is not None and per < few and rate is not None and rate > fast
             ),
@@ -185,7 +195,8 @@ class ProducerTracker:
     def facts(self, ev) -> tuple | None:
         """What a Produce exchange tells, as plain values: (time, answer time, connection, correlation id,
         client id, client address, acks, transactional id, batches); each batch (topic ref,
-        producer id, epoch, base sequence, records, CRC, bytes, codec, error code, base offset)."""
+        producer id, epoch, base sequence, records, CRC, bytes, codec, its records' size
+        decompressed (a compressed batch's; None: not known), error code, base offset)."""
         if type(ev) is not Exchange or ev.request is None:
             return None
         if ev.api_key == ApiKey.FETCH:
@@ -201,20 +212,23 @@ class ProducerTracker:
         for pp in produced(ev):
             err = pp.error if pp.error is not None else missing
             base = pp.base_offset
-            for s in pp.batches:
-                n = s.get("record_count") or 0
-                if n <= 0 or s.get("crc_ok") is False:
+            # (a summary has every key: records_common.entry_summary, records_batch)
+            for s, e in zip(pp.batches, pp.entries, strict=True):
+                n = s["record_count"] or 0
+                if n <= 0 or s["crc_ok"] is False:
                     continue
+                codec = s["codec"] or "none"
                 batches.append(
                     (
                         pp.ref,
-                        s.get("producer_id", -1),
-                        s.get("producer_epoch", -1),
-                        s.get("base_sequence", -1),
+                        s["producer_id"],
+                        s["producer_epoch"],
+                        s["base_sequence"],
                         n,
-                        s.get("crc"),
-                        s.get("bytes") or 0,
-                        s.get("codec") or "none",
+                        s["crc"],
+                        s["bytes"] or 0,
+                        codec,
+                        _sized(e) if codec != "none" else None,
                         err,
                         base,
                     )
@@ -250,23 +264,18 @@ class ProducerTracker:
         out = []
         for fp in fetched(ev).answered:
             for b in fp.batches:
-                base = b.get("base_offset")
-                if (
-                    b.get("magic") != 2
-                    or b.get("control")
-                    or not isinstance(base, int)
-                    or b.get("crc_ok") is False
-                ):
+                base = b["base_offset"]
+                if b["magic"] != 2 or b["control"] or not isinstance(base, int) or b["crc_ok"] is False:
                     continue
                 out.append(
                     (
                         fp.ref,
                         base,
-                        b.get("producer_id", -1),
-                        b.get("producer_epoch", -1),
-                        b.get("base_sequence", -1),
-                        b.get("record_count") or 0,
-                        b.get("crc"),
+                        b["producer_id"],
+                        b["producer_epoch"],
+                        b["base_sequence"],
+                        b["record_count"] or 0,
+                        b["crc"],
                     )
                 )
         return (FETCHED, out) if out else None
@@ -280,7 +289,7 @@ class ProducerTracker:
         t, answered, label, corr, client_id, client, acks, txn, batches = facts
         host = host_of(client)
         seen: set[tuple] = set()
-        for ref, pid, epoch, seq, n, crc, size, codec, err, base in batches:
+        for ref, pid, epoch, seq, n, crc, size, codec, inflated, err, base in batches:
             pid = pid if isinstance(pid, int) else -1
             key = (host, client_id, pid)
             pv = self.producers.get(key)
@@ -298,13 +307,13 @@ class ProducerTracker:
                 pv.producer_epoch = epoch if pv.producer_epoch is None else max(pv.producer_epoch, epoch)
             tp = topic_of(ref, self.topic_ids)
             attempt = Attempt(label, corr, t, answered, err, base, mark)
-            self._attempt(pv, key, tp, pid, epoch, seq, n, crc, size, codec, attempt)
+            self._attempt(pv, key, tp, pid, epoch, seq, n, crc, size, codec, inflated, attempt)
             if err in _FENCING:
                 pv.fenced += 1
             elif err == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER:
                 pv.sequence_gaps += 1
 
-    def _attempt(self, pv, key, tp, pid, epoch, seq, n, crc, size, codec, attempt: Attempt) -> None:  # noqa: PLR0913
+    def _attempt(self, pv, key, tp, pid, epoch, seq, n, crc, size, codec, inflated, attempt: Attempt) -> None:  # noqa: PLR0913
         idempotent = pid >= 0 and isinstance(seq, int) and seq >= 0
         ident = (epoch, seq, n) if idempotent else (crc, n)
         if attempt.error == ErrorCode.NONE and attempt.base_offset is not None:
@@ -321,21 +330,36 @@ class ProducerTracker:
             if self.pending is not None:
                 self._tell_early(pv, b, attempt)
             return
-        self._new_batch(pv, tp, n, size, codec, attempt.time)
+        self._new_batch(pv, tp, n, size, codec, inflated, attempt.time)
         if idempotent:
             self._sequence(pv, epoch, tp, seq, n)
         open_[ident] = Batch(
-            key, tp[0], tp[1], n, [attempt], idempotent, size, codec, (pid, *ident) if idempotent else ident
+            key,
+            tp[0],
+            tp[1],
+            n,
+            [attempt],
+            idempotent,
+            size,
+            codec,
+            inflated,
+            (pid, *ident) if idempotent else ident,
         )
         if len(open_) > KEPT:
             self._close(open_.popitem(last=False)[1])
 
     @staticmethod
-    def _new_batch(pv: ProducerView, tp: tuple[str, int], n: int, size: int, codec: str, t: float) -> None:
+    def _new_batch(  # noqa: PLR0913
+        pv: ProducerView, tp: tuple[str, int], n: int, size: int, codec: str, inflated: int | None, t: float
+    ) -> None:
         pv.batches += 1
         pv.records += n
         pv.bytes += size
         pv.codecs[codec] = pv.codecs.get(codec, 0) + 1
+        if inflated is not None and size > V2_HEADER:
+            pv.compressed += size - V2_HEADER
+            pv.decompressed += inflated
+            pv.sized += 1
         if len(pv.per_batch) < _SAMPLE:
             pv.per_batch.append(n)
         last = pv.last_batch.get(tp)
@@ -360,7 +384,7 @@ class ProducerTracker:
         pv = self.producers[b.producer]
         tries, runs = _runs(b)
         for run in runs[1:]:
-            self._new_batch(pv, (b.topic, b.partition), b.records, b.size, b.codec, run[0].time)
+            self._new_batch(pv, (b.topic, b.partition), b.records, b.size, b.codec, b.inflated, run[0].time)
         seen = self.written.get((b.topic, b.partition))
         w = seen.get(b.written_as) if seen is not None else None
         if w is not None:
@@ -427,6 +451,8 @@ class ProducerTracker:
                 del self.open[k]
 
     def _outcome(self, pv: ProducerView, b: Batch, run: list[Attempt]) -> None:
+        if len(run) == 1 and run[0].error in _GOOD:  # sent once and written: nothing to count
+            return
         tell = self.on_outcome
         if tell is not None and len(run) > 1:
             tell(RETRIED, pv, b, run)
@@ -516,9 +542,18 @@ class ProducerTracker:
         return [pv.row() for _, pv in sorted(self.producers.items(), key=lambda kv: (kv[1].first, kv[0]))]
 
 
+def _sized(entry) -> int | None:
+    """A compressed v2 batch's records decompressed, when the compression ratio reads it
+    (``sized_for_ratio`` of a decoded batch, or of one rebuilt from plain data)."""
+    sized = getattr(entry, "sized_for_ratio", None)
+    return None if sized is None else sized()
+
+
 def _runs(b: Batch) -> tuple[list[Attempt], list[list[Attempt]]]:
     """A batch's attempts in the order sent, and its runs: a plain producer's identical batch
     sent after a good answer (or with acks 0) starts a run of its own (a batch of its own)."""
+    if len(b.attempts) == 1:  # most batches: sent once
+        return b.attempts, [b.attempts]
     tries = sorted(b.attempts, key=lambda a: a.time)
     runs = [[tries[0]]]
     for a in tries[1:]:

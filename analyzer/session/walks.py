@@ -33,6 +33,7 @@ class ProducedPartition(NamedTuple):
     error: int | None  # the answer's error code; None: no answer for it
     base_offset: int | None
     log_append_time: int | None
+    entries: tuple = ()  # the batches' Fields, in the order of ``batches``
 
 
 class FetchedPartition(NamedTuple):
@@ -65,6 +66,15 @@ def _summaries(partition) -> tuple[dict, ...]:
     return tuple(out)
 
 
+def _entries(partition) -> tuple:
+    """The batch Fields of a partition's records (whose values :func:`_summaries` gives)."""
+    out: list = []
+    for x in partition.children or ():
+        if x.type == "records":
+            out.extend(e for e in x.children or () if isinstance(e.value, dict))
+    return tuple(out)
+
+
 def produced(ev: Exchange) -> tuple[ProducedPartition, ...]:
     """The partitions of a Produce exchange's request with their batches and answers."""
     last = _memo[0]
@@ -87,13 +97,15 @@ def produced(ev: Exchange) -> tuple[ProducedPartition, ...]:
                 continue
             ref = (r.name, r.topic_id, p)
             err, base, lat = answers.get(ref, (None, None, None))
+            entries = _entries(f)
             out.append(
                 ProducedPartition(
                     ref,
-                    _summaries(f),
+                    tuple(e.value for e in entries),
                     err if isinstance(err, int) else None,
                     base if isinstance(base, int) else None,
                     lat if isinstance(lat, int) else None,
+                    entries,
                 )
             )
     result = tuple(out)

@@ -313,6 +313,8 @@ PRODUCER = _struct(
     ("linger_ms", _DOUBLE),
     ("requests_per_s", _DOUBLE),
     ("codecs", MapType(_STR, _LONG)),  # codec -> batches
+    ("compression_ratio", _DOUBLE),
+    ("compression_batches", _LONG),
     ("under_batched", BooleanType()),
 )
 

@@ -13,6 +13,7 @@ from collections import Counter, defaultdict
 import pytest
 
 from analyzer.cli import main
+from analyzer.dissect.message import Options
 from analyzer.pipeline import Analysis
 from analyzer.session.producer_insights import ProducerInsights
 from tests.helpers.captures import CAPTURES
@@ -125,3 +126,30 @@ def test_two_processes_give_what_one_gives(name, command, capsys):
         outputs.append(capsys.readouterr().out)
     assert outputs[0] == outputs[1]
     assert '"producer"' in outputs[0] or '"producers"' in outputs[0]
+
+
+def test_compression_ratio_is_the_same_inflated_or_not():
+    """Each producer's compression ratio (its compressed batches' records, decompressed bytes
+    per byte sent): a `stats` run decodes no record bodies, so it reads the size a codec
+    declares (gzip's ISIZE, snappy's lengths) and inflates one in four of the lz4 and zstd
+    batches librdkafka sends without one (by CRC) when the producers ask; `export --records`
+    inflates every batch while decoding. Both give the same ratio over the same batches for the
+    four codecs of producer-mix."""
+    truth = json.loads((CAPTURES / "producer-mix.truth.json").read_text())
+    ratios = []
+    for bodies in (False, True):
+        a = Analysis(str(CAPTURES / "producer-mix.pcap"), Options(records_bodies=bodies))
+        ins = ProducerInsights(a.knowledge.topic_ids)
+        a.run(ins)
+        ratios.append(
+            {
+                r["client_id"]: (r["codecs"], r["compression_ratio"], r["compression_batches"])
+                for r in ins.producers.rows()
+            }
+        )
+    assert ratios[0] == ratios[1]
+    for name, conf in truth["expect"]["producers"].items():
+        codecs, ratio, measured = ratios[0][truth["clients"][name]["config"]["client.id"]]
+        assert conf["compression.type"] in codecs and 0 < measured <= codecs[conf["compression.type"]]
+        # the records carry repetitive keys and values: every codec shrinks them
+        assert ratio is not None and ratio > 1.0, (name, ratio)

@@ -21,7 +21,10 @@ TP = ("t", None, 0)
 
 def produce(p: ProducerTracker, t, answered, batches, conn="a -> b", corr=1, acks=-1, txn=None):
     """batches: (producer id, epoch, base sequence, records, crc, error, base offset)."""
-    rows = [(TP, pid, ep, seq, n, crc, 100, "none", err, base) for pid, ep, seq, n, crc, err, base in batches]
+    rows = [
+        (TP, pid, ep, seq, n, crc, 100, "none", None, err, base)
+        for pid, ep, seq, n, crc, err, base in batches
+    ]
     p.apply((t, answered, conn, corr, "app", CLIENT, acks, txn, rows))
 
 
