@@ -13,7 +13,8 @@ from analyzer.dissect.constants import ApiKey
 from analyzer.events import ConnectionEnd, ConnIssue
 from analyzer.model import Exchange, Field, Severity
 from analyzer.pipeline import Analysis, Outcome
-from analyzer.session.internal import InternalRecord, exchange_internal_records
+from analyzer.session.fieldtree import plain, tree_lines
+from analyzer.session.internal import InternalRecord, annotate, exchange_internal_records
 from analyzer.session.records import FETCH_APIS
 
 _CARRIERS = FETCH_APIS | {ApiKey.PRODUCE}  # the exchanges whose records read -v may decode
@@ -23,6 +24,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("read", help="one line per request/response exchange")
     add_capture_args(p)
     add_filter_args(p)
+    p.add_argument(
+        "-V",
+        "--tree",
+        action="store_true",
+        help="under each exchange, its decoded field tree (request, response, issues), as the TUI's "
+        "detail tree shows it; record bodies decoded, secrets masked (unless --show-secrets)",
+    )
     p.add_argument(
         "-w",
         "--write",
@@ -42,8 +50,8 @@ class ReadPrinter:
     """``read``'s consumer: a line per exchange (and per TLS connection at its end); connection
     issues listed with ``-v``, else counted and said once at the end on stderr."""
 
-    def __init__(self, a: Analysis, out, verbose: bool, absolute: bool) -> None:
-        self.a, self.out, self.verbose, self.absolute = a, out, verbose, absolute
+    def __init__(self, a: Analysis, out, verbose: bool, absolute: bool, tree: bool = False) -> None:
+        self.a, self.out, self.verbose, self.absolute, self.tree = a, out, verbose, absolute, tree
         self.origin: float | None = None
         self.unlisted: Counter[str] = Counter()  # connection issues without -v: said once, counted
 
@@ -53,6 +61,8 @@ class ReadPrinter:
             if self.origin is None:
                 self.origin = self.a.first_ts
             self.out.write(exchange_line(ev, self.origin, self.absolute) + "\n")
+            if self.tree:
+                self.out.write(tree_text(ev))
             if self.verbose and ev.api_key in _CARRIERS:
                 for r in exchange_internal_records(ev, self.a.knowledge.topic_ids):
                     self.out.write(internal_lines(r))
@@ -75,6 +85,15 @@ class ReadPrinter:
                 f"exchanges: {codes}; read -v lists them",
                 file=sys.stderr,
             )
+
+
+def tree_text(ex: Exchange) -> str:
+    """``read -V``'s lines under an exchange: its field tree, every node expanded, indented two
+    spaces a level (:func:`~analyzer.session.fieldtree.tree_lines`, the TUI's tree); the records
+    of internal topics carry their decoded keys and values, as in the TUI."""
+    for m in (ex.request, ex.response):
+        annotate(m)
+    return "".join(f"{'  ' * (depth + 1)}{plain(parts)}\n" for depth, parts in tree_lines(ex))
 
 
 def internal_lines(r: InternalRecord) -> str:
@@ -116,8 +135,8 @@ def run(args) -> int:
     flt = display_filter(args)
     if args.write is not None:
         return _run_write(args, flt)
-    with analysis(args, flt=flt) as a:
-        outcome = a.run(ReadPrinter(a, sys.stdout, args.verbose, args.absolute))
+    with analysis(args, flt=flt, records=args.tree) as a:
+        outcome = a.run(ReadPrinter(a, sys.stdout, args.verbose, args.absolute, args.tree))
     return finish(outcome)
 
 
@@ -138,8 +157,10 @@ def _run_write(args, flt) -> int:
             usage(f"-w: {problem}")
             return EXIT_USAGE
     keep = ExchangePackets()
-    with analysis(args, flt=flt) as a:
-        shown = [] if out_path == "-" else [ReadPrinter(a, sys.stdout, args.verbose, args.absolute)]
+    with analysis(args, flt=flt, records=args.tree) as a:
+        shown = (
+            [] if out_path == "-" else [ReadPrinter(a, sys.stdout, args.verbose, args.absolute, args.tree)]
+        )
         outcome = a.run(keep, *shown)
     if outcome.unusable():
         return finish(outcome)
