@@ -155,6 +155,7 @@ def test_what_cannot_be_written_is_said(capsys, tmp_path):
         ([str(cap), "-w", str(tmp_path / "no" / "x.pcap")], "no such directory"),
         ([str(cap), "-w", str(tmp_path)], "is a directory"),
         ([str(cap), "-w", str(cap)], "is the capture being read"),
+        ([str(cap), str(CAPTURES / "group-lag.pcap"), "-w", str(tmp_path / "x.pcap")], "writes one capture"),
     ):
         capsys.readouterr()
         assert cli.main(["read", *argv]) == 2
