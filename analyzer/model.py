@@ -192,6 +192,7 @@ class ConnInfo:
     gaps: list[int] = field(default_factory=lambda: [0, 0])
     not_kafka: str | None = None
     tls: dict | None = None  # a TLS connection's facts: version, cipher, sni, alpn, decrypted...
+    first_packet: int = 0  # the number of the packet that opened it (its SYN when captured)
 
     @property
     def client(self) -> Endpoint:

@@ -235,6 +235,7 @@ class Pipeline:
 
     def _open(self, ev: ConnOpen) -> None:
         info = ConnInfo(ev.conn, Endpoint(ev.src, ev.sport), Endpoint(ev.dst, ev.dport), ev.ts, ev.syn)
+        info.first_packet = ev.packet_index
         client = None
         if ev.dport in self.ports:
             client = 0

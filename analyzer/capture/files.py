@@ -112,7 +112,7 @@ def _snaplen_issue(cut: int, total: int, snaplens: set[int]) -> Issue:
 
 
 def iter_pcap(
-    chunks_it: Iterator[bytes], issues: list[Issue], origin: int = 0, before: int = 0
+    chunks_it: Iterator[bytes], issues: list[Issue], origin: int = 0, before: int = 0, raw: bool = False
 ) -> Iterator[tuple]:
     """Packets of a classic pcap stream as ``(index, ts, linktype, data)`` tuples.
 
@@ -123,6 +123,8 @@ def iter_pcap(
     Packets saved shorter than they were on the wire (``incl_len < orig_len``: the snaplen) are
     counted and reported once (``capture.snaplen``). A second pcap file header where a record
     should start (``cat a.pcap b.pcap``) is reported (``capture.concatenated``) and read on.
+
+    ``raw``: the records as they are in the file instead (:meth:`CaptureFile.records`).
     """
     c = _Chunks(chunks_it, origin)
     if not c.need(24):
@@ -133,6 +135,8 @@ def iter_pcap(
     snaplen, linktype = struct.unpack_from(order + "II", c.buf, 16)
     linktype &= 0x0FFFFFFF
     snaplens = {snaplen}
+    if raw:
+        yield (0, -1, b"", c.buf[0:24])
     c.pos = 24
     rec = struct.Struct(order + "IIII")
     unpack_from = rec.unpack_from
@@ -161,6 +165,8 @@ def iter_pcap(
                             offset=c.offset,
                         )
                     )
+                    if raw:
+                        yield (0, -1, b"", c.buf[c.pos : c.pos + 24])
                     c.pos += 24
                     continue
                 if incl < orig:
@@ -179,7 +185,10 @@ def iter_pcap(
                 return
             start = c.pos + 16
             index += 1
-            yield (index, sec + frac * scale, linktype, c.buf[start : start + incl])
+            if raw:
+                yield (index, linktype, c.buf[start : start + incl], c.buf[c.pos : start + incl])
+            else:
+                yield (index, sec + frac * scale, linktype, c.buf[start : start + incl])
             c.pos = start + incl
     finally:
         if cut:
@@ -220,6 +229,7 @@ def iter_pcapng(  # noqa: C901 - hot path: one loop over blocks, block types inl
     secrets: list[bytes] | None = None,
     origin: int = 0,
     before: int = 0,
+    raw: bool = False,
 ) -> Iterator[tuple]:
     """Packets of a pcapng stream: several sections, interfaces with their own link types and
     timestamp resolutions; EPB, SPB and the obsolete OPB. Decryption Secrets Blocks holding a
@@ -232,6 +242,8 @@ def iter_pcapng(  # noqa: C901 - hot path: one loop over blocks, block types inl
     with ``capture.bad_block`` (packets were lost: an error); an interface option running past
     its block ends that block's options (``capture.bad_option``, a warning). Every issue names
     the block and its file offset (``origin`` and ``before``: as for :func:`iter_pcap`).
+
+    ``raw``: the blocks as they are in the file instead (:meth:`CaptureFile.records`).
     """
     c = _Chunks(chunks_it, origin)
     order = "<"
@@ -321,7 +333,10 @@ def iter_pcapng(  # noqa: C901 - hot path: one loop over blocks, block types inl
                     # seconds + fraction * scale, as pcap's (sec, usec/nsec): one instant is the
                     # same float in both formats (editcap's pcapng pieces of a pcap match it)
                     sec, frac = divmod((tsh << 32) | tsl, units)
-                    yield (index, sec + frac * scale + tsoff, lt, b[data : data + cap])
+                    if raw:
+                        yield (index, lt, b[data : data + cap], b[p : p + blen])
+                    else:
+                        yield (index, sec + frac * scale + tsoff, lt, b[data : data + cap])
             elif btype == 3:  # SPB: interface 0, no timestamp
                 (orig,) = struct.unpack_from(order + "I", b, body)
                 if not interfaces:
@@ -332,7 +347,10 @@ def iter_pcapng(  # noqa: C901 - hot path: one loop over blocks, block types inl
                     if cap < orig:
                         cut += 1
                     index += 1
-                    yield (index, 0.0, lt, b[body + 4 : body + 4 + cap])
+                    if raw:
+                        yield (index, lt, b[body + 4 : body + 4 + cap], b[p : p + blen])
+                    else:
+                        yield (index, 0.0, lt, b[body + 4 : body + 4 + cap])
             elif btype == 1:  # IDB
                 lt, _res, snap = struct.unpack_from(order + "HHI", b, body)
                 scale, units, tsoff = 1e-6, 1000000, 0
@@ -365,6 +383,8 @@ def iter_pcapng(  # noqa: C901 - hot path: one loop over blocks, block types inl
                     secrets.append(bytes(b[body + 8 : body + 8 + slen]))
                 elif stype == DSB_TLS_KEY_LOG or end - body < 8:
                     bad(f"decryption secrets of {slen} bytes do not fit in a block of {blen} bytes")
+            if raw and btype != 6 and btype != 2 and btype != 3:  # every other block, as it is
+                yield (0, -1, b"", b[p : p + blen])
             c.pos = p + blen
     finally:
         if cut:
@@ -447,7 +467,22 @@ class CaptureFile:
             if f is not sys.stdin.buffer and not hasattr(self.source, "read"):
                 f.close()
 
-    def _packets(self, f: BinaryIO) -> Iterator[tuple]:
+    def records(self) -> Iterator[tuple[int, int, memoryview | bytes, memoryview | bytes]]:
+        """The file's records as they are, for copying some of them (``read -w``):
+        ``(number, linktype, data, record)`` per packet (numbered as when iterated, ``record``
+        its pcap record or pcapng block, header included), ``(0, -1, b"", bytes)`` for
+        everything else in the file, in file order (the pcap file header; pcapng section
+        headers, interfaces, decryption secrets and every other block). ``record`` is a view
+        of the read buffer: valid until the next item. A compressed file gives its
+        decompressed records; damage ends them as it ends the packets (same ``issues``)."""
+        self._f = f = self._open()
+        try:
+            yield from self._packets(f, records=True)
+        finally:
+            if f is not sys.stdin.buffer and not hasattr(self.source, "read"):
+                f.close()
+
+    def _packets(self, f: BinaryIO, records: bool = False) -> Iterator[tuple]:
         head = f.read(4)
         raw = _file_chunks(f, head)
         if head[:2] == GZIP_MAGIC:
@@ -470,9 +505,11 @@ class CaptureFile:
             self.issues.append(CAPTURE_UNKNOWN_FORMAT(f"not a pcap or pcapng capture ({what})", offset=0))
             return
         if self.format == "pcapng":
-            yield from iter_pcapng(_chain(first, chunks), self.issues, self.secrets, self.origin, self.before)
+            yield from iter_pcapng(
+                _chain(first, chunks), self.issues, self.secrets, self.origin, self.before, records
+            )
         else:
-            yield from iter_pcap(_chain(first, chunks), self.issues, self.origin, self.before)
+            yield from iter_pcap(_chain(first, chunks), self.issues, self.origin, self.before, records)
         # a decompression problem is the real cause of a truncated record: report it first
         self.issues.sort(key=lambda i: i.code != CAPTURE_CORRUPT.code)
 

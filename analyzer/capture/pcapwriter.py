@@ -1,4 +1,5 @@
-"""pcap files written as packets arrive, rotated by size and time like tcpdump's ``-C``/``-G``.
+"""pcap files written as packets arrive, rotated by size and time like tcpdump's ``-C``/``-G``;
+and :func:`copy_packets`, some packets of capture files copied as they are (``read -w``).
 
 Classic pcap (little-endian, microseconds). Records of a block of packets are joined and written
 at once into a 1 MiB buffer, flushed every second, so an interrupted capture still leaves
@@ -10,8 +11,10 @@ tcpdump does.
 
 from __future__ import annotations
 
+import os
 import struct
 import time
+from collections.abc import Callable, Sequence
 from typing import BinaryIO
 
 _HEADER = struct.Struct("<IHHiIII")
@@ -100,3 +103,55 @@ class RotatingPcapWriter:
         if self.f is not None:
             self.f.close()
             self.f = None
+
+
+class CopyError(Exception):
+    """The captures cannot be copied into one file (pieces of different formats)."""
+
+
+def copy_packets(
+    paths: Sequence[str | os.PathLike],
+    keep: Callable[[int, int, memoryview | bytes], bool],
+    out: BinaryIO,
+) -> int:
+    """Copy the packets ``keep(number, linktype, data)`` wants from the capture files ``paths``
+    (the pieces of one recording, packets numbered on from one file to the next as
+    :class:`~analyzer.capture.sets.CaptureSet` numbers them) to ``out``, in capture order, as
+    they are in the files: a pcap's file header and records, or a pcapng's every non-packet
+    block (section headers, interfaces, decryption secrets, name resolution...) and the packet
+    blocks kept, so timestamps, lengths, interfaces and comments stay what they were.
+    Compressed files are written decompressed. Returns the number of packets written; raises
+    :class:`CopyError` when the pieces are not all pcap, or all pcapng, the same way."""
+    from analyzer.capture.files import CaptureFile
+
+    written = 0
+    number = 0
+    fmt: str | None = None
+    pcap_header: bytes | None = None
+    for path in paths:
+        cap = CaptureFile(path)
+        base = number
+        for index, _linktype, data, record in cap.records():
+            if index:
+                number = base + index
+                if keep(number, _linktype, data):
+                    out.write(record)
+                    written += 1
+                continue
+            if fmt is None:
+                fmt = cap.format
+            elif cap.format != fmt:
+                raise CopyError(f"{os.fspath(path)} is {cap.format}, the pieces before it {fmt}")
+            if fmt == "pcap":  # one file header: the pieces' own must say the same
+                head = bytes(record)
+                if pcap_header is None:
+                    pcap_header = head
+                    out.write(head)
+                elif head != pcap_header:
+                    raise CopyError(
+                        f"{os.fspath(path)}: a pcap header unlike the first file's "
+                        "(link type, snaplen or time resolution)"
+                    )
+            else:
+                out.write(record)
+    return written

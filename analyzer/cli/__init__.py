@@ -121,6 +121,12 @@ def _many(args, argv: list[str], caps: list[str], chains: list[list[str]]) -> in
     if args.command == "tui":
         print("kafka-analyzer: the TUI opens one capture at a time", file=sys.stderr)
         return EXIT_USAGE
+    if args.command == "read" and args.write is not None:
+        print(
+            "kafka-analyzer: read -w writes one capture: give one file or the pieces of one recording",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     if args.command == "export" and (args.format == "json" or args.output):
         print("kafka-analyzer: several captures export as NDJSON to stdout only", file=sys.stderr)
         return EXIT_USAGE

@@ -16,6 +16,29 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _alias_rows() -> list[dict]:
+    """A row per Wireshark name (:data:`~analyzer.filter.wireshark.ALIASES`): the native field it
+    stands for, with the native field's type."""
+    from analyzer.filter import field_values
+    from analyzer.filter.wireshark import ALIASES
+
+    rows = []
+    for alias, native in ALIASES.items():
+        v = field_values(native)
+        rows.append(
+            {
+                "name": alias,
+                "alias_of": native,
+                "type": v.type,
+                "many": v.many,
+                "needs_record_bodies": v.needs_records,
+                "help": f"Wireshark's name for {native}",
+                "example": alias,
+            }
+        )
+    return rows
+
+
 def run(args) -> int:
     from analyzer.filter import fields
 
@@ -28,8 +51,9 @@ def run(args) -> int:
             )
             return EXIT_USAGE
     rows = fields.describe(key)
+    aliases = _alias_rows() if key is None else []
     if args.format == "json":
-        print_json(rows)
+        print_json(rows + aliases)
         return EXIT_OK
     out = sys.stdout
     if key is None:
@@ -44,6 +68,10 @@ def run(args) -> int:
             "metadata.topics.name, fetch.request.isolation_level), or a path without the API\n"
             "for any API (throttle_time_ms); `kafka-analyzer filters API` lists one API's fields.\n"
         )
+        out.write("\nWireshark's Kafka field names (aliases: each selects what its native name selects):\n")
+        width = max(len(r["name"]) for r in aliases)
+        for r in aliases:
+            out.write(f"  {r['name']:<{width}}  = {r['alias_of']}  ({r['type']})\n")
         return EXIT_OK
     width = max(len(r["name"]) for r in rows)
     for r in rows:

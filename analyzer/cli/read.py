@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections import Counter
 
 from analyzer.cli.args import add_capture_args, add_filter_args
-from analyzer.cli.common import analysis, display_filter, exchange_line, finish, tls_line
+from analyzer.cli.common import EXIT_USAGE, analysis, display_filter, exchange_line, finish, tls_line, usage
 from analyzer.dissect.constants import ApiKey
 from analyzer.events import ConnectionEnd, ConnIssue
 from analyzer.model import Exchange, Field, Severity
 from analyzer.pipeline import Analysis, Outcome
-from analyzer.session.internal import InternalRecord, exchange_internal_records
+from analyzer.session.fieldtree import plain, tree_lines
+from analyzer.session.internal import InternalRecord, annotate, exchange_internal_records
 from analyzer.session.records import FETCH_APIS
 
 _CARRIERS = FETCH_APIS | {ApiKey.PRODUCE}  # the exchanges whose records read -v may decode
@@ -22,6 +24,25 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("read", help="one line per request/response exchange")
     add_capture_args(p)
     add_filter_args(p)
+    p.add_argument(
+        "-V",
+        "--tree",
+        action="store_true",
+        help="under each exchange, its decoded field tree (request, response, issues), as the TUI's "
+        "detail tree shows it; record bodies decoded, secrets masked (unless --show-secrets)",
+    )
+    p.add_argument(
+        "-w",
+        "--write",
+        metavar="OUT",
+        help="also write the packets of the exchanges shown (-Y and the shorthands) to OUT, pcap or "
+        "pcapng as the input is, in capture order, with their connections' handshake and FIN/RST "
+        "packets, so that Wireshark reassembles them; - writes them to stdout (and no line is "
+        "printed). A TLS connection's packets are written whole and encrypted, as captured (with "
+        "the pcapng's decryption secrets, if any; give Wireshark the key log for the others). "
+        "Topics named by id (Fetch v13+) show as ids in OUT unless the Metadata exchanges naming "
+        "them are kept too (--api Fetch,Metadata). The capture is read twice: a file, not stdin",
+    )
     p.set_defaults(func=run)
 
 
@@ -29,8 +50,8 @@ class ReadPrinter:
     """``read``'s consumer: a line per exchange (and per TLS connection at its end); connection
     issues listed with ``-v``, else counted and said once at the end on stderr."""
 
-    def __init__(self, a: Analysis, out, verbose: bool, absolute: bool) -> None:
-        self.a, self.out, self.verbose, self.absolute = a, out, verbose, absolute
+    def __init__(self, a: Analysis, out, verbose: bool, absolute: bool, tree: bool = False) -> None:
+        self.a, self.out, self.verbose, self.absolute, self.tree = a, out, verbose, absolute, tree
         self.origin: float | None = None
         self.unlisted: Counter[str] = Counter()  # connection issues without -v: said once, counted
 
@@ -40,6 +61,8 @@ class ReadPrinter:
             if self.origin is None:
                 self.origin = self.a.first_ts
             self.out.write(exchange_line(ev, self.origin, self.absolute) + "\n")
+            if self.tree:
+                self.out.write(tree_text(ev))
             if self.verbose and ev.api_key in _CARRIERS:
                 for r in exchange_internal_records(ev, self.a.knowledge.topic_ids):
                     self.out.write(internal_lines(r))
@@ -62,6 +85,15 @@ class ReadPrinter:
                 f"exchanges: {codes}; read -v lists them",
                 file=sys.stderr,
             )
+
+
+def tree_text(ex: Exchange) -> str:
+    """``read -V``'s lines under an exchange: its field tree, every node expanded, indented two
+    spaces a level (:func:`~analyzer.session.fieldtree.tree_lines`, the TUI's tree); the records
+    of internal topics carry their decoded keys and values, as in the TUI."""
+    for m in (ex.request, ex.response):
+        annotate(m)
+    return "".join(f"{'  ' * (depth + 1)}{plain(parts)}\n" for depth, parts in tree_lines(ex))
 
 
 def internal_lines(r: InternalRecord) -> str:
@@ -100,6 +132,71 @@ def _field_lines(name: str, f: Field, indent: int) -> list[str]:
 
 
 def run(args) -> int:
-    with analysis(args, flt=display_filter(args)) as a:
-        outcome = a.run(ReadPrinter(a, sys.stdout, args.verbose, args.absolute))
+    flt = display_filter(args)
+    if args.write is not None:
+        return _run_write(args, flt)
+    with analysis(args, flt=flt, records=args.tree) as a:
+        outcome = a.run(ReadPrinter(a, sys.stdout, args.verbose, args.absolute, args.tree))
     return finish(outcome)
+
+
+def _run_write(args, flt) -> int:
+    """``read -w OUT``: pass 1 finds the packets of the exchanges shown, pass 2 copies them."""
+    from analyzer.capture.keep import ExchangePackets
+    from analyzer.capture.pcapwriter import CopyError, copy_packets
+
+    cap = args.capture
+    paths = list(cap.paths) if hasattr(cap, "paths") else [cap]
+    out_path = args.write
+    if "-" in paths:
+        usage("read -w reads the capture twice: give a capture file, not stdin (-)")
+        return EXIT_USAGE
+    if out_path != "-":
+        problem = _unwritable(out_path, paths)
+        if problem:
+            usage(f"-w: {problem}")
+            return EXIT_USAGE
+    keep = ExchangePackets()
+    with analysis(args, flt=flt, records=args.tree) as a:
+        shown = (
+            [] if out_path == "-" else [ReadPrinter(a, sys.stdout, args.verbose, args.absolute, args.tree)]
+        )
+        outcome = a.run(keep, *shown)
+    if outcome.unusable():
+        return finish(outcome)
+    try:
+        if out_path == "-":
+            sys.stdout.flush()
+            written = copy_packets(paths, keep.keep, sys.stdout.buffer)
+            sys.stdout.buffer.flush()
+        else:
+            with open(out_path, "wb") as f:
+                written = copy_packets(paths, keep.keep, f)
+    except CopyError as exc:
+        usage(f"-w: cannot write one capture: {exc}")
+        return EXIT_USAGE
+    except OSError as exc:
+        usage(f"-w: cannot write {out_path}: {exc.strerror or exc}")
+        return EXIT_USAGE
+    if out_path != "-":
+        n = keep.exchanges
+        print(
+            f"kafka-analyzer: wrote {written} packet{'s' if written != 1 else ''} of {n} "
+            f"exchange{'s' if n != 1 else ''} to {out_path}",
+            file=sys.stderr,
+        )
+    return finish(outcome)
+
+
+def _unwritable(out_path: str, inputs: list[str]) -> str | None:
+    """Why ``-w OUT`` cannot be written (before reading the capture), or None."""
+    if os.path.isdir(out_path):
+        return f"is a directory: {out_path}"
+    if os.path.exists(out_path) and any(os.path.samefile(out_path, p) for p in inputs if os.path.exists(p)):
+        return f"{out_path} is the capture being read"
+    parent = os.path.dirname(os.path.abspath(out_path))
+    if not os.path.isdir(parent):
+        return f"no such directory: {parent}"
+    if not os.access(parent, os.W_OK) or (os.path.exists(out_path) and not os.access(out_path, os.W_OK)):
+        return f"cannot write {out_path}: permission denied"
+    return None

@@ -32,6 +32,7 @@ from analyzer.filter.syntax import (
     Not,
     parse,
 )
+from analyzer.filter.wireshark import native_name
 from analyzer.issues import PAIRING_ACKS0
 from analyzer.model import Endpoint, Exchange, Field, Severity
 
@@ -764,6 +765,11 @@ class _Compiler:
     # names --------------------------------------------------------------------------------------------
     def resolve(self, ref: FieldRef) -> _Resolved:
         path = ref.path.lower()
+        native = native_name(path)
+        if native is not None:  # a Wireshark name: its native field, named as typed in messages
+            r = self.resolve(FieldRef(native, ref.pos, ref.end))
+            r.name = path
+            return r
         self.names.add(path)
         spec = F.EXCHANGE_FIELDS.get(path)
         if spec is not None:

@@ -19,6 +19,7 @@ from functools import cache
 from analyzer.dissect.decoder import snake
 from analyzer.dissect.protocol_table import API_NAMES, MESSAGES
 from analyzer.filter.syntax import literal
+from analyzer.filter.wireshark import ALIASES
 from analyzer.model import Field
 
 # value types a comparison understands
@@ -438,7 +439,7 @@ def all_names() -> list[str]:
     decoded names, and prefixed decoded paths."""
     names = list(EXCHANGE_FIELDS) + list(RECORDS_FIELDS)
     names += [".".join(s) for s in suffix_index()]
-    return names
+    return names + list(ALIASES)
 
 
 @cache

@@ -95,6 +95,12 @@ class Reassembler:
             # fast path: an established connection, no SYN/FIN/RST
             conn, d = hit
             conn.last_ts = ts
+            # what the packet acknowledges of the other direction was sent before it: its bytes
+            # (waiting behind bytes never captured) come first, then the packet's own
+            if flags & ACK:
+                other = conn.dirs[1 - d]
+                if other.next is not None and other.next != ack:
+                    self._acked(conn, 1 - d, other, ack, ts, index, out)
             if payload:
                 me = conn.dirs[d]
                 if me.next == seq and not me.ooo:
@@ -104,10 +110,6 @@ class Reassembler:
                     me.base += n
                 else:
                     self._data(conn, d, conn.dirs[d], seq, payload, ts, index, out)
-            if flags & ACK:
-                other = conn.dirs[1 - d]
-                if other.next is not None and other.next != ack:
-                    self._acked(conn, 1 - d, other, ack, ts, index, out)
             return out
         if hit is None or (flags & SYN and not flags & ACK and self._is_new_syn(hit, seq)):
             if hit is not None:
@@ -127,10 +129,10 @@ class Reassembler:
                 if d == 0:
                     conn.isn0 = seq
             seq = (seq + 1) & M32  # data on a SYN (TFO) starts after it
+        if flags & ACK:  # (first, as above)
+            self._acked(conn, 1 - d, conn.dirs[1 - d], ack, ts, index, out)
         if payload:
             self._data(conn, d, me, seq, payload, ts, index, out)
-        if flags & ACK:
-            self._acked(conn, 1 - d, conn.dirs[1 - d], ack, ts, index, out)
         if flags & FIN:
             me.fin = (seq + len(payload)) & M32  # the FIN's own sequence number
             if conn.closer is None:

@@ -33,6 +33,8 @@ CASES = [
     ("read", "kafkajs-gzip.pcap", []),
     ("stats", "sarama-zstd.pcap", []),
     ("read", "kafka-go-none.pcap", ["--api", "JoinGroup,SyncGroup,OffsetCommit", "-v"]),
+    # read -V: the field trees of a transaction's exchanges (the TUI's detail tree, as text)
+    ("read", "librdkafka-txn.pcap", ["--api", "EndTxn,AddPartitionsToTxn,InitProducerId", "-V"]),
 ]
 
 

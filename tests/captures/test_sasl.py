@@ -171,6 +171,7 @@ def run(*args: str, ok=(0,)) -> bytes:
 OUTPUTS = [
     ("read",),
     ("read", "-v"),
+    ("read", "-V"),
     ("read", "--api", "SaslHandshake,SaslAuthenticate"),
     ("stats",),
     ("stats", "--format", "json"),
@@ -219,7 +220,8 @@ def test_show_secrets_shows_them(entry, args, tmp_path):
 
 def tui_views(entry, show: bool) -> bytes:
     """What the TUI shows of every message: its field tree labels and its hex view's bytes."""
-    from analyzer.tui.widgets.labels import field_label, hex_target, message_label, message_roots
+    from analyzer.session.fieldtree import message_roots
+    from analyzer.tui.widgets.labels import field_label, hex_target, message_label
 
     out = []
     a = Analysis(CAPTURES / entry["file"], Options(records_bodies=True, show_secrets=show))

@@ -1229,3 +1229,63 @@ def test_spilled_index_shows_what_the_memory_index_shows():
         if k not in ("spilled", "open"):
             assert spilled[k] == mem[k], k
     assert mem[("filter", "api == Fetch")] and mem["tree"]
+
+
+def test_wireshark_names_in_the_filter_bar():
+    """The bar takes Wireshark's Kafka names as aliases: the rows shown are the native name's."""
+    expected = pipeline_exchanges(GZIP)
+
+    async def go():
+        async with started(GZIP) as (app, pilot):
+            for alias, native in (
+                ("kafka.request_key == 0", "api == 0"),
+                (
+                    'kafka.topic_name == "rdk-gzip" and kafka.partition_id == 1',
+                    'topic == "rdk-gzip" and partition == 1',
+                ),
+                ("kafka.required_acks == -1", "produce.acks == -1"),
+            ):
+                app.set_filter(native)
+                await pilot.pause()
+                want = list(app.shown)
+                app.set_filter(alias)
+                await pilot.pause()
+                assert app.filter_error is None, alias
+                assert app.shown == want and 0 < len(want) < len(expected), alias
+
+    asyncio.run(go())
+
+
+def test_read_tree_is_the_detail_tree():
+    """``read -V`` prints the tree the detail pane shows, node for node (every node opened), for
+    an exchange of each API of the capture: requests, responses, records, issues."""
+    from analyzer.cli.read import tree_text
+
+    expected = pipeline_exchanges(GZIP)
+    firsts: dict = {}
+    for i, ex in enumerate(expected):
+        firsts.setdefault((ex.api_key, bool(ex.all_issues())), i)
+
+    def opened(tree: DetailTree) -> list[str]:
+        out: list[str] = []
+
+        def walk(node, depth):
+            tree.populate(node)
+            out.append("  " * depth + str(node.label))
+            for c in node.children:
+                walk(c, depth + 1)
+
+        for c in tree.root.children:
+            walk(c, 1)
+        return out
+
+    async def go():
+        async with started(GZIP) as (app, pilot):
+            for i in sorted(firsts.values()):
+                assert app.select_exchange(i)
+                await pilot.pause()
+                tui = opened(app.query_one(DetailTree))
+                assert tui == tree_text(expected[i]).splitlines(), expected[i].api_key
+            assert len(firsts) >= 6
+
+    asyncio.run(go())

@@ -11,10 +11,11 @@ from textual.containers import Horizontal
 from textual.widgets import Tree
 
 from analyzer.model import Exchange, Field
+from analyzer.session.fieldtree import message_roots
 from analyzer.session.report import api_text
 from analyzer.tui.widgets.detail_tree import DetailTree
 from analyzer.tui.widgets.exchange_hex import ExchangeHex
-from analyzer.tui.widgets.labels import NodeData, message_roots
+from analyzer.tui.widgets.labels import NodeData
 
 
 def exchange_title(index: int, ex: Exchange) -> str:

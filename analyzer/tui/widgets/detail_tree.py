@@ -1,4 +1,5 @@
-"""The decoded request and response of one exchange, as a lazily built tree."""
+"""The decoded request and response of one exchange, as a lazily built tree (the nodes and
+their text: :mod:`analyzer.session.fieldtree`, as ``read -V`` prints them)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,15 @@ from textual.binding import Binding
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from analyzer.model import Exchange, Field, Issue
+from analyzer.model import Exchange, Field
+from analyzer.session.fieldtree import exchange_issues, field_path, message_roots
 from analyzer.session.report import api_text
 from analyzer.tui.widgets.labels import (
     SEVERITY_STYLE,
     NodeData,
     field_label,
-    field_path,
     issue_label,
     message_label,
-    message_roots,
 )
 
 
@@ -63,10 +63,7 @@ class DetailTree(Tree[NodeData]):
                 self._auto_expand(node, 1, budget)
             if m.header is None and m.body is None:
                 mnode.add_leaf(Text("(nothing decoded)", style="dim"), NodeData(kind))
-        issues: list[tuple[str | None, Issue]] = [(None, i) for i in ex.issues]  # (side, issue)
-        for m, kind in ((ex.request, "request"), (ex.response, "response")):
-            if m is not None:
-                issues.extend((kind, i) for i in m.issues)
+        issues = exchange_issues(ex)  # (side, issue)
         if issues:
             worst = max(i.severity for _, i in issues)
             inode = self.root.add(

@@ -13,6 +13,7 @@ from tests.helpers.packets import (
     Conversation,
     api_versions_request,
     api_versions_response,
+    linktype_of,
     reassemble,
 )
 
@@ -230,3 +231,31 @@ def test_connection_flood_evicts_the_longest_idle():
     assert len(r.table) <= 2 * 10
     assert closed[0].conn == 2  # the longest idle, not the busy first one
     assert sum(1 for e in evs if type(e) is StreamData) == 41  # nothing delivered twice or lost
+
+
+def test_bytes_a_packet_acknowledges_come_before_its_own():
+    """A request whose segments wait behind bytes never captured (an exchange left out of the
+    capture: ``read -w``) is delivered, after its gap, before the response that acknowledges
+    it, not after: the response was sent after the request it answers."""
+    from analyzer.events import Gap, StreamData
+    from analyzer.reassembly.tcp import Reassembler
+
+    c = Conversation().handshake()
+    first = c.send(0, REQ[:600], mss=600)  # an exchange left out...
+    c.send(1, RESP[:300])
+    c.send(0, REQ[600:1400], mss=400)  # ...the request kept, waiting behind the missing bytes
+    answer = c.send(1, RESP[300:700])  # its response acknowledges all of it
+    dropped = {id(p) for p in first} | {id(c.pkts[4])}
+    pkts = [p for p in c.pkts if id(p) not in dropped]
+    r = Reassembler()
+    order = []
+    for i, p in enumerate(pkts, 1):
+        for ev in r.feed(float(i), i, decode_tcp(linktype_of(p), memoryview(bytes(p)))):
+            if type(ev) in (StreamData, Gap):
+                order.append((type(ev).__name__, ev.direction, i))
+    last = len(pkts)
+    assert pkts[-1] is answer[0]
+    # the request's gap and bytes come out with the response's packet, before the response's
+    kinds = [(k, d) for k, d, at in order if at == last]
+    assert kinds.index(("StreamData", 0)) < kinds.index(("StreamData", 1)), kinds
+    assert kinds[0] == ("Gap", 0), kinds
