@@ -103,6 +103,13 @@ def _worker(
 ) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent says when to stop
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    hup: list[RingCapture] = []  # SIGHUP (the parent relays it): reopen the --write file
+
+    def on_hup(*_) -> None:
+        for source in hup:
+            source.reopen()
+
+    signal.signal(signal.SIGHUP, on_hup)
     for ring in others:  # the other workers' rings: if one of them dies, its socket closes
         ring.close()
     with contextlib.suppress(Exception):  # die with the parent, even if it is killed
@@ -110,6 +117,7 @@ def _worker(
     if os.getppid() == 1:
         return
     src = make_source(i)
+    hup.append(src)
     a = make_analysis(src)
     a.pipeline.reasm.next_id = 1 + i * CONN_ID_STRIDE
     stats = Stats(a.knowledge.topic_ids)
@@ -224,14 +232,26 @@ class Fanout:
         self.feed = feed
         self.late = 0  # insight items fed after one keyed later (REORDER_DELAY passed)
         self._stop = False
+        self._procs: list = []
+        self._pid = os.getpid()
 
     def stop(self) -> None:
         self._stop = True
+
+    def hangup(self) -> None:
+        """Relay a ``SIGHUP`` to the workers: each reopens its ``--write`` file."""
+        if os.getpid() != self._pid:  # a worker just forked, still with the parent's handler
+            return
+        for p in self._procs:
+            with contextlib.suppress(OSError, ValueError):
+                if p.pid is not None:
+                    os.kill(p.pid, signal.SIGHUP)
 
     def run(self) -> tuple[Stats, Outcome]:
         ctx = multiprocessing.get_context("fork")
         stop = ctx.Event()
         procs, conns, outs = self._start(ctx, stop)
+        self._procs = procs
         n = len(procs)
         print(
             f"kafka-analyzer: capturing on {self.name.removeprefix('live:')} with {n} workers",

@@ -97,6 +97,23 @@ class RotatingPcapWriter:
             self.f.flush()
             self.last_flush = now
 
+    def reopen(self) -> None:
+        """After ``SIGHUP`` (logrotate: rename, then signal): if the current file's name no
+        longer names the file being written (renamed or removed), a new file (with its pcap
+        header) is started under that name; else the file is flushed and writing goes on."""
+        f = self.f
+        if f is None:
+            return
+        name = self.files[-1]
+        try:
+            same = os.path.samestat(os.stat(name), os.fstat(f.fileno()))
+        except FileNotFoundError:
+            same = False
+        if same:
+            f.flush()
+        else:
+            self._open(name)
+
     def close(self) -> None:
         if self.f is None and self.seconds is not None:  # -G and no packet: still one valid file
             self._rotate_time(time.time())

@@ -380,17 +380,38 @@ def _bind_any(sock: socket.socket) -> None:
 
 def drop_privileges(user: str) -> None:
     """setgid/setuid to ``user`` (and its groups): the sockets stay open. Lazily imported
-    modules are imported first (:data:`PRELOAD`)."""
+    modules are imported first (:data:`PRELOAD`). Already ``user`` (not root: a systemd unit's
+    ``User=`` with ``AmbientCapabilities=``, a container's file capabilities): its capabilities
+    are cleared instead (:func:`drop_capabilities`)."""
     import pwd
 
     try:
         pw = pwd.getpwnam(user)
     except KeyError:
         raise CaptureError(f"no user named {user!r}") from None
+    if os.geteuid() != 0:
+        if pw.pw_uid != os.geteuid():
+            raise CaptureError(f"only root can become {user!r} (running as uid {os.geteuid()})")
+        preload()
+        drop_capabilities()
+        return
     preload()
     os.initgroups(pw.pw_name, pw.pw_gid)
     os.setgid(pw.pw_gid)
     os.setuid(pw.pw_uid)
+
+
+_CAP_VERSION_3 = 0x20080522  # _LINUX_CAPABILITY_VERSION_3: two 32-bit words per set
+
+
+def drop_capabilities() -> None:
+    """Clear the permitted, effective and inheritable capabilities of this process (the ambient
+    ones go with them), for good: what opening the socket needed (CAP_NET_RAW) is not kept."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    header = (ctypes.c_uint32 * 2)(_CAP_VERSION_3, 0)  # pid 0: this thread
+    data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable of each word: none
+    if libc.capset(header, data) != 0:
+        raise CaptureError(f"cannot drop capabilities: {os.strerror(ctypes.get_errno())}")
 
 
 class RingCapture(SourceFailure):
@@ -443,6 +464,7 @@ class RingCapture(SourceFailure):
         self.dropped = 0
         self.writer: RotatingPcapWriter | None = None
         self._stop = False
+        self._reopen = False
         self._idle = True  # waiting for the kernel: every packet handed over was analysed
         self._last_ts = float("-inf")  # time of the last packet handed over
         self._opened = False
@@ -450,6 +472,11 @@ class RingCapture(SourceFailure):
 
     def stop(self) -> None:
         self._stop = True
+
+    def reopen(self) -> None:
+        """Reopen the ``write`` file at the next wake-up (within 200 ms; from a ``SIGHUP``
+        handler): :meth:`RotatingPcapWriter.reopen`."""
+        self._reopen = True
 
     def open(self) -> bool:
         """Open the ring (as root), drop privileges, open the output file: False on failure
@@ -502,6 +529,14 @@ class RingCapture(SourceFailure):
             self._idle = True
             ready = ring.wait(200)
             now = time.monotonic()
+            if self._reopen:
+                self._reopen = False
+                try:
+                    if writer is not None:
+                        writer.reopen()
+                except OSError as exc:
+                    self._fail(f"cannot reopen {self.write} (SIGHUP): {exc}")
+                    break
             if now >= next_stats:
                 self._stats()
                 next_stats = now + 1.0

@@ -21,6 +21,7 @@ from analyzer.cli.common import (
     options,
 )
 from analyzer.cli.live_feed import insight_feed, say_bounds
+from analyzer.cli.reopen import on_hangup, output_to
 from analyzer.cli.stats import render_tables
 from analyzer.events import CaptureIssue, CaptureStats, ConnectionEnd
 from analyzer.model import Exchange
@@ -36,7 +37,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_filter_args(p)
     p.add_argument("-i", "--interface", required=True)
     p.add_argument("-f", "--filter", metavar="BPF", help="capture filter, e.g. 'tcp port 9092'")
-    p.add_argument("--write", metavar="FILE.pcap", help="also save the packets")
+    p.add_argument("-w", "--write", metavar="FILE.pcap", help="also save the packets")
     p.add_argument(
         "-C", dest="rotate_mb", type=float, metavar="MB", help="(--write) a new file every MB megabytes"
     )
@@ -46,6 +47,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         type=float,
         metavar="S",
         help="(--write) a new file every S seconds; FILE is an strftime pattern",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="append what goes to stdout (lines, NDJSON, tables) to FILE; SIGHUP reopens FILE and "
+        "(ring backend) --write's file: rename, then signal (logrotate)",
     )
     p.add_argument("--user", metavar="USER", help="drop root for USER once the capture socket is open")
     p.add_argument(
@@ -70,11 +78,25 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args) -> int:
+    reopen = []  # what SIGHUP reopens: the --output file, the source's --write file
+    if args.output:
+        try:
+            reopen.append(output_to(args.output).reopen)
+        except OSError as exc:
+            print(f"kafka-analyzer: cannot write {args.output}: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    try:
+        return _run(args, reopen)
+    finally:
+        sys.stdout.flush()
+
+
+def _run(args, reopen: list) -> int:
     if args.user:
         _preload_rich()
     workers = _workers(args)
     if workers > 1:
-        return _fanout(args, workers)
+        return _fanout(args, workers, reopen)
     source = _source(args)
     if source is None:
         return EXIT_USAGE
@@ -89,7 +111,10 @@ def run(args) -> int:
         stats = Stats(a.knowledge.topic_ids)
         out = LiveOutput(a, stats, writer, args.mode == "read", args.absolute)
         out.feed = insight_feed(args.mode, writer, lambda: out.origin, args.absolute, a.knowledge.topic_ids)
-        outcome = a.run(out)
+        if hasattr(source, "reopen"):
+            reopen.append(source.reopen)
+        with on_hangup(*reopen):
+            outcome = a.run(out)
     if out.feed is not None:
         say_bounds(out.feed)
     tables = stats_tables(stats, outcome)
@@ -174,7 +199,7 @@ def _workers(args) -> int:
     return os.cpu_count() or 1
 
 
-def _fanout(args, n: int) -> int:
+def _fanout(args, n: int, reopen: list) -> int:
     """``live`` over n ring sockets in one PACKET_FANOUT group, one process each
     (:mod:`analyzer.fanout`)."""
     import io
@@ -261,7 +286,7 @@ def _fanout(args, n: int) -> int:
     fan = Fanout(
         f"live:{args.interface}", rings, make_source, make_analysis, formatter, output, _say_drops, feed
     )
-    with graceful_interrupt(fan):
+    with on_hangup(*reopen, fan.hangup), graceful_interrupt(fan):
         stats, outcome = fan.run()
     if feed is not None:
         feed.done(outcome.last_ts if outcome.packets else None)

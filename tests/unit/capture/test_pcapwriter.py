@@ -47,3 +47,18 @@ def test_no_packet_still_leaves_a_valid_file(tmp_path):
     w = RotatingPcapWriter(str(tmp_path / "e.pcap"), 1)
     w.close()
     assert read(tmp_path / "e.pcap") == []
+
+
+def test_pcap_writer_reopened_after_rename(tmp_path):
+    path = tmp_path / "cap.pcap"
+    w = RotatingPcapWriter(str(path), 1)
+    w.write_block([(1.0, 60, b"a" * 60)])
+    w.reopen()
+    w.write_block([(2.0, 60, b"b" * 60)])
+    path.rename(tmp_path / "cap.pcap.1")
+    w.reopen()
+    w.write_block([(3.0, 60, b"c" * 60)])
+    w.close()
+    old = [d for i, _, d, _ in CaptureFile(tmp_path / "cap.pcap.1").records() if i]
+    new = [d for i, _, d, _ in CaptureFile(path).records() if i]
+    assert [bytes(d[:1]) for d in old] == [b"a", b"b"] and [bytes(d[:1]) for d in new] == [b"c"]
