@@ -18,7 +18,7 @@ CLIENT_COLUMNS = ["client_id", "ready", "refused", "hygiene", "throttle_ms", "so
 def short_finding(f: str) -> str:
     """A hygiene finding in a few words (the table's cell; the whole sentence is in the detail)."""
     head = f.split(":", 1)[0] if ":" in f else f.split(" (", 1)[0]
-    return head if len(head) <= 28 else head[:27] + "…"
+    return head if len(head) <= 32 else head[:31] + "…"
 
 
 def client_rows(clients: list[dict]) -> list[dict]:
