@@ -24,7 +24,7 @@ def coverage_text(rows: list[dict], dropped: dict[str, int] | None = None) -> st
     parts = [f"software named by {named} of {len(rows)} clients (ApiVersions v3+)"]
     if before:
         why = "older clients, or connected before the capture"
-        parts.append(f"{before} sent no ApiVersions v3+ while capturing ({why})")
+        parts.append(f"{before} sent none ({why})")
     parts.append("readiness judged on the versions used while capturing")
     gone = {k: v for k, v in (dropped or {}).items() if v}
     if gone:

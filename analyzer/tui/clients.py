@@ -96,15 +96,16 @@ class Node:
     children: list[Node] = field(default_factory=list)
     kind: str | None = None  # an edge's: produce, fetch
     topic: str | None = None
+    group: str | None = None  # the client's consumer group
 
 
-def _moved(produced: tuple[int, int], fetched: tuple[int, int]) -> str:
+def _moved(produced: tuple[int, int], fetched: tuple[int, int], short: bool = False) -> str:
+    """What a client (or a client through one broker) produced and fetched: records and bytes."""
     out = []
-    if produced[0]:
-        out.append(f"produced {produced[0]} records, {produced[1]} B")
-    if fetched[0]:
-        out.append(f"fetched {fetched[0]} records, {fetched[1]} B")
-    return "; ".join(out)
+    for what, (n, b) in (("produced", produced), ("fetched", fetched)):
+        if n:
+            out.append(f"{what} {n} ({b} B)" if short else f"{what} {n} records, {b} B")
+    return ", ".join(out) if short else "; ".join(out)
 
 
 def topology_tree(flows: list[dict], clients: list[dict]) -> list[Node]:
@@ -112,56 +113,49 @@ def topology_tree(flows: list[dict], clients: list[dict]) -> list[Node]:
     (``flows``: :meth:`ClientTracker.flows_rows`; ``clients``: its rows, for the software)."""
     software = {(r["client"], r["client_id"]): r["software"] for r in clients}
     tops: dict[tuple, Node] = {}
+    brokers: dict[tuple, Node] = {}
     sums: dict[tuple, list[int]] = {}  # node key -> produced records, bytes, fetched records, bytes
     for f in flows:
-        host, cid, broker = f["client"], f["client_id"], f["broker"]
+        host, cid, broker, group = f["client"], f["client_id"], f["broker"], f["group"]
         ck = ("client", host, cid)
         top = tops.get(ck)
         if top is None:
-            group = f" group {f['group']}" if f["group"] else ""
-            sw = software.get((host, cid), "?")
-            top = tops[ck] = Node(
-                ck,
-                f"{cid or '-'} @ {host}{group}",
-                f"client {cid or '-'} on {host}{group}: {sw}",
-                client_filter(host, cid),
-            )
+            name = f"{cid or '-'} @ {host}" + (f"  group {group}" if group else "")
+            top = tops[ck] = Node(ck, name, "", client_filter(host, cid), group=group)
+            top.detail = f"{name}: {software.get((host, cid), '?')}"
             sums[ck] = [0, 0, 0, 0]
         bk = ("broker", host, cid, broker)
-        bnode = next((n for n in top.children if n.key == bk), None)
+        bnode = brokers.get(bk)
         if bnode is None:
-            bnode = Node(bk, f"broker {broker}", "", flow_filter(host, cid, broker, None, None))
+            bnode = brokers[bk] = Node(bk, f"broker {broker}", "", flow_filter(host, cid, broker, None, None))
             top.children.append(bnode)
             sums[bk] = [0, 0, 0, 0]
-        arrow = "→ produce" if f["kind"] == "produce" else "← fetch"
+        kind, topic = f["kind"], f["topic"]
+        did = "produced to" if kind == "produce" else "fetched from"
         bnode.children.append(
             Node(
-                ("edge", host, cid, broker, f["kind"], f["topic"]),
-                f"{arrow} {f['topic']}: {edge_label(f)}",
-                f"{cid or '-'} {'produced to' if f['kind'] == 'produce' else 'fetched from'} "
-                f"{f['topic']} through broker {broker}: {edge_label(f)}",
-                flow_filter(host, cid, broker, f["kind"], f["topic"]),
+                ("edge", host, cid, broker, kind, topic),
+                f"{'→ produce' if kind == 'produce' else '← fetch'} {topic}: {edge_label(f)}",
+                f"{cid or '-'} {did} {topic} through broker {broker}: {edge_label(f)}",
+                flow_filter(host, cid, broker, kind, topic),
                 f["records"],
                 f["bytes"],
-                kind=f["kind"],
-                topic=f["topic"],
+                kind=kind,
+                topic=topic,
+                group=group,
             )
         )
-        at = 0 if f["kind"] == "produce" else 2
+        at = 0 if kind == "produce" else 2
         for k in (ck, bk):
             sums[k][at] += f["records"]
             sums[k][at + 1] += f["bytes"]
-    out = []
-    for top in tops.values():
-        s = sums[top.key]
-        top.records, top.bytes = s[0] + s[2], s[1] + s[3]
-        top.label += f"  ({_moved((s[0], s[1]), (s[2], s[3]))})"
-        top.detail += f"; {_moved((s[0], s[1]), (s[2], s[3]))}"
-        for b in top.children:
-            s = sums[b.key]
-            b.records, b.bytes = s[0] + s[2], s[1] + s[3]
-            b.detail = (
-                f"{top.label.split('  (')[0]} through broker {b.key[3]}: {_moved((s[0], s[1]), (s[2], s[3]))}"
-            )
-        out.append(top)
-    return out
+    for node in (*tops.values(), *brokers.values()):
+        p, b, fr, fb = sums[node.key]
+        node.records, node.bytes = p + fr, b + fb
+        if node.key[0] == "broker":
+            node.label += f"  {_moved((p, b), (fr, fb), short=True)}"
+            node.detail = f"{tops[('client', *node.key[1:3])].label} through broker {node.key[3]}: "
+            node.detail += _moved((p, b), (fr, fb))
+        else:
+            node.detail += f"; {_moved((p, b), (fr, fb))}"
+    return list(tops.values())

@@ -181,19 +181,14 @@ def tree_edges(screen: TopologyScreen) -> tuple[dict, dict]:
     group or client id) -> [records, bytes]."""
     produce: dict = defaultdict(lambda: [0, 0])
     fetch: dict = defaultdict(lambda: [0, 0])
-    groups = {}
     for n in screen.query_one("#topology-tree").nodes():
-        if n.key[0] == "client":
-            label = n.label.split("  (")[0]
-            groups[n.key[1:]] = label.split(" group ", 1)[1] if " group " in label else None
         if n.kind is None:
             continue
         _, host, cid, _broker, kind, topic = n.key
         if kind == "produce":
             e = produce[(cid, topic)]
         else:
-            g = groups[(host, cid)]
-            e = fetch[(topic, f"group {g}" if g else cid)]
+            e = fetch[(topic, f"group {n.group}" if n.group else cid)]
         e[0] += n.records
         e[1] += n.bytes
     return dict(produce), dict(fetch)

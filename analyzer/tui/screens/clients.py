@@ -73,7 +73,7 @@ class ClientsScreen(FollowingView):
         rows = self.clients
         note = "" if self.loaded_done else "  (analysis still running: partial)"
         head = readiness_head(rows, self.target)
-        keys = "  [ ]: target  enter: its exchanges  r: refused ones" if rows else ""
+        keys = "  enter: its exchanges" if rows else ""
         self.query_one("#clients-head", Static).update(head + note + keys)
         cov = coverage_text(rows, self.report["dropped"])
         self.query_one("#clients-coverage", Static).update(f"coverage: {cov}" if cov else "")

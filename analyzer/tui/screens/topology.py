@@ -24,6 +24,10 @@ if TYPE_CHECKING:
 EMPTY = "no Produce or Fetch with records in the capture: no topology to draw"
 
 
+def _n(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
 class TopologyScreen(FollowingView):
     NAME = "topology"
 
@@ -63,14 +67,14 @@ class TopologyScreen(FollowingView):
         topics = {e.topic for c in self.topology for b in c.children for e in b.children}
         note = "" if self.loaded_done else "  (analysis still running: partial)"
         head = (
-            f"{len(self.topology)} clients, {len(brokers)} brokers, {len(topics)} topics{note}"
-            "  enter: an edge's exchanges  f: a node's"
+            f"{_n(len(self.topology), 'client')}, {_n(len(brokers), 'broker')}, {_n(len(topics), 'topic')}"
+            f"{note}  enter on an edge: its exchanges"
             if self.topology
             else EMPTY + note
         )
         self.query_one("#topology-head", Static).update(head)
         gone = {k: v for k, v in self.dropped.items() if v}
-        cov = "edges: Produce requests answered without error, Fetch answers with records"
+        cov = "Produce answered without error, Fetch answers with records"
         if gone:
             cov += "; let go to stay bounded: " + ", ".join(f"{v} {k}" for k, v in gone.items())
         self.query_one("#topology-coverage", Static).update(f"coverage: {cov}")
