@@ -47,7 +47,8 @@ def client_rows(clients: list[dict]) -> list[dict]:
 
 
 def _host(host: str) -> str:
-    return host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    """An address as the filter language writes it (IPv6 in brackets)."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
 def client_filter(host: str, client_id: str | None) -> str:

@@ -325,3 +325,18 @@ def test_help_and_the_command_line_name_the_views():
     keys = [k for k, _ in KEYS]
     assert ":clients" in keys and ":topology" in keys
     assert parse_command("clients") == "clients" and parse_command("topo") == "topology"
+
+
+def test_the_filters_of_a_client_compile_for_any_address_and_name():
+    """IPv6 hosts in brackets, quotes in client ids and topics escaped, no client id."""
+    from analyzer.filter import compile_filter
+    from analyzer.tui.clients import client_filter, flow_filter
+
+    for f in (
+        client_filter("10.0.0.5", None),
+        client_filter("[::1]", 'a"b\\c'),
+        client_filter("fe80::1", "x"),
+        flow_filter("[fe80::1]", "x", "[fe80::1]:9092", "fetch", 't"1'),
+    ):
+        compile_filter(f)
+    assert client_filter("fe80::1", None) == "client == [fe80::1] and not client_id"

@@ -71,7 +71,7 @@ class ClientsScreen(FollowingView):
 
     def show(self) -> None:
         rows = self.clients
-        note = "" if self.loaded_done else "  (analysis still running: partial)"
+        note = "" if self.loaded_done else "  (still reading: partial)"
         head = readiness_head(rows, self.target)
         keys = "  enter: its exchanges" if rows else ""
         self.query_one("#clients-head", Static).update(head + note + keys)

@@ -65,10 +65,10 @@ class TopologyScreen(FollowingView):
     def show(self) -> None:
         brokers = {b.key[3] for c in self.topology for b in c.children}
         topics = {e.topic for c in self.topology for b in c.children for e in b.children}
-        note = "" if self.loaded_done else "  (analysis still running: partial)"
+        note = "" if self.loaded_done else "  (still reading: partial)"
         head = (
             f"{_n(len(self.topology), 'client')}, {_n(len(brokers), 'broker')}, {_n(len(topics), 'topic')}"
-            f"{note}  enter on an edge: its exchanges"
+            f"{note or '  enter on an edge: its exchanges'}"
             if self.topology
             else EMPTY + note
         )
