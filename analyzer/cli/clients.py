@@ -16,6 +16,7 @@ from analyzer.cli.args import add_capture_args
 from analyzer.cli.common import analysis, finish, print_json
 from analyzer.dissect.protocol_table import CURRENT_RELEASE
 from analyzer.pipeline import Outcome
+from analyzer.session.client_text import client_lines, coverage_text, edge_label, readiness_head
 from analyzer.session.clients import TARGETS, ClientTracker
 
 
@@ -55,41 +56,12 @@ def run_clients(args) -> int:
     if args.format == "json":
         print_json({"target": args.target, "clients": rows})
         return finish(outcome)
-    out = []
-    if not rows:
-        out.append("no client in the capture")
-    ready = sum(r["ready"] for r in rows)
+    out = [readiness_head(rows, args.target)]
     if rows:
-        out.append(f"{ready} of {len(rows)} clients ready for Kafka {args.target}")
+        out.append(f"coverage: {coverage_text(rows)}")
         out.append("")
     for r in rows:
-        verdict = "ready" if r["ready"] else "NOT READY"
-        out.append(
-            f"{r['client_id'] or '-'} on {r['client']}: {r['software']}; {verdict} for Kafka {args.target}"
-        )
-        counts = {(a["api_key"], a["version"]): a["count"] for a in r["apis"]}
-        for x in r["removed_versions"]:
-            accepted = f"accepts v{x['accepted']}" if x["accepted"] else "removed the API"
-            n = counts.get((x["api_key"], x["version"]), 0)
-            out.append(f"  {x['api_name']} v{x['version']}: {n} requests; Kafka {args.target} {accepted}")
-        if r["old_formats"]:
-            out.append(
-                f"  {r['old_formats']} record batches in the old formats (magic 0/1, removed in Kafka 4.0)"
-            )
-        apis = ", ".join(f"{a['api_name']} v{a['version']} x{a['count']}" for a in r["apis"])
-        out.append(f"  APIs: {apis}")
-        out.append(
-            f"  {r['connections']} connections"
-            + (
-                f", median lifetime {r['median_lifetime_s']:.1f} s"
-                if r["median_lifetime_s"] is not None
-                else ""
-            )
-            + (f", {r['metadata_requests']} Metadata requests" if r["metadata_requests"] else "")
-            + (f" ({r['metadata_rate']:.1f}/s)" if r["metadata_rate"] is not None else "")
-        )
-        for f in r["findings"]:
-            out.append(f"  ! {f}")
+        out.extend(client_lines(r))
     print("\n".join(out))
     return finish(outcome)
 
@@ -121,8 +93,7 @@ def topology_text(edges: list[dict], fmt: str) -> str:
         for e in edges:
             src = ("client:" if e["kind"] == "produce" else "topic:") + e["from"]
             dst = ("topic:" if e["kind"] == "produce" else "consumer:") + e["to"]
-            label = f"{e['records']} records, {e['bytes']} B"
-            lines.append(f"  {_quote(src)} -> {_quote(dst)} [label={_quote(label)}];")
+            lines.append(f"  {_quote(src)} -> {_quote(dst)} [label={_quote(edge_label(e))}];")
         lines.append("}")
         return "\n".join(lines)
     if fmt == "mermaid":
@@ -135,7 +106,7 @@ def topology_text(edges: list[dict], fmt: str) -> str:
             else:
                 a, b = _mermaid_id("t", e["from"], ids), _mermaid_id("g", e["to"], ids)
                 a_node, b_node = f'{a}[("{_safe(e["from"])}")]', f'{b}["{_safe(e["to"])}"]'
-            lines.append(f'  {a_node} -->|"{e["records"]} records, {e["bytes"]} B"| {b_node}')
+            lines.append(f'  {a_node} -->|"{edge_label(e)}"| {b_node}')
         return "\n".join(lines)
     if not edges:
         return "no Produce or Fetch with records in the capture"

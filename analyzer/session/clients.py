@@ -205,6 +205,9 @@ class ClientTracker:
         self.produce_edges: dict[tuple[str, str], list[int]] = {}  # (client id, topic) -> [records, bytes]
         self.fetch_edges: dict[tuple[str, tuple], list[int]] = {}  # (topic, consumer key) -> [records, bytes]
         self.partitions: dict[tuple[str, int], list[int]] = {}  # produced [records, bytes] per partition
+        # the topology through the brokers: (host, client id, broker, kind, topic) -> [records, bytes]
+        self.flows: dict[tuple[str, str | None, str, int, str], list[int]] = {}
+        self.flows_dropped = 0  # (live) flows not counted to stay within 4 * keep
         # (host, broker) -> the client whose connection between them ended last, and when
         self.last_end: dict[tuple[str, str], tuple[tuple[str, str | None], float]] = {}
         self.keep: int | None = None  # (live, :meth:`follow`) clients, connections, edges kept
@@ -376,6 +379,15 @@ class ClientTracker:
                     part[1] += nbytes
             else:
                 e = self._edge(self.fetch_edges, (topic, ck))
+            flow = self.flows.get((host, client_id, seen.broker, kind, topic))
+            if flow is None:
+                if self.keep is None or len(self.flows) < 4 * self.keep:
+                    flow = self.flows[(host, client_id, seen.broker, kind, topic)] = [0, 0]
+                else:
+                    self.flows_dropped += 1
+            if flow is not None:
+                flow[0] += n
+                flow[1] += nbytes
             if e is None:
                 continue
             e[0] += n
@@ -465,6 +477,27 @@ class ClientTracker:
             for (topic, to), (n, b) in sorted(fetch.items())
         ]
         return out
+
+    def flows_rows(self) -> list[dict]:
+        """The topology through the brokers (the TUI's tree): per client (id on a host, with its
+        consumer group), broker and topic, what it produced there (``produce``: Produce requests
+        answered without error) or fetched (``fetch``: Fetch answers), records and bytes. Summed
+        over the brokers they are :meth:`edges`' (the fetches per group or client)."""
+        return [
+            {
+                "client": host,
+                "client_id": cid,
+                "group": self.groups.get((host, cid)),
+                "broker": broker,
+                "kind": "produce" if kind == 0 else "fetch",
+                "topic": topic,
+                "records": n,
+                "bytes": b,
+            }
+            for (host, cid, broker, kind, topic), (n, b) in sorted(
+                self.flows.items(), key=lambda kv: (kv[0][0], kv[0][1] or "", *kv[0][2:])
+            )
+        ]
 
     def hot_partitions(self) -> list[dict]:
         """Per topic with produce traffic: each partition's records and bytes, and the skew (the

@@ -32,6 +32,7 @@ from analyzer.tui.indexer import Progress
 from analyzer.tui.listview import SortedRows
 from analyzer.tui.messages import (
     AnalysisBatch,
+    FilterExchanges,
     HeaderClicked,
     ListScrolledUp,
     RowChosen,
@@ -657,6 +658,20 @@ class AnalyzerApp(App[int]):
                 self.set_scope(None)
             self.select_exchange(event.index)
         self.query_one(ExchangeList).focus()
+
+    @on(FilterExchanges)
+    def _filter_exchanges(self, event: FilterExchanges) -> None:
+        """A view's display filter (a client's exchanges): every exchange it keeps, in the list."""
+        self.open_view("ex")
+        if self.list.picked is not None:
+            self.set_pick(None)
+        self.set_scope(None)
+        self.set_filter(event.text)
+        if self.shown:
+            self.select_exchange(self.shown[0])
+        self.query_one(ExchangeList).focus()
+        if event.label:
+            self.notify(f"{event.label}: {len(self.shown)} exchanges (/: the filter)", timeout=3)
 
     def action_help(self) -> None:
         self.open_view("help")

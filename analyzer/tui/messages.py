@@ -71,3 +71,13 @@ class HeaderClicked(Message):
     def __init__(self, column: int) -> None:
         super().__init__()
         self.column = column
+
+
+class FilterExchanges(Message):
+    """A view asks for the exchange list filtered by the display filter ``text`` (``label`` says
+    what they are: a client's), the cursor on the first exchange it keeps."""
+
+    def __init__(self, text: str, label: str = "") -> None:
+        super().__init__()
+        self.text = text
+        self.label = label

@@ -27,11 +27,13 @@ from analyzer.dissect.constants import ApiKey
 from analyzer.dissect.message import Options, decode_request, decode_response
 from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue, Event
 from analyzer.model import ConnInfo, Exchange, Issue, Severity
-from analyzer.session.insights import GroupInsights
+from analyzer.session.insights import Insights
 from analyzer.session.internal import annotate
 from analyzer.tui.groups import GROUP_APIS, GroupTimeline
 from analyzer.tui.rows import Indexes, Row, RowStore
 from analyzer.tui.spool import Spool
+
+CLIENTS_KEPT = 10_000  # (a bounded index) clients and edges of each kind followed at most
 
 
 @dataclass(slots=True)
@@ -81,8 +83,11 @@ class Index:
         self.conns: dict[int, ConnSummary] = {}
         self.issue_groups: dict[str, IssueGroup] = {}
         self.groups = GroupTimeline()
-        # the consumer groups' generations, rebalances, lag and status (every exchange, kept or not)
-        self.insights = GroupInsights(topic_ids)
+        # the consumer groups' generations, rebalances, lag and status, the producers', the
+        # clients' inventory and topology (every exchange, kept or not)
+        self.insights = Insights(topic_ids)
+        if limit is not None:  # (live: the rows bounded) the clients and edges followed, bounded too
+            self.insights.clients.follow(CLIENTS_KEPT)
         self.error_rows = 0
         self.origin: float | None = None  # the time column counts from here
 
@@ -114,6 +119,7 @@ class Index:
                 self._event_issue(ev.issue)  # type: ignore[union-attr]
             elif t is ConnectionEnd:
                 self._conn(ev.conn)  # type: ignore[union-attr]
+                self.insights.event(ev)  # (the clients' connection churn)
         if out:
             self.spool.flush()
             rows.flush()

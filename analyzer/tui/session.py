@@ -411,7 +411,7 @@ class Session:
             a = self.analysis
             now = a.last_ts if a.packets else None
             return {
-                "groups": self.index.insights.report(now),
+                "groups": self.index.insights.groups.report(now),
                 "origin": self.index.origin,
                 "now": now,
                 "exchanges": len(self.index.rows) + self.index.dropped,
@@ -427,6 +427,18 @@ class Session:
         """The JoinGroup and SyncGroup exchanges (KIP-848: heartbeats) of ``group``'s ``generation``."""
         with self.lock:
             return self.index.groups.formed(group, generation)
+
+    def client_report(self, target: str) -> dict:
+        """The clients as the clients and topology views show them: ``clients``, a row per
+        client judged for Kafka ``target``
+        (:meth:`~analyzer.session.clients.ClientTracker.rows`); ``flows``, the topology through
+        the brokers; ``dropped``, what a bounded (live) index let go."""
+        with self.lock:
+            c = self.index.insights.clients
+            dropped = dict(c.dropped)
+            if c.flows_dropped:
+                dropped["flows"] = c.flows_dropped
+            return {"clients": c.rows(target), "flows": c.flows_rows(), "dropped": dropped}
 
     def issue_rows(self):
         with self.lock:

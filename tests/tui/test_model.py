@@ -751,7 +751,7 @@ def test_the_index_feeds_the_group_insights_as_a_run_does(name):
     """The groups view's insights come from the TUI's index (its one pass, without record
     bodies, in batches): the same generations, rebalances, lag and status as ``groups``' run;
     a rebalance's exchanges are its group's, sent while it ran."""
-    from analyzer.session.insights import GroupInsights
+    from analyzer.session.insights import Insights
 
     path = CAPTURES / f"{name}.pcap"
     a = Analysis(path, Options(records_bodies=False, packet_offsets=True))
@@ -760,12 +760,14 @@ def test_the_index_feeds_the_group_insights_as_a_run_does(name):
         index.add(events)
     index.finish()
     b = Analysis(path)
-    ins = GroupInsights(b.knowledge.topic_ids)
+    ins = Insights(b.knowledge.topic_ids)
     out = b.run(ins)
+    # (the producers' and the clients' too: the clients and topology views')
     assert index.insights.objects(out.last_ts) == ins.objects(out.last_ts)
-    assert index.insights.report(out.last_ts) == ins.report(out.last_ts)
+    assert index.insights.groups.report(out.last_ts) == ins.groups.report(out.last_ts)
+    assert index.insights.clients.flows_rows() == ins.clients.flows_rows()
     exchanges = full(path)
-    for g in index.insights.report(out.last_ts):
+    for g in index.insights.groups.report(out.last_ts):
         for r in g["rebalances"]:
             rows = index.groups.between(g["group"], r["start"], r["end"])
             assert rows

@@ -15,6 +15,7 @@ TXN = ROOT / "captures" / "librdkafka-txn.pcap"
 GZIP = ROOT / "captures" / "librdkafka-produce-consume-gzip.pcap"
 JOINS = ROOT / "captures" / "group-joins.pcap"  # a consumer group: 5 rebalances
 LAG = ROOT / "captures" / "group-lag.pcap"  # four groups, lag growing, stopped, rewinding
+SARAMA = ROOT / "captures" / "sarama-zstd.pcap"  # a legacy client: OffsetCommit v1, refused by Kafka 4
 
 SIZES = [(80, 24), (120, 35)]
 
@@ -81,6 +82,8 @@ def view(what: str):
         "issues",
         "groups",
         "groups-lag",
+        "clients",
+        "topology",
         "io",
         "help",
         "records",
@@ -89,5 +92,12 @@ def view(what: str):
     ],
 )
 def test_view_snapshot(snap_compare, what, size):
-    path = {"records": GZIP, "detail": GZIP, "groups": JOINS, "groups-lag": LAG}.get(what, TXN)
+    path = {
+        "records": GZIP,
+        "detail": GZIP,
+        "groups": JOINS,
+        "groups-lag": LAG,
+        "clients": SARAMA,
+        "topology": LAG,
+    }.get(what, TXN)
     assert snap_compare(AnalyzerApp(str(path)), terminal_size=size, run_before=view(what))

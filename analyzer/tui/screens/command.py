@@ -15,6 +15,8 @@ COMMANDS = {
     "stats": "stats",
     "issues": "issues",
     "groups": "groups",
+    "clients": "clients",
+    "topology": "topology",
     "io": "io",
     "timeline": "timeline",
     "tl": "timeline",
@@ -45,7 +47,10 @@ class CommandScreen(ModalScreen[str | None]):
     """
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder="conn, ex, stats, issues, groups, io, timeline, help, quit", id="command")
+        yield Input(
+            placeholder="conn, ex, stats, issues, groups, clients, topology, io, timeline, help, quit",
+            id="command",
+        )
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self.dismiss(event.value)

@@ -12,7 +12,7 @@ from analyzer.tui.screens.base import View
 
 KEYS = [
     ("Anywhere", None),
-    (":", "command line: conn, ex, stats, issues, groups, io, timeline (tl), help, quit"),
+    (":", "command line: conn, ex, stats, issues, groups, clients, topology, io, timeline (tl), help, quit"),
     ("?", "this help"),
     ("esc", "back (closes a view, the filter, the connection scope)"),
     ("t", "light / dark theme"),
@@ -43,6 +43,10 @@ KEYS = [
     (":timeline", "the current connection's exchanges on a time axis (bars of latency)"),
     (":groups", "consumer groups: rebalances, generations, lag and Burrow's status, exchanges"),
     (":io", "requests/s, bytes/s, errors/s over time (of the exchanges the list shows)"),
+    (":clients", "clients: software, readiness for Kafka 4.x (the refused versions), hygiene"),
+    ("  ", "[ / ]: the release judged (3.9-4.2); enter: the client's exchanges; r: the refused ones"),
+    (":topology", "who produces to and fetches from what: clients -> brokers -> topics"),
+    ("  ", "enter on an edge (a topic): its exchanges; f: the exchanges of any node"),
     ("Groups view (:groups)", None),
     ("[ / ]", "previous / next consumer group"),
     ("1 2 3 4", "tabs: rebalances, generations, lag, exchanges (tab / shift+tab: next pane)"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from analyzer.tui.rows import Picked
 from analyzer.tui.screens.base import View
+from analyzer.tui.screens.clients import ClientsScreen
 from analyzer.tui.screens.connections import ConnectionsScreen
 from analyzer.tui.screens.groups import GroupsScreen
 from analyzer.tui.screens.help import HelpScreen
@@ -11,6 +12,7 @@ from analyzer.tui.screens.io import IOScreen
 from analyzer.tui.screens.issues import IssuesScreen
 from analyzer.tui.screens.stats import StatsScreen
 from analyzer.tui.screens.timeline import TimelineScreen
+from analyzer.tui.screens.topology import TopologyScreen
 from analyzer.tui.session import Session
 
 
@@ -28,6 +30,10 @@ def make_view(what: str, session: Session, conn: int | None = None) -> View:
         return IssuesScreen(se.issue_rows(), se.rows, se.index.origin)
     if what == "groups":
         return GroupsScreen(se)
+    if what == "clients":
+        return ClientsScreen(se)
+    if what == "topology":
+        return TopologyScreen(se)
     if what == "timeline" and conn is not None:
         title, rows = se.connection_timeline(conn)
         return TimelineScreen(conn, title, rows, se.index.origin)
