@@ -94,8 +94,10 @@ def refuses(floors: dict[int, tuple[int, int]] | None, key: int, version: int) -
 def all_topics(ex: Exchange) -> bool | None:
     """A Metadata request asks for every topic (v1+: topics null; v0: an empty list); None for
     another API or an undecoded request."""
+    if ex.api_key != ApiKey.METADATA:  # (first: the TUI's rows answer it without decoding)
+        return None
     req = ex.request
-    if ex.api_key != ApiKey.METADATA or req is None or req.body is None or req.api_version is None:
+    if req is None or req.body is None or req.api_version is None:
         return None
     topics = req.body.child("topics")
     if req.api_version >= 1:
