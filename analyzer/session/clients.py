@@ -143,6 +143,11 @@ class ClientView:
     idle: int = 0
     forgotten: int = 0  # (live) ended connections let go of (counted in connections)
 
+    @property
+    def software_said(self) -> str:
+        """Its software as the outputs say it: name and version, or why there is none."""
+        return self.software or (NOT_NAMED if self.kip511 else BEFORE_KIP511)
+
     def row(self, target: str) -> dict:
         floors = target_floors(target)
         removed = []
@@ -187,7 +192,7 @@ class ClientView:
         return {
             "client_id": self.client_id,
             "client": self.host,
-            "software": self.software or (NOT_NAMED if self.kip511 else BEFORE_KIP511),
+            "software": self.software_said,
             "first": self.first,
             "last": self.last,
             "connections": conns,
