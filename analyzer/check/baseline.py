@@ -30,6 +30,18 @@ transactional id, records beyond +-``count_tolerance``, retried records beyond +
 and ``retry_margin``, any more failed or duplicated records, more hanging or failed transactions,
 commits or aborts beyond +-``count_tolerance``, an e2e p99 beyond ``latency_factor`` x and
 ``e2e_margin_ms`` fail. A baseline written before producers were recorded says so (a note).
+
+Per client's health (:meth:`Profiler.add_clients`, from
+:class:`~analyzer.session.clients.ClientTracker`'s rows, summed over its hosts and the capture
+set), named as the profiles above (client id and software, no address nor port): its readiness
+for the target release (the API versions it used that the target refuses, its record batches in
+the old formats), its Metadata requests per second (the highest of its hosts and captures), its
+connections and its reconnections without backoff, the time its answers were throttled. A
+version the target refuses that the client did not use before, old formats where it had none, a
+Metadata rate beyond ``latency_factor`` x and ``metadata_rate_margin``, connections beyond
++``count_tolerance`` and ``connection_margin`` (or fast reconnections beyond
+``reconnect_margin`` more), throttling beyond ``latency_factor`` x and ``throttle_margin_ms``
+fail. A baseline written before client health was recorded says so (a note).
 """
 
 from __future__ import annotations
@@ -41,6 +53,7 @@ from dataclasses import dataclass
 from analyzer.dissect import schema
 from analyzer.filter import field_values
 from analyzer.model import Exchange
+from analyzer.session.clients import BEFORE_KIP511, NOT_NAMED
 from analyzer.session.stats import error_names, percentile
 
 VERSION = 1
@@ -48,6 +61,8 @@ HANDSHAKE_LEN = 4  # the first requests of a connection
 _CODECS = field_values("records.codec")
 _PRODUCER_IDS = field_values("records.producer_id")
 PRODUCER_KEYS = ("records", "retried", "failed", "duplicated")
+# a client's health: the sums over its hosts and captures (metadata_rate: the highest)
+HEALTH_SUMS = ("old_formats", "connections", "fast_reconnects", "throttle_ms")
 TXN_OUTCOMES = ("commit", "abort", "hanging", "open", "failed")
 
 
@@ -68,6 +83,9 @@ class Tolerances:
     lag_margin_s: float = 10.0
     retry_margin: int = 10  # records
     e2e_margin_ms: float = 100.0
+    metadata_rate_margin: float = 5.0  # requests/s
+    connection_margin: int = 10  # connections, and fast reconnections
+    throttle_margin_ms: float = 100.0
 
 
 class Profiler:
@@ -84,6 +102,7 @@ class Profiler:
         self.producers: dict[str, dict] = {}
         self.transactions: dict[str, dict] = {}
         self.e2e: dict[str, dict] = {}
+        self.health: dict[str, dict] = {}
 
     def begin(self, name: str, knowledge) -> None:
         self._capture = name
@@ -178,6 +197,42 @@ class Profiler:
             if r["p99_ms"] is not None:
                 self._add_e2e(f"{r['topic']} | {r['group'] or '(no group)'}", {"p99_ms": r["p99_ms"]})
 
+    def add_clients(self, rows: list[dict]) -> None:
+        """One capture's clients (the engine's :attr:`~analyzer.check.engine.Engine.client_rows`,
+        :meth:`ClientTracker.rows` at its end), named by client id and software."""
+        for r in rows:
+            removed: dict[str, list[int]] = {}
+            for x in r["removed_versions"]:
+                removed.setdefault(x["api_name"] or f"Api{x['api_key']}", []).append(x["version"])
+            self._add_health(
+                client_key(r["client_id"], r["software"]),
+                {
+                    "target": r["target"],
+                    "removed_versions": removed,
+                    "old_formats": r["old_formats"],
+                    "metadata_rate": r["metadata_rate"],
+                    "connections": r["connections"],
+                    "fast_reconnects": r["fast_reconnects"],
+                    "throttle_ms": r["throttle_ms"],
+                },
+            )
+
+    def _add_health(self, key: str, h: dict) -> None:
+        old = self.health.get(key)
+        if old is None:
+            self.health[key] = {
+                **h,
+                "removed_versions": {a: sorted(v) for a, v in h["removed_versions"].items()},
+            }
+            return
+        for api, vers in h["removed_versions"].items():
+            old["removed_versions"][api] = sorted(set(old["removed_versions"].get(api, ())) | set(vers))
+        for k in HEALTH_SUMS:
+            old[k] += h[k]
+        rates = [v for v in (old["metadata_rate"], h["metadata_rate"]) if v is not None]
+        old["metadata_rate"] = max(rates) if rates else None
+        old["target"] = max(old["target"], h["target"])
+
     def _add_producer(self, key: str, p: dict) -> None:
         old = self.producers.setdefault(key, dict.fromkeys(PRODUCER_KEYS, 0))
         for k in PRODUCER_KEYS:
@@ -235,6 +290,7 @@ class Profiler:
             "producers": {k: dict(sorted(v.items())) for k, v in sorted(self.producers.items())},
             "transactions": {k: dict(sorted(v.items())) for k, v in sorted(self.transactions.items())},
             "e2e": {k: dict(v) for k, v in sorted(self.e2e.items())},
+            "client_health": {k: _sorted_health(v) for k, v in sorted(self.health.items())},
         }
 
     # parallel captures: the raw material is plain data
@@ -256,9 +312,12 @@ class Profiler:
             "producers": {k: dict(v) for k, v in self.producers.items()},
             "transactions": {k: dict(v) for k, v in self.transactions.items()},
             "e2e": {k: dict(v) for k, v in self.e2e.items()},
+            "client_health": {k: _sorted_health(v) for k, v in self.health.items()},
         }
 
     def merge(self, state: dict) -> None:
+        for k, v in state.get("client_health", {}).items():
+            self._add_health(k, v)
         for gid, g in state.get("groups", {}).items():
             self._add_group(gid, g)
         for k, v in state.get("producers", {}).items():
@@ -294,6 +353,20 @@ class Profiler:
                 c["requests"][a] += n
 
 
+def client_key(client_id: str | None, software: str | None) -> str:
+    """A client's name in the baseline, as :meth:`Profiler._client` names its profile: its client
+    id and the software it names (ApiVersions v3+), never its address."""
+    cid = client_id if client_id is not None else "(no client id)"
+    named = software and software not in (BEFORE_KIP511, NOT_NAMED)
+    return f"{cid} | {software}" if named else cid
+
+
+def _sorted_health(h: dict) -> dict:
+    out = dict(sorted(h.items()))
+    out["removed_versions"] = {a: sorted(v) for a, v in sorted(h["removed_versions"].items())}
+    return out
+
+
 def dumps(profile: dict) -> str:
     return json.dumps(profile, indent=2, sort_keys=True) + "\n"
 
@@ -311,6 +384,12 @@ def load(path: str) -> dict:
         raise ValueError(
             f"{path}: its groups are not a kafka-analyzer baseline's (each needs {', '.join(sorted(keys))})"
         )
+    health = data.get("client_health", {})
+    if not isinstance(health, dict) or not all(_health_ok(v) for v in health.values()):
+        raise ValueError(
+            f"{path}: its client_health is not a kafka-analyzer baseline's (each needs target, "
+            f"removed_versions (API -> versions), metadata_rate, {', '.join(HEALTH_SUMS)}: numbers)"
+        )
     for section, need in (
         ("producers", set(PRODUCER_KEYS)),
         ("transactions", set(TXN_OUTCOMES)),
@@ -326,6 +405,21 @@ def load(path: str) -> dict:
                 f"(each needs {', '.join(sorted(need))}, numbers)"
             )
     return data
+
+
+def _health_ok(h) -> bool:
+    num = (int, float)
+    return (
+        isinstance(h, dict)
+        and isinstance(h.get("target"), str)
+        and isinstance(h.get("removed_versions"), dict)
+        and all(
+            isinstance(v, list) and all(isinstance(x, int) for x in v) for v in h["removed_versions"].values()
+        )
+        and (h.get("metadata_rate") is None or isinstance(h["metadata_rate"], num))
+        and "metadata_rate" in h
+        and all(isinstance(h.get(k), num) and not isinstance(h.get(k), bool) for k in HEALTH_SUMS)
+    )
 
 
 # -- comparing ------------------------------------------------------------------------------------------
@@ -355,6 +449,13 @@ DIMENSIONS = {
     "commits and aborts within +-50% of the baseline.",
     "baseline.e2e-latency": "Each (topic, consumer group)'s end-to-end p99 within 2x and +100 ms "
     "of the baseline.",
+    "baseline.client-readiness": "No client uses an API version the target Kafka release refuses "
+    "(KIP-896) or old record formats that it did not use in the baseline.",
+    "baseline.client-metadata-rate": "Each client's Metadata requests per second within 2x and "
+    "+5/s of the baseline.",
+    "baseline.client-connections": "Each client's connections within +50% and +10 of the baseline, "
+    "its reconnections without backoff within +10.",
+    "baseline.client-throttle": "Each client's throttled time within 2x and +100 ms of the baseline.",
 }
 _STATUS_RANK = {"OK": 1, "WARN": 2, "ERR": 3}
 
@@ -390,7 +491,98 @@ def compare(base: dict, cur: dict, tol: Tolerances = Tolerances()) -> list[Diffe
         out += _errors(key, b, c)
         out += _latency(key, b, c, tol)
         out += _counts(key, b, c, tol)
-    return out + _groups(base, cur, tol) + _producers(base, cur, tol)
+    return out + _groups(base, cur, tol) + _producers(base, cur, tol) + _health(base, cur, tol)
+
+
+def _health(base: dict, cur: dict, tol: Tolerances) -> list[Difference]:
+    """The clients' readiness, Metadata rate, connections and throttling."""
+    if "client_health" not in base:
+        if not cur.get("client_health"):
+            return []
+        why = "records no client health (written before it was): --update-baseline records it"
+        return [Difference("baseline.client-readiness", "note", "the baseline", why)]
+    out = []
+    bh, ch = base["client_health"], cur.get("client_health", {})
+    for key in sorted(ch):
+        b, c = bh.get(key), ch[key]
+        if b is None:  # (baseline.clients says it is new; its readiness is said here)
+            if c["removed_versions"] or c["old_formats"]:
+                what = _refused(c["removed_versions"], c["old_formats"])
+                out.append(
+                    Difference(
+                        "baseline.client-readiness",
+                        "error",
+                        key,
+                        f"a client the baseline does not have uses what Kafka {c['target']} refuses: {what}",
+                    )
+                )
+            continue
+        out += _readiness(key, b, c)
+        x, y = b["metadata_rate"] or 0.0, c["metadata_rate"] or 0.0
+        rid = "baseline.client-metadata-rate"
+        if y > x * tol.latency_factor and y > x + tol.metadata_rate_margin:
+            out.append(Difference(rid, "error", key, f"{y:g} Metadata requests/s (baseline {x:g}/s)"))
+        elif x > y * tol.latency_factor and x > y + tol.metadata_rate_margin:
+            out.append(Difference(rid, "note", key, f"{y:g} Metadata requests/s (baseline {x:g}/s)"))
+        rid = "baseline.client-connections"
+        x, y = b["connections"], c["connections"]
+        if y > x + tol.count_tolerance * x and y > x + tol.connection_margin:
+            out.append(
+                Difference(
+                    rid, "error", key, f"{y} connections (baseline {x}, beyond +{tol.count_tolerance:.0%})"
+                )
+            )
+        elif x > y + tol.count_tolerance * y and x > y + tol.connection_margin:
+            out.append(Difference(rid, "note", key, f"{y} connections (baseline {x})"))
+        x, y = b["fast_reconnects"], c["fast_reconnects"]
+        if y > x + tol.connection_margin:
+            out.append(Difference(rid, "error", key, f"{y} reconnections without backoff (baseline {x})"))
+        elif x > y + tol.connection_margin:
+            out.append(Difference(rid, "note", key, f"{y} reconnections without backoff (baseline {x})"))
+        x, y = b["throttle_ms"], c["throttle_ms"]
+        rid = "baseline.client-throttle"
+        if y > x * tol.latency_factor and y > x + tol.throttle_margin_ms:
+            out.append(Difference(rid, "error", key, f"throttled {y:g} ms (baseline {x:g} ms)"))
+        elif x > y * tol.latency_factor and x > y + tol.throttle_margin_ms:
+            out.append(Difference(rid, "note", key, f"throttled {y:g} ms (baseline {x:g} ms)"))
+    return out
+
+
+def _refused(removed: dict[str, list[int]], old: int) -> str:
+    parts = [f"{api} v{','.join(map(str, vers))}" for api, vers in sorted(removed.items())]
+    if old:
+        parts.append(f"{old} record batches in the old formats (magic 0/1)")
+    return "; ".join(parts)
+
+
+def _readiness(key: str, b: dict, c: dict) -> list[Difference]:
+    rid = "baseline.client-readiness"
+    if b["target"] != c["target"]:
+        why = f"readiness judged for Kafka {c['target']}, the baseline for Kafka {b['target']}: not compared"
+        return [Difference(rid, "note", key, why)]
+    out = []
+    bv, cv = b["removed_versions"], c["removed_versions"]
+    new = {a: sorted(set(v) - set(bv.get(a, ()))) for a, v in cv.items()}
+    new = {a: v for a, v in new.items() if v}
+    gone = {a: sorted(set(v) - set(cv.get(a, ()))) for a, v in bv.items()}
+    gone = {a: v for a, v in gone.items() if v}
+    target = f"Kafka {c['target']} refuses (KIP-896)"
+    if new:
+        out.append(Difference(rid, "error", key, f"now uses what {target}: {_refused(new, 0)}"))
+    if c["old_formats"] and not b["old_formats"]:
+        out.append(
+            Difference(
+                rid,
+                "error",
+                key,
+                f"now sends or is sent {c['old_formats']} record batches in the old formats",
+            )
+        )
+    if gone:
+        out.append(Difference(rid, "note", key, f"no longer uses what {target}: {_refused(gone, 0)}"))
+    if b["old_formats"] and not c["old_formats"]:
+        out.append(Difference(rid, "note", key, "no longer uses the old record formats"))
+    return out
 
 
 def _producers(base: dict, cur: dict, tol: Tolerances) -> list[Difference]:

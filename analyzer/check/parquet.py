@@ -4,7 +4,8 @@
 There is one way to evaluate rules: each piece's exchanges are rebuilt from the exchanges'
 ``state`` column (:mod:`analyzer.export.exchange_state`: the decoded trees, issues and connection
 the exchange was emitted with) and fed, with the piece's connection and capture issues (the
-issues table), in the order one run emitted them (``seq``), to the same
+issues table) and its connections' ends (the connections table: the clients' connection churn),
+in the order one run emitted them (``seq``), to the same
 :class:`~analyzer.check.engine.Engine` (and baseline profiler) as ``check`` on captures; each
 piece ends with the facts of its captures row. A piece is what ``check`` calls a capture: a
 file, or the rotated files of one recording chained.
@@ -25,7 +26,7 @@ import os
 
 import orjson
 
-from analyzer.events import CaptureIssue, ConnIssue
+from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue
 from analyzer.export.exchange_state import exchange_from_state
 from analyzer.model import ConnInfo, Endpoint, Exchange, Issue, Severity
 from analyzer.session.knowledge import Knowledge
@@ -33,6 +34,7 @@ from analyzer.session.knowledge import Knowledge
 _SEVERITY = {str(s): s for s in Severity}
 _ISSUE_COLUMNS = ["capture", "ts", "connection", "client", "broker", "severity", "code", "message"]
 _ISSUE_COLUMNS += ["offset", "where", "roles_known", "seq"]
+_END_COLUMNS = ["capture", "connection", "client", "broker", "roles_known", "first_ts", "last_ts", "seq"]
 
 
 # the exchanges read in one scan of the tables (several pieces at a time, up to this many)
@@ -123,6 +125,22 @@ def _issue_event(r: dict):
     return ConnIssue(conn, -1, issue, r["ts"])
 
 
+def _end_event(r: dict) -> ConnectionEnd:
+    """A connection's end as the clients read it (its endpoints, roles and times)."""
+    known = 0 if r["roles_known"] else None
+    return ConnectionEnd(
+        ConnInfo(
+            r["connection"],
+            _endpoint(r["client"]),
+            _endpoint(r["broker"]),
+            r["first_ts"],
+            False,
+            known,
+            r["last_ts"],
+        )
+    )
+
+
 class Tables:
     """The pieces of a capture set (or of every set) in an output directory of ``spark``."""
 
@@ -133,6 +151,7 @@ class Tables:
         self._flt = None if capture_set is None else ds.field("capture_set") == capture_set
         self._exchanges = _dataset(base, "exchanges")
         self._issues = _dataset(base, "issues")
+        self._ends = _dataset(base, "connections")
         cols = ["capture", "packets", "exchanges", "first_ts", "last_ts", "files"]
         cols += ["inconclusive", "exit_code", "records_bodies", "where_filter", "capture_set"]
         caps = _read(_dataset(base, "captures"), cols, self._flt)
@@ -162,7 +181,7 @@ class Tables:
                     "write the tables again (with --split-size 0 for such a file)"
                 )
 
-        self._rows: dict[int, tuple[list, list]] = {}
+        self._rows: dict[int, tuple[list, list, list]] = {}
 
     def records_bodies(self) -> bool:
         return all(c["records_bodies"] for c in self.pieces)
@@ -193,11 +212,12 @@ class Tables:
         flt = ds.field("capture").isin(sorted({n for _s, n in owner})) & ds.field("capture_set").isin(
             sorted({s for s, _n in owner})
         )
-        self._rows = {at + i: ([], []) for i in range(len(batch))}
+        self._rows = {at + i: ([], [], []) for i in range(len(batch))}
         for kind, rows in enumerate(
             (
                 _read(self._exchanges, ["capture", "capture_set", "seq", "state"], flt),
                 _read(self._issues, [*_ISSUE_COLUMNS, "capture_set"], flt),
+                _read(self._ends, [*_END_COLUMNS, "capture_set"], flt),
             )
         ):
             for r in rows:
@@ -206,12 +226,12 @@ class Tables:
                     self._rows[owned][kind].append(r)
 
     def replay(self, piece: dict):
-        """The piece's exchanges and connection/capture issues, in the order one run emitted
+        """The piece's exchanges, connection/capture issues and connection ends, in the order one run emitted
         them; each exchange with the software the run knew of its client id then."""
         at = next(i for i, p in enumerate(self.pieces) if p is piece)
         if at not in self._rows:
             self._load(piece)
-        rows, issues = self._rows.pop(at)
+        rows, issues, ends = self._rows.pop(at)
         if any(r["state"] is None for r in rows):
             raise NotTables(
                 f"{self.base}: {piece['capture']}: exchanges without check state (written by an older "
@@ -222,7 +242,13 @@ class Tables:
                 f"{self.base}: {piece['capture']}: {len(rows)} exchange rows for "
                 f"{piece['exchanges']} exchanges: the tables are incomplete"
             )
+        if any(r["seq"] is None for r in ends):
+            raise NotTables(
+                f"{self.base}: {piece['capture']}: connections without their place among the events "
+                "(written by an older `kafka-analyzer spark`): write the tables again"
+            )
         merged = [(r["seq"], 0, r) for r in rows] + [(r["seq"] or 0, 1, r) for r in issues]
+        merged += [(r["seq"], 2, r) for r in ends]
         merged.sort(key=lambda x: (x[0], x[1]))
         for _seq, kind, r in merged:
             if kind == 0:
@@ -232,5 +258,7 @@ class Tables:
                     raise NotTables(
                         f"{self.base}: {piece['capture']}: a damaged exchange state ({_first_line(exc)})"
                     ) from None
-            else:
+            elif kind == 1:
                 yield _issue_event(r), None
+            else:
+                yield _end_event(r), None

@@ -159,6 +159,7 @@ def analyse_chain(args, chain: list[str], want_profile: bool) -> dict:
     if prof is not None:
         prof.add_groups(engine.group_rows)
         prof.add_producers(engine.producer_rows)
+        prof.add_clients(engine.client_rows)
     return {"engine": engine.state(), "profile": prof.state() if prof is not None else None}
 
 
@@ -218,6 +219,7 @@ def analyse_tables(args, want_profile: bool) -> list[dict]:
         if prof is not None:
             prof.add_groups(engine.group_rows)
             prof.add_producers(engine.producer_rows)
+            prof.add_clients(engine.client_rows)
         out.append({"engine": engine.state(), "profile": prof.state() if prof is not None else None})
     if not out:
         raise NotTables(f"{tables.base}: no capture in the tables")

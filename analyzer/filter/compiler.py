@@ -19,6 +19,7 @@ from analyzer.dissect.constants import ApiKey
 from analyzer.dissect.errors import CODES, ERRORS
 from analyzer.dissect.protocol_table import API_NAMES
 from analyzer.dissect.records_view import RecordsField
+from analyzer.filter import client_fields as CF
 from analyzer.filter import fields as F
 from analyzer.filter import producer_fields as PF
 from analyzer.filter.syntax import (
@@ -500,7 +501,11 @@ _EXCHANGE_GETTERS: dict[str, Callable] = {
     "txn.id": PF.txn_ids,
     "txn.committed": PF.txn_committed,
     "unanswered": _unanswered,
+    "client.removed": CF.removed,
+    "client.all_topics": CF.metadata_all_topics,
 }
+# the client software the run knows: name and version (None), name (0), version (1)
+_SOFTWARE = {"software": None, "client.software": 0, "client.software_version": 1}
 _TREE_FIELDS = frozenset(
     (
         "group",
@@ -515,6 +520,7 @@ _TREE_FIELDS = frozenset(
         "txn.id",
         "txn.committed",
         "unanswered",
+        "client.all_topics",
     )
 )
 
@@ -775,16 +781,11 @@ class _Compiler:
         if spec is not None:
             if path in _TREE_FIELDS:
                 self.needs_trees = True
-            if path == "software":
-                flt = self.flt
+            if path in _SOFTWARE:
+                flt, part = self.flt, _SOFTWARE[path]
 
-                def software(ex: Exchange, flt=flt):
-                    k = flt.knowledge
-                    cid = ex.client_id
-                    if k is None or cid is None:
-                        return None
-                    sw = k.clients.get(cid)
-                    return " ".join(x for x in sw if x) if sw else None
+                def software(ex: Exchange, flt=flt, part=part):
+                    return CF.software(flt.knowledge, ex, part)
 
                 return _Resolved(path, spec.type, software, False)
             return _Resolved(path, spec.type, _EXCHANGE_GETTERS[path], spec.many, truth=spec.type == F.BOOL)

@@ -233,6 +233,31 @@ EXCHANGE_FIELDS: dict[str, Spec] = {
             "EndTxn's committed flag (false: the transaction is aborted)",
             "api == EndTxn and not txn.committed",
         ),
+        Spec(
+            "client.software",
+            STRING,
+            "the client software's name the client id gave in ApiVersions v3+ (KIP-511)",
+            'client.software == "librdkafka"',
+        ),
+        Spec(
+            "client.software_version",
+            STRING,
+            "the client software's version the client id gave in ApiVersions v3+",
+            'client.software_version contains "2.3"',
+        ),
+        Spec(
+            "client.removed",
+            BOOL,
+            "the request uses an API version that Kafka 4.x refuses (removed by KIP-896), as the "
+            "clients' readiness judges it",
+            "client.removed",
+        ),
+        Spec(
+            "client.all_topics",
+            BOOL,
+            "a Metadata request asking for every topic",
+            "client.all_topics",
+        ),
         Spec("unanswered", BOOL, "a request that expected a response and got none", "unanswered"),
     )
 }

@@ -68,6 +68,8 @@ _GROUP_APIS = frozenset(
 )
 EXCHANGE, CONNECTION = range(2)
 TARGETS = ("3.9", "4.0", "4.1", "4.2")
+BEFORE_KIP511 = "before KIP-511"  # a client's software when it never sent ApiVersions v3+
+NOT_NAMED = "not named"  # ... when it did but left the name out
 
 
 def target_floors(target: str) -> dict[int, tuple[int, int]] | None:
@@ -77,6 +79,30 @@ def target_floors(target: str) -> dict[int, tuple[int, int]] | None:
     if target not in TARGETS:
         raise ValueError(f"unknown target {target!r} (known: {', '.join(TARGETS)})")
     return None if target < "4.0" else CURRENT_VERSIONS
+
+
+def refuses(floors: dict[int, tuple[int, int]] | None, key: int, version: int) -> bool:
+    """The release whose accepted versions are ``floors`` (:func:`target_floors`) refuses version
+    ``version`` of API ``key``: below its oldest accepted version, or an API it removed (an API
+    the schemas do not know is not judged)."""
+    if floors is None or version_range(key) is None:
+        return False
+    rng = floors.get(key)
+    return rng is None or version < rng[0]
+
+
+def all_topics(ex: Exchange) -> bool | None:
+    """A Metadata request asks for every topic (v1+: topics null; v0: an empty list); None for
+    another API or an undecoded request."""
+    if ex.api_key != ApiKey.METADATA:  # (first: the TUI's rows answer it without decoding)
+        return None
+    req = ex.request
+    if req is None or req.body is None or req.api_version is None:
+        return None
+    topics = req.body.child("topics")
+    if req.api_version >= 1:
+        return topics is None or topics.value is None
+    return not (topics and topics.children)
 
 
 @dataclass(slots=True)
@@ -117,15 +143,18 @@ class ClientView:
     idle: int = 0
     forgotten: int = 0  # (live) ended connections let go of (counted in connections)
 
+    @property
+    def software_said(self) -> str:
+        """Its software as the outputs say it: name and version, or why there is none."""
+        return self.software or (NOT_NAMED if self.kip511 else BEFORE_KIP511)
+
     def row(self, target: str) -> dict:
         floors = target_floors(target)
         removed = []
         if floors is not None:
             for (key, version), _n in sorted(self.apis.items()):
-                if version_range(key) is None:
-                    continue
-                rng = floors.get(key)
-                if rng is None or version < rng[0]:
+                if refuses(floors, key, version):
+                    rng = floors.get(key)
                     removed.append(
                         {
                             "api_key": key,
@@ -163,7 +192,7 @@ class ClientView:
         return {
             "client_id": self.client_id,
             "client": self.host,
-            "software": self.software or ("not named" if self.kip511 else "before KIP-511"),
+            "software": self.software_said,
             "first": self.first,
             "last": self.last,
             "connections": conns,
@@ -250,10 +279,7 @@ class ClientTracker:
             if name:
                 software = f"{name} {sw_version}" if sw_version else name
         elif key == ApiKey.METADATA and body is not None:
-            topics = body.child("topics")
-            every = (
-                topics is None or topics.value is None if version >= 1 else not (topics and topics.children)
-            )
+            every = all_topics(ev)
             missing = []
             if resp is not None and resp.body is not None:
                 for x in resp.body.elements("topics"):

@@ -237,7 +237,7 @@ class InsightFeed:
                             "time": now,
                             "client_id": c.client_id,
                             "client": c.host,
-                            "software": c.software or ("not named" if c.kip511 else "before KIP-511"),
+                            "software": c.software_said,
                             "kind": kind,
                             "problem": problem,
                         },

@@ -108,6 +108,9 @@ CONNECTION = _struct(
     ("gaps", _LONG),
     ("closed", _STR),
     ("not_kafka", _STR),
+    # the connection's end among the piece's events (see the exchanges' seq): check --parquet
+    # replays it there (the clients' connection churn)
+    ("seq", _LONG),
 )
 
 CAPTURE = _struct(
@@ -507,6 +510,7 @@ class ConnectionRow(NamedTuple):
     gaps: int
     closed: str | None
     not_kafka: str | None
+    seq: int | None = None
 
 
 class RecordRow(NamedTuple):
@@ -726,7 +730,7 @@ def issue_row(capture: str, ev, seq: int | None = None) -> IssueRow:
     )
 
 
-def connection_row(capture: str, info) -> ConnectionRow:
+def connection_row(capture: str, info, seq: int | None = None) -> ConnectionRow:
     from analyzer.export.jsonout import endpoint_pair
 
     ends = endpoint_pair(info)
@@ -748,6 +752,7 @@ def connection_row(capture: str, info) -> ConnectionRow:
         sum(info.gaps),
         info.closed,
         info.not_kafka,
+        seq,
     )
 
 

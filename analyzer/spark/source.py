@@ -170,7 +170,7 @@ def analyze_piece(  # noqa: C901 - one loop dispatching every event kind to its 
     topic_ids = knowledge.topic_ids
     issues = 0
     damaged = False
-    seq = 0  # the exchange and issue events in the order they come (check --parquet's order)
+    seq = 0  # the exchange, issue and connection-end events in the order they come (check --parquet's)
     rows: list[tuple] = []
 
     class RowBuilder:
@@ -196,7 +196,8 @@ def analyze_piece(  # noqa: C901 - one loop dispatching every event kind to its 
                     damaged = True
                 rows.append(event("issue", issue_row(file_of(None) if t is ConnIssue else name, ev, seq)))
             elif t is ConnectionEnd:
-                rows.append(event("connection", connection_row(file_of(None), ev.conn)))
+                seq += 1
+                rows.append(event("connection", connection_row(file_of(None), ev.conn, seq)))
 
     insights = Insights(topic_ids)  # groups, producers, clients: over the whole piece in order
     stopped = False

@@ -266,6 +266,7 @@ class _RowShare(Share):
                 )
             elif t is ConnectionEnd:
                 end = event("connection", connection_row(here, ev.conn))
+                self._mark(batch, ev.conn.id)
                 at = (_ROW, fno, owner, batch, self._seq, ev.conn.id, CONNECTION)
                 out.append((*at, [end], None, False, None, None))
                 # the clients' part (plain: its endpoints and times)
@@ -456,7 +457,7 @@ _AFTER = float("inf")  # (batch, _AFTER): after every event of the batch
 
 
 class _Order:
-    """One run's numbering of a piece's exchange and issue events (seq, 1-based), from the
+    """One run's numbering of a piece's exchange, issue and connection-end events (seq, 1-based), from the
     batches of every owner's events: a packet's events are one owner's (its connection's); the
     end's are ordered by connection, then as their owner emitted them."""
 
@@ -498,13 +499,11 @@ def _stitch(items: Iterable[tuple], shared) -> Iterator[tuple]:
         conn = idmap[(owner, local)]
         key = order_key(batch, seq, conn)
         software = knowing.software(key) if named else None
-        number = None
-        if kind != CONNECTION:
-            where = (fno, owner, batch, conn if batch == END else 0)
-            if where != at:
-                at, n = where, 0
-            n += 1
-            number = order.first(batch, conn) + n
+        where = (fno, owner, batch, conn if batch == END else 0)
+        if where != at:
+            at, n = where, 0
+        n += 1
+        number = order.first(batch, conn) + n
         for ev in rows:
             what = ev[0]
             if what == "exchange":
@@ -528,7 +527,9 @@ def _stitch(items: Iterable[tuple], shared) -> Iterator[tuple]:
                     i = i._replace(message=name_broker(i.message, software))
                 yield event("issue", i)
             else:
-                yield event("connection", ConnectionRow._make(row_of(ev))._replace(connection=conn))
+                yield event(
+                    "connection", ConnectionRow._make(row_of(ev))._replace(connection=conn, seq=number)
+                )
 
 
 def _with_state(

