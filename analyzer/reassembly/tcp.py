@@ -247,6 +247,7 @@ class Reassembler:
         cid = conn.id
         base = me.base
         nxt = me.next
+        assert nxt is not None  # set by the first data, before anything is buffered
         ready: list[tuple[int, int]] = []  # (arrival, offset) still to visit in this pass
         later: list[tuple[int, int]] = []  # (arrival, offset) ready after this pass went past them
         pos = -1  # arrival number of the segment this pass is at
@@ -293,6 +294,7 @@ class Reassembler:
             out.append(Gap(conn.id, d, me.base, r, gts, gidx))
             me.gaps += 1
             me.base += r
+            assert me.next is not None  # set by the first data, before anything is buffered
             me.next = (me.next + r) & M32
         self._drain(conn, d, me, out)
 
