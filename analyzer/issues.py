@@ -378,7 +378,9 @@ DECODE_ELEMENT_LIMIT = _declare(
     WARNING,
     "decode",
     "A message holds more array elements than are decoded (the per-message ``max_elements`` "
-    "budget, ``--max-elements``): decoding stops at the limit, the rest of the message is not shown.",
+    "budget, ``--max-elements``): decoding stops at the limit, the rest of the message is not shown "
+    "(an array of fixed-size scalars keeps the values within the budget; the fields after it are "
+    "still decoded).",
 )
 DECODE_UNEXPECTED_NULL = _declare(
     "decode.unexpected_null",

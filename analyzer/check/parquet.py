@@ -177,8 +177,7 @@ class Tables:
             if c["exit_code"] is None:
                 raise NotTables(
                     f"{base}: {c['capture']} has no check state (written by an older `kafka-analyzer "
-                    "spark`, or a big file analysed in byte-range splits that holds no Kafka exchange): "
-                    "write the tables again (with --split-size 0 for such a file)"
+                    "spark`): write the tables again"
                 )
 
         self._rows: dict[int, tuple[list, list, list]] = {}

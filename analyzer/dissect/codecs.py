@@ -96,7 +96,8 @@ class Limits:
         longest-idle are closed early (``stream.evicted``, counted once). ~4 KB each at rest.
     max_elements: array elements one message body may decode (``--max-elements``): past it
         decoding stops with ``decode.element_limit``. Arrays of fixed-size scalars are kept
-        compact and count one per 64 elements.
+        compact (element Fields built on demand) and spend the budget as any element does: past it
+        their values are cut and the fields after them still decoded.
     """
 
     max_output: int = 64 * MiB

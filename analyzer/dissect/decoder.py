@@ -169,11 +169,21 @@ class ScalarArrayField(LazyField):
     __slots__ = ("values", "elem", "size", "first")
 
     def __init__(
-        self, name: str, ftype: str, offset: int, length: int, values: tuple, elem: str, size: int, first: int
+        self,
+        name: str,
+        ftype: str,
+        offset: int,
+        length: int,
+        values: tuple,
+        elem: str,
+        size: int,
+        first: int,
+        count: int | None = None,
     ) -> None:
         self.name = name
         self.type = ftype
-        self.value = len(values)
+        # the count on the wire: ``values`` holds fewer when the element budget cut them
+        self.value = len(values) if count is None else count
         self.offset = offset
         self.length = length
         self.display = None
@@ -374,6 +384,21 @@ def _many(fmt: str, n: int) -> struct.Struct:
     return st
 
 
+def _element_limit(ctx: Ctx, name: str, n: int, start: int) -> None:
+    """Say once per message that an array of ``n`` elements outruns the element budget."""
+    if not ctx.elements_said:
+        ctx.elements_said = True
+        ctx.issues.append(
+            DECODE_ELEMENT_LIMIT(
+                f"{name}: {n} elements, {max(ctx.elements, 0)} left of the message's budget of"
+                f" {ctx.max_elements} (max_elements; raise it with --max-elements): decoding stops"
+                " when it is spent",
+                start,
+                name,
+            )
+        )
+
+
 def _array_reader(name, ftype, elem_reader, nullable: bool, flex: bool, scalar=None, elem: str = ""):
     fmt = scalar.format[-1] if scalar is not None else ""
     esize = scalar.size if scalar is not None else 0
@@ -414,11 +439,17 @@ def _array_reader(name, ftype, elem_reader, nullable: bool, flex: bool, scalar=N
                     start,
                     name,
                 )
-            # compact: one unpack, element Fields only on demand; one budget unit per 64
-            ctx.elements -= n >> 6
-            values = _many(fmt, n).unpack_from(buf, pos) if n else ()
+            # compact: one unpack, element Fields only on demand; each element spends the
+            # budget as a struct's does (consumers may build its element Fields): past it, the
+            # values kept are cut (said once) and decoding goes on after the array's bytes
+            keep = n
+            if n > ctx.elements:
+                keep = max(ctx.elements, 0)
+                _element_limit(ctx, name, n, start)
+            ctx.elements -= keep
+            values = _many(fmt, keep).unpack_from(buf, pos) if keep else ()
             out.append(
-                ScalarArrayField(name, ftype, start, pos + n * esize - start, values, elem, esize, pos)
+                ScalarArrayField(name, ftype, start, pos + n * esize - start, values, elem, esize, pos, n)
             )
             return pos + n * esize
         items: list[Field] = []
@@ -432,17 +463,7 @@ def _array_reader(name, ftype, elem_reader, nullable: bool, flex: bool, scalar=N
             finally:
                 f.length = pos - start
             return pos
-        if not ctx.elements_said:
-            ctx.elements_said = True
-            ctx.issues.append(
-                DECODE_ELEMENT_LIMIT(
-                    f"{name}: {n} elements, {max(ctx.elements, 0)} left of the message's budget of"
-                    f" {ctx.max_elements} (max_elements; raise it with --max-elements): decoding stops"
-                    " when it is spent",
-                    start,
-                    name,
-                )
-            )
+        _element_limit(ctx, name, n, start)
         try:  # element by element (nested arrays spend the budget too), then stop
             for _ in range(n):
                 if ctx.elements <= 0:

@@ -40,10 +40,11 @@ class _Dir:
     def __init__(self) -> None:
         self.next: int | None = None  # next expected sequence number
         self.base = 0  # stream offset of `next`
-        # out-of-order segments: seq -> (payload, ts, index, arrival number, stream offset); the
-        # arrival number stays when a longer copy replaces a buffered segment
+        # out-of-order segments: stream offset -> (payload, ts, index, arrival number); the
+        # arrival number stays when a longer copy replaces a buffered segment. An offset and
+        # its sequence number differ by a constant (``next - base``) in 32-bit space
         self.ooo: dict[int, tuple] = {}
-        self.heap: list[tuple[int, int]] = []  # (stream offset, seq) of every buffered segment
+        self.heap: list[int] = []  # the stream offset of every buffered segment (plain ints)
         self.order = 0  # arrival numbers handed out
         self.ooo_bytes = 0
         self.fin: int | None = None  # sequence number of the FIN, once seen
@@ -200,41 +201,40 @@ class Reassembler:
 
     def _data(self, conn, d, me: _Dir, seq, payload, ts, index, out) -> None:
         n = len(payload)
-        if me.next is None:  # mid-stream start in this direction
-            me.next = seq
-        r = _rel(seq, me.next)
-        if r == 0:
-            out.append(StreamData(conn.id, d, me.base, payload, ts, index))
-            me.next = (seq + n) & M32
-            me.base += n
-            if me.ooo:
-                self._drain(conn, d, me, out)
-        elif r < 0:
+        nxt = me.next
+        if nxt is None:  # mid-stream start in this direction
+            me.next = nxt = seq
+        r = ((seq - nxt + 0x80000000) & M32) - 0x80000000  # _rel(seq, nxt), inline: the hot path
+        if r > 0:  # ahead of the next expected byte: into the buffer
+            off = me.base + r
+            ooo = me.ooo
+            old = ooo.get(off)
+            if old is None:
+                ooo[off] = (payload, ts, index, me.order)
+                me.order += 1
+                heappush(me.heap, off)
+            elif len(old[0]) >= n:
+                me.retrans += 1
+                return
+            else:
+                me.ooo_bytes -= len(old[0])
+                ooo[off] = (payload, ts, index, old[3])
+            me.ooo_bytes += n
+            if me.ooo_bytes > self.max_buffer or len(ooo) > self.max_segments:
+                while (me.ooo_bytes > self.max_buffer or len(ooo) > self.max_segments) and ooo:
+                    self._skip_to_buffered(conn, d, me, ts, index, out)
+            return
+        if r < 0:
             if r + n <= 0:
                 me.retrans += 1
                 return
-            cut = -r
-            out.append(StreamData(conn.id, d, me.base, payload[cut:], ts, index))
-            me.next = (seq + n) & M32
-            me.base += n - cut
-            if me.ooo:
-                self._drain(conn, d, me, out)
-        else:
-            old = me.ooo.get(seq)
-            if old is not None:
-                if len(old[0]) >= n:
-                    me.retrans += 1
-                    return
-                me.ooo_bytes -= len(old[0])
-                me.ooo[seq] = (payload, ts, index, old[3], old[4])
-            else:
-                off = me.base + r
-                me.ooo[seq] = (payload, ts, index, me.order, off)
-                me.order += 1
-                heappush(me.heap, (off, seq))
-            me.ooo_bytes += n
-            while (me.ooo_bytes > self.max_buffer or len(me.ooo) > self.max_segments) and me.ooo:
-                self._skip_to_buffered(conn, d, me, ts, index, out)
+            payload = payload[-r:]
+            n += r
+        out.append(StreamData(conn.id, d, me.base, payload, ts, index))
+        me.next = (nxt + n) & M32
+        me.base += n
+        if me.ooo:
+            self._drain(conn, d, me, out)
 
     def _drain(self, conn, d, me: _Dir, out) -> None:
         """Deliver buffered segments that have become contiguous (trimming overlaps).
@@ -246,42 +246,58 @@ class Reassembler:
         """
         heap = me.heap
         ooo = me.ooo
-        ready: list[tuple[int, int]] = []  # (arrival, seq) still to visit in this pass
-        later: list[tuple[int, int]] = []  # (arrival, seq) ready after this pass went past them
+        cid = conn.id
+        base = me.base
+        nxt = me.next
+        assert nxt is not None  # set by the first data, before anything is buffered
+        ready: list[tuple[int, int]] = []  # (arrival, offset) still to visit in this pass
+        later: list[tuple[int, int]] = []  # (arrival, offset) ready after this pass went past them
         pos = -1  # arrival number of the segment this pass is at
-        while heap and heap[0][0] <= me.base:
-            s = heappop(heap)[1]
+        while heap and heap[0] <= base:
+            s = heappop(heap)
             heappush(ready, (ooo[s][3], s))
         while ready:
             pos, s = heappop(ready)
-            payload, ts, index, _order, off = ooo.pop(s)
-            n = len(payload)
-            me.ooo_bytes -= n
-            r = off - me.base
-            if r + n > 0:
-                out.append(StreamData(conn.id, d, me.base, payload[-r:] if r else payload, ts, index))
-                me.next = (s + n) & M32
-                me.base += n + r
-                while heap and heap[0][0] <= me.base:
-                    s2 = heappop(heap)[1]
+            while True:
+                payload, ts, index, pos = ooo.pop(s)
+                n = len(payload)
+                me.ooo_bytes -= n
+                r = s - base
+                if r + n <= 0:
+                    me.retrans += 1
+                    break
+                out.append(StreamData(cid, d, base, payload[-r:] if r else payload, ts, index))
+                nxt = (nxt + n + r) & M32
+                base += n + r
+                if not heap or heap[0] > base:
+                    break
+                s = heappop(heap)
+                if not ready and not later and (not heap or heap[0] > base):
+                    continue  # the sole candidate, next whatever its arrival: deliver it now
+                a = ooo[s][3]
+                heappush(ready if a > pos else later, (a, s))
+                while heap and heap[0] <= base:
+                    s2 = heappop(heap)
                     a = ooo[s2][3]
                     heappush(ready if a > pos else later, (a, s2))
-            else:
-                me.retrans += 1
+                break
             if not ready and later:  # the next pass
                 ready, later = later, ready
                 pos = -1
+        me.base = base
+        me.next = nxt
 
     def _skip_to_buffered(self, conn, d, me: _Dir, ts, index, out) -> None:
         """Declare the bytes up to the earliest buffered segment lost, then deliver."""
-        off, first = me.heap[0]
+        off = me.heap[0]
         r = off - me.base
         if r > 0:
-            _, gts, gidx, _order, _off = me.ooo[first]
+            _, gts, gidx, _order = me.ooo[off]
             out.append(Gap(conn.id, d, me.base, r, gts, gidx))
             me.gaps += 1
             me.base += r
-            me.next = first
+            assert me.next is not None  # set by the first data, before anything is buffered
+            me.next = (me.next + r) & M32
         self._drain(conn, d, me, out)
 
     def _acked(self, conn, d, me: _Dir, ack, ts, index, out) -> None:
@@ -294,7 +310,7 @@ class Reassembler:
         r = _rel(ack, me.next)
         if r <= 0:
             return
-        if me.ooo and me.heap[0][0] - me.base <= r:
+        if me.ooo and me.heap[0] - me.base <= r:
             self._skip_to_buffered(conn, d, me, ts, index, out)
             return
         if r > self.max_buffer * 64:

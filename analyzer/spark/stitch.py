@@ -295,6 +295,7 @@ class _RowShare(Share):
         out.append(
             (_OPENS, self.fno, self.owner, part.opens, self.exchanges, self.issues)
             + (part.keylog_pulled, part.keylog_issues, part.table, part.evicted)
+            + (part.tls_connections, part.tls_decrypted, self.keylog.given)
         )
         out.append(self.order())
         if splits_seen:
@@ -334,9 +335,11 @@ def _close(share: _RowShare, seen: list, broken: bool) -> list[tuple]:
             out.append(_failed(share.fno, None))
     else:
         out = []
-    table, evicted = share.table.log, share.pipe.reasm.evicted
+    pipe = share.pipe
+    table, evicted = share.table.log, pipe.reasm.evicted
     out.append(
         (_OPENS, share.fno, share.owner, share.opens, share.exchanges, share.issues, 0, [], table, evicted)
+        + (pipe.tls_connections, pipe.tls_decrypted, share.keylog.given)
     )
     out.append(share.order())
     if seen:
@@ -625,9 +628,11 @@ def _capture_rows(
     keylog,
     events: int,
     opts: dict,
+    tls: tuple[int, int, bool] = (0, 0, False),
 ) -> list[tuple]:
     """The piece's capture issues and its captures row, as the whole-piece analysis gives them
-    (the capture issues come last, after the ``events`` exchange and issue events)."""
+    (the capture issues come last, after the ``events`` exchange and issue events); ``tls``:
+    the owners' TLS connections, those decrypted, and whether a key log was given."""
     walks = sorted(walks, key=lambda x: x[0])
     found = []
     before = 0  # packets of the file before the split
@@ -659,15 +664,17 @@ def _capture_rows(
         connections=opens,
         first_ts=totals.first_ts,
         last_ts=totals.last_ts,
+        skipped=totals.skipped,
         exchanges=exchanges,
+        tls_connections=tls[0],
+        tls_decrypted=tls[1],
+        keylog_given=tls[2],
         capture_issues=tuple(found),
     )
-    # the exit code None (``check --parquet`` says it cannot judge the file) when it holds no
-    # Kafka exchange: why, one run says from what the owners do not gather (skipped packets,
-    # TLS without keys)
-    usable = not outcome.unusable()
-    inconclusive = None if usable else outcome.inconclusive()
-    code = None if usable and not exchanges else int(outcome.exit_code())
+    # as one run says them, also for a piece without a Kafka exchange: why (the walks' skipped
+    # packets, the owners' TLS connections without keys) and its exit code
+    inconclusive = outcome.inconclusive()
+    code = int(outcome.exit_code())
     fmt, compression = (walks[0][6], walks[0][7]) if walks else (None, None)
     row = CaptureRow(
         name,
@@ -749,7 +756,10 @@ def analyze_split(
                 keylog = [*keylog, SPARK_ANALYSIS_FAILED(stopped)]
         exchanges = sum(it[4] for it in ends)
         issues = sum(it[5] for it in ends)
-        made = _capture_rows(piece, cuts, walks, len(idmap), exchanges, issues, keylog, order.total, opts)
+        tls = (sum(it[10] for it in ends), sum(it[11] for it in ends), any(it[12] for it in ends))
+        made = _capture_rows(
+            piece, cuts, walks, len(idmap), exchanges, issues, keylog, order.total, opts, tls
+        )
         finals[fno] = (piece.name, CaptureRow._make(row_of(made[-1])).last_ts)
         rows += made
     # (broadcast: the events' batches are 8 bytes an event, read by every task)

@@ -61,6 +61,7 @@ if TYPE_CHECKING:
 
 LAYOUTS = ("both", "list", "detail")
 NARROW = 100  # below this width the hex pane starts hidden
+SHORT = 30  # below this height the exchange list takes two thirds (the screen's class "-short")
 
 
 class AnalyzerApp(App[int]):
@@ -69,6 +70,7 @@ class AnalyzerApp(App[int]):
 
     CSS_PATH = "app.tcss"
     TITLE = "kafka-analyzer"
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (SHORT, "-tall")]  # app.tcss: Screen.-short
 
     BINDINGS = [
         Binding("q", "quit", "Quit"),

@@ -4,8 +4,9 @@ Each builder returns the bytes of a pcap; :func:`bomb_cases` names them with the
 that must name the damage. They are the cases of issue #19: a zstd control batch of 1 MiB of
 zeros claiming 2^31-1 records (one, and eight in one response), a legacy gzip wrapper of ~2
 million empty messages, 48 partitions of 64 MiB zstd / gzip in one request, a Metadata response
-with 2 million topics, an array of 4 million int32, and 100,000 connections each holding half a
-frame.
+with 2 million topics, an array of 4 million int32 (in a Metadata response, and as the partition
+indexes of an OffsetFetch request), an OffsetFetch response of a million partitions, and 100,000
+connections each holding half a frame.
 """
 
 from __future__ import annotations
@@ -169,6 +170,31 @@ def int32_array(n: int = 4_000_000) -> bytes:
     return one_exchange(metadata_v0_request(1), metadata_v0_response(1, replicas=n))
 
 
+def offset_fetch_v1_request(corr: int, n: int, client: str = "bomb") -> bytes:
+    """OffsetFetch v1 request: group "g", one topic listing ``n`` int32 partition indexes."""
+    parts = struct.pack(f">{n}i", *range(n)) if n < 1000 else bytes(4 * n)
+    body = _str("g") + _i32(1) + _str("t") + _i32(n) + parts
+    return _frame(struct.pack(">hhi", 9, 1, corr) + _str(client) + body)
+
+
+def offset_fetch_v1_response(corr: int, n: int) -> bytes:
+    """OffsetFetch v1 response: one topic with ``n`` partitions (index, offset, null metadata,
+    no error): a struct array, 16 bytes an element."""
+    part = _i32(0) + struct.pack(">q", 42) + _i16(-1) + _i16(0)
+    return _frame(_i32(corr) + _i32(1) + _str("t") + _i32(n) + part * n)
+
+
+def offset_fetch_4m_request(n: int = 4_000_000) -> bytes:
+    """16 MB on the wire: one OffsetFetch v1 request whose only topic lists ``n`` partitions
+    (answered by a small response)."""
+    return one_exchange(offset_fetch_v1_request(1, n), offset_fetch_v1_response(1, 1))
+
+
+def offset_fetch_4m_response(n: int = 1_000_000) -> bytes:
+    """The same in a response: one topic of ``n`` partitions (16 MB on the wire, 16 bytes each)."""
+    return one_exchange(offset_fetch_v1_request(1, 1), offset_fetch_v1_response(1, n))
+
+
 def _raw_tcp(src: int, sport: int, dst: int, dport: int, seq: int, flags: int, payload: bytes) -> bytes:
     """Ethernet + IPv4 + TCP by hand (no checksums: the analyzer does not verify them)."""
     tcp = struct.pack(">HHIIBBHHH", sport, dport, seq, 0, 5 << 4, flags, 65535, 0, 0) + payload
@@ -199,10 +225,12 @@ class Bomb:
     build: object
     codes: tuple[str, ...]
     named: tuple[str, ...] = ()
+    shows: str = ""  # the partial result every command must still show (an API name)
 
 
 _CONTROL = ("records.bad_control_count",)
 _LIMIT = ("records.decompression_limit", "records.decompression_budget")
+_ELEMENTS = ("decode.element_limit",)
 
 BOMBS: dict[str, Bomb] = {
     "zstd-control-batch-of-zeros": Bomb(lambda: control_zeros_fetch(1), ("records.record_limit",), _CONTROL),
@@ -223,9 +251,15 @@ BOMBS: dict[str, Bomb] = {
         ("records.decompression_budget",),
     ),
     "metadata-2m-topics": Bomb(metadata_topics, ("decode.element_limit",), ("decode.element_limit",)),
-    # 16 MB on the wire, decoded whole (arrays of scalars are kept compact, within every limit):
-    # nothing is damaged or left out, so there is nothing to name; the exchange is shown
-    "array-of-4m-int32": Bomb(int32_array, ()),
+    # 16 MB on the wire: an array of scalars keeps the element budget's worth of values, says
+    # so once, and the exchange is shown (request or response, top level or nested)
+    "array-of-4m-int32": Bomb(int32_array, _ELEMENTS, _ELEMENTS, "Metadata"),
+    "offset-fetch-request-of-4m-partitions": Bomb(
+        offset_fetch_4m_request, _ELEMENTS, _ELEMENTS, "OffsetFetch"
+    ),
+    "offset-fetch-response-of-1m-partitions": Bomb(
+        offset_fetch_4m_response, _ELEMENTS, _ELEMENTS, "OffsetFetch"
+    ),
     # read says the evictions in words on stderr; every command names the half frames too
     "100k-half-open-connections": Bomb(
         half_open_flood, ("stream.evicted",), ("stream.evicted", "max_connections", "framing.incomplete")

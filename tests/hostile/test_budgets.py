@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import threading
 
 import pytest
@@ -97,7 +98,38 @@ def test_bomb_is_bounded(name, command, bomb_files, tmp_path):
         want = BOMBS[name].codes
         assert not want or codes & set(want), (want, codes)
     named = BOMBS[name].named
+    assert BOMBS[name].shows in text, (BOMBS[name].shows, text[-3000:])
     if named:
         assert any(word in text for word in named), (named, text[-3000:])
     else:  # nothing damaged: the exchange is there (check: nothing found), no warning, no error
         assert rc == 0 and (" 0 failed\n" if command == "check" else "Metadata") in text, text[-3000:]
+
+
+TUI_BOMBS = sorted(n for n, b in BOMBS.items() if "decode.element_limit" in b.codes and b.shows)
+
+
+@pytest.mark.parametrize("name", TUI_BOMBS)
+def test_bomb_is_bounded_in_the_tui(name, bomb_files, tmp_path):
+    """The same huge arrays through the TUI (headless, textual's Pilot, in its own process): the
+    exchange is listed and opened (field tree, hex), its issue names the budget, the issues view
+    counts it, and the process's peak RSS stays under the limit."""
+    out = tmp_path / "out"
+    script = str(ROOT / "tests" / "helpers" / "tui_child.py")
+    hwm = str(out) + ".hwm"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    p = subprocess.run(
+        [sys.executable, script, hwm, str(bomb_files[name])],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=HANG_S,
+    )
+    assert "Traceback" not in p.stderr, p.stderr[-3000:]
+    assert p.returncode == 0, p.stderr[-3000:]
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    assert got["exchanges"] == 1 and got["exit"] == 0, got
+    assert got["codes"].count("decode.element_limit") == 1, got
+    assert "1 occurrences" in got["issues_view"], got
+    rss = read_child_mb(hwm)
+    assert rss < LIMIT_RSS_MB, f"{name} tui: peak RSS {rss:.0f} MB"

@@ -270,3 +270,17 @@ def test_scalar_arrays_are_compact_and_show_the_same_fields():
     assert kids[0].offset == reps.offset + 4 and kids[4].offset == reps.offset + 4 + 16
     j = message_json(m)
     assert j["body"]["topics"][0]["partitions"][0]["replica_nodes"] == [0, 1, 2, 3, 4]
+
+
+def test_a_scalar_array_past_the_element_budget_keeps_the_budget_and_says_so_once():
+    """A huge []int32 costs at most the budget: the values past it are cut (the count on the
+    wire stays), one issue names the limit, and the fields after the array are still decoded."""
+    from analyzer.dissect.codecs import Limits
+
+    m = decode_response(frame(_metadata_v0_response(1, 40)), 3, 0, Options(limits=Limits(max_elements=25)))
+    assert [i.code for i in m.issues].count("decode.element_limit") == 1
+    part = m.body.child("topics").children[0].child("partitions").children[0]
+    reps = part.child("replica_nodes")
+    assert reps.value == 40 and reps.values == tuple(range(22))  # 25 - broker, topic, partition
+    assert len(reps.children) == 22 and reps.length == 4 + 40 * 4
+    assert part.child("isr_nodes") is not None  # decoded after the cut array
