@@ -59,6 +59,14 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         print(f"kafka-analyzer: --tls-keylog: {problem}", file=sys.stderr)
         return EXIT_USAGE
+    if keylog:
+        kept = _kept_keylog(keylog)
+        if kept != keylog:  # a pipe (<(...), /dev/stdin): read once, kept for every reader
+            args.tls_keylog = kept
+            argv = [
+                kept if a == keylog else a.replace(keylog, kept) if a.startswith("--tls-keylog=") else a
+                for a in argv
+            ]
     caps = getattr(args, "capture", None)
     if getattr(args, "parquet", False):
         return args.func_parquet(args)
@@ -109,6 +117,29 @@ def _chains(args, caps: list[str]) -> list[list[str]] | None:
     from analyzer.capture.sets import plan
 
     return plan(caps)
+
+
+def _kept_keylog(path: str) -> str:
+    """``path`` when it is a regular file; else (a pipe, a process substitution) its text,
+    read once into a private temporary file removed at exit: every capture of the run, and
+    every process of ``-j`` or of several captures, reads the key log again."""
+    import atexit
+    import os
+    import stat
+    import tempfile
+
+    try:
+        if stat.S_ISREG(os.stat(path).st_mode):
+            return path
+        with open(path, "rb") as f:
+            text = f.read()
+    except OSError:
+        return path  # (check_readable said it is readable: the reader will say what fails)
+    fd, kept = tempfile.mkstemp(prefix="kafka-analyzer-keylog-")  # mode 0600: secrets
+    with os.fdopen(fd, "wb") as f:
+        f.write(text)
+    atexit.register(lambda: os.path.exists(kept) and os.unlink(kept))
+    return kept
 
 
 def _many(args, argv: list[str], caps: list[str], chains: list[list[str]]) -> int:

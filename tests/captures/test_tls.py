@@ -254,3 +254,31 @@ def test_lost_segment_resynchronises(entry, tmp_path):
     assert codes["tls.gap"] == 1, issues
     assert not [i for i in issues if i.severity == Severity.ERROR], issues
     assert len(exchanges) >= len(good) - 3
+
+
+@pytest.mark.parametrize("command", ["stats", "check"])
+def test_keylog_from_a_pipe_serves_every_capture(tmp_path, command):
+    """`--tls-keylog <(cat *.keys)` or /dev/stdin: a pipe is read once, so the run keeps its
+    text for every capture and every process (several captures run one process each): the
+    same output as the key log in a file."""
+    import sys
+
+    caps = [
+        str(CAPTURES / "kafka-python-tls-tls13-aes128gcm.pcap"),
+        str(CAPTURES / "librdkafka-tls-tls13-aes128gcm.pcap"),
+    ]
+    keys = b"".join((CAPTURES / f).read_bytes() for f in sorted(p.name for p in CAPTURES.glob("*.keys")))
+    (tmp_path / "keys").write_bytes(keys)
+
+    def run(keylog: str, stdin: bytes | None) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "analyzer", command, *caps, "--tls-keylog", keylog],
+            input=stdin,
+            capture_output=True,
+            timeout=300,
+        )
+
+    from_file, from_pipe = run(str(tmp_path / "keys"), None), run("/dev/stdin", keys)
+    assert from_pipe.returncode == from_file.returncode and from_file.returncode in (0, 1)
+    assert from_pipe.stdout == from_file.stdout
+    assert b"not decrypted" not in from_pipe.stdout and b"Produce" in from_pipe.stdout or command == "check"
