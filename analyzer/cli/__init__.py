@@ -136,9 +136,14 @@ def _kept_keylog(path: str) -> str:
     except OSError:
         return path  # (check_readable said it is readable: the reader will say what fails)
     fd, kept = tempfile.mkstemp(prefix="kafka-analyzer-keylog-")  # mode 0600: secrets
-    with os.fdopen(fd, "wb") as f:
-        f.write(text)
-    atexit.register(lambda: os.path.exists(kept) and os.unlink(kept))
+    with os.fdopen(fd, "wb") as out:
+        out.write(text)
+
+    def remove() -> None:
+        if os.path.exists(kept):
+            os.unlink(kept)
+
+    atexit.register(remove)
     return kept
 
 
