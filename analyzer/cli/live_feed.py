@@ -10,9 +10,9 @@ import sys
 from collections.abc import Callable
 
 from analyzer.cli.common import fmt_ts
-from analyzer.cli.producers import retry_text, transaction_text
 from analyzer.session.insights import OBJECT_TYPES
 from analyzer.session.live_feed import InsightFeed
+from analyzer.session.producer_text import retry_text, transaction_text
 
 LINE_KINDS = (
     "rebalance_start",

@@ -9,12 +9,25 @@ the read_committed consumers held back."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 
 from analyzer.cli.args import add_capture_args
 from analyzer.cli.common import analysis, finish, fmt_ts, print_json
 from analyzer.pipeline import Outcome
-from analyzer.session.producer_insights import ProducerInsights
+from analyzer.session.producer_insights import ProducerInsights, producers_report, transactions_report
+from analyzer.session.producer_text import (
+    HELD_BACK_TITLE,
+    batching_text,
+    e2e_text,
+    held_back_text,
+    offsets_text,
+    producer_counts,
+    producer_head,
+    producer_problems,
+    producers_coverage,
+    retry_text,
+    transaction_text,
+    transactions_coverage,
+)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -48,20 +61,6 @@ def _run(args) -> tuple[ProducerInsights, Outcome]:
     return insights, outcome
 
 
-def producers_report(insights: ProducerInsights, wanted: set[str]) -> dict:
-    rows = [r for r in insights.producers.rows() if not wanted or r["client_id"] in wanted]
-    clients = {(r["client_id"], r["client"]) for r in rows}
-    retries = sorted(insights.producers.retries, key=lambda r: (r["later"]["time"], r["first"]["time"]))
-    e2e = [r for r in insights.e2e.rows() if not wanted or r["producer_client"].split("@")[0] in wanted]
-    return {
-        "producers": rows,
-        "retries": [r for r in retries if (r["client_id"], r["client"]) in clients],
-        "retries_seen": insights.producers.retry_count,
-        "e2e": e2e,
-        "e2e_coverage": insights.coverage(),
-    }
-
-
 def run_producers(args) -> int:
     insights, outcome = _run(args)
     report = producers_report(insights, set(args.client or ()))
@@ -77,48 +76,10 @@ def run_producers(args) -> int:
     if not report["producers"]:
         out.append("no producer in the capture")
     for p in report["producers"]:
-        ident = (
-            f"producer id {p['producer_id']} epoch {p['producer_epoch']}"
-            if p["idempotent"]
-            else "not idempotent"
-        )
-        txn = f", transactional id {p['transactional_id']}" if p["transactional_id"] else ""
-        out.append(f"producer {p['client_id'] or '-'} {p['client']} ({ident}{txn})")
-        out.append(
-            f"  {p['batches']} batches, {p['records']} records, {p['bytes']} bytes in {p['requests']} "
-            f"requests ({when(p['first'])} to {when(p['last'])})"
-        )
-        problems = [
-            (p["retried_records"], "records sent again"),
-            (p["failed_records"], "records failed (last attempt refused, none written: lost unless resent)"),
-            (p["unanswered_records"], "records without an answer in the capture"),
-            (p["duplicates_written"], "records written twice"),
-            (p["sequence_gaps"], "sequence gaps"),
-            (p["epoch_bumps"], "epoch bumps"),
-            (p["fenced"], "answers fencing it"),
-        ]
-        said = [f"{n} {what}" for n, what in problems if n]
-        out.append("  " + ("; ".join(said) if said else "every batch written once, at the first attempt"))
-        codecs = ", ".join(f"{c} {n}" for c, n in p["codecs"].items())
-        per = "-" if p["records_per_batch"] is None else f"{p['records_per_batch']:g}"
-        linger = "-" if p["linger_ms"] is None else f"{p['linger_ms']:.1f} ms"
-        rate = "-" if p["requests_per_s"] is None else f"{p['requests_per_s']:.1f}"
-        out.append(
-            f"  batching: {per} records per batch (median), {linger} between a partition's batches, "
-            f"{rate} requests/s; codecs {codecs or '-'}"
-            + (
-                f" (records x{p['compression_ratio']:g} decompressed, measured on"
-                f" {p['compression_batches']} of {sum(n for c, n in p['codecs'].items() if c != 'none')}"
-                " compressed batches)"
-                if p["compression_ratio"]
-                else ""
-            )
-            + (
-                "; UNDER-BATCHED (many one-record batches at a steady rate: raise linger.ms)"
-                if p["under_batched"]
-                else ""
-            )
-        )
+        out.append(producer_head(p))
+        out.append("  " + producer_counts(p, when))
+        out.append("  " + producer_problems(p))
+        out.append("  " + batching_text(p))
     if report["retries"]:
         out.append("")
         out.append(f"retries ({report['retries_seen']}):")
@@ -128,55 +89,12 @@ def run_producers(args) -> int:
         out.append("")
         out.append("end-to-end latency (Produce request to Fetch answer):")
         for e in report["e2e"]:
-            ts = e["timestamp"]
-            extra = (
-                ""
-                if ts is None
-                else f"; from record timestamps p50 {ts['p50_ms']:.1f} ms, max {ts['max_ms']:.1f} ms"
-            )
-            out.append(
-                f"  {e['topic']}[{e['partition']}] {e['producer_client']} -> {e['consumer_client']}"
-                f" ({e['group'] or 'no group'}): {e['count']} records, p50 {e['p50_ms']:.1f} ms, "
-                f"p99 {e['p99_ms']:.1f} ms, max {e['max_ms']:.1f} ms{extra}"
-            )
-        out.append(f"  coverage: {report['e2e_coverage']}")
+            out.append("  " + e2e_text(e))
+    if report["producers"]:
+        out.append("")
+        out.append(f"coverage: {producers_coverage(report)}")
     print("\n".join(out))
     return finish(outcome)
-
-
-def retry_text(r: dict, when: Callable[[float | None], str]) -> str:
-    """A ``retry`` row (the export's) as ``producers`` says it (``when``: a time as text)."""
-    f, later = r["first"], r["later"]
-    return (
-        f"{when(later['time'])}  {r['client_id'] or '-'} {r['topic']}[{r['partition']}] "
-        f"{r['records']} records, attempt {r['attempt']} after {r['error']}; first sent "
-        f"{when(f['time'])} ({f['connection']} corr {f['correlation_id']}), again on "
-        f"{later['connection']} corr {later['correlation_id']}"
-    )
-
-
-def transaction_text(x: dict, when: Callable[[float | None], str]) -> str:
-    """A ``transaction`` row (the export's) as ``transactions`` says it, without its offsets."""
-    dur = "" if x["duration_ms"] is None else f" {x['duration_ms']:.1f} ms"
-    err = f" ({x['error']})" if x["error"] else ""
-    state = x["outcome"].upper() if x["outcome"] in ("hanging", "open") else x["outcome"]
-    limit = (
-        f" (timeout {x['timeout_ms']} ms)" if x["outcome"] in ("hanging", "open") and x["timeout_ms"] else ""
-    )
-    parts = " ".join(f"{p['topic']}[{p['partition']}]" for p in x["partitions"]) or "-"
-    return (
-        f"{when(x['start'])}  {x['transactional_id']} pid {x['producer_id']} epoch "
-        f"{x['producer_epoch']}: {state}{err}{dur}{limit}; {x['records']} records to {parts}"
-    )
-
-
-def transactions_report(insights: ProducerInsights, now: float | None, wanted: set[str]) -> dict:
-    txns = [x for x in insights.txns.transactions(now) if not wanted or x["transactional_id"] in wanted]
-    return {
-        "transactions": txns,
-        "finished_seen": insights.txns.finished,
-        "held_back": insights.txns.held_back(),
-    }
 
 
 def run_transactions(args) -> int:
@@ -197,16 +115,14 @@ def run_transactions(args) -> int:
     for x in report["transactions"]:
         out.append(transaction_text(x, when))
         for o in x["offsets_committed"]:
-            out.append(f"      offsets: group {o['group']} {o['topic']}[{o['partition']}] -> {o['offset']}")
+            out.append(f"      offsets: {offsets_text(o)}")
     if report["held_back"]:
         out.append("")
-        out.append("read_committed consumers held back (last stable offset behind the high watermark):")
+        out.append(f"{HELD_BACK_TITLE}:")
         for h in report["held_back"]:
-            grow = ", growing" if h["growing"] else ""
-            out.append(
-                f"  {h['client_id'] or '-'} {h['client']} {h['topic']}[{h['partition']}]: up to "
-                f"{h['max_held_back']} records, {h['last_held_back']} at the last of {h['fetches']} "
-                f"fetches{grow}"
-            )
+            out.append("  " + held_back_text(h))
+    if report["transactions"]:
+        out.append("")
+        out.append(f"coverage: {transactions_coverage(report)}")
     print("\n".join(out))
     return finish(outcome)

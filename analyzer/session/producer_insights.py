@@ -148,3 +148,43 @@ def transaction_section(transactions: list[dict]) -> list[dict]:
 def e2e_section(e2e: list[dict]) -> list[dict]:
     """``stats``' e2e rows of ``e2e`` objects (in their order)."""
     return [{k: r[k] for k in E2E_COLUMNS} for r in e2e]
+
+
+# -- the ``producers`` and ``transactions`` reports (the commands' JSON; the TUI's views) ---------------
+
+
+def producers_report(insights: ProducerInsights, wanted: set[str] | None = None) -> dict:
+    """The producers (of the client ids ``wanted``; none: all), their retries (in the order of
+    their later attempt), the retries seen (``retries_seen``) and let go (``retries_dropped``),
+    the end-to-end latencies of what they wrote and that latency's coverage. It reads the
+    insights without closing anything (a live capture's batches stay open for retries)."""
+    pt = insights.producers
+    rows = [r for r in pt.rows() if not wanted or r["client_id"] in wanted]
+    clients = {(r["client_id"], r["client"]) for r in rows}
+    retries = sorted(pt.retries, key=lambda r: (r["later"]["time"], r["first"]["time"]))
+    e2e = [r for r in insights.e2e.rows() if not wanted or r["producer_client"].split("@")[0] in wanted]
+    return {
+        "producers": rows,
+        "retries": [r for r in retries if (r["client_id"], r["client"]) in clients],
+        "retries_seen": pt.retry_count,
+        "retries_dropped": max(0, pt.retry_count - len(pt.retries)),
+        "e2e": e2e,
+        "e2e_coverage": insights.coverage(),
+    }
+
+
+def transactions_report(
+    insights: ProducerInsights, now: float | None, wanted: set[str] | None = None
+) -> dict:
+    """The transactions (of the transactional ids ``wanted``; none: all), those ended and let go
+    (``finished_dropped``) and open ones let go (``open_dropped``), and the read_committed
+    consumers held back; ``now``: the capture's end (open ones past their timeout: hanging)."""
+    tt = insights.txns
+    txns = [x for x in tt.transactions(now) if not wanted or x["transactional_id"] in wanted]
+    return {
+        "transactions": txns,
+        "finished_seen": tt.finished,
+        "finished_dropped": max(0, tt.finished - len(tt.done_)),
+        "open_dropped": tt.dropped_open,
+        "held_back": tt.held_back(),
+    }
