@@ -239,10 +239,12 @@ class Insights:
         self.producers = ProducerInsights(topic_ids)
         self.clients = ClientTracker(topic_ids)
 
-    def event(self, ev) -> None:
+    def event(self, ev, mark: object = None) -> None:
+        """``mark``: what the caller names an exchange by, kept where the producers' insights
+        keep evidence (a transaction's first exchange and EndTxn: the TUI's row)."""
         t = type(ev)
         if t is Exchange:
-            self.apply(ev if GroupInsights.wants(ev) else None, self.facts(ev))
+            self.apply(ev if GroupInsights.wants(ev) else None, self.facts(ev), mark)
         elif t is ConnectionEnd:
             self.connection_end(ev)
 
@@ -275,11 +277,11 @@ class Insights:
         g, p, c = self.groups.facts(ex), self.producers.facts(ex), self.clients.facts(ex)
         return None if g is None and p is None and c is None else (g, p, c)
 
-    def apply(self, exchange: Exchange | None, facts: tuple | None) -> None:
+    def apply(self, exchange: Exchange | None, facts: tuple | None, mark: object = None) -> None:
         self.groups.apply(exchange, facts[0] if facts is not None else None)
         if facts is not None:
             if facts[1] is not None:
-                self.producers.apply(facts[1])
+                self.producers.apply(facts[1], mark)
             if facts[2] is not None:
                 self.clients.apply(facts[2])
 

@@ -101,8 +101,9 @@ class Index:
         for ev in events:
             t = type(ev)
             if t is Exchange:
-                self.insights.event(ev)
-                if self.limit is not None and len(rows) >= self.limit:
+                kept = self.limit is None or len(rows) < self.limit
+                self.insights.event(ev, len(rows) if kept else None)  # (marked with its row)
+                if not kept:
                     self.dropped += 1
                     continue
                 issues = ev.all_issues()  # type: ignore[union-attr]

@@ -17,9 +17,12 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import orjson
 from rich.text import Text
 
+from analyzer.dissect.constants import ApiKey
 from analyzer.dissect.message import Options
 from analyzer.model import Exchange, Issue
 from analyzer.pipeline import Analysis, Exit
+from analyzer.session.live_feed import SETTLE
+from analyzer.session.producer_insights import producers_report, transactions_report
 from analyzer.session.report import stats_tables
 from analyzer.session.stats import Stats
 from analyzer.tui.indexer import Indexer, Progress
@@ -203,6 +206,10 @@ class Session:
         # live: packets per second over the last interval of :meth:`rate`
         self._rate_at = (self.started_at, 0)
         self.packet_rate = 0.0
+        # the Produce requests found by time and correlation id (retries' attempts), and how
+        # many rows were looked at for each (:meth:`sent_rows`)
+        self._sent: dict[tuple, int] = {}
+        self._sent_upto: dict[tuple, int] = {}
 
     # indexing -------------------------------------------------------------------------------------
     def indexer(self) -> Indexer:
@@ -439,6 +446,60 @@ class Session:
             if c.flows_dropped:
                 dropped["flows"] = c.flows_dropped
             return {"clients": c.rows(target), "flows": c.flows_rows(), "dropped": dropped}
+
+    def producer_report(self) -> dict:
+        """The producers as the producers view shows them: the ``producers`` command's report
+        (:func:`~analyzer.session.producer_insights.producers_report`: ``producers``,
+        ``retries``...) and ``origin``, the time the view counts from. Following a live
+        capture, a batch nothing happened to for :data:`~analyzer.session.live_feed.SETTLE`
+        seconds is counted first (its retries, its outcome), as ``live`` does."""
+        with self.lock:
+            a = self.analysis
+            pi = self.index.insights.producers
+            if self.live and not self.done and a.packets:
+                pi.producers.settle(a.last_ts, SETTLE)
+            report = producers_report(pi)
+        return report | {"origin": self.index.origin}
+
+    def transaction_report(self) -> dict:
+        """The transactions as the transactions view shows them: the ``transactions``
+        command's report (:func:`~analyzer.session.producer_insights.transactions_report`)
+        at the last packet, ``origin``, and per transaction (``rows``, in their order) the row
+        of its first exchange and of its EndTxn (None: not in the list)."""
+        with self.lock:
+            a = self.analysis
+            pi = self.index.insights.producers
+            report = transactions_report(pi, a.last_ts if a.packets else None)
+            tt = pi.txns
+            marks = {(x.transactional_id, x.start): (x.first_mark, x.end_mark) for x in tt.done_}
+            marks.update(
+                {(x.transactional_id, x.start): (x.first_mark, x.end_mark) for x in tt.open.values()}
+            )
+        rows = [marks.get((x["transactional_id"], x["start"]), (None, None)) for x in report["transactions"]]
+        return report | {"origin": self.index.origin, "rows": rows}
+
+    def sent_rows(self, attempts: list[dict]) -> list[int | None]:
+        """The rows of the Produce requests ``attempts`` (a retry's ``first`` and ``later``:
+        sent at ``time`` with ``correlation_id``), None for one the list does not keep. Found
+        by their request time; each row is looked at once per attempt asked for."""
+        rows = self.index.rows
+        with self.lock:
+            n = len(rows)
+        found = self._sent
+        keys = [(a["time"], a["correlation_id"]) for a in attempts]
+        missing = {k for k in keys if k not in found and self._sent_upto.get(k, 0) < n}
+        if missing:
+            times = {t for t, _ in missing}
+            start = min(self._sent_upto.get(k, 0) for k in missing)
+            for i in range(start, n):
+                if rows.ts(i) in times:
+                    r = rows[i]
+                    k = (r.ts, r.corr)
+                    if k in missing and r.api_key == ApiKey.PRODUCE:
+                        found[k] = i
+            for k in missing:
+                self._sent_upto[k] = n
+        return [found.get(k) for k in keys]
 
     def issue_rows(self):
         with self.lock:

@@ -17,6 +17,9 @@ COMMANDS = {
     "groups": "groups",
     "clients": "clients",
     "topology": "topology",
+    "producers": "producers",
+    "transactions": "transactions",
+    "txn": "transactions",
     "io": "io",
     "timeline": "timeline",
     "tl": "timeline",
@@ -48,7 +51,10 @@ class CommandScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         yield Input(
-            placeholder="conn, ex, stats, issues, groups, clients, topology, io, timeline, help, quit",
+            placeholder=(
+                "conn, ex, stats, issues, groups, clients, topology, producers, transactions, io, "
+                "timeline, help, quit"
+            ),
             id="command",
         )
 

@@ -12,7 +12,11 @@ from analyzer.tui.screens.base import View
 
 KEYS = [
     ("Anywhere", None),
-    (":", "command line: conn, ex, stats, issues, groups, clients, topology, io, timeline (tl), help, quit"),
+    (
+        ":",
+        "command line: conn, ex, stats, issues, groups, clients, topology, producers, transactions (txn), "
+        "io, timeline (tl), help, quit",
+    ),
     ("?", "this help"),
     ("esc", "back (closes a view, the filter, the connection scope)"),
     ("t", "light / dark theme"),
@@ -47,6 +51,10 @@ KEYS = [
     ("  ", "[ / ]: the release judged (3.9-4.2); enter: the client's exchanges; r: the refused ones"),
     (":topology", "who produces to and fetches from what: clients -> brokers -> topics"),
     ("  ", "enter on an edge (a topic): its exchanges; f: the exchanges of any node"),
+    (":producers", "producers: batches, records retried, failed, written twice, sequence gaps, batching"),
+    ("  ", "its retries below (tab); enter on a retry: its FIRST attempt's exchange, l: the later one"),
+    (":transactions", "transactions: outcome (commit, abort, hanging), records, partitions, offsets"),
+    ("  ", "enter: its first exchange, e: its EndTxn; read_committed consumers held back below"),
     ("Groups view (:groups)", None),
     ("[ / ]", "previous / next consumer group"),
     ("1 2 3 4", "tabs: rebalances, generations, lag, exchanges (tab / shift+tab: next pane)"),

@@ -10,9 +10,11 @@ from analyzer.tui.screens.groups import GroupsScreen
 from analyzer.tui.screens.help import HelpScreen
 from analyzer.tui.screens.io import IOScreen
 from analyzer.tui.screens.issues import IssuesScreen
+from analyzer.tui.screens.producers import ProducersScreen
 from analyzer.tui.screens.stats import StatsScreen
 from analyzer.tui.screens.timeline import TimelineScreen
 from analyzer.tui.screens.topology import TopologyScreen
+from analyzer.tui.screens.transactions import TransactionsScreen
 from analyzer.tui.session import Session
 
 
@@ -34,6 +36,10 @@ def make_view(what: str, session: Session, conn: int | None = None) -> View:
         return ClientsScreen(se)
     if what == "topology":
         return TopologyScreen(se)
+    if what == "producers":
+        return ProducersScreen(se)
+    if what == "transactions":
+        return TransactionsScreen(se)
     if what == "timeline" and conn is not None:
         title, rows = se.connection_timeline(conn)
         return TimelineScreen(conn, title, rows, se.index.origin)
