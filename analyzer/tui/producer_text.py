@@ -21,37 +21,38 @@ from analyzer.session.producer_text import (
 )
 from analyzer.tui.group_text import since
 
+# (the figures first: at 80 columns the long names would push them out of sight)
 PRODUCER_COLUMNS = [
-    "client_id",
     "pid/epoch",
-    "transactional_id",
-    "idem",
-    "batches",
     "records",
     "retried",
     "failed",
-    "unanswered",
     "dup",
+    "unanswered",
     "gaps",
     "fenced",
+    "batches",
+    "idem",
+    "client_id",
+    "transactional_id",
     "rec/batch",
     "linger_ms",
     "req/s",
     "codecs",
     "client",
 ]
-RETRY_COLUMNS = ["time", "partition", "records", "attempt", "error", "first #", "first at", "later #"]
+RETRY_COLUMNS = ["time", "first #", "later #", "attempt", "error", "partition", "records", "first at"]
 TRANSACTION_COLUMNS = [
     "start",
-    "transactional_id",
-    "pid/epoch",
     "outcome",
     "ms",
     "records",
-    "partitions",
-    "offsets",
     "first #",
     "end #",
+    "transactional_id",
+    "pid/epoch",
+    "partitions",
+    "offsets",
 ]
 OUTCOME_STYLE = {"commit": "green", "abort": "yellow", "hanging": "bold red", "open": "cyan"}
 

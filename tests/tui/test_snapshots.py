@@ -16,6 +16,8 @@ GZIP = ROOT / "captures" / "librdkafka-produce-consume-gzip.pcap"
 JOINS = ROOT / "captures" / "group-joins.pcap"  # a consumer group: 5 rebalances
 LAG = ROOT / "captures" / "group-lag.pcap"  # four groups, lag growing, stopped, rewinding
 SARAMA = ROOT / "captures" / "sarama-zstd.pcap"  # a legacy client: OffsetCommit v1, refused by Kafka 4
+IDEMPOTENT = ROOT / "captures" / "producer-idempotent.pcap"  # retries, a batch written twice
+PTXN = ROOT / "captures" / "producer-txn.pcap"  # commits, an abort, a hanging transaction
 
 SIZES = [(80, 24), (120, 35)]
 
@@ -84,6 +86,8 @@ def view(what: str):
         "groups-lag",
         "clients",
         "topology",
+        "producers",
+        "transactions",
         "io",
         "help",
         "records",
@@ -99,5 +103,7 @@ def test_view_snapshot(snap_compare, what, size):
         "groups-lag": LAG,
         "clients": SARAMA,
         "topology": LAG,
+        "producers": IDEMPOTENT,
+        "transactions": PTXN,
     }.get(what, TXN)
     assert snap_compare(AnalyzerApp(str(path)), terminal_size=size, run_before=view(what))
