@@ -352,3 +352,51 @@ def test_help_and_the_command_line_name_the_views():
     assert parse_command("producers") == "producers" and parse_command("prod") == "producers"
     assert parse_command("transactions") == "transactions" and parse_command("txn") == "transactions"
     assert "producers" in dict(KEYS)[":"] and "transactions" in dict(KEYS)[":"]
+
+
+def test_read_committed_consumers_held_back_are_listed(monkeypatch):
+    """(No bundled capture holds a read_committed consumer behind an open transaction long enough:
+    one is added to the session's report.) The view lists it in the ``transactions`` words."""
+    from analyzer.session.producer_text import held_back_text
+    from analyzer.tui.session import Session
+
+    held = {
+        "client_id": "reader",
+        "client": "10.0.0.9:4000",
+        "topic": "ptx-out",
+        "partition": 0,
+        "fetches": 12,
+        "max_held_back": 7,
+        "last_held_back": 5,
+        "growing": True,
+    }
+    real = Session.transaction_report
+    monkeypatch.setattr(Session, "transaction_report", lambda self: real(self) | {"held_back": [held]})
+
+    async def go():
+        app = AnalyzerApp(str(CAPTURES / "producer-txn.pcap"))
+        async with app.run_test(size=(120, 35)) as pilot:
+            screen = await opened(app, pilot, "transactions")
+            text = str(screen.query_one("#held-back").render())
+            assert "read_committed consumers held back" in text and held_back_text(held) in text
+
+    asyncio.run(go())
+
+
+def test_a_capture_without_producers_says_so():
+    """Encrypted TLS without keys: no Produce decoded; both views say there is nothing, and enter
+    and the jump keys only say there is nothing to show."""
+
+    async def go():
+        app = AnalyzerApp(str(CAPTURES / "kafka-python-tls-tls12-aes128gcm.pcap"))
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = await opened(app, pilot, "producers")
+            assert "no producer in the capture" in str(screen.query_one("#producers-head").content)
+            await pilot.press("enter", "l")
+            assert app.screen is screen
+            screen = await opened(app, pilot, "transactions")
+            assert "no transaction in the capture" in str(screen.query_one("#transactions-head").content)
+            await pilot.press("enter", "e")
+            assert app.screen is screen
+
+    asyncio.run(go())

@@ -1,4 +1,5 @@
-"""The ``:`` views, built from a session's state (``:conn :stats :issues :groups :io :help``)."""
+"""The ``:`` views, built from a session's state (``:conn :stats :issues :groups :clients :topology
+:producers :transactions :io :help``)."""
 
 from __future__ import annotations
 
