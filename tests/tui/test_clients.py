@@ -24,7 +24,7 @@ from analyzer.session.consumption import host_of
 from analyzer.tui.app import AnalyzerApp
 from analyzer.tui.screens.clients import ClientsScreen
 from analyzer.tui.screens.topology import TopologyScreen
-from tests.tui.test_groups import GatedLive
+from tests.helpers.tui_live import GatedLive, until_done, until_first_part
 
 ROOT = Path(__file__).resolve().parents[2]
 CAPTURES = ROOT / "captures"
@@ -49,15 +49,6 @@ def who(e: Exchange) -> tuple[str, str | None]:
 def broker(e: Exchange) -> str:
     c = e.conn
     return str(c.broker if c.client_direction is not None else c.b)
-
-
-async def until_done(app: AnalyzerApp, pilot) -> None:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + 30
-    while not app.done:
-        assert loop.time() < end, "analysis did not finish"
-        await pilot.pause(0.02)
-    await pilot.pause()
 
 
 async def opened(app: AnalyzerApp, pilot, what: str):
@@ -278,12 +269,7 @@ def test_the_views_follow_a_live_capture(monkeypatch, what):
         app = AnalyzerApp(src)
         async with app.run_test(size=(80, 24)) as pilot:
             try:
-                loop = asyncio.get_running_loop()
-                end = loop.time() + 20
-                while not src.sent_before_cut.is_set():
-                    assert loop.time() < end, "the first part was not read"
-                    await pilot.pause(0.05)
-                await pilot.pause(0.5)
+                await until_first_part(src, pilot)
                 screen = await opened(app, pilot, what)
                 assert not app.done
                 head = str(screen.query_one(f"#{what}-head").content)
@@ -294,9 +280,7 @@ def test_the_views_follow_a_live_capture(monkeypatch, what):
                 else:
                     assert 0 < requests(screen) < sum(x["count"] for r in rows for x in r["apis"])
                 src.gate.set()
-                while not app.done:
-                    assert loop.time() < end + 20, "the capture did not end"
-                    await pilot.pause(0.05)
+                await until_done(app, pilot, timeout=40, step=0.05)  # (the replay ends: the capture with it)
                 await pilot.pause(0.5)
                 assert app.screen is screen
                 assert "partial" not in str(screen.query_one(f"#{what}-head").content)

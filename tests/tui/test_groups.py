@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ from analyzer.session.insights import GroupInsights
 from analyzer.tui.app import AnalyzerApp
 from analyzer.tui.screens.groups import GroupsScreen
 from analyzer.tui.widgets.lag_plot import LagPlot
+from tests.helpers.tui_live import GatedLive, until_done, until_first_part
 
 ROOT = Path(__file__).resolve().parents[2]
 CAPTURES = ROOT / "captures"
@@ -41,12 +41,7 @@ def reference(name: str) -> tuple[list[Exchange], dict]:
 
 
 async def opened(app: AnalyzerApp, pilot) -> GroupsScreen:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + 20
-    while not app.done:
-        assert loop.time() < end, "analysis did not finish"
-        await pilot.pause(0.02)
-    await pilot.pause()
+    await until_done(app, pilot, timeout=20)
     app.open_view("groups")
     await pilot.pause()
     assert isinstance(app.screen, GroupsScreen)
@@ -237,40 +232,6 @@ def test_help_lists_the_groups_view_keys():
     assert "rebalance" in keys["enter"] and "generation" in keys["enter"]
 
 
-class GatedLive:
-    """A live source (as :class:`~analyzer.capture.ring.RingCapture` is to the TUI) replaying a
-    capture: its packets before ``cut`` at once, the rest once ``gate`` is set; meanwhile idle
-    ticks (None), as a quiet interface gives."""
-
-    live = True
-    interface = "replay"
-    name = "live:replay"
-    received = dropped = 0
-
-    def __init__(self, path: Path, cut: float) -> None:
-        self.path, self.cut = path, cut
-        self.gate = threading.Event()
-        self.stopped = threading.Event()
-        self.sent_before_cut = threading.Event()
-
-    def stop(self) -> None:
-        self.stopped.set()
-
-    def __iter__(self):
-        from analyzer.capture.files import CaptureFile
-
-        for pkt in CaptureFile(str(self.path)):
-            if pkt[1] >= self.cut:
-                self.sent_before_cut.set()
-                while not self.gate.wait(0.02):
-                    if self.stopped.is_set():
-                        return
-                    yield None
-            if self.stopped.is_set():
-                return
-            yield pkt
-
-
 def test_the_view_follows_a_live_capture(monkeypatch):
     """A live capture (replayed): the open view shows the rebalances seen so far, then, as more
     packets arrive, the later ones, without being opened again."""
@@ -283,12 +244,7 @@ def test_the_view_follows_a_live_capture(monkeypatch):
         app = AnalyzerApp(src)
         async with app.run_test(size=SIZE) as pilot:
             try:
-                loop = asyncio.get_running_loop()
-                end = loop.time() + 20
-                while not src.sent_before_cut.is_set():
-                    assert loop.time() < end, "the first part was not read"
-                    await pilot.pause(0.05)
-                await pilot.pause(0.5)
+                await until_first_part(src, pilot)
                 app.open_view("groups")
                 await pilot.pause()
                 screen = app.screen
@@ -297,9 +253,7 @@ def test_the_view_follows_a_live_capture(monkeypatch):
                 # the last one of the first part is closed when the next begins (or at the end)
                 assert 2 <= len(shown) <= 3 and shown == [r["cause"] for r in g["rebalances"]][: len(shown)]
                 src.gate.set()
-                while not app.done:  # (the replay ends: the capture with it)
-                    assert loop.time() < end + 20, "the capture did not end"
-                    await pilot.pause(0.05)
+                await until_done(app, pilot, timeout=40, step=0.05)  # (the replay ends: the capture with it)
                 await pilot.pause(0.5)
                 assert app.screen is screen
                 assert column(screen, "rebalances", "cause") == [r["cause"] for r in g["rebalances"]]

@@ -25,7 +25,7 @@ from analyzer.session.walks import produced
 from analyzer.tui.app import AnalyzerApp
 from analyzer.tui.screens.producers import ProducersScreen
 from analyzer.tui.screens.transactions import TransactionsScreen
-from tests.tui.test_groups import GatedLive
+from tests.helpers.tui_live import GatedLive, until_done, until_first_part
 
 ROOT = Path(__file__).resolve().parents[2]
 CAPTURES = ROOT / "captures"
@@ -46,12 +46,7 @@ def client_id(tr: dict, who: str) -> str:
 
 
 async def opened(app: AnalyzerApp, pilot, what: str):
-    loop = asyncio.get_running_loop()
-    end = loop.time() + 20
-    while not app.done:
-        assert loop.time() < end, "analysis did not finish"
-        await pilot.pause(0.02)
-    await pilot.pause()
+    await until_done(app, pilot, timeout=20)
     app.open_view(what)
     await pilot.pause()
     assert isinstance(app.screen, ProducersScreen if what == "producers" else TransactionsScreen)
@@ -307,12 +302,7 @@ def test_the_views_follow_a_live_capture(monkeypatch, what):
         app = AnalyzerApp(src)
         async with app.run_test(size=(80, 24)) as pilot:
             try:
-                loop = asyncio.get_running_loop()
-                end = loop.time() + 20
-                while not src.sent_before_cut.is_set():
-                    assert loop.time() < end, "the first part was not read"
-                    await pilot.pause(0.05)
-                await pilot.pause(0.5)
+                await until_first_part(src, pilot)
                 app.open_view(what)
                 await pilot.pause()
                 screen = app.screen
@@ -325,9 +315,7 @@ def test_the_views_follow_a_live_capture(monkeypatch, what):
                     early = sum(int(n) for n in cells(screen, "producers", "records"))
                     assert early > 0
                 src.gate.set()
-                while not app.done:
-                    assert loop.time() < end + 20, "the capture did not end"
-                    await pilot.pause(0.05)
+                await until_done(app, pilot, timeout=40, step=0.05)  # (the replay ends: the capture with it)
                 await pilot.pause(0.5)
                 assert app.screen is screen
                 assert "partial" not in str(screen.query_one(f"#{what}-head").content)
