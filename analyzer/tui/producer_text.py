@@ -39,6 +39,7 @@ PRODUCER_COLUMNS = [
     "linger_ms",
     "req/s",
     "codecs",
+    "ratio",
     "client",
 ]
 RETRY_COLUMNS = ["time", "first #", "later #", "attempt", "error", "partition", "records", "first at"]
@@ -100,6 +101,7 @@ def producer_rows(producers: list[dict]) -> list[dict]:
                 "linger_ms": p["linger_ms"],
                 "req/s": p["requests_per_s"],
                 "codecs": ",".join(p["codecs"]),
+                "ratio": p["compression_ratio"],
                 "client": p["client"],
             }
         )

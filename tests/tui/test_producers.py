@@ -156,7 +156,7 @@ def test_retries_jump_to_their_first_attempt(name):
 
 def test_producer_mix_rows_are_the_clients():
     """Four producers with different linger, acks and codecs: a row each, 25 records, nothing
-    retried, failed or written twice, their codecs."""
+    retried, failed or written twice, their codecs and compression ratio."""
     name = "producer-mix"
     tr = truth(name)
     expect = tr["expect"]
@@ -172,6 +172,8 @@ def test_producer_mix_rows_are_the_clients():
                 for col in ("retried", "failed", "dup"):
                     assert cells(screen, "producers", col)[row] == "0", (who, col)
                 assert conf["compression.type"] in cells(screen, "producers", "codecs")[row]
+                # every one compresses: records decompressed / compressed
+                assert float(cells(screen, "producers", "ratio")[row]) > 1, who
             assert not screen.query_one("#retries-table").display
             assert "every batch sent once" in str(screen.query_one("#retries-title").content)
 
