@@ -24,6 +24,7 @@ rebalances, producers, transactions) into :class:`Family` rows, plain data.
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -181,6 +182,15 @@ class Metrics:
         self.software: dict[str, str] = {}  # client id -> its software (ApiVersions v3+)
         self.software_seen: set[str] = set()
         self.software_overflow = 0
+
+    def __getstate__(self) -> dict:
+        """Pickled without the topic ids (the knowledge's, which another thread may be changing:
+        a worker sends its counts from its sender thread)."""
+        return {k: v for k, v in self.__dict__.items() if k != "topic_ids"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.topic_ids = {}
 
     # -- feeding ----------------------------------------------------------------------------------------
     def event(self, ev) -> None:
@@ -415,7 +425,7 @@ def families(  # noqa: C901 - one family after the other
             acc += n
             buckets.append((le, acc))
         hist.append(((api,), (buckets, h[-1], acc)))
-    add("request_latency_seconds", "histogram", "Request to response time by API", ("api",), hist)
+    add("latency_seconds", "histogram", "Request to response time by API", ("api",), hist)
     add(
         "throttled_responses_total",
         "counter",
@@ -486,11 +496,11 @@ def families(  # noqa: C901 - one family after the other
     if health.received is not None:
         add("kernel_received_packets_total", "counter", "Packets the kernel saw", (), [((), health.received)])
     add(
-        "kernel_dropped_packets_total",
+        "dropped_packets_total",
         "counter",
-        "Packets the kernel dropped (live captures)",
-        (),
-        [((), health.kernel_dropped or 0)],
+        "Packets lost before the analysis, by where: the kernel's count (live captures; a full ring too)",
+        ("where",),
+        [(("kernel",), health.kernel_dropped or 0)],
     )
     add(
         "ring_full_total",
@@ -509,7 +519,7 @@ def families(  # noqa: C901 - one family after the other
         (),
         [((), m.evicted)],
     )
-    add("stream_gaps_total", "counter", "Bytes never captured in a TCP stream (each gap)", (), [((), m.gaps)])
+    add("gaps_total", "counter", "Bytes never captured in a TCP stream (each gap)", (), [((), m.gaps)])
     add("exchanges_total", "counter", "Kafka exchanges paired (or unpaired)", (), [((), m.exchanges)])
     group_folds = _insight_families(add, insights, now, lim, shown, final) if insights is not None else {}
     folds = {"client_id": folded_clients, "topic": folded_topics, **group_folds}
@@ -599,7 +609,7 @@ def _insight_families(add, insights, now, lim: MetricLimits, shown: Shown | None
             if p["lag_seconds"] is not None:
                 lag_s.append((labels, p["lag_seconds"]))
     add(
-        "consumer_lag_records",
+        "consumer_lag",
         "gauge",
         "Records behind the partition's end offset at the group's last commit (Burrow's lag)",
         ("group", "topic", "partition"),
@@ -619,7 +629,7 @@ def _insight_families(add, insights, now, lim: MetricLimits, shown: Shown | None
         ("group", "status"),
         status,
     )
-    add("group_rebalances_total", "counter", "Rebalances seen, by group", ("group",), rebalances)
+    add("rebalances_total", "counter", "Rebalances seen, by group", ("group",), rebalances)
     add(
         "group_last_rebalance_seconds",
         "gauge",
@@ -646,9 +656,9 @@ def _insight_families(add, insights, now, lim: MetricLimits, shown: Shown | None
         totals["sequence_gaps"] += r.get("sequence_gaps") or 0
         totals["fenced"] += r.get("fenced") or 0
     add(
-        "producer_retried_records_total",
+        "producer_retries_total",
         "counter",
-        "Records a producer sent again",
+        "Records a producer sent again (retried batches' records)",
         (),
         [((), totals["retried"])],
     )
@@ -704,13 +714,15 @@ class LiveMetrics:
         self.limits = limits
         self.lock = threading.Lock()
         self.parts: dict[int, tuple[Metrics, Health]] = {}
-        self.insights = None
+        self.insights: Any = None  # an Insights (the live feed's)
         self.now: float | None = None
         self.shown = Shown()
         self.health = Health()  # the totals (the one process's, or the parent's sums)
         self.started = False
         self.ended = False
-        self.read_health = None  # a callable refreshing :attr:`health` (one process)
+        self.read_health: Callable[[], None] | None = (
+            None  # a callable refreshing :attr:`health` (one process)
+        )
 
     def part(self, i: int, metrics: Metrics, health: Health) -> None:
         """A worker's counts so far (replacing the ones it sent before)."""

@@ -61,7 +61,7 @@ def test_exposition_totals_are_the_stats_totals(capsys, tmp_path, name):
             assert total(s, "kafka_analyzer_errors_total", api=api, error=err) == n
     assert total(s, "kafka_analyzer_errors_total") == sum(sum(a["errors"].values()) for a in apis)
     # the latency histogram counts every exchange with a latency
-    counted = total(s, "kafka_analyzer_request_latency_seconds_count")
+    counted = total(s, "kafka_analyzer_latency_seconds_count")
     assert counted == sum(a["count"] - a["unanswered"] for a in apis if a["p50_ms"] is not None)
     assert total(s, "kafka_analyzer_packets_total") == tables["capture"]["packets"]
     assert total(s, "kafka_analyzer_tcp_connections_total") == tables["capture"]["tcp_connections"]
@@ -79,14 +79,12 @@ def test_exposition_totals_are_the_stats_totals(capsys, tmp_path, name):
     for g in tables["group_health"]:
         if g["status"] is not None:
             assert total(s, "kafka_analyzer_consumer_status", group=g["group_id"], status=g["status"]) == 1
-        assert total(s, "kafka_analyzer_group_rebalances_total", group=g["group_id"]) == g["rebalances"]
+        assert total(s, "kafka_analyzer_rebalances_total", group=g["group_id"]) == g["rebalances"]
     txn = tables["transactions"]
     for outcome in ("commit", "abort"):
         assert total(s, "kafka_analyzer_transactions_total", outcome=outcome) == sum(r[outcome] for r in txn)
     prods = tables["producers"]
-    assert total(s, "kafka_analyzer_producer_retried_records_total") == sum(
-        r["retried_records"] or 0 for r in prods
-    )
+    assert total(s, "kafka_analyzer_producer_retries_total") == sum(r["retried_records"] or 0 for r in prods)
 
 
 @pytest.mark.parametrize("name", ["group-lag.pcap", "producer-txn.pcap", "client-reconnect-loop.pcap"])
@@ -125,8 +123,8 @@ def test_label_bounds_and_buckets_follow_the_options(capsys, tmp_path):
     assert total(s, "kafka_analyzer_client_requests_total") == sum(r["requests"] for r in tables["clients"])
     assert total(s, "kafka_analyzer_label_folded", label="client_id") == len(ranked) - 2
     assert total(s, "kafka_analyzer_label_limit", label="client_id") == 2
-    assert len({labels["group"] for labels, _ in s["kafka_analyzer_group_rebalances_total"]}) == 1
-    les = {labels["le"] for labels, _ in s["kafka_analyzer_request_latency_seconds_bucket"]}
+    assert len({labels["group"] for labels, _ in s["kafka_analyzer_rebalances_total"]}) == 1
+    les = {labels["le"] for labels, _ in s["kafka_analyzer_latency_seconds_bucket"]}
     assert les == {"0.001", "0.1", "+Inf"}
 
 

@@ -59,7 +59,7 @@ def test_thousands_of_client_ids_are_bounded_and_summed_whole():
     folded = dict(series(fams, "label_folded"))
     assert folded[("client_id",)] == len(m.clients.rows) - 1 - 10
     assert sum(n for _, n in series(fams, "requests_total")) == 6000
-    (h,) = series(fams, "request_latency_seconds")
+    (h,) = series(fams, "latency_seconds")
     assert h[1][2] == 6000 and h[1][0][-1] == (float("inf"), 6000)
     assert dict(series(fams, "throttle_seconds_total"))[("Produce",)] == 1200 * 5 / 1000
     assert dict(series(fams, "unanswered_requests_total"))[("Produce",)] == len(range(0, 6000, 11))
