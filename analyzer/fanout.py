@@ -44,9 +44,11 @@ import ctypes
 import heapq
 import multiprocessing
 import os
+import pickle
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from multiprocessing.connection import Connection, wait
@@ -57,16 +59,19 @@ from analyzer.issues import CAPTURE_NO_TCP, CAPTURE_PACKETS_DROPPED, CAPTURE_WOR
 from analyzer.model import Exchange, Issue
 from analyzer.pipeline import Analysis, Outcome
 from analyzer.session.insights import Insights
-from analyzer.session.stats import Stats
+from analyzer.session.metrics import Health, Metrics, metric_extra
+from analyzer.session.stats import Stats, exchange_facts
 
 if TYPE_CHECKING:
     from analyzer.capture.ring import Ring, RingCapture
     from analyzer.session.live_feed import InsightFeed
+    from analyzer.session.metrics import LiveMetrics, MetricLimits
 
 CONN_ID_STRIDE = 1_000_000
 PR_SET_PDEATHSIG = 1
 SEND_EVERY = 0.1
 IDLE_LAG = 0.5  # an idle ring has handed over every packet older than this (block timeout: 50 ms)
+METRICS_EVERY = 1.0  # seconds between a worker's metrics sent to the parent (and at its end)
 REORDER_DELAY = 2.0  # capture seconds an insight item waits for the other workers' earlier ones
 
 
@@ -100,6 +105,7 @@ def _worker(
     formatter: Callable[[object], object],
     others: list[Ring],
     groups: bool = False,
+    limits: MetricLimits | None = None,
 ) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent says when to stop
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -125,12 +131,14 @@ def _worker(
     pending: list = []
     facts: list = []  # the insights' items: (key, exchange it wants or None, facts)
     insights = Insights(a.knowledge.topic_ids) if groups else None  # its facts only
+    metrics = Metrics(limits, a.knowledge.topic_ids) if limits is not None else None
+    sent_at = [0.0]  # when the metrics were last sent (every METRICS_EVERY seconds)
     done = threading.Event()
     topic_ids = a.knowledge.topic_ids  # shared with stats; only the main thread writes it
     sent_ids: set[str] = set()
     learned: list[dict] = []  # topic ids from other workers, applied by the main thread
 
-    def send() -> None:
+    def send(final: bool = False) -> None:
         wm = src.watermark()  # before taking the pending events: later ones are keyed after it
         with lock:
             batch = pending[:]
@@ -139,7 +147,12 @@ def _worker(
             facts.clear()
         new = {k: v for k, v in list(topic_ids.items()) if k not in sent_ids}
         sent_ids.update(new)
-        conn.send(("batch", wm, batch, src.received, src.dropped, new, items))
+        counted = None
+        if metrics is not None and (final or time.monotonic() - sent_at[0] >= METRICS_EVERY):
+            sent_at[0] = time.monotonic()
+            with lock:
+                counted = _counted(metrics, a, src)
+        conn.send(("batch", wm, batch, src.received, src.dropped, new, items, counted))
         while inbound.poll():
             learned.append(inbound.recv())
 
@@ -165,7 +178,7 @@ def _worker(
             ty = type(ev)
             if ty is CaptureIssue or ty is CaptureStats:  # the parent merges these
                 return
-            stats.event(ev)
+            count(ev, ty, stats, metrics, lock)
             out = formatter(ev)
             if out is not None:
                 key = a.pipeline.last_ts
@@ -187,11 +200,44 @@ def _worker(
         done.set()
         t.join()
     try:
-        send()
+        send(final=True)
         conn.send(("end", {"outcome": outcome, "stats": stats}))
     except OSError:  # the parent is gone
         pass
     conn.close()
+
+
+def count(ev, ty: type, stats: Stats, metrics: Metrics | None, lock) -> None:
+    """An event counted by the statistics and the metrics (these under ``lock``: they are sent
+    from another thread), the exchange's facts read once for both."""
+    if metrics is None:
+        stats.event(ev)
+    elif ty is Exchange:
+        f = exchange_facts(ev, stats.topic_ids)
+        stats.apply(ev.conn.id, ev.conn, f)
+        extra = metric_extra(ev)
+        with lock:
+            metrics.apply(f, extra)
+    else:
+        stats.event(ev)
+        with lock:
+            metrics.event(ev)
+
+
+def _counted(metrics: Metrics, a: Analysis, src) -> bytes:
+    """A worker's metrics and capture health so far, pickled (under the lock its counting holds)."""
+    p = a.pipeline
+    ring = getattr(src, "ring", None)
+    health = Health(
+        packets=p.packets,
+        received=src.received,
+        kernel_dropped=src.dropped,
+        ring_full=ring.freeze_q if ring is not None else 0,
+        connections=p.connections,
+        tracked=len(p.reasm.table),
+    )
+    metrics.evicted = p.reasm.evicted
+    return pickle.dumps((metrics, health), pickle.HIGHEST_PROTOCOL)
 
 
 def name_topic_ids(stats: Stats, topic_ids: dict[str, str]) -> None:
@@ -221,6 +267,7 @@ class Fanout:
         output: Callable[[object], None],
         on_drops: Callable[[CaptureStats], None] | None = None,
         feed: InsightFeed | None = None,
+        metrics: LiveMetrics | None = None,
     ):
         self.name = name
         self.rings = rings
@@ -230,6 +277,7 @@ class Fanout:
         self.output = output
         self.on_drops = on_drops
         self.feed = feed
+        self.metrics = metrics  # each worker's counts, and the insights fed under its lock
         self.late = 0  # insight items fed after one keyed later (REORDER_DELAY passed)
         self._stop = False
         self._procs: list = []
@@ -266,10 +314,18 @@ class Fanout:
         self._gheap: list = []  # the insight items: (key, seq, exchange or None, facts)
         self._newest = float("-inf")  # the newest insight item's key received
         self._fed = float("-inf")  # the key of the last insight item fed
+        if self.metrics is not None:
+            self.metrics.health.running = True
         self._poll(stop, conns, outs)
+        if self.metrics is not None:
+            with self.metrics.lock:
+                self.metrics.health.running = False
         while self._heap:
             self.output(heapq.heappop(self._heap)[2])
         self._feed(float("inf"))
+        if self.metrics is not None:
+            with self.metrics.lock:
+                self.metrics.ended = True
         for p in procs:
             p.join(timeout=10)
             if p.is_alive():
@@ -298,6 +354,7 @@ class Fanout:
                     self.formatter,
                     [r for r in self.rings if r is not ring],
                     self.feed is not None,
+                    self.metrics.limits if self.metrics is not None else None,
                 ),
                 daemon=True,
                 name=f"kafka-analyzer-worker-{i}",
@@ -349,7 +406,10 @@ class Fanout:
     def _batch(self, i: int, msg: tuple, outs: list) -> None:
         """A worker's batch: its outputs queued by key, its counters and watermark taken, the
         topic ids it learned relayed to the other workers."""
-        _, wm, batch, self._received[i], self._dropped[i], new_ids, items = msg
+        _, wm, batch, self._received[i], self._dropped[i], new_ids, items, counted = msg
+        if counted is not None and self.metrics is not None:
+            with self.metrics.lock:
+                self.metrics.part(i, *pickle.loads(counted))
         if new_ids and self.feed is not None:
             for k, v in new_ids.items():
                 self.feed.topic_ids.setdefault(k, v)
@@ -380,8 +440,14 @@ class Fanout:
             self._give(key, ex, facts)
 
     def _give(self, key: float, ex, facts) -> None:
-        if self.feed is not None:
+        if self.feed is None:
+            return
+        if self.metrics is None:
             self.feed.item(key, ex, facts)
+            return
+        with self.metrics.lock:
+            self.feed.item(key, ex, facts)
+            self.metrics.now = key if self.metrics.now is None else max(self.metrics.now, key)
 
     def _merge(self) -> tuple[Stats, Outcome]:
         """The workers' end results as one outcome and one set of statistics."""

@@ -9,6 +9,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 
 from analyzer.cli.args import add_capture_args, add_filter_args
 from analyzer.cli.common import (
@@ -21,12 +22,16 @@ from analyzer.cli.common import (
     options,
 )
 from analyzer.cli.live_feed import insight_feed, say_bounds
+from analyzer.cli.metrics import Server, add_metric_args, available, parse_address
+from analyzer.cli.metrics import limits as metric_limits
 from analyzer.cli.reopen import on_hangup, output_to
 from analyzer.cli.stats import render_tables
 from analyzer.events import CaptureIssue, CaptureStats, ConnectionEnd
+from analyzer.fanout import count
 from analyzer.model import Exchange
 from analyzer.pipeline import Analysis, Outcome
 from analyzer.session.live_feed import InsightFeed
+from analyzer.session.metrics import LiveMetrics, Metrics
 from analyzer.session.report import stats_tables
 from analyzer.session.stats import Stats
 
@@ -74,11 +79,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mode", choices=("read", "stats", "export"), default="read")
     p.add_argument("--records", action="store_true", help="(export) decode record bodies")
     p.add_argument("--no-spans", action="store_true", help="(export) leave out byte spans")
+    p.add_argument(
+        "--metrics",
+        metavar="ADDR:PORT",
+        help="serve Prometheus metrics on http://ADDR:PORT/metrics (the numbers `stats --metrics-file` "
+        "writes) and /healthz (JSON: capturing or not, drop counts)",
+    )
+    add_metric_args(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     reopen = []  # what SIGHUP reopens: the --output file, the source's --write file
+    server = None
+    if args.metrics:
+        server = metrics_server(args)
+        if server is None:
+            return EXIT_USAGE
     if args.output:
         try:
             reopen.append(output_to(args.output).reopen)
@@ -86,17 +103,37 @@ def run(args) -> int:
             print(f"kafka-analyzer: cannot write {args.output}: {exc}", file=sys.stderr)
             return EXIT_USAGE
     try:
-        return _run(args, reopen)
+        return _run(args, reopen, server[0] if server is not None else None)
     finally:
         sys.stdout.flush()
+        if server is not None:
+            server[1].close()
 
 
-def _run(args, reopen: list) -> int:
+def metrics_server(args) -> tuple[LiveMetrics, Server] | None:
+    """``--metrics``: the metrics of the run and their server, listening (None: could not, said)."""
+    lim = metric_limits(args)
+    address = parse_address(args.metrics)
+    if isinstance(lim, str) or isinstance(address, str) or available() is not None:
+        problem = lim if isinstance(lim, str) else address if isinstance(address, str) else available()
+        print(f"kafka-analyzer: {problem}", file=sys.stderr)
+        return None
+    hub = LiveMetrics(lim)
+    try:
+        server = Server(address[0], address[1], hub.families, hub.healthz)
+    except OSError as exc:
+        print(f"kafka-analyzer: --metrics {args.metrics}: {exc}", file=sys.stderr)
+        return None
+    print(f"kafka-analyzer: metrics on http://{args.metrics}/metrics", file=sys.stderr, flush=True)
+    return hub, server
+
+
+def _run(args, reopen: list, hub: LiveMetrics | None) -> int:
     if args.user:
         _preload_rich()
     workers = _workers(args)
     if workers > 1:
-        return _fanout(args, workers, reopen)
+        return _fanout(args, workers, reopen, hub)
     source = _source(args)
     if source is None:
         return EXIT_USAGE
@@ -111,10 +148,16 @@ def _run(args, reopen: list) -> int:
         stats = Stats(a.knowledge.topic_ids)
         out = LiveOutput(a, stats, writer, args.mode == "read", args.absolute)
         out.feed = insight_feed(args.mode, writer, lambda: out.origin, args.absolute, a.knowledge.topic_ids)
+        if hub is not None:
+            out.feed = out.feed or InsightFeed(_quiet, a.knowledge.topic_ids, final_all=False)
+            out.watch(hub)
         if hasattr(source, "reopen"):
             reopen.append(source.reopen)
         with on_hangup(*reopen):
             outcome = a.run(out)
+        if hub is not None:
+            with hub.lock:
+                hub.health.running, hub.ended = False, True
     if out.feed is not None:
         say_bounds(out.feed)
     tables = stats_tables(stats, outcome)
@@ -136,13 +179,42 @@ class LiveOutput:
         self.a, self.stats, self.writer, self.lines, self.absolute = a, stats, writer, lines, absolute
         self.origin: float | None = None
         self.feed: InsightFeed | None = None
+        self.hub: LiveMetrics | None = None
+        self.metrics: Metrics | None = None
+
+    def watch(self, hub: LiveMetrics) -> None:
+        """Count the metrics too, into ``hub`` (scraped from another thread)."""
+        self.hub = hub
+        self.metrics = Metrics(hub.limits, self.a.knowledge.topic_ids)
+        hub.part(0, self.metrics, hub.health)
+        hub.insights = self.feed.all if self.feed is not None else None
+        hub.read_health = self._health
+        hub.health.running = True
+
+    def _health(self) -> None:
+        a, hub = self.a, self.hub
+        assert hub is not None and self.metrics is not None
+        h, p, src = hub.health, a.pipeline, a.source
+        h.packets, h.connections, h.tracked = p.packets, p.connections, len(p.reasm.table)
+        h.received, h.kernel_dropped = getattr(src, "received", None), getattr(src, "dropped", None)
+        ring = getattr(src, "ring", None)
+        h.ring_full = ring.freeze_q if ring is not None else None
+        self.metrics.evicted = p.reasm.evicted
+        hub.now = p.last_ts if p.packets else None
 
     def event(self, ev) -> None:
         t = type(ev)
         if t is CaptureStats:
             _say_drops(ev)
             return
-        self.stats.event(ev)
+        if self.hub is None:
+            self._event(ev, t)
+            return
+        with self.hub.lock:
+            self._event(ev, t)
+
+    def _event(self, ev, t) -> None:
+        count(ev, t, self.stats, self.metrics, nullcontext())
         if self.lines and t is Exchange:
             if self.origin is None:
                 self.origin = self.a.first_ts
@@ -199,7 +271,11 @@ def _workers(args) -> int:
     return os.cpu_count() or 1
 
 
-def _fanout(args, n: int, reopen: list) -> int:
+def _quiet(kind: str, obj: dict) -> None:
+    """The insights' news, when only the metrics read the insights."""
+
+
+def _fanout(args, n: int, reopen: list, hub: LiveMetrics | None) -> int:
     """``live`` over n ring sockets in one PACKET_FANOUT group, one process each
     (:mod:`analyzer.fanout`)."""
     import io
@@ -283,8 +359,11 @@ def _fanout(args, n: int, reopen: list) -> int:
         formatter, output = line, print_line
 
     feed = insight_feed(args.mode, writer, lambda: origin, args.absolute)
+    if hub is not None:
+        feed = feed or InsightFeed(_quiet, final_all=False)
+        hub.insights = feed.all
     fan = Fanout(
-        f"live:{args.interface}", rings, make_source, make_analysis, formatter, output, _say_drops, feed
+        f"live:{args.interface}", rings, make_source, make_analysis, formatter, output, _say_drops, feed, hub
     )
     with on_hangup(*reopen, fan.hangup), graceful_interrupt(fan):
         stats, outcome = fan.run()

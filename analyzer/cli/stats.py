@@ -21,8 +21,11 @@ from analyzer.cli.common import (
     print_json,
     usage,
 )
+from analyzer.cli.metrics import add_metric_args, available, write_file
+from analyzer.cli.metrics import limits as metric_limits
 from analyzer.pipeline import Outcome
 from analyzer.session.insights import Insights
+from analyzer.session.metrics import Health, Metrics, families
 from analyzer.session.report import TABLES, cell, stats_tables
 from analyzer.session.stats import Stats
 
@@ -39,10 +42,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "tables (no capture read; needs pyarrow)",
     )
     p.add_argument("--set", metavar="NAME", help="(--parquet) that capture set only")
+    p.add_argument(
+        "--metrics-file",
+        metavar="OUT.prom",
+        help="also write the Prometheus metrics of the capture to OUT.prom (the text exposition, "
+        "as `live --metrics` serves it; written whole, then renamed: node_exporter's textfile collector)",
+    )
+    add_metric_args(p)
     p.set_defaults(func=run, func_parquet=run_parquet)
 
 
-def _parallel(args, paths: list[str]) -> tuple[Outcome, Stats, Insights] | None:
+def _parallel(args, paths: list[str], metrics: Metrics | None) -> tuple[Outcome, Stats, Insights] | None:
     """(outcome, statistics, insights) of ``-j`` processes, or None when they failed (said)."""
     from analyzer.export.parallel import PartFailed, statistics
 
@@ -53,6 +63,7 @@ def _parallel(args, paths: list[str]) -> tuple[Outcome, Stats, Insights] | None:
             options(args),
             ports=tuple(args.port or ()),
             keylog=getattr(args, "tls_keylog", None),
+            metrics=metrics,
         )
     except PartFailed as exc:
         one_process_instead("stats", args.jobs, exc, "counting")
@@ -60,21 +71,37 @@ def _parallel(args, paths: list[str]) -> tuple[Outcome, Stats, Insights] | None:
 
 
 def run(args) -> int:
+    limits = None
+    if args.metrics_file:
+        problem = metric_limits(args)
+        if isinstance(problem, str) or available() is not None:
+            usage(problem if isinstance(problem, str) else str(available()))
+            return EXIT_USAGE
+        limits = problem
     paths = parallel_paths(args)
     done = None
+    metrics = Metrics(limits) if limits is not None else None
     if paths is not None:
         try:
-            done = _parallel(args, paths)
+            done = _parallel(args, paths, metrics)
         except KeyboardInterrupt:
             print("kafka-analyzer: interrupted", file=sys.stderr)
             return 130
     if done is not None:
         outcome, stats, insights = done
     else:
+        metrics = Metrics(limits) if limits is not None else None  # (-j may have begun counting)
         with analysis(args, flt=display_filter(args)) as a:
             stats = Stats(a.knowledge.topic_ids)
             insights = Insights(a.knowledge.topic_ids)
-            outcome = a.run(stats, insights)
+            if metrics is not None:
+                metrics.topic_ids = a.knowledge.topic_ids
+                outcome = a.run(stats, insights, metrics)
+                metrics.evicted = a.pipeline.reasm.evicted
+            else:
+                outcome = a.run(stats, insights)
+    if metrics is not None and not _write_metrics(args.metrics_file, metrics, outcome, insights):
+        return EXIT_USAGE
     tables = stats_tables(stats, outcome, insights)
     if args.format == "json":
         print_json(tables)
@@ -83,8 +110,28 @@ def run(args) -> int:
     return finish(outcome)
 
 
+def _write_metrics(path: str, metrics: Metrics, outcome: Outcome, insights: Insights) -> bool:
+    """The capture's metrics written to ``path`` (False: could not, said)."""
+    health = Health(
+        packets=outcome.packets,
+        received=outcome.received,
+        kernel_dropped=outcome.dropped,
+        connections=outcome.connections,
+    )
+    now = outcome.last_ts if outcome.packets else None
+    try:
+        write_file(path, families(metrics, health, insights, now))
+    except OSError as exc:
+        print(f"kafka-analyzer: cannot write {path}: {exc}", file=sys.stderr)
+        return False
+    return True
+
+
 def run_parquet(args) -> int:
     """``stats --parquet DIR``: the tables from the Parquet output of ``kafka-analyzer spark``."""
+    if args.metrics_file:
+        usage("stats --parquet does not give --metrics-file (the Parquet tables keep no latency buckets)")
+        return EXIT_USAGE
     if len(args.capture) != 1 or args.display_filter:
         usage("stats --parquet takes one output directory of `kafka-analyzer spark` (and no -Y)")
         return EXIT_USAGE

@@ -143,6 +143,7 @@ class ExchangeItem(NamedTuple):
     commit: SimpleCommit | None
     # the insights' part (Insights.apply): the exchange the group timeline reads, the facts
     insight: tuple[Exchange | None, tuple | None] | None = None
+    metric: tuple | None = None  # what the metrics count besides the facts (metric_extra)
 
 
 class IssueItem(NamedTuple):

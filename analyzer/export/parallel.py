@@ -100,6 +100,7 @@ from analyzer.pipeline import Outcome, Pipeline
 from analyzer.reassembly.packet import decode_tcp, skip_text
 from analyzer.session.insights import Insights
 from analyzer.session.knowledge import LEARNS_FROM, Knowledge
+from analyzer.session.metrics import Metrics, metric_extra
 from analyzer.session.stats import Stats, exchange_facts
 from analyzer.tls.keylog import KeyLog
 
@@ -405,7 +406,7 @@ class Share:
                 if told is not None or Insights.wants(ev):
                     timeline = (learn or _detached(ev)) if Insights.wants(ev) else None
                     insight = (timeline, told)
-                x = ExchangeItem(facts, refs, learn, commit, insight)
+                x = ExchangeItem(facts, refs, learn, commit, insight, metric_extra(ev))
                 items.append(Item(batch, self._seq, EXCHANGE, ev.conn.id, len(data), x))
             elif t is ConnIssue:
                 kind = GAP if ev.issue.code == STREAM_GAP.code else ISSUE
@@ -750,12 +751,20 @@ def export(
 
 
 def statistics(
-    paths: list[str], jobs: int, opts: Options, ports: tuple[int, ...] = (), keylog: str | None = None
+    paths: list[str],
+    jobs: int,
+    opts: Options,
+    ports: tuple[int, ...] = (),
+    keylog: str | None = None,
+    metrics: Metrics | None = None,
 ) -> tuple[Outcome, Stats, Insights]:
     """The statistics of one capture counted by ``jobs`` processes (no line rendered), as one
-    process counts them, and the analysis for the summary and the exit code."""
+    process counts them, and the analysis for the summary and the exit code (``metrics``:
+    counted too)."""
     parts = run(paths, jobs, opts, ports, keylog, render=False)
-    return combine(parts, _name(paths), keylog=keylog)
+    if metrics is not None:
+        metrics.evicted += sum(p.evicted for p in parts)
+    return combine(parts, _name(paths), keylog=keylog, metrics=metrics)
 
 
 def merge(
@@ -786,6 +795,7 @@ def combine(  # noqa: C901 - one pass over the events, each kind inline
     w: Writer | None = None,
     keylog: str | None = None,
     totals: Totals | None = None,
+    metrics: Metrics | None = None,
 ) -> tuple[Outcome, Stats, Insights]:
     """The parts in capture order: their lines written to ``w`` (when given) with connection ids
     and topic labels as one run has them, the statistics counted, the knowledge learnt, the
@@ -832,15 +842,22 @@ def combine(  # noqa: C901 - one pass over the events, each kind inline
                     if x.refs is not None:
                         facts = facts._replace(record_counts=x.refs.record_counts(topic_name))
                     stats.apply(conn, None, facts)
+                    if metrics is not None:
+                        metrics.apply(facts, x.metric)
                     exchanges += 1
                     if x.insight is not None:
                         insights.apply(*x.insight)
                 elif kind == CONNECTION:
                     x.id = conn
                     stats.connections[conn] = x
-                    insights.connection_end(ConnectionEnd(x))
+                    end = ConnectionEnd(x)
+                    insights.connection_end(end)
+                    if metrics is not None:
+                        metrics.event(end)
                 else:
                     stats.anomaly(*x)
+                    if metrics is not None:
+                        metrics.issue(x.code)
             pending.clear()
 
         for (key, _sub, _seq), p, it in heapq.merge(*(order(p) for p in range(len(parts)))):
@@ -897,6 +914,8 @@ def combine(  # noqa: C901 - one pass over the events, each kind inline
     for i in issues:
         ev = CaptureIssue(i, totals.last_ts if totals.packets else None)
         stats.event(ev)
+        if metrics is not None:
+            metrics.event(ev)
         if w is not None:
             w.event(ev)
     kl = KeyLog.from_file(keylog) if keylog else KeyLog()

@@ -25,6 +25,12 @@ from analyzer.session.records import FETCH_APIS
 _PAIRING = frozenset(code for code, kind in REGISTRY.items() if kind.stage == "pairing")
 
 
+def notable(code: str, severity: Severity) -> bool:
+    """Whether an exchange's issue is an anomaly: warnings and worse, and every pairing issue
+    (unanswered requests, acks=0... even as notes)."""
+    return severity >= Severity.WARNING or code in _PAIRING
+
+
 def percentile(sorted_values: list[float], q: float) -> float | None:
     """Nearest-rank percentile of already sorted values."""
     if not sorted_values:
@@ -250,7 +256,7 @@ class Stats:
         for code, severity, message in issues:
             if code == PAIRING_NO_RESPONSE.code:
                 a.unanswered += 1
-            if severity >= Severity.WARNING or code in _PAIRING:
+            if notable(code, severity):
                 self.anomaly(code, message)
         if req_bytes is not None:
             c = self.clients[cid if cid is not None else "(none)"]
