@@ -56,6 +56,7 @@ DEFAULT_BUCKETS: tuple[float, ...] = (
     10.0,
 )
 PREFIX = "kafka_analyzer_"
+UNKNOWN_ERROR_OTHER = "UNKNOWN_ERROR_CODE(other)"  # the unknown codes past MetricLimits.unknown_errors
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,7 @@ class MetricLimits:
     software: int = 20
     groups: int = 50
     partitions: int = 500  # lag series (group, topic, partition)
+    unknown_errors: int = 20  # UNKNOWN_ERROR_CODE(n) error labels, the rest as UNKNOWN_ERROR_OTHER
     track: int = 10  # times the limit: values counted apart before the rest go to OTHER
     buckets: tuple[float, ...] = DEFAULT_BUCKETS
 
@@ -182,6 +184,8 @@ class Metrics:
         self.software: dict[str, str] = {}  # client id -> its software (ApiVersions v3+)
         self.software_seen: set[str] = set()
         self.software_overflow = 0
+        self.unknown_errors: set[str] = set()  # UNKNOWN_ERROR_CODE(n) labels counted apart
+        self.unknown_overflow = 0
 
     def __getstate__(self) -> dict:
         """Pickled without the topic ids (the knowledge's, which another thread may be changing:
@@ -222,6 +226,13 @@ class Metrics:
         )
         self.requests[key] = self.requests.get(key, 0) + 1
         for e in facts.errors:
+            if e.startswith("UNKNOWN_ERROR_CODE(") and e not in self.unknown_errors:
+                # the registry bounds error names, except an unknown code's, of any number
+                if len(self.unknown_errors) >= self.limits.unknown_errors:
+                    self.unknown_overflow += 1
+                    e = UNKNOWN_ERROR_OTHER
+                else:
+                    self.unknown_errors.add(e)
             k = (api, e)
             self.errors[k] = self.errors.get(k, 0) + 1
         b = self.bytes.get(api)
@@ -293,7 +304,6 @@ class Metrics:
         """Add another's counts (live workers, each with its own connections)."""
         for mine, theirs in (
             (self.requests, other.requests),
-            (self.errors, other.errors),
             (self.unanswered, other.unanswered),
             (self.issues, other.issues),
         ):
@@ -312,6 +322,15 @@ class Metrics:
         self.topics.merge(other.topics)
         self.software_seen |= other.software_seen
         self.software_overflow += other.software_overflow
+        self.unknown_overflow += other.unknown_overflow
+        for (api, e), n in other.errors.items():
+            if e in other.unknown_errors and e not in self.unknown_errors:
+                if len(self.unknown_errors) >= self.limits.unknown_errors:
+                    self.unknown_overflow += n
+                    e = UNKNOWN_ERROR_OTHER
+                else:
+                    self.unknown_errors.add(e)
+            self.errors[(api, e)] = self.errors.get((api, e), 0) + n
 
 
 def _add_counts(mine: dict[Any, int], theirs: dict[Any, int]) -> None:
@@ -524,6 +543,7 @@ def families(  # noqa: C901 - one family after the other
     group_folds = _insight_families(add, insights, now, lim, shown, final) if insights is not None else {}
     folds = {"client_id": folded_clients, "topic": folded_topics, **group_folds}
     limits = {"client_id": lim.clients, "topic": lim.topics, "client_software": lim.software}
+    limits["error"] = lim.unknown_errors
     limits |= {"group": lim.groups, "partition": lim.partitions}
     add(
         "label_limit",
@@ -543,6 +563,7 @@ def families(  # noqa: C901 - one family after the other
         "client_id": m.clients.overflow,
         "topic": m.topics.overflow,
         "client_software": m.software_overflow,
+        "error": m.unknown_overflow,
     }
     add(
         "label_overflow_total",
@@ -583,12 +604,15 @@ def _insight_families(add, insights, now, lim: MetricLimits, shown: Shown | None
     rebalances: list = []
     last_reb: list = []
     last_pause: list = []
+    paused: list = []
     partitions_left = 0
     for name in chosen:
         g = gi.groups.groups.get(name)
         if g is not None:
             rebalances.append(((name,), g.dropped + len(g.rebalances)))
             done = [(i, r) for i, r in enumerate(g.rebalances, g.dropped) if r.duration_ms is not None]
+            pauses = [gi.longest_pause(name, i) for i, _r in done]
+            paused.append(((name,), sum(x for x in pauses if x is not None) / 1000.0))
             if done:
                 i, r = done[-1]
                 last_reb.append(((name,), r.duration_ms / 1000.0))
@@ -636,6 +660,14 @@ def _insight_families(add, insights, now, lim: MetricLimits, shown: Shown | None
         "Duration of the group's last finished rebalance",
         ("group",),
         last_reb,
+    )
+    add(
+        "consumer_paused_seconds_total",
+        "counter",
+        "Time the group's partitions stood still in its finished rebalances (the longest pause "
+        "of each, summed; as the groups' paused_ms)",
+        ("group",),
+        paused,
     )
     add(
         "group_last_rebalance_pause_seconds",

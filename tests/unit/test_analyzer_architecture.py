@@ -36,7 +36,7 @@ CORE = [
     "analyzer.export.writer",
     "analyzer.filter",
 ]
-FORBIDDEN = ("scapy", "textual", "rich", "pyspark", "analyzer.cli", "analyzer.tui")
+FORBIDDEN = ("scapy", "textual", "rich", "pyspark", "prometheus_client", "analyzer.cli", "analyzer.tui")
 
 
 def test_core_imports_no_front_end_library():

@@ -80,6 +80,8 @@ def test_exposition_totals_are_the_stats_totals(capsys, tmp_path, name):
         if g["status"] is not None:
             assert total(s, "kafka_analyzer_consumer_status", group=g["group_id"], status=g["status"]) == 1
         assert total(s, "kafka_analyzer_rebalances_total", group=g["group_id"]) == g["rebalances"]
+        paused = total(s, "kafka_analyzer_consumer_paused_seconds_total", group=g["group_id"])
+        assert paused == pytest.approx((g["paused_ms"] or 0) / 1000.0, abs=1e-6)
     txn = tables["transactions"]
     for outcome in ("commit", "abort"):
         assert total(s, "kafka_analyzer_transactions_total", outcome=outcome) == sum(r[outcome] for r in txn)

@@ -96,3 +96,35 @@ def test_a_live_exposition_keeps_the_series_it_showed():
     later = {v for v, _ in series(live.families(), "client_requests_total")}
     assert first == {("early",)} and ("early",) in later and len(later) == 3
     assert live.healthz()["capturing"] is True
+
+
+def unknown_errors(m: Metrics, codes: range) -> None:
+    for c in codes:
+        f = facts(0, "c", "t")._replace(errors=[f"UNKNOWN_ERROR_CODE({c})"] * (c % 3 + 1))
+        m.apply(f, None)
+
+
+def test_unknown_error_codes_are_bounded_and_summed_whole():
+    """Error names are the registry's, except UNKNOWN_ERROR_CODE(n) of any n a peer sends: at
+    most ``unknown_errors`` of them apart, the rest under one label, counted as overflow; a merge
+    keeps the bound."""
+    limits = MetricLimits(unknown_errors=20)
+    m = Metrics(limits)
+    unknown_errors(m, range(1000, 1500))
+    fams = families(m, Health())
+    errors = dict(series(fams, "errors_total"))
+    assert len(errors) == 21 and ("Produce", "UNKNOWN_ERROR_CODE(other)") in errors
+    assert sum(errors.values()) == sum(c % 3 + 1 for c in range(1000, 1500))
+    assert (
+        dict(series(fams, "label_overflow_total"))[("error",)]
+        == errors[("Produce", "UNKNOWN_ERROR_CODE(other)")]
+    )
+    assert dict(series(fams, "label_limit"))[("error",)] == 20
+    a, b = Metrics(limits), Metrics(limits)
+    unknown_errors(a, range(1000, 1015))
+    unknown_errors(b, range(2000, 2015))
+    a.merge(b)
+    merged = dict(series(families(a, Health()), "errors_total"))
+    assert len(merged) == 21 and sum(merged.values()) == sum(
+        c % 3 + 1 for c in [*range(1000, 1015), *range(2000, 2015)]
+    )
