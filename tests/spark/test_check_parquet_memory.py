@@ -63,8 +63,8 @@ def peak(tmp_path: Path, name: str, args: list[str]) -> tuple[int, str, float]:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="1.62x (168 vs 104 MB): pyarrow decodes a whole row group (Spark writes 128 MB ones) "
-    "however small the batches; needs smaller row groups from `spark` (parquet.block.size)",
+    reason="1.6x (161 vs 101 MB) with 8 MiB row groups (168 MB with Spark's 128 MiB ones): "
+    "the rest is not the row group; not found yet",
 )
 def test_check_parquet_peaks_within_1_5x_of_check(written, tmp_path):
     capture, tables = written
