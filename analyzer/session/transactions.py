@@ -235,9 +235,7 @@ class TxnTracker:
                 if n is not None:
                     batches.append((pp.ref, pid, epoch, n, pp.error, pp.base_offset))
             return (PRODUCE, t, client, txn, batches) if batches else None
-        # Fetch: a read_committed consumer's partitions whose last stable offset lags
-        if req.get("isolation_level") != 1 or resp is None:
-            return None
+        # Fetch (read_committed, answered): the partitions whose last stable offset lags
         gaps = []
         for fp in fetched(ev).answered:
             hw, lso = fp.high_watermark, fp.last_stable_offset
@@ -290,9 +288,10 @@ class TxnTracker:
                     x.records += n
         else:
             _, _, client, client_id, gaps = facts
+            host, ids = host_of(client), self.topic_ids
             for ref, gap in gaps:
-                topic, p = topic_of(ref, self.topic_ids)
-                k = (host_of(client), client_id, topic, p)
+                topic, p = (ref[0], ref[2]) if ref[0] else topic_of(ref, ids)
+                k = (host, client_id, topic, p)
                 h = self.held.get(k)
                 if h is None:
                     h = self.held[k] = HeldBack(client_id, client, topic, p, first_gap=gap)
