@@ -203,9 +203,10 @@ class ProducerTracker:
         decompressed (a compressed batch's; None: not known), error code, base offset)."""
         if type(ev) is not Exchange or ev.request is None:
             return None
-        if ev.api_key == ApiKey.FETCH:
+        api = ev.api_key
+        if api == ApiKey.FETCH:
             return self._fetched(ev)
-        if ev.api_key != ApiKey.PRODUCE:
+        if api != ApiKey.PRODUCE:
             return None
         req = ev.request.body
         if req is None:

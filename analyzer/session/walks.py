@@ -100,7 +100,9 @@ def _entries(partition) -> list:
     out: list = []
     for x in partition.children or ():
         if x.type == "records":
-            out.extend(e for e in x.children or () if isinstance(e.value, dict))
+            kids = x.children
+            if kids:
+                out += [e for e in kids if isinstance(e.value, dict)]
     return out
 
 
