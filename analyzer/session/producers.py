@@ -42,7 +42,7 @@ from typing import NamedTuple
 from analyzer.dissect.constants import ApiKey, ErrorCode
 from analyzer.dissect.errors import error_name
 from analyzer.model import Exchange
-from analyzer.session.consumption import host_of
+from analyzer.session.consumption import addresses, host_of
 from analyzer.session.walks import fetched, produced, topic_of
 
 KEPT = 64  # batches per producer and partition kept open for retries
@@ -242,10 +242,7 @@ class ProducerTracker:
                     base += n  # a second batch of the partition follows the first
         if not batches:
             return None
-        conn = ev.conn
-        known = conn.client_direction is not None
-        client = str(conn.client if known else conn.a)
-        label = f"{client} -> {conn.broker if known else conn.b}"
+        client, label = addresses(ev.conn)
         txn = req.get("transactional_id")
         answered = ev.response.frame.ts_first if ev.response is not None else None
         return (

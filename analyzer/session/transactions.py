@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from analyzer.dissect.constants import ApiKey, ErrorCode
 from analyzer.dissect.errors import error_name, is_retriable
 from analyzer.model import Exchange
-from analyzer.session.consumption import host_of
+from analyzer.session.consumption import addresses, host_of
 from analyzer.session.entities import topic_refs
 from analyzer.session.walks import fetched, produced, topic_of
 
@@ -155,8 +155,7 @@ class TxnTracker:
             return None
         t = ev.request.frame.ts_first
         answered = ev.response.frame.ts_first if ev.response is not None else None
-        conn = ev.conn
-        client = str(conn.client if conn.client_direction is not None else conn.a)
+        client = addresses(ev.conn)[0]
         err = resp.get("error_code") if resp is not None and key == ApiKey.END_TXN else None
         if key == ApiKey.INIT_PRODUCER_ID:
             txn = req.get("transactional_id")
