@@ -72,6 +72,9 @@ PR_SET_PDEATHSIG = 1
 SEND_EVERY = 0.1
 IDLE_LAG = 0.5  # an idle ring has handed over every packet older than this (block timeout: 50 ms)
 METRICS_EVERY = 1.0  # seconds between a worker's metrics sent to the parent (and at its end)
+# a worker's events waiting for its sender thread at most: past it the capture waits (the ring
+# fills and the kernel drops, counted) rather than memory growing while the parent falls behind
+BACKLOG_MAX = 20_000
 REORDER_DELAY = 2.0  # capture seconds an insight item waits for the other workers' earlier ones
 
 
@@ -128,6 +131,7 @@ def _worker(
     a.pipeline.reasm.next_id = 1 + i * CONN_ID_STRIDE
     stats = Stats(a.knowledge.topic_ids)
     lock = threading.Lock()
+    taken = threading.Condition(lock)  # the sender took the backlog
     pending: list = []
     facts: list = []  # the insights' items: (key, exchange it wants or None, facts)
     insights = Insights(a.knowledge.topic_ids) if groups else None  # its facts only
@@ -145,6 +149,7 @@ def _worker(
             pending.clear()
             items = facts[:]
             facts.clear()
+            taken.notify_all()
         new = {k: v for k, v in list(topic_ids.items()) if k not in sent_ids}
         sent_ids.update(new)
         counted = None
@@ -191,6 +196,7 @@ def _worker(
                     item = (a.pipeline.last_ts, ev if wants else None, told)
                     with lock:
                         facts.append(item)
+            wait_backlog(taken, pending, facts, t)
 
     t = threading.Thread(target=sender, daemon=True)
     t.start()
@@ -205,6 +211,16 @@ def _worker(
     except OSError:  # the parent is gone
         pass
     conn.close()
+
+
+def wait_backlog(taken: threading.Condition, pending: list, facts: list, sender: threading.Thread) -> None:
+    """Wait while a worker's sender hands its backlog over (it may be waiting on the parent):
+    the worker stops reading its ring meanwhile, whose overflow the kernel counts as drops."""
+    if len(pending) + len(facts) < BACKLOG_MAX:
+        return
+    with taken:
+        while len(pending) + len(facts) >= BACKLOG_MAX and sender.is_alive():
+            taken.wait(SEND_EVERY)
 
 
 def count(ev, ty: type, stats: Stats, metrics: Metrics | None, lock) -> None:

@@ -72,6 +72,22 @@ class Stoppable(Protocol):
     def stop(self) -> None: ...
 
 
+# set by a SIGTERM: the run was stopped as a service is (``live`` then exits 0, its drops and
+# damage said on stderr and in its summary: see :func:`service_exit`)
+terminated = threading.Event()
+
+
+def service_exit(code: int) -> int:
+    """``live``'s exit code: a run stopped by SIGTERM (systemd's stop) that worked exits 0 even
+    with partial results (drops, gaps: they are in its summary and metrics); else ``code``."""
+    return 0 if terminated.is_set() and code == 1 else code
+
+
+def on_sigterm(a: Stoppable) -> None:
+    terminated.set()
+    a.stop()
+
+
 @contextlib.contextmanager
 def graceful_interrupt(a: Stoppable) -> Iterator[None]:
     """The first Ctrl-C (or a SIGTERM) stops ``a`` (an analysis, the live fanout), the second
@@ -85,7 +101,7 @@ def graceful_interrupt(a: Stoppable) -> Iterator[None]:
         signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C is forceful
 
     old_int = signal.signal(signal.SIGINT, on_sigint)
-    old_term = signal.signal(signal.SIGTERM, lambda *_: a.stop())
+    old_term = signal.signal(signal.SIGTERM, lambda *_: on_sigterm(a))
     try:
         yield
     finally:

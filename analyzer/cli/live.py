@@ -21,6 +21,7 @@ from analyzer.cli.common import (
     finish,
     graceful_interrupt,
     options,
+    service_exit,
 )
 from analyzer.cli.metrics import Server, add_metric_args, available, parse_address
 from analyzer.cli.metrics import limits as metric_limits
@@ -176,7 +177,7 @@ def _run(args, reopen: list, hub: LiveMetrics | None) -> int:
         pass
     elif args.mode == "stats" or outcome.interrupted or args.mode == "read":
         render_tables(tables, sys.stdout if args.mode == "stats" else sys.stderr)
-    return finish(outcome)
+    return service_exit(finish(outcome))
 
 
 class LiveOutput:
@@ -392,7 +393,7 @@ def _fanout(args, n: int, reopen: list, hub: LiveMetrics | None) -> int:
         writer.end(tables)
     elif args.mode == "stats" or outcome.interrupted or args.mode == "read":
         render_tables(tables, sys.stdout if args.mode == "stats" else sys.stderr)
-    return finish(outcome)
+    return service_exit(finish(outcome))
 
 
 def _source(args):

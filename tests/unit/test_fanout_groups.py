@@ -25,7 +25,7 @@ def parent(n: int) -> tuple[Fanout, Feed]:
 
 
 def batch(fan, i, wm, keys, ids=None):
-    fan._batch(i, ("batch", wm, [], 0, 0, ids or {}, [(k, None, ("facts",)) for k in keys]), [])
+    fan._batch(i, ("batch", wm, [], 0, 0, ids or {}, [(k, None, ("facts",)) for k in keys], None), [])
     fan._feed(max(min(fan._watermarks), fan._newest - REORDER_DELAY))
 
 
