@@ -235,7 +235,7 @@ def soak(args, capture: Path, port: int, copy: dict) -> dict:
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             r["tcpreplay_cpu_s"] = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
             r.update(sent)
-            final = drain(url, t0)
+            final = drain(url, t0, sent.get("sent"))
             r["cost"] = scrape_cost(proc.pid, url, t0, args)
         r["load_end"] = os.getloadavg()
         stop = time.monotonic()
@@ -252,7 +252,7 @@ def soak(args, capture: Path, port: int, copy: dict) -> dict:
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
             proc.wait(30)
-    r["stderr"] = err.read_text(errors="replace")
+    r["stderr"] = err.read_text(errors="replace")[-4000:]
     r["summary_line"] = out.read_text(errors="replace").partition("\n")[0]
     judge(r, soaked, final, args)
     for f in (out, err):
@@ -309,13 +309,16 @@ def counted(s: Scrape) -> tuple[float, float]:
     return s.get("packets_total") or 0, s.get("dropped_packets_total", where="kernel") or 0
 
 
-def drain(url: str, t0: float, timeout: float = 120) -> Scrape:
-    """The scrape once packets + drops stop moving (the workers send their counts every second)."""
+def drain(url: str, t0: float, sent: int | None, timeout: float = 300) -> Scrape:
+    """The scrape once packets + drops reach what tcpreplay sent, or stop moving for 10 s (the
+    workers send their counts every second; a starved worker may be seconds behind its ring)."""
     last, same, end = None, 0, time.monotonic() + timeout
     while True:
         s = scrape(url, t0)
+        if sent is not None and sum(counted(s)) >= sent:
+            return s
         same = same + 1 if last is not None and counted(s) == counted(last) else 0
-        if same >= 3 or time.monotonic() > end:
+        if same >= 10 or time.monotonic() > end:
             return s
         last = s
         time.sleep(1.0)
@@ -384,7 +387,15 @@ def judge(r: dict, runs: Run, final: Scrape, args) -> None:
     grew = [(s.t, counted(s)[0], s.get("exchanges_total") or 0) for _, s in pts]
     totals_grow = len(grew) >= 2 and grew[-1][1] > grew[0][1] and grew[-1][2] > grew[0][2]
     cost = r["cost"]
+    achieved = r.get("achieved_pps") or 0
     r["checks"] = [
+        (
+            f"the capture replayed at {args.pps} pps (at least 95% of it) for "
+            f"{args.warmup:g} + {args.minutes:g} min",
+            achieved >= 0.95 * args.pps and r["replay_seconds"] >= 0.99 * (args.warmup + args.minutes) * 60,
+            f"tcpreplay: {achieved:.0f} pps for {r['replay_seconds']:.0f} s, {sent} packets sent "
+            f"({r.get('failed')} failed)",
+        ),
         (
             "RSS after the warm-up grows under 10%",
             growth is not None and growth < 10,
