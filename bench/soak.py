@@ -46,9 +46,12 @@ import os
 import platform
 import re
 import resource
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -183,8 +186,7 @@ class Run:
 
 def soak(args, capture: Path, port: int, copy: dict) -> dict:
     total = (args.warmup + args.minutes) * 60
-    tmp = Path(f"/tmp/kla-soak-{os.getpid()}")
-    tmp.mkdir(exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="kla-soak-"))
     out, err = tmp / "live.out", tmp / "live.err"
     cmd = [
         *("ip", "netns", "exec", live.RX),
@@ -198,7 +200,7 @@ def soak(args, capture: Path, port: int, copy: dict) -> dict:
         "tcp",
     ]
     cmd += ["--mode", "stats", "--workers", str(args.workers), "--metrics", f"127.0.0.1:{port}"]
-    cmd += args.live_args.split()
+    cmd += shlex.split(args.live_args)
     r: dict = {"capture": str(capture), "command": cmd[4:], "load_start": os.getloadavg(), **copy}
     proc = subprocess.Popen(
         cmd,
@@ -252,12 +254,10 @@ def soak(args, capture: Path, port: int, copy: dict) -> dict:
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
             proc.wait(30)
-    r["stderr"] = err.read_text(errors="replace")[-4000:]
-    r["summary_line"] = out.read_text(errors="replace").partition("\n")[0]
+        r["stderr"] = err.read_text(errors="replace")[-4000:]
+        r["summary_line"] = out.read_text(errors="replace").partition("\n")[0]
+        shutil.rmtree(tmp, ignore_errors=True)
     judge(r, soaked, final, args)
-    for f in (out, err):
-        f.unlink()
-    tmp.rmdir()
     return r
 
 
@@ -274,7 +274,7 @@ def watch(pid: int, url: str, t0: float, replay: threading.Thread, args) -> Run:
         next_t += args.interval
         try:
             s = scrape(url, t0)
-        except OSError as exc:
+        except (OSError, ValueError) as exc:  # no answer, or not the exposition
             runs.failed_scrapes.append(f"{now:.0f} s: {exc}")
             continue
         u = usage(pid, t0)
@@ -574,8 +574,6 @@ def main() -> int:
         f"{x} must be positive" for x in ("pps", "minutes", "warmup", "interval", "scrapes", "workers")
     ]
     problems = [p for p in problems if getattr(args, p.split()[0]) <= 0]
-    import shutil
-
     problems += [] if shutil.which("tcpreplay") else ["needs tcpreplay"]
     try:
         import prometheus_client  # noqa: F401
