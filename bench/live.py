@@ -108,10 +108,13 @@ def wait_rusage(proc, timeout: float = 120):
     return ru
 
 
-def replay(capture: Path, pps: int, loop: int) -> dict:
-    """tcpreplay into the veth pair at ``pps`` packets per second (0: --topspeed)."""
+def replay(capture: Path, pps: int, loop: int, extra: tuple[str, ...] = ()) -> dict:
+    """tcpreplay into the veth pair at ``pps`` packets per second (0: --topspeed), with ``extra``
+    options (bench/soak.py: --unique-ip, --duration)."""
     speed = ["--pps", str(pps)] if pps else ["--topspeed"]
-    r = sh("ip", "netns", "exec", TX, "tcpreplay", "-i", TX_IF, *speed, "--loop", str(loop), str(capture))
+    r = sh(
+        "ip", "netns", "exec", TX, "tcpreplay", "-i", TX_IF, *speed, "--loop", str(loop), *extra, str(capture)
+    )
     out = r.stdout + r.stderr
     sent = re.search(r"Successful packets:\s+(\d+)", out)
     failed = re.search(r"Failed packets:\s+(\d+)", out)

@@ -738,14 +738,17 @@ BEGIN = "<!-- bench/run.py: begin; written by bench/run.py, edit outside these m
 END = "<!-- bench/run.py: end -->"
 
 
-def splice_results(old: str, part: str) -> str:
+def splice_results(old: str, part: str, begin: str = BEGIN, end: str = END) -> str:
     """``old`` with the text between the markers replaced by ``part``. Without markers (a new file,
-    or one from before them) the part goes first, under the file's title, and the rest is kept."""
-    block = f"{BEGIN}\n{part.rstrip()}\n{END}\n"
-    if BEGIN in old and END in old.split(BEGIN, 1)[1]:
-        head, rest = old.split(BEGIN, 1)
-        after = rest.split(END, 1)[1].lstrip("\n")
+    or one from before them) the part goes first, under the file's title, and the rest is kept;
+    other markers than bench/run.py's (``begin``, ``end``: another script's part) go last."""
+    block = f"{begin}\n{part.rstrip()}\n{end}\n"
+    if begin in old and end in old.split(begin, 1)[1]:
+        head, rest = old.split(begin, 1)
+        after = rest.split(end, 1)[1].lstrip("\n")
         return head + block + ("\n" + after if after else "")
+    if begin != BEGIN and old.strip():
+        return old.rstrip("\n") + "\n\n" + block
     title = "# Benchmark results\n"
     body = old[len(title) :] if old.startswith(title) else old
     return title + "\n" + block + ("\n" + body.lstrip("\n") if body.strip() else "")

@@ -37,18 +37,28 @@ def isolated(name: str):
     prefix = os.environ.get("KLA_TEST_NETNS_PREFIX", "kla-test")
     ns = f"{prefix}-{name}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     subprocess.run(["ip", "netns", "add", ns], check=True, capture_output=True)
-    home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
     try:
         subprocess.run(["ip", "-n", ns, "link", "set", "lo", "up"], check=True, capture_output=True)
+        with entered(ns):
+            yield ns
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+@contextlib.contextmanager
+def entered(ns: str):
+    """The calling thread inside the named namespace ``ns`` (``ip netns add``-ed) until the end,
+    then back in its own (other threads stay where they are)."""
+    home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    try:
         fd = os.open(f"/run/netns/{ns}", os.O_RDONLY)
         try:
             _setns(fd)
         finally:
             os.close(fd)
         try:
-            yield ns
+            yield
         finally:
             _setns(home)
     finally:
         os.close(home)
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
