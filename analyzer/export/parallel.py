@@ -768,7 +768,10 @@ def statistics(
     parts = run(paths, jobs, opts, ports, keylog, render=False)
     if metrics is not None:
         metrics.evicted += sum(p.evicted for p in parts)
-    return combine(parts, _name(paths), keylog=keylog, metrics=metrics, bounds=bounds)
+    outcome, stats, insights = combine(parts, _name(paths), keylog=keylog, metrics=metrics, bounds=bounds)
+    if metrics is not None:
+        metrics.state_of(stats)
+    return outcome, stats, insights
 
 
 def merge(
