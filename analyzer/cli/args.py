@@ -4,6 +4,7 @@ display filter and ``read``'s filter shorthands; argument types."""
 from __future__ import annotations
 
 import argparse
+import sys
 
 from analyzer.dissect.codecs import DEFAULT_LIMITS
 from analyzer.session.bounded import DEFAULT_BOUNDS, Bounds
@@ -125,6 +126,28 @@ def bounds_of(args) -> Bounds | str:
         every=DEFAULT_BOUNDS.every if idle is None or not idle else min(DEFAULT_BOUNDS.every, idle),
         exact_latencies=DEFAULT_BOUNDS.exact_latencies if exact is None else exact,
     )
+
+
+def state_bounds(args) -> Bounds | None:
+    """:func:`bounds_of`, or None after saying on stderr what is wrong."""
+    bounds = bounds_of(args)
+    if isinstance(bounds, str):
+        print(f"kafka-analyzer: {bounds}", file=sys.stderr)
+        return None
+    return bounds
+
+
+def with_evictions(report: dict, evictions, bounds: Bounds) -> dict:
+    """``report`` with its ``evictions`` rows (:meth:`Evictions.rows`) when a table let any go."""
+    if evictions:
+        report["evictions"] = evictions.rows(bounds)
+    return report
+
+
+def evictions_text(report: dict) -> list[str]:
+    """The text lines of a report's ``evictions`` (none when nothing was let go)."""
+    rows = report.get("evictions") or []
+    return ([""] if rows else []) + [f"let go to stay bounded: {r['said']}" for r in rows]
 
 
 def byte_size(text: str) -> int:
