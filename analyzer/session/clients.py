@@ -349,9 +349,9 @@ class ClientTracker:
         if c is None:
             c = self.clients[ck] = ClientView(client_id, host, first=t)
             if self.keep is not None and len(self.clients) > self.keep:
-                old = next(iter(self.clients))
-                del self.clients[old]
-                self.expiry.discard(old)
+                oldest = next(iter(self.clients))
+                del self.clients[oldest]
+                self.expiry.discard(oldest)
                 self.dropped["clients"] += 1
         c.last = max(c.last, t)
         self.expiry.touch(ck, t)
