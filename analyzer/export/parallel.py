@@ -858,7 +858,7 @@ def combine(  # noqa: C901 - one pass over the events, each kind inline
                         insights.apply(*x.insight)
                 elif kind == CONNECTION:
                     x.id = conn
-                    stats.connections[conn] = x
+                    stats.connection(x)
                     end = ConnectionEnd(x)
                     insights.connection_end(end)
                     if metrics is not None:

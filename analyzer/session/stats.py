@@ -192,9 +192,12 @@ class Stats:
         elif t is ConnIssue or t is CaptureIssue:
             self.anomaly(ev.issue.code, ev.issue.message)  # type: ignore[union-attr]  # t = type(ev) once per event; mypy narrows only inline
         elif t is ConnectionEnd:
-            info = ev.conn  # type: ignore[union-attr]  # t = type(ev) once per event; mypy narrows only inline
-            self.connections[info.id] = info
-            self.expiry["stats_connections"].touch(info.id, info.ts_last)
+            self.connection(ev.conn)  # type: ignore[union-attr]  # t = type(ev) once per event; mypy narrows only inline
+
+    def connection(self, info: ConnInfo) -> None:
+        """A connection's end (shown in the connections table)."""
+        self.connections[info.id] = info
+        self.expiry["stats_connections"].touch(info.id, info.ts_last)
 
     def _forget_connection(self, conn_id) -> None:
         self.connections.pop(conn_id, None)
