@@ -210,7 +210,7 @@ class LiveOutput:
         ring = getattr(src, "ring", None)
         h.ring_full = ring.freeze_q if ring is not None else None
         self.metrics.evicted = p.reasm.evicted
-        self.metrics.state_of(self.stats)
+        self.metrics.state_of(self.stats, a.knowledge)
         hub.now = p.last_ts if p.packets else None
 
     def event(self, ev) -> None:
@@ -395,7 +395,7 @@ def _tables(stats: Stats, outcome: Outcome, feed: InsightFeed | None) -> dict:
     """The run's tables (the summary, export's end), with what the statistics' and the
     insights' tables let go to stay bounded (also said on stderr)."""
     tables = stats_tables(stats, outcome)
-    rows = bounds_rows(stats, feed.all if feed is not None else None)
+    rows = bounds_rows(stats, feed.all if feed is not None else None, outcome.knowledge)
     if rows:
         tables["evictions"] = rows
         say_evictions(rows)

@@ -107,7 +107,7 @@ def run(args) -> int:
                 metrics.topic_ids = a.knowledge.topic_ids
                 outcome = a.run(stats, insights, metrics)
                 metrics.evicted = a.pipeline.reasm.evicted
-                metrics.state_of(stats)
+                metrics.state_of(stats, a.knowledge)
             else:
                 outcome = a.run(stats, insights)
     if metrics is not None and not _write_metrics(args.metrics_file, metrics, outcome, insights):

@@ -770,7 +770,7 @@ def statistics(
         metrics.evicted += sum(p.evicted for p in parts)
     outcome, stats, insights = combine(parts, _name(paths), keylog=keylog, metrics=metrics, bounds=bounds)
     if metrics is not None:
-        metrics.state_of(stats)
+        metrics.state_of(stats, outcome.knowledge)
     return outcome, stats, insights
 
 
@@ -823,7 +823,7 @@ def combine(  # noqa: C901 - one pass over the events, each kind inline
             batch = it.batch
             yield ((batch, local_ids[it.conn], it.seq) if batch == END else (batch, 0, it.seq)), p, it
 
-    knowledge = Knowledge()
+    knowledge = Knowledge(most=bounds.max_entries)
     topic_ids = knowledge.topic_ids
     exchanges = 0
 

@@ -304,12 +304,15 @@ class Metrics:
         h[i] += 1
         h[-1] += lat
 
-    def state_of(self, stats) -> None:
+    def state_of(self, stats, knowledge=None) -> None:
         """Take the bounded tables' evictions and sizes of ``stats`` (a
-        :class:`~analyzer.session.stats.Stats`) as they are now."""
+        :class:`~analyzer.session.stats.Stats`) and ``knowledge`` as they are now."""
         self.state_evictions = Evictions()
         self.state_evictions.merge(stats.evictions)
         self.state_entries = stats.entries()
+        if knowledge is not None:
+            self.state_evictions.merge(knowledge.evictions)
+            self.state_entries.update(knowledge.entries())
 
     def merge(self, other: Metrics) -> None:
         """Add another's counts (live workers, each with its own connections)."""
