@@ -156,7 +156,7 @@ class TopicStats:
 class ClientStats:
     requests: int = 0
     errors: int = 0
-    connections: set = field(default_factory=set)
+    connections: int = 0  # distinct connections it sent requests on (Stats.client_connection)
     software: str | None = None
 
 
@@ -178,6 +178,9 @@ class Stats:
         self.topics: dict[str, TopicStats] = defaultdict(TopicStats)
         self.clients: dict[str, ClientStats] = defaultdict(ClientStats)
         self.connections: dict[int, ConnInfo] = {}
+        # connection id -> the client ids that sent requests on it (counted once per connection;
+        # let go with the connection's row)
+        self.conn_clients: dict[int, set[str]] = {}
         self.conn_exchanges: Counter = Counter()
         self.anomalies: Counter = Counter()
         self.anomaly_examples: dict[str, str] = {}
@@ -202,6 +205,16 @@ class Stats:
     def _forget_connection(self, conn_id) -> None:
         self.connections.pop(conn_id, None)
         self.conn_exchanges.pop(conn_id, None)
+        self.conn_clients.pop(conn_id, None)
+
+    def client_connection(self, c: ClientStats, label: str, conn_id: int) -> None:
+        """Client ``label`` (its :class:`ClientStats` ``c``) sent a request on ``conn_id``."""
+        seen = self.conn_clients.get(conn_id)
+        if seen is None:
+            seen = self.conn_clients[conn_id] = set()
+        if label not in seen:
+            seen.add(label)
+            c.connections += 1
 
     def _forget_client(self, client_id) -> None:
         self.clients.pop(client_id, None)
@@ -233,9 +246,10 @@ class Stats:
             c = self.clients[client]
             c.requests += oc.requests
             c.errors += oc.errors
-            c.connections |= oc.connections
+            c.connections += oc.connections  # (each process its own connections)
             c.software = c.software or oc.software
         self.connections.update(other.connections)
+        self.conn_clients.update(other.conn_clients)
         self.conn_exchanges.update(other.conn_exchanges)
         self.evictions.merge(other.evictions)
         self.anomalies.update(other.anomalies)
@@ -293,7 +307,7 @@ class Stats:
             c = self.clients[label]
             expiry["stats_clients"].touch(label, ts)
             c.requests += 1
-            c.connections.add(conn_id)
+            self.client_connection(c, label, conn_id)
             if resp_errors:
                 c.errors += 1
         for topic in topics:
@@ -359,7 +373,7 @@ class Stats:
                     "software": " ".join(x for x in sw if x) if sw else None,
                     "requests": c.requests,
                     "responses_with_errors": c.errors,
-                    "connections": len(c.connections),
+                    "connections": c.connections,
                 }
             )
         return rows
