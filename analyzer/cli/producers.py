@@ -70,9 +70,8 @@ def run_producers(args) -> int:
     if done is None:
         return EXIT_USAGE
     insights, outcome = done
-    pt = insights.producers
     report = with_evictions(
-        producers_report(insights, set(args.client or ())), pt.evictions, pt.expiry.bounds
+        producers_report(insights, set(args.client or ())), insights.evictions(), insights.bounds
     )
     if args.format == "json":
         print_json(report)
@@ -115,6 +114,7 @@ def run_transactions(args) -> int:
     insights, outcome = done
     now = outcome.last_ts if outcome.packets else None
     report = transactions_report(insights, now, set(args.transactional_id or ()))
+    with_evictions(report, insights.evictions(), insights.bounds)
     if args.format == "json":
         print_json(report)
         return finish(outcome)
@@ -138,5 +138,6 @@ def run_transactions(args) -> int:
     if report["transactions"]:
         out.append("")
         out.append(f"coverage: {transactions_coverage(report)}")
+    out.extend(evictions_text(report))
     print("\n".join(out))
     return finish(outcome)

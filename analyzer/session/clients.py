@@ -234,6 +234,7 @@ class ClientTracker:
         # is let go (its view and group), counted
         self.evictions = Evictions()
         self.expiry = Expiry("clients", self._evict, self.evictions, bounds)
+        self.ends_expiry = Expiry("client_hosts", self.last_end_forget, self.evictions, bounds)
         self.by_label: dict[str, tuple[str, str | None]] = {}  # connection -> its client
         self.groups: dict[tuple[str, str | None], str] = {}  # (host, client id) -> consumer group
         self.produce_edges: dict[tuple[str, str], list[int]] = {}  # (client id, topic) -> [records, bytes]
@@ -427,6 +428,10 @@ class ClientTracker:
             e[0] += n
             e[1] += nbytes
 
+    def last_end_forget(self, key) -> None:
+        """Let go of the last connection end between a host and a broker (``ends_expiry``)."""
+        self.last_end.pop(key, None)
+
     def _evict(self, ck) -> None:
         self.clients.pop(ck, None)
         self.groups.pop(ck, None)
@@ -472,6 +477,7 @@ class ClientTracker:
             was.empty += 1
             was.ended.append((broker, first, last))
             self.last_end[(host, broker)] = (prev[0], last)
+            self.ends_expiry.touch((host, broker), last)
             return
         c = self.clients.get(ck)
         if c is None:
@@ -482,6 +488,7 @@ class ClientTracker:
             c.fast_reconnects += 1
         c.ended.append((broker, first, last))
         self.last_end[(host, broker)] = (ck, last)
+        self.ends_expiry.touch((host, broker), last)
         if seen is not None and not seen.used and last - first >= IDLE_S:
             c.idle += 1
         if self.keep is not None:

@@ -296,7 +296,7 @@ class Insights:
     def evictions(self) -> Evictions:
         """What the groups', producers' and clients' tables let go, per table."""
         out = Evictions()
-        for e in (self.groups.evictions, self.producers.producers.evictions, self.clients.evictions):
+        for e in (self.groups.evictions, self.producers.evictions(), self.clients.evictions):
             out.merge(e)
         return out
 
@@ -309,7 +309,10 @@ class Insights:
         return {
             "groups": len(self.groups.expiry),
             "producers": len(self.producers.producers.expiry),
+            "transactional_ids": len(self.producers.txns.expiry),
+            "held_back": len(self.producers.txns.held_expiry),
             "clients": len(self.clients.expiry),
+            "client_hosts": len(self.clients.ends_expiry),
         }
 
     def event(self, ev, mark: object = None) -> None:
