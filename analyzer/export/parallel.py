@@ -416,6 +416,7 @@ class Share:
                 i = IssueItem(ev.issue.code, ev.issue.message)
                 items.append(Item(batch, self._seq, kind, ev.conn.id, len(data), i))
             elif t is ConnectionEnd:
+                self.insights.groups.consumption.closed(ev.conn.id)  # (its fetch session)
                 if render:
                     data = dumps(connection_json(ev.conn), option=opt)
                 items.append(Item(batch, self._seq, CONNECTION, ev.conn.id, len(data), ev.conn))

@@ -95,6 +95,10 @@ class ConsumptionTracker:
         # (fetcher, partition) -> [position, its lag then, the largest lag since the last take]
         self.positions: dict[tuple[Fetcher, TP], list] = {}
 
+    def closed(self, conn_id: int) -> None:
+        """A connection ended: its fetch session with it (where :meth:`facts` runs)."""
+        self.sessions.pop(conn_id, None)
+
     # -- what a Fetch tells ---------------------------------------------------------------------------
     def facts(self, ev) -> tuple | None:
         """(request time, answer time or None, fetcher, [(partition ref, fetch offset or None, high

@@ -58,6 +58,8 @@ class GroupInsights:
     def event(self, ev) -> None:
         if type(ev) is Exchange:
             self.apply(ev if ev.api_key in GROUP_APIS else None, self.facts(ev))
+        elif type(ev) is ConnectionEnd:
+            self.consumption.closed(ev.conn.id)
 
     def done(self, outcome=None) -> None:
         self.groups.done()
@@ -322,6 +324,7 @@ class Insights:
         if t is Exchange:
             self.apply(ev if GroupInsights.wants(ev) else None, self.facts(ev), mark)
         elif t is ConnectionEnd:
+            self.groups.consumption.closed(ev.conn.id)
             self.connection_end(ev)
 
     def connection_end(self, ev: ConnectionEnd) -> None:
@@ -339,7 +342,9 @@ class Insights:
         self.clients.apply(facts)
 
     def ended(self, ev: ConnectionEnd) -> tuple | None:
-        """A connection end's facts as :meth:`apply` takes them (with no exchange)."""
+        """A connection end's facts as :meth:`apply` takes them (with no exchange); its fetch
+        session let go where the facts are made."""
+        self.groups.consumption.closed(ev.conn.id)
         f = self.clients.facts(ev)
         return None if f is None else (None, None, f)
 
