@@ -19,6 +19,7 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 IDLE = 86_400.0  # capture seconds an entry may stay unused (a day)
 MAX_ENTRIES = 200_000  # entries per table
@@ -38,6 +39,8 @@ class Bounds:
 
 
 DEFAULT_BOUNDS = Bounds()
+# the knowledge's tables (names learnt): bounded by their size only, the oldest learnt let go
+LEARNT = frozenset(("topic ids", "leaders", "client software", "known groups"))
 
 
 def duration_text(seconds: float) -> str:
@@ -91,7 +94,8 @@ def said(table: str, idle: int, full: int, bounds: Bounds) -> str:
         parts.append(f"{idle} {table} expired after {duration_text(bounds.idle or 0.0)} idle")
     if full:
         what = f"{full} {table} evicted" if not idle else f"{full} evicted"
-        parts.append(f"{what}, the longest idle first (more than {bounds.max_entries} at once)")
+        order = "the oldest learnt first" if table in LEARNT else "the longest idle first"
+        parts.append(f"{what}, {order} (more than {bounds.max_entries} at once)")
     return "; ".join(parts)
 
 
@@ -104,7 +108,7 @@ class Expiry:
     def __init__(
         self,
         table: str,
-        evict: Callable[[Hashable], None],
+        evict: Callable[[Any], None],
         evictions: Evictions,
         bounds: Bounds = DEFAULT_BOUNDS,
     ) -> None:

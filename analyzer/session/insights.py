@@ -53,6 +53,8 @@ class GroupInsights:
         self.evictions = Evictions()
         self.expiry = Expiry("groups", self._evict, self.evictions, bounds)
         self.lag.on_group = self.expiry.touch
+        self.members = Expiry("group_members", self.groups.forget_member, self.evictions, bounds)
+        self.groups.on_member = self.members.touch
         self.gone: set[str] = set()  # groups let go whose commits' rows and pauses remain (purge)
 
     def event(self, ev) -> None:
@@ -310,6 +312,7 @@ class Insights:
         """Entries per bounded table now."""
         return {
             "groups": len(self.groups.expiry),
+            "group_members": len(self.groups.members),
             "producers": len(self.producers.producers.expiry),
             "transactional_ids": len(self.producers.txns.expiry),
             "held_back": len(self.producers.txns.held_expiry),

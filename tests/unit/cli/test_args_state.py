@@ -43,16 +43,18 @@ def _evicted(report: dict) -> dict[str, int]:
 def test_tables_stay_at_their_maximum_evictions_counted(capsys, many):
     s = _json(capsys, "stats", many, "--state-max", MOST)
     assert len(s["clients"]) == MOST and len(s["connections"]) == MOST
-    # (the knowledge's table of client software too: each ApiVersions names it)
+    # (the knowledge's table of client software too: each ApiVersions names it; and each
+    # connection comes from a host of its own)
     assert _evicted(s) == {
         "stats_clients": N - MOST,
         "stats_connections": N - MOST,
         "clients": N - MOST,
         "client_software": N - MOST,
+        "client_hosts": N - MOST,
     }
     assert s["capture"]["exchanges"] == N
     c = _json(capsys, "clients", many, "--state-max", MOST)
-    assert len(c["clients"]) == MOST and _evicted(c) == {"clients": N - MOST}
+    assert len(c["clients"]) == MOST and _evicted(c) == {"clients": N - MOST, "client_hosts": N - MOST}
     assert c["clients"][-1]["client_id"] == f"client-{N - 1}"
 
 
