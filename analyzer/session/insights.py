@@ -55,6 +55,8 @@ class GroupInsights:
         self.lag.on_group = self.expiry.touch
         self.members = Expiry("group_members", self.groups.forget_member, self.evictions, bounds)
         self.groups.on_member = self.members.touch
+        self.fetchers = Expiry("fetchers", self.consumption.forget_fetcher, self.evictions, bounds)
+        self.consumption.on_fetcher = self.fetchers.touch
         self.gone: set[str] = set()  # groups let go whose commits' rows and pauses remain (purge)
 
     def event(self, ev) -> None:
@@ -313,6 +315,7 @@ class Insights:
         return {
             "groups": len(self.groups.expiry),
             "group_members": len(self.groups.members),
+            "fetchers": len(self.groups.fetchers),
             "producers": len(self.producers.producers.expiry),
             "transactional_ids": len(self.producers.txns.expiry),
             "held_back": len(self.producers.txns.held_expiry),

@@ -101,7 +101,9 @@ def test_stats_tables_bounded_evictions_exact():
 
 
 def _commit(i: int, t: float) -> tuple:
-    return ((COMMIT, t, f"group-{i}", [(("topic", None, 0), i)], None), None)
+    """A group's commit and a consumer's fetch (a new group and consumer each time)."""
+    fetch = (t, t + 0.001, (f"10.0.1.{i % 100}", f"consumer-{i}"), [(("topic", None, 0), i, i + 5)])
+    return ((COMMIT, t, f"group-{i}", [(("topic", None, 0), i)], None), fetch)
 
 
 def _produce(i: int, t: float) -> tuple:
@@ -127,6 +129,9 @@ def test_insights_groups_and_producers_bounded():
     gone = ins.evictions().totals()
     assert gone["groups"] == 3000 - len(ins.groups.lag.windows)
     assert gone["producers"] == 3000 - len(ins.producers.producers.producers)
+    consumption = ins.groups.consumption
+    assert len(consumption.positions) <= 40 and len(consumption.fetched_by) <= 40
+    assert gone["fetchers"] == 3000 - len(consumption.fetched_by)
     groups = {r["group_id"] for r in ins.groups.table(None)}
     assert groups == set(ins.groups.lag.windows) and "group-2999" in groups
     assert {r.group for r in ins.groups.lag.rows} <= groups | ins.groups.gone
