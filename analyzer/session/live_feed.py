@@ -254,8 +254,8 @@ class InsightFeed:
         ins = self.insights
         kept = []
         for end, group, index in self.held:
-            g = ins.groups.groups[group]
-            if index < g.dropped:
+            g = ins.groups.groups.get(group)
+            if g is None or not 0 <= index - g.dropped < len(g.rebalances):  # (let go: keep, bounds)
                 self.lost_held += 1
                 continue
             pauses = ins.consumption.rebalance_pauses(group, index)

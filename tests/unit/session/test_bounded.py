@@ -7,10 +7,17 @@ import gc
 import random
 import tracemalloc
 
+import pytest
+
+from analyzer.events import ConnectionEnd
+from analyzer.model import Exchange
+from analyzer.pipeline import Analysis
 from analyzer.session.bounded import Bounds, Evictions, Expiry, Latencies, said
 from analyzer.session.insights import Insights
 from analyzer.session.lag import COMMIT
+from analyzer.session.live_feed import InsightFeed
 from analyzer.session.stats import ExchangeFacts, Stats
+from tests.helpers.captures import CAPTURES
 
 
 def _expiry(bounds: Bounds):
@@ -158,3 +165,23 @@ def _held(n: int) -> int:
 def test_memory_flat_as_the_input_doubles():
     small, big = _held(2000), _held(4000)
     assert big < small * 1.1, (small, big)
+
+
+@pytest.mark.parametrize("name", ["group-cooperative", "producer-txn", "client-reconnect-loop"])
+def test_the_live_feed_runs_at_tiny_bounds(name):
+    """Every table at one entry: the feed tells what it still has, counts what it let go."""
+    a = Analysis(str(CAPTURES / f"{name}.pcap"))
+    told: list[str] = []
+    feed = InsightFeed(lambda k, o: told.append(k), a.knowledge.topic_ids, bounds=Bounds(max_entries=1))
+
+    class Live:
+        def event(self, ev):
+            if type(ev) is Exchange:
+                feed.exchange(ev, a.last_ts)
+            elif type(ev) is ConnectionEnd:
+                feed.connection_end(ev, a.last_ts)
+
+    outcome = a.run(Live())
+    feed.done(outcome.last_ts)
+    assert told and feed.all.evictions()
+    assert all(n <= 1 for n in feed.all.entries().values())
