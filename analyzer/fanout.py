@@ -151,7 +151,7 @@ def _worker(
         if metrics is not None and (final or time.monotonic() - sent_at[0] >= METRICS_EVERY):
             sent_at[0] = time.monotonic()
             with lock:
-                counted = _counted(metrics, a, src)
+                counted = _counted(metrics, a, src, stats)
         conn.send(("batch", wm, batch, src.received, src.dropped, new, items, counted))
         while inbound.poll():
             learned.append(inbound.recv())
@@ -224,8 +224,9 @@ def count(ev, ty: type, stats: Stats, metrics: Metrics | None, lock) -> None:
             metrics.event(ev)
 
 
-def _counted(metrics: Metrics, a: Analysis, src) -> bytes:
-    """A worker's metrics and capture health so far, pickled (under the lock its counting holds)."""
+def _counted(metrics: Metrics, a: Analysis, src, stats: Stats) -> bytes:
+    """A worker's metrics and capture health so far, pickled (under the lock its counting holds),
+    with its statistics' and knowledge's bounded tables (their evictions, their sizes)."""
     p = a.pipeline
     ring = getattr(src, "ring", None)
     health = Health(
@@ -237,6 +238,7 @@ def _counted(metrics: Metrics, a: Analysis, src) -> bytes:
         tracked=len(p.reasm.table),
     )
     metrics.evicted = p.reasm.evicted
+    metrics.state_of(stats, a.knowledge)
     return pickle.dumps((metrics, health), pickle.HIGHEST_PROTOCOL)
 
 
