@@ -58,6 +58,7 @@ from analyzer.events import CaptureIssue, CaptureStats, ConnectionEnd
 from analyzer.issues import CAPTURE_NO_TCP, CAPTURE_PACKETS_DROPPED, CAPTURE_WORKER_FAILED
 from analyzer.model import Exchange, Issue
 from analyzer.pipeline import Analysis, Outcome
+from analyzer.session.bounded import DEFAULT_BOUNDS, Bounds
 from analyzer.session.insights import Insights
 from analyzer.session.metrics import Health, Metrics, metric_extra
 from analyzer.session.stats import Stats, exchange_facts
@@ -106,6 +107,7 @@ def _worker(
     others: list[Ring],
     groups: bool = False,
     limits: MetricLimits | None = None,
+    bounds: Bounds = DEFAULT_BOUNDS,
 ) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent says when to stop
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -126,7 +128,8 @@ def _worker(
     hup.append(src)
     a = make_analysis(src)
     a.pipeline.reasm.next_id = 1 + i * CONN_ID_STRIDE
-    stats = Stats(a.knowledge.topic_ids)
+    a.knowledge.most = bounds.max_entries
+    stats = Stats(a.knowledge.topic_ids, bounds)
     lock = threading.Lock()
     pending: list = []
     facts: list = []  # the insights' items: (key, exchange it wants or None, facts)
@@ -270,7 +273,11 @@ class Fanout:
         on_drops: Callable[[CaptureStats], None] | None = None,
         feed: InsightFeed | None = None,
         metrics: LiveMetrics | None = None,
+        bounds: Bounds = DEFAULT_BOUNDS,
     ):
+        """``bounds``: the workers' statistics' and knowledge's tables' (the insights' are the
+        ``feed``'s, in this process)."""
+        self.bounds = bounds
         self.name = name
         self.rings = rings
         self.make_source = make_source
@@ -357,6 +364,7 @@ class Fanout:
                     [r for r in self.rings if r is not ring],
                     self.feed is not None,
                     self.metrics.limits if self.metrics is not None else None,
+                    self.bounds,
                 ),
                 daemon=True,
                 name=f"kafka-analyzer-worker-{i}",
@@ -462,7 +470,7 @@ class Fanout:
             parts.append(r["outcome"])
             issues.append(list(r["outcome"].capture_issues))
         merged = Outcome.combine(parts)
-        stats = Stats(merged.knowledge.topic_ids)
+        stats = Stats(merged.knowledge.topic_ids, self.bounds)
         for r in self._results:
             if r is not None:
                 stats.merge(r["stats"])

@@ -374,7 +374,16 @@ def _fanout(args, n: int, reopen: list, hub: LiveMetrics | None) -> int:
         feed = feed or InsightFeed(_quiet, final_all=False, bounds=args.bounds)
         hub.insights = feed.all
     fan = Fanout(
-        f"live:{args.interface}", rings, make_source, make_analysis, formatter, output, _say_drops, feed, hub
+        f"live:{args.interface}",
+        rings,
+        make_source,
+        make_analysis,
+        formatter,
+        output,
+        _say_drops,
+        feed,
+        hub,
+        args.bounds,
     )
     with on_hangup(*reopen, fan.hangup), graceful_interrupt(fan):
         stats, outcome = fan.run()
