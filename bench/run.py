@@ -19,6 +19,9 @@
    speaks by default, so its JSON of the main capture holds no records at all; the
    ``export --records`` ratio target is judged only where tshark dissects every Produce and
    Fetch request (the rule for tshark 4.0: compare only what it decodes cleanly).
+7. start-up (``bench/startup.py``): ``stats`` of a 10-packet capture against ``python -c pass``,
+   written into its own block of bench/RESULTS.md; ``--startup-only`` runs only this step (no
+   tshark, no big capture).
 
 Every command runs ``--rounds`` times (ours and tshark alternating, page cache warm); the
 median and best wall times are reported, and the peak RSS of each process from ``os.wait4``.
@@ -784,6 +787,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         " --capture is given",
     )
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds allowed to each command")
+    ap.add_argument(
+        "--startup-only",
+        action="store_true",
+        help="only the start-up step (bench/startup.py, 11 rounds), into its block of bench/RESULTS.md",
+    )
     args = ap.parse_args(argv)
     if args.rounds < 1:
         ap.error("--rounds must be at least 1")
@@ -900,8 +908,21 @@ class Run:
                 print(f"dissector {label} {mode}: {rate}")
 
 
+def startup_step() -> None:
+    """Start-up (bench/startup.py, imported from beside this script) into its RESULTS.md block."""
+    import startup  # bench/startup.py: this script's folder is sys.path[0]
+
+    text = startup.startup_text(startup.measure_startup(11))
+    print(text, flush=True)
+    startup.write_startup(text)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.startup_only:
+        startup_step()
+        print(f"\nwrote {_rel(RESULTS)} (its start-up block)")
+        return 0
     if not shutil.which("tshark"):
         print(
             "bench/run.py: tshark not found on PATH; it is the reference every ratio is measured against "
@@ -924,6 +945,7 @@ def main(argv: list[str] | None = None) -> int:
         run.on_capped_capture()
     if args.profile:
         run.ctx["profile"] = run.step("profile: cProfile of stats", profile, cap, args.timeout)
+    run.step("start-up: stats of a 10-packet capture", startup_step)
     run.print_summary()
     run.ctx["machine"]["load average at end (1/5/15 min)"] = _load()
     write_results(run.ctx)

@@ -270,31 +270,23 @@ def collect(schemas: Path) -> dict:
 
 
 # --------------------------------------------------------------------------- writing
-# Layout: one field tuple per line (wrapped with a hanging indent only when longer than the line
-# length), a struct field's children follow its head line "(..., (" one level deeper. This is
-# far more compact than `ruff format`'s one-element-per-line explosion of nested tuples, so the
-# tables sit in a "# fmt: off" region (`ruff format --check` leaves them alone and passes).
+# The tables are plain constant data: nested tuples of literals (no names, no calls), which
+# CPython folds into the code object's constants, so importing the module unmarshals them from
+# the .pyc and runs no per-field code. A table's FieldSpecs are built on first use of each key
+# (``Table``). Layout: one field tuple per line (wrapped with a hanging indent only when longer
+# than the line length), a struct field's children follow its head line "(..., (" one level
+# deeper. This is far more compact than `ruff format`'s one-element-per-line explosion of nested
+# tuples, so the tables sit in a "# fmt: off" region (`ruff format --check` leaves them alone).
 
 
-# FieldSpec positions after (name, type, versions): keyword name and default (left out when equal)
-FIELD_KEYWORDS = (
-    ("nullable", None),
-    ("tagged", None),
-    ("tag", None),
-    ("default", None),
-    ("entity", None),
-    ("map_key", False),
-    ("flexible", INHERIT),
-)
+# a field's tuple: (name, type, versions, children, nullable, tagged, tag, default, entity,
+# map_key, flexible) with the trailing ones equal to these defaults left out
+FIELD_DEFAULTS = (None, None, None, None, None, None, False, INHERIT)
 
 
 def literal(value) -> str:
-    if value is INHERIT:
-        return "INHERIT"
-    if value is None or isinstance(value, bool):
+    if value is None or isinstance(value, bool | int):
         return repr(value)
-    if isinstance(value, int):
-        return "OPEN" if value == OPEN else str(value)
     if isinstance(value, str):
         return json.dumps(value)
     if isinstance(value, tuple):
@@ -324,20 +316,17 @@ def write_fields(out: list[str], fields: tuple, depth: int) -> None:
     indent = INDENT * depth
     for field in fields:
         name, ftype, versions, *rest, children = field
+        tail = [children, *rest]
+        while tail and tail[-1] == FIELD_DEFAULTS[len(tail) - 1]:
+            tail.pop()
         items = [literal(name), literal(ftype), literal(versions)]
-        items += [
-            f"{key}={literal(v)}"
-            for (key, default), v in zip(FIELD_KEYWORDS, rest, strict=True)
-            if v != default
-        ]
-        if children is None:
-            fill(out, indent, items, "),", "F(")
-        elif not children:
-            fill(out, indent, [*items, "children=()"], "),", "F(")
-        else:
-            fill(out, indent, [*items, "children=("], "", "F(")
-            write_fields(out, children, depth + 1)
-            out.append(indent + ")),")
+        if not children:  # a primitive (None) or an empty struct (())
+            fill(out, indent, items + [literal(v) for v in tail], "),")
+            continue
+        fill(out, indent, [*items, "("], "")
+        write_fields(out, children, depth + 1)
+        after = [literal(v) for v in tail[1:]]
+        out.append(indent + "), " + ", ".join(after) + ")," if after else indent + ")),")
 
 
 def write_segments(out: list[str], prefix: str, segments: tuple, depth: int) -> None:
@@ -354,11 +343,11 @@ def write_segments(out: list[str], prefix: str, segments: tuple, depth: int) -> 
     out.append(f"{indent}),")
 
 
-def write_segment_dict(out: list[str], name: str, table: dict) -> None:
-    out.append(f"{name} = {{")
+def write_segment_dict(out: list[str], name: str, key_type: str, table: dict) -> None:
+    out.append(f"{name}: Mapping[{key_type}, Segments] = Table({{")
     for key, segments in table.items():
         write_segments(out, f"{literal(key)}: ", segments, 1)
-    out.append("}")
+    out.append("})")
 
 
 def write_enum(out: list[str], name: str, doc: str, members: dict[str, int]) -> None:
@@ -377,17 +366,18 @@ def write_flat_dict(out: list[str], name: str, table: dict) -> None:
 HEADER_COMMENT = """\
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from enum import IntEnum
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-OPEN = 0x7FFF  # "N+" version ranges end here
+OPEN = 0x7FFF  # "N+" version ranges end here (written 32767 in the tables)
 INHERIT = "inherit"  # FieldSpec.flexible of a field without flexibleVersions of its own
 
 Range = tuple[int, int] | None
 
 
 class FieldSpec(NamedTuple):
-    \"\"\"One field of a schema version segment (the table writes it ``F(...)``).\"\"\"
+    \"\"\"One field of a schema version segment.\"\"\"
 
     name: str  # the schema's field name (CamelCase, as in the JSON)
     # primitive type name ("int8", "int16", "uint16", "int32", "uint32", "int64", "float64", "bool",
@@ -410,7 +400,51 @@ class FieldSpec(NamedTuple):
     children: tuple[FieldSpec, ...] | None = None
 
 
-F = FieldSpec
+# (lo, hi, flexible, fields): versions lo..hi, flexibleVersions (lo, hi) or None, the fields
+Segment = tuple[int, int, Range, tuple[FieldSpec, ...]]
+Segments = tuple[Segment, ...]
+
+# the tables write a field as a tuple of constants: (name, type, versions, children, nullable,
+# tagged, tag, default, entity, map_key, flexible), the trailing ones equal to these left out
+_DEFAULTS = (None, None, None, None, None, None, False, INHERIT)
+
+
+def _field(raw: tuple) -> FieldSpec:
+    full = raw + _DEFAULTS[len(raw) - 3 :]
+    children = full[3]
+    if children is not None:
+        children = tuple(map(_field, children))
+    return tuple.__new__(FieldSpec, (*full[:3], *full[4:], children))
+
+
+class Table(Mapping[Any, Segments]):
+    \"\"\"A generated table (key -> segments): constant tuples when imported, each key's
+    FieldSpecs built on its first look-up.\"\"\"
+
+    __slots__ = ("_built", "_raw")
+
+    def __init__(self, raw: dict) -> None:
+        self._raw = raw
+        self._built: dict[Any, Segments] = {}
+
+    def __getitem__(self, key: Any) -> Segments:
+        segments = self._built.get(key)
+        if segments is None:
+            segments = tuple(
+                (lo, hi, flexible, tuple(map(_field, fields))) for lo, hi, flexible, fields in self._raw[key]
+            )
+            self._built[key] = segments
+        return segments
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._raw
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
 """
 
 
@@ -460,11 +494,11 @@ def render(model: dict) -> str:
         "#   (lo, hi, flexible, fields): versions lo..hi come from this snapshot (merge rule: the newest",
         "#   snapshot whose validVersions has the version), flexible = flexibleVersions (lo, hi) or None",
     ]
-    write_segment_dict(out, "MESSAGES", model["messages"])
+    write_segment_dict(out, "MESSAGES", "tuple[int, str]", model["messages"])
     out += ["", '# HEADERS["request" | "response"] = segments of RequestHeader / ResponseHeader']
-    write_segment_dict(out, "HEADERS", model["headers"])
+    write_segment_dict(out, "HEADERS", "str", model["headers"])
     out += ["", '# DATA[name] = segments of every schema of type "data" (embedded payloads, control records)']
-    write_segment_dict(out, "DATA", model["data"])
+    write_segment_dict(out, "DATA", "str", model["data"])
     out += ["", "# fmt: on"]
     return "\n".join(out) + "\n"
 
@@ -526,7 +560,9 @@ def collect_coordinator(folder: Path) -> dict:
 COORDINATOR_HEADER = """\
 from __future__ import annotations
 
-from analyzer.dissect.protocol_table import F, INHERIT, OPEN  # noqa: F401 (the tables' names)
+from collections.abc import Mapping
+
+from analyzer.dissect.protocol_table import Segments, Table
 
 """
 
@@ -549,7 +585,7 @@ def render_coordinator(model: dict) -> str:
         out.extend(f"{INDENT * 2}{n}: {literal(entry)}," for n, entry in known.items())
         out.append(f"{INDENT}}},")
     out += ["}", "", "# SCHEMAS[name] = segments (lo, hi, flexible, fields) of each key and value schema"]
-    write_segment_dict(out, "SCHEMAS", model["schemas"])
+    write_segment_dict(out, "SCHEMAS", "str", model["schemas"])
     out += ["", "# fmt: on"]
     return "\n".join(out) + "\n"
 

@@ -13,6 +13,12 @@ file, or the rotated files of one recording chained.
 Tables of a big file that ``spark`` analysed in byte-range splits are the same: the stitching
 writes the ``state`` and ``seq`` one run writes.
 
+Memory: a piece's small rows (its exchanges' ``seq``, its issues and connection ends) are read
+whole, its exchange states in record batches, each handed on (and freed) as soon as the run's
+order reaches it (the files that hold none of them are not read again), with ``pyarrow.parquet``
+alone (``pyarrow.dataset`` costs ~16 MB more to import), so ``check --parquet`` stays within
+1.5x of ``check``'s peak memory.
+
 What cannot be evaluated is said, never passed: tables without the ``state`` column (written by
 an older ``spark``), a big file analysed in splits that holds no Kafka exchange (why, only one
 run says), tables limited by ``spark -Y``,
@@ -23,6 +29,8 @@ and rules that need record bodies over tables written without ``spark --records`
 from __future__ import annotations
 
 import os
+from heapq import heappop, heappush
+from urllib.parse import unquote
 
 import orjson
 
@@ -37,8 +45,9 @@ _ISSUE_COLUMNS += ["offset", "where", "roles_known", "seq"]
 _END_COLUMNS = ["capture", "connection", "client", "broker", "roles_known", "first_ts", "last_ts", "seq"]
 
 
-# the exchanges read in one scan of the tables (several pieces at a time, up to this many)
-BATCH_EXCHANGES = 50_000
+# exchange states converted to Python objects at a time
+STATE_BATCH = 256
+_NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"  # Spark's directory name for a null partition value
 
 
 class NotTables(Exception):
@@ -63,37 +72,75 @@ class Known:
         ex.topics = topics  # (as stored: what the run said of this exchange)
 
 
-def _dataset(base: str, name: str):
-    import pyarrow.dataset as ds
+class _Table:
+    """One table of the output directory: its Parquet files (Spark's ``part-*``, not its
+    ``.crc``/``_SUCCESS`` files) with the Hive partition values of their directories
+    (``capture_set=NAME/``, ``date=.../hour=.../``), read column by column with
+    ``pyarrow.parquet``."""
 
-    path = os.path.join(base, name)
-    if not os.path.isdir(path):
-        raise NotTables(f"{base}: no {name}/ table (not an output directory of `kafka-analyzer spark`)")
-    try:
-        return ds.dataset(path, format="parquet", partitioning="hive", exclude_invalid_files=True)
-    except Exception as exc:  # pyarrow's ArrowInvalid, ArrowIOError...: a damaged table
-        raise NotTables(f"{path}: not readable as Parquet: {_first_line(exc)}") from None
+    def __init__(self, base: str, name: str) -> None:
+        self.path = os.path.join(base, name)
+        if not os.path.isdir(self.path):
+            raise NotTables(f"{base}: no {name}/ table (not an output directory of `kafka-analyzer spark`)")
+        self.files: list[tuple[str, dict[str, str | None]]] = []
+        for root, dirs, names in os.walk(self.path):
+            dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
+            rel = os.path.relpath(root, self.path)
+            parts: dict[str, str | None] = {}
+            for seg in () if rel == "." else rel.split(os.sep):
+                key, eq, value = seg.partition("=")
+                if eq:
+                    parts[key] = None if value == _NULL_PARTITION else unquote(value)
+            for n in sorted(names):
+                if not n.startswith((".", "_")):
+                    self.files.append((os.path.join(root, n), parts))
+
+    def of_set(self, capture_set: str | None) -> list[tuple[str, dict[str, str | None]]]:
+        if capture_set is None:
+            return self.files
+        return [(f, parts) for f, parts in self.files if parts.get("capture_set") == capture_set]
+
+    def record_batches(self, columns: list[str], files: list[tuple[str, dict]], batch_size: int = 65536):
+        """``(file, rows, partition values)`` of each record batch of ``files`` (of :meth:`of_set`),
+        ``rows`` a dict of column lists (partition columns are not in them)."""
+        import pyarrow.parquet as pq
+
+        for f, parts in files:
+            try:
+                pf = pq.ParquetFile(f)
+                names = set(pf.schema_arrow.names)
+                missing = [c for c in columns if c not in names and c not in parts]
+                if missing:
+                    raise NotTables(
+                        f"{self.path}: no column {', '.join(missing)}: written by an older "
+                        "`kafka-analyzer spark`; write the tables again"
+                    )
+                cols = [c for c in columns if c in names]
+                for b in pf.iter_batches(batch_size=batch_size, columns=cols):
+                    yield f, {c: b.column(c).to_pylist() for c in cols}, parts
+            except NotTables:
+                raise
+            except Exception as exc:  # pyarrow's ArrowInvalid, OSError...: a damaged table
+                raise NotTables(f"{self.path}: not readable as Parquet: {_first_line(exc)}") from None
+
+    def rows(self, columns: list[str], capture_set: str | None = None, keep=None, found=None) -> list[dict]:
+        """The rows (dicts of ``columns``, partition columns included) that ``keep(row)`` takes;
+        the files they were in are added to the set ``found``, if given."""
+        out = []
+        for f, cols, parts in self.record_batches(columns, self.of_set(capture_set)):
+            n = len(next(iter(cols.values()))) if cols else 0
+            for i in range(n):
+                r = {c: cols[c][i] if c in cols else parts.get(c) for c in columns}
+                if keep is None or keep(r):
+                    out.append(r)
+                    if found is not None:
+                        found.add(f)
+        return out
 
 
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
-
-
-def _read(d, columns: list[str], flt) -> list[dict]:
-    if not d.files:  # Spark writes no file for an empty table
-        return []
-    missing = [c for c in columns if c not in d.schema.names]
-    if missing:
-        raise NotTables(
-            f"{d.files[0].rsplit('/', 2)[0]}: no column {', '.join(missing)}: written by an older "
-            "`kafka-analyzer spark`; write the tables again"
-        )
-    try:
-        return d.to_table(columns=columns, filter=flt).to_pylist()
-    except Exception as exc:
-        where = d.files[0].rsplit("/", 2)[0]
-        raise NotTables(f"{where}: not readable as Parquet: {_first_line(exc)}") from None
 
 
 def _local(uri: str) -> str:
@@ -145,16 +192,14 @@ class Tables:
     """The pieces of a capture set (or of every set) in an output directory of ``spark``."""
 
     def __init__(self, base: str, capture_set: str | None = None) -> None:
-        import pyarrow.dataset as ds
-
         self.base = base
-        self._flt = None if capture_set is None else ds.field("capture_set") == capture_set
-        self._exchanges = _dataset(base, "exchanges")
-        self._issues = _dataset(base, "issues")
-        self._ends = _dataset(base, "connections")
+        self.capture_set = capture_set
+        self._exchanges = _Table(base, "exchanges")
+        self._issues = _Table(base, "issues")
+        self._ends = _Table(base, "connections")
         cols = ["capture", "packets", "exchanges", "first_ts", "last_ts", "files"]
         cols += ["inconclusive", "exit_code", "records_bodies", "where_filter", "capture_set"]
-        caps = _read(_dataset(base, "captures"), cols, self._flt)
+        caps = _Table(base, "captures").rows(cols, capture_set)
         if not caps:
             which = f"capture set {capture_set!r}" if capture_set is not None else "capture"
             raise NotTables(f"{base}: no {which} in the tables")
@@ -180,8 +225,6 @@ class Tables:
                     "spark`): write the tables again"
                 )
 
-        self._rows: dict[int, tuple[list, list, list]] = {}
-
     def records_bodies(self) -> bool:
         return all(c["records_bodies"] for c in self.pieces)
 
@@ -190,74 +233,73 @@ class Tables:
         """The piece as ``check`` names a capture: its files joined with `` + ``."""
         return " + ".join(_local(f) for f in piece["files"] or (piece["capture"],))
 
-    def _load(self, piece: dict) -> None:
-        """Read the rows of ``piece`` and of the pieces after it, up to :data:`BATCH_EXCHANGES`
-        exchanges (one scan of the tables per batch of pieces, the memory of a batch)."""
-        import pyarrow.dataset as ds
-
-        at = next(i for i, p in enumerate(self.pieces) if p is piece)
-        batch: list[dict] = []
-        total = 0
-        for p in self.pieces[at:]:
-            if batch and total + (p["exchanges"] or 0) > BATCH_EXCHANGES:
-                break
-            batch.append(p)
-            total += p["exchanges"] or 0
-        owner: dict[tuple, int] = {}
-        for i, p in enumerate(batch):
-            for n in list(p["files"] or ()) + [p["capture"]]:
-                # (the same files written into two capture sets are two pieces)
-                owner[(p["capture_set"], n)] = at + i
-        flt = ds.field("capture").isin(sorted({n for _s, n in owner})) & ds.field("capture_set").isin(
-            sorted({s for s, _n in owner})
-        )
-        self._rows = {at + i: ([], [], []) for i in range(len(batch))}
-        for kind, rows in enumerate(
-            (
-                _read(self._exchanges, ["capture", "capture_set", "seq", "state"], flt),
-                _read(self._issues, [*_ISSUE_COLUMNS, "capture_set"], flt),
-                _read(self._ends, [*_END_COLUMNS, "capture_set"], flt),
-            )
-        ):
-            for r in rows:
-                owned = owner.get((r["capture_set"], r["capture"]))
-                if owned is not None:
-                    self._rows[owned][kind].append(r)
-
     def replay(self, piece: dict):
         """The piece's exchanges, connection/capture issues and connection ends, in the order one run emitted
         them; each exchange with the software the run knew of its client id then."""
-        at = next(i for i, p in enumerate(self.pieces) if p is piece)
-        if at not in self._rows:
-            self._load(piece)
-        rows, issues, ends = self._rows.pop(at)
-        if any(r["state"] is None for r in rows):
-            raise NotTables(
-                f"{self.base}: {piece['capture']}: exchanges without check state (written by an older "
-                "`kafka-analyzer spark`): write the tables again"
-            )
-        if len(rows) != (piece["exchanges"] or 0):
-            raise NotTables(
-                f"{self.base}: {piece['capture']}: {len(rows)} exchange rows for "
-                f"{piece['exchanges']} exchanges: the tables are incomplete"
-            )
+        cset = piece["capture_set"]
+        # (the same files written into two capture sets are two pieces)
+        names = set(piece["files"] or ()) | {piece["capture"]}
+
+        def mine(r: dict) -> bool:
+            return r["capture"] in names and r["capture_set"] == cset
+
+        issues = self._issues.rows([*_ISSUE_COLUMNS, "capture_set"], cset, mine)
+        ends = self._ends.rows([*_END_COLUMNS, "capture_set"], cset, mine)
         if any(r["seq"] is None for r in ends):
             raise NotTables(
                 f"{self.base}: {piece['capture']}: connections without their place among the events "
                 "(written by an older `kafka-analyzer spark`): write the tables again"
             )
-        merged = [(r["seq"], 0, r) for r in rows] + [(r["seq"] or 0, 1, r) for r in issues]
-        merged += [(r["seq"], 2, r) for r in ends]
+        # first the exchanges' places (small), then their states a batch at a time
+        files: set[str] = set()  # those holding the piece's exchanges: the only ones read again
+        seqs = [r["seq"] for r in self._exchanges.rows(["capture", "capture_set", "seq"], cset, mine, files)]
+        if len(seqs) != (piece["exchanges"] or 0):
+            raise NotTables(
+                f"{self.base}: {piece['capture']}: {len(seqs)} exchange rows for "
+                f"{piece['exchanges']} exchanges: the tables are incomplete"
+            )
+        if any(q is None for q in seqs):
+            raise NotTables(
+                f"{self.base}: {piece['capture']}: exchanges without their place among the events "
+                "(written by an older `kafka-analyzer spark`): write the tables again"
+            )
+        merged: list[tuple[int, int, dict | None]] = [(q, 0, None) for q in seqs]
+        merged += [(r["seq"] or 0, 1, r) for r in issues] + [(r["seq"], 2, r) for r in ends]
+        del seqs, issues, ends
         merged.sort(key=lambda x: (x[0], x[1]))
-        for _seq, kind, r in merged:
-            if kind == 0:
-                try:
-                    yield exchange_from_state(orjson.loads(r["state"]))
-                except (ValueError, KeyError, TypeError) as exc:
+        states = self._states(piece, names, [(f, p) for f, p in self._exchanges.of_set(cset) if f in files])
+        waiting: list = []  # (seq, arrival, state) read before their turn (tables not in seq order)
+        arrived = 0
+        for seq, kind, r in merged:
+            if r is not None:
+                yield (_issue_event(r) if kind == 1 else _end_event(r)), None
+                continue
+            while not waiting or waiting[0][0] != seq:
+                got = next(states, None)
+                if got is None:
                     raise NotTables(
-                        f"{self.base}: {piece['capture']}: a damaged exchange state ({_first_line(exc)})"
-                    ) from None
-            elif kind == 1:
-                yield _issue_event(r), None
-            else:
-                yield _end_event(r), None
+                        f"{self.base}: {piece['capture']}: the exchanges table changed while read"
+                    )
+                heappush(waiting, (got[0], arrived, got[1]))
+                arrived += 1
+            state = heappop(waiting)[2]
+            try:
+                yield exchange_from_state(orjson.loads(state))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise NotTables(
+                    f"{self.base}: {piece['capture']}: a damaged exchange state ({_first_line(exc)})"
+                ) from None
+
+    def _states(self, piece: dict, names: set, files: list[tuple[str, dict]]):
+        """``(seq, state)`` of the piece's exchanges in ``files``, in the tables' order."""
+        for _f, cols, _parts in self._exchanges.record_batches(
+            ["capture", "seq", "state"], files, STATE_BATCH
+        ):
+            for capture, seq, state in zip(cols["capture"], cols["seq"], cols["state"], strict=True):
+                if capture in names:
+                    if state is None:
+                        raise NotTables(
+                            f"{self.base}: {piece['capture']}: exchanges without check state (written by an "
+                            "older `kafka-analyzer spark`): write the tables again"
+                        )
+                    yield seq, state

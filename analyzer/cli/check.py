@@ -89,7 +89,7 @@ def run_parquet(args) -> int:
         usage("check --parquet takes one output directory of `kafka-analyzer spark`")
         return EXIT_USAGE
     try:
-        import pyarrow.dataset  # noqa: F401
+        import pyarrow.parquet  # noqa: F401
     except ImportError as exc:
         usage(f"check --parquet needs pyarrow (pip install 'kafka-analyzer[spark]'): {exc}")
         return EXIT_USAGE

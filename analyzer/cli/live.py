@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
+from typing import TYPE_CHECKING
 
 from analyzer.cli.args import add_capture_args, add_filter_args, add_state_args, bounds_of
 from analyzer.cli.common import (
@@ -21,19 +22,21 @@ from analyzer.cli.common import (
     graceful_interrupt,
     options,
 )
-from analyzer.cli.live_feed import insight_feed, say_bounds, say_evictions
 from analyzer.cli.metrics import Server, add_metric_args, available, parse_address
 from analyzer.cli.metrics import limits as metric_limits
-from analyzer.cli.reopen import on_hangup, output_to
 from analyzer.cli.stats import render_tables
 from analyzer.events import CaptureIssue, CaptureStats, ConnectionEnd
-from analyzer.fanout import count
 from analyzer.model import Exchange
 from analyzer.pipeline import Analysis, Outcome
-from analyzer.session.live_feed import InsightFeed
 from analyzer.session.metrics import LiveMetrics, Metrics
 from analyzer.session.report import bounds_rows, stats_tables
 from analyzer.session.stats import Stats
+
+if TYPE_CHECKING:
+    from analyzer.session.live_feed import InsightFeed
+
+# the live machinery (the fan-out's processes, the insight feed, SIGHUP's reopening) is imported
+# by the functions that run it: other commands do not pay for it at start-up
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -103,6 +106,8 @@ def run(args) -> int:
         if server is None:
             return EXIT_USAGE
     if args.output:
+        from analyzer.cli.reopen import output_to
+
         try:
             reopen.append(output_to(args.output).reopen)
         except OSError as exc:
@@ -135,6 +140,10 @@ def metrics_server(args) -> tuple[LiveMetrics, Server] | None:
 
 
 def _run(args, reopen: list, hub: LiveMetrics | None) -> int:
+    from analyzer.cli.live_feed import insight_feed, say_bounds
+    from analyzer.cli.reopen import on_hangup
+    from analyzer.session.live_feed import InsightFeed
+
     if args.user:
         _preload_rich()
     workers = _workers(args)
@@ -186,6 +195,9 @@ class LiveOutput:
     groups, producers, clients) told as they change (:attr:`feed`)."""
 
     def __init__(self, a: Analysis, stats: Stats, writer, lines: bool, absolute: bool) -> None:
+        from analyzer.fanout import count
+
+        self.count = count
         self.a, self.stats, self.writer, self.lines, self.absolute = a, stats, writer, lines, absolute
         self.origin: float | None = None
         self.feed: InsightFeed | None = None
@@ -225,7 +237,7 @@ class LiveOutput:
             self._event(ev, t)
 
     def _event(self, ev, t) -> None:
-        count(ev, t, self.stats, self.metrics, nullcontext())
+        self.count(ev, t, self.stats, self.metrics, nullcontext())
         if self.lines and t is Exchange:
             if self.origin is None:
                 self.origin = self.a.first_ts
@@ -292,7 +304,10 @@ def _fanout(args, n: int, reopen: list, hub: LiveMetrics | None) -> int:
     import io
 
     from analyzer.capture.ring import CaptureError, Ring, RingCapture, drop_privileges
+    from analyzer.cli.live_feed import insight_feed, say_bounds
+    from analyzer.cli.reopen import on_hangup
     from analyzer.fanout import REORDER_DELAY, Fanout
+    from analyzer.session.live_feed import InsightFeed
 
     if args.count:
         print("kafka-analyzer: --count needs one worker (--workers 1)", file=sys.stderr)
@@ -407,6 +422,8 @@ def _tables(stats: Stats, outcome: Outcome, feed: InsightFeed | None) -> dict:
     rows = bounds_rows(stats, feed.all if feed is not None else None, outcome.knowledge)
     if rows:
         tables["evictions"] = rows
+        from analyzer.cli.live_feed import say_evictions
+
         say_evictions(rows)
     return tables
 

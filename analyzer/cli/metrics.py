@@ -6,7 +6,6 @@ served over HTTP (``live --metrics ADDR:PORT``: ``/metrics`` and ``/healthz``)."
 from __future__ import annotations
 
 import argparse
-import json
 import threading
 from collections.abc import Callable, Iterator
 
@@ -129,6 +128,7 @@ class Server:
     thread of prometheus_client's threading WSGI server."""
 
     def __init__(self, host: str, port: int, source: Callable[[], list[Family]], health: Callable[[], dict]):
+        import json
         from wsgiref.simple_server import WSGIRequestHandler, make_server
 
         from prometheus_client import make_wsgi_app

@@ -33,6 +33,8 @@ import struct
 import threading
 import zlib
 from dataclasses import dataclass
+from functools import cache
+from typing import Any
 
 from analyzer.issues import (
     RECORDS_DECOMPRESSION_FAILED,
@@ -41,18 +43,36 @@ from analyzer.issues import (
 )
 from analyzer.model import Issue
 
-try:
-    import cramjam as _cramjam
-except ImportError:  # pragma: no cover - the project depends on it
-    _cramjam = None  # type: ignore[assignment]  # a missing optional module is None
-try:
-    import lz4.frame as _lz4f
-except ImportError:  # pragma: no cover
-    _lz4f = None
-try:
-    import zstandard as _zstd
-except ImportError:  # pragma: no cover
-    _zstd = None  # type: ignore[assignment]  # a missing optional module is None
+# The codec libraries are imported on first use (a capture without snappy, LZ4 or zstd batches,
+# and every command that decodes no records, never loads them); None when one is not installed.
+
+
+@cache
+def _cramjam() -> Any:
+    try:
+        import cramjam
+    except ImportError:  # pragma: no cover - the project depends on it
+        return None
+    return cramjam
+
+
+@cache
+def _lz4f() -> Any:
+    try:
+        import lz4.frame
+    except ImportError:  # pragma: no cover
+        return None
+    return lz4.frame
+
+
+@cache
+def _zstd() -> Any:
+    try:
+        import zstandard
+    except ImportError:  # pragma: no cover
+        return None
+    return zstandard
+
 
 __all__ = [
     "CODEC_NAMES",
@@ -162,8 +182,8 @@ def declared_size(codec: int, data: bytes | bytearray | memoryview) -> int | Non
     n = len(data)
     # (slices compared as they are: a memoryview slice equals the bytes it holds, no copy)
     try:
-        if codec == 4 and _zstd is not None and data[:4] == _ZSTD_MAGIC:
-            size = _zstd.frame_content_size(bytes(data[:18]))
+        if codec == 4 and data[:4] == _ZSTD_MAGIC and (zstd := _zstd()) is not None:
+            size = zstd.frame_content_size(bytes(data[:18]))
             return size if size >= 0 else None
         if codec == 1 and n >= 18 and data[0] == 0x1F and data[1] == 0x8B:
             (isize,) = _U32LE.unpack_from(data, n - 4)
@@ -188,7 +208,8 @@ def declared_size(codec: int, data: bytes | bytearray | memoryview) -> int | Non
     except (ValueError, struct.error):
         return None
     except Exception as exc:  # zstd: not a frame header after all (ZstdError)
-        if _zstd is not None and isinstance(exc, _zstd.ZstdError):
+        zstd = _zstd()
+        if zstd is not None and isinstance(exc, zstd.ZstdError):
             return None
         raise
     return None
@@ -205,7 +226,7 @@ def inflated_size(codec: int, data: bytes | bytearray | memoryview, limits: Limi
     """The size ``data`` decompresses to, within ``limits`` (None: it does not decompress, or
     not within them). zstd is counted as it streams (one pass, nothing kept); the other codecs
     are inflated by :func:`decompress`."""
-    if codec == 4 and _zstd is not None and len(data) >= 4 and data[:4] == _ZSTD_MAGIC:
+    if codec == 4 and len(data) >= 4 and data[:4] == _ZSTD_MAGIC and (zstd := _zstd()) is not None:
         allowed = limits.max_output
         if limits.max_ratio > 0:
             allowed = min(allowed, max(limits.ratio_grace, limits.max_ratio * len(data)))
@@ -216,7 +237,7 @@ def inflated_size(codec: int, data: bytes | bytearray | memoryview, limits: Limi
                 size += len(chunk)
                 if size > allowed:
                     return None
-        except _zstd.ZstdError:
+        except zstd.ZstdError:
             return None
         return size
     raw, _ = decompress(codec, data, limits)
@@ -322,7 +343,8 @@ def _snappy_len(data: bytes | bytearray | memoryview, start: int, end: int) -> i
 
 
 def _snappy(data: bytes, allowed: int, limits: Limits) -> tuple[bytes | None, Issue | None]:
-    if _cramjam is None:  # pragma: no cover
+    cramjam = _cramjam()
+    if cramjam is None:  # pragma: no cover
         return None, _failed("snappy", "no snappy library installed (cramjam)")
     n = len(data)
     blocks: list[tuple[int, int, int]] = []  # (start, end, uncompressed length)
@@ -354,13 +376,13 @@ def _snappy(data: bytes, allowed: int, limits: Limits) -> tuple[bytes | None, Is
     pos = 0
     try:
         for s, e, ulen in blocks:
-            got = _cramjam.snappy.decompress_raw_into(mv[s:e], omv[pos : pos + ulen])
+            got = cramjam.snappy.decompress_raw_into(mv[s:e], omv[pos : pos + ulen])
             if got != ulen:
                 return None, _failed(
                     "snappy", f"block at {s} decompressed to {got} bytes, header says {ulen}"
                 )
             pos += ulen
-    except _cramjam.DecompressionError as e:
+    except cramjam.DecompressionError as e:
         return None, _failed("snappy", str(e))
     del omv  # views are dropped, not release()d: release() can raise BufferError
     return bytes(out), None
@@ -415,7 +437,8 @@ _LZ4_MAGIC = b"\x04\x22\x4d\x18"
 
 
 def _lz4(data: bytes, allowed: int, limits: Limits) -> tuple[bytes | None, Issue | None]:
-    if _lz4f is None:  # pragma: no cover
+    lz4f = _lz4f()
+    if lz4f is None:  # pragma: no cover
         return None, _failed("lz4", "no lz4 library installed")
     n = len(data)
     if n < 7 or data[:4] != _LZ4_MAGIC:
@@ -441,7 +464,7 @@ def _lz4(data: bytes, allowed: int, limits: Limits) -> tuple[bytes | None, Issue
             )
         else:
             return None, _failed("lz4", "LZ4 frame header checksum mismatch")
-    d = _lz4f.LZ4FrameDecompressor()
+    d = lz4f.LZ4FrameDecompressor()
     out: list[bytes] = []
     total = 0
     # LZ4FrameDecompressor allocates max_length up front: grow the request geometrically.
@@ -478,12 +501,13 @@ def _zstd_dctx():
     """This thread's decompression context (making one per batch costs more than decoding it)."""
     d = getattr(_ZSTD_LOCAL, "dctx", None)
     if d is None:
-        d = _ZSTD_LOCAL.dctx = _zstd.ZstdDecompressor()
+        d = _ZSTD_LOCAL.dctx = _zstd().ZstdDecompressor()
     return d
 
 
 def _zstd_decompress(data: bytes, allowed: int, limits: Limits) -> tuple[bytes | None, Issue | None]:
-    if _zstd is None:  # pragma: no cover
+    zstd = _zstd()
+    if zstd is None:  # pragma: no cover
         return None, _failed("zstd", "no zstandard library installed")
     n = len(data)
     if n == 0:
@@ -491,14 +515,14 @@ def _zstd_decompress(data: bytes, allowed: int, limits: Limits) -> tuple[bytes |
     whole = False  # whether each frame may be fed in one call
     if data[:4] == _ZSTD_MAGIC:
         try:
-            size = _zstd.frame_content_size(data[:18])
+            size = zstd.frame_content_size(data[:18])
             if size > allowed:
                 return None, _limit("zstd", size, allowed, limits, n, claimed=True)
             if size >= 0:
                 # one frame that declares its size (the Java client): one call into a buffer of
                 # exactly that size, which libzstd refuses to overrun
                 return _zstd_dctx().decompress(data, allow_extra_data=False), None
-        except _zstd.ZstdError:
+        except zstd.ZstdError:
             pass  # several frames, or damage: the loop below says which
         try:
             # no declared size (librdkafka): a read bounded by the budget tells the real size;
@@ -510,7 +534,7 @@ def _zstd_decompress(data: bytes, allowed: int, limits: Limits) -> tuple[bytes |
                 if size > allowed:
                     return None, _limit("zstd", None, allowed, limits, n)
             whole = True
-        except _zstd.ZstdError:
+        except zstd.ZstdError:
             pass  # damage: the loop below says where
     mv = memoryview(data)
     out: list[bytes] = []
@@ -519,7 +543,7 @@ def _zstd_decompress(data: bytes, allowed: int, limits: Limits) -> tuple[bytes |
     try:
         while pos < n:
             if data[pos : pos + 4] == _ZSTD_MAGIC:
-                size = _zstd.frame_content_size(data[pos : pos + 18])
+                size = zstd.frame_content_size(data[pos : pos + 18])
                 if size > allowed - total:
                     return None, _limit("zstd", total + size, allowed, limits, n, claimed=True)
             d = _zstd_dctx().decompressobj()
@@ -537,6 +561,6 @@ def _zstd_decompress(data: bytes, allowed: int, limits: Limits) -> tuple[bytes |
                 if total > allowed:
                     return None, _limit("zstd", None, allowed, limits, n)
             pos = min(p, n) - len(d.unused_data)
-    except _zstd.ZstdError as e:
+    except zstd.ZstdError as e:
         return None, _failed("zstd", str(e))
     return b"".join(out), None

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from analyzer.dissect.protocol_table import F, INHERIT, OPEN  # noqa: F401 (the tables' names)
+from collections.abc import Mapping
+
+from analyzer.dissect.protocol_table import Segments, Table
 
 
 # fmt: off
@@ -39,310 +41,309 @@ RECORD_TYPES = {
 }
 
 # SCHEMAS[name] = segments (lo, hi, flexible, fields) of each key and value schema
-SCHEMAS = {
+SCHEMAS: Mapping[str, Segments] = Table({
     "ConsumerGroupCurrentMemberAssignmentKey": (
         (8, 8, None, (
-            F("GroupId", "string", (8, 8)),
-            F("MemberId", "string", (8, 8)),
+            ("GroupId", "string", (8, 8)),
+            ("MemberId", "string", (8, 8)),
         )),
     ),
     "ConsumerGroupCurrentMemberAssignmentValue": (
-        (0, 0, (0, OPEN), (
-            F("MemberEpoch", "int32", (0, OPEN)),
-            F("PreviousMemberEpoch", "int32", (0, OPEN)),
-            F("State", "int8", (0, OPEN)),
-            F("AssignedPartitions", "[]TopicPartitions", (0, OPEN), children=(
-                F("TopicId", "uuid", (0, OPEN)),
-                F("Partitions", "[]int32", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("MemberEpoch", "int32", (0, 32767)),
+            ("PreviousMemberEpoch", "int32", (0, 32767)),
+            ("State", "int8", (0, 32767)),
+            ("AssignedPartitions", "[]TopicPartitions", (0, 32767), (
+                ("TopicId", "uuid", (0, 32767)),
+                ("Partitions", "[]int32", (0, 32767)),
             )),
-            F("PartitionsPendingRevocation", "[]TopicPartitions", (0, OPEN), children=(
-                F("TopicId", "uuid", (0, OPEN)),
-                F("Partitions", "[]int32", (0, OPEN)),
+            ("PartitionsPendingRevocation", "[]TopicPartitions", (0, 32767), (
+                ("TopicId", "uuid", (0, 32767)),
+                ("Partitions", "[]int32", (0, 32767)),
             )),
         )),
     ),
     "ConsumerGroupMemberMetadataKey": (
         (5, 5, None, (
-            F("GroupId", "string", (5, 5)),
-            F("MemberId", "string", (5, 5)),
+            ("GroupId", "string", (5, 5)),
+            ("MemberId", "string", (5, 5)),
         )),
     ),
     "ConsumerGroupMemberMetadataValue": (
-        (0, 0, (0, OPEN), (
-            F("InstanceId", "string", (0, OPEN), nullable=(0, OPEN)),
-            F("RackId", "string", (0, OPEN), nullable=(0, OPEN)),
-            F("ClientId", "string", (0, OPEN)),
-            F("ClientHost", "string", (0, OPEN)),
-            F("SubscribedTopicNames", "[]string", (0, OPEN)),
-            F("SubscribedTopicRegex", "string", (0, OPEN), nullable=(0, OPEN)),
-            F("RebalanceTimeoutMs", "int32", (0, OPEN), default=-1),
-            F("ServerAssignor", "string", (0, OPEN), nullable=(0, OPEN)),
-            F("ClassicMemberMetadata", "ClassicMemberMetadata", (0, OPEN), nullable=(0, OPEN),
-              tagged=(0, OPEN), tag=0, children=(
-                F("SessionTimeoutMs", "int32", (0, OPEN)),
-                F("SupportedProtocols", "[]ClassicProtocol", (0, OPEN), children=(
-                    F("Name", "string", (0, OPEN)),
-                    F("Metadata", "bytes", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("InstanceId", "string", (0, 32767), None, (0, 32767)),
+            ("RackId", "string", (0, 32767), None, (0, 32767)),
+            ("ClientId", "string", (0, 32767)),
+            ("ClientHost", "string", (0, 32767)),
+            ("SubscribedTopicNames", "[]string", (0, 32767)),
+            ("SubscribedTopicRegex", "string", (0, 32767), None, (0, 32767)),
+            ("RebalanceTimeoutMs", "int32", (0, 32767), None, None, None, None, -1),
+            ("ServerAssignor", "string", (0, 32767), None, (0, 32767)),
+            ("ClassicMemberMetadata", "ClassicMemberMetadata", (0, 32767), (
+                ("SessionTimeoutMs", "int32", (0, 32767)),
+                ("SupportedProtocols", "[]ClassicProtocol", (0, 32767), (
+                    ("Name", "string", (0, 32767)),
+                    ("Metadata", "bytes", (0, 32767)),
                 )),
-            )),
+            ), (0, 32767), (0, 32767), 0),
         )),
     ),
     "ConsumerGroupMetadataKey": (
         (3, 3, None, (
-            F("GroupId", "string", (3, 3)),
+            ("GroupId", "string", (3, 3)),
         )),
     ),
     "ConsumerGroupMetadataValue": (
-        (0, 0, (0, OPEN), (
-            F("Epoch", "int32", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("Epoch", "int32", (0, 32767)),
         )),
     ),
     "ConsumerGroupPartitionMetadataKey": (
         (4, 4, None, (
-            F("GroupId", "string", (4, 4)),
+            ("GroupId", "string", (4, 4)),
         )),
     ),
     "ConsumerGroupPartitionMetadataValue": (
-        (0, 0, (0, OPEN), (
-            F("Topics", "[]TopicMetadata", (0, OPEN), children=(
-                F("TopicId", "uuid", (0, OPEN)),
-                F("TopicName", "string", (0, OPEN)),
-                F("NumPartitions", "int32", (0, OPEN)),
-                F("PartitionMetadata", "[]PartitionMetadata", (0, OPEN), children=(
-                    F("Partition", "int32", (0, OPEN)),
-                    F("Racks", "[]string", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("Topics", "[]TopicMetadata", (0, 32767), (
+                ("TopicId", "uuid", (0, 32767)),
+                ("TopicName", "string", (0, 32767)),
+                ("NumPartitions", "int32", (0, 32767)),
+                ("PartitionMetadata", "[]PartitionMetadata", (0, 32767), (
+                    ("Partition", "int32", (0, 32767)),
+                    ("Racks", "[]string", (0, 32767)),
                 )),
             )),
         )),
     ),
     "ConsumerGroupTargetAssignmentMemberKey": (
         (7, 7, None, (
-            F("GroupId", "string", (7, 7)),
-            F("MemberId", "string", (7, 7)),
+            ("GroupId", "string", (7, 7)),
+            ("MemberId", "string", (7, 7)),
         )),
     ),
     "ConsumerGroupTargetAssignmentMemberValue": (
-        (0, 0, (0, OPEN), (
-            F("TopicPartitions", "[]TopicPartition", (0, OPEN), children=(
-                F("TopicId", "uuid", (0, OPEN)),
-                F("Partitions", "[]int32", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("TopicPartitions", "[]TopicPartition", (0, 32767), (
+                ("TopicId", "uuid", (0, 32767)),
+                ("Partitions", "[]int32", (0, 32767)),
             )),
         )),
     ),
     "ConsumerGroupTargetAssignmentMetadataKey": (
         (6, 6, None, (
-            F("GroupId", "string", (6, 6)),
+            ("GroupId", "string", (6, 6)),
         )),
     ),
     "ConsumerGroupTargetAssignmentMetadataValue": (
-        (0, 0, (0, OPEN), (
-            F("AssignmentEpoch", "int32", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("AssignmentEpoch", "int32", (0, 32767)),
         )),
     ),
     "GroupMetadataKey": (
         (2, 2, None, (
-            F("group", "string", (2, 2)),
+            ("group", "string", (2, 2)),
         )),
     ),
     "GroupMetadataValue": (
-        (0, 4, (4, OPEN), (
-            F("protocolType", "string", (0, OPEN)),
-            F("generation", "int32", (0, OPEN)),
-            F("protocol", "string", (0, OPEN), nullable=(0, OPEN)),
-            F("leader", "string", (0, OPEN), nullable=(0, OPEN)),
-            F("currentStateTimestamp", "int64", (2, OPEN), default=-1),
-            F("members", "[]MemberMetadata", (0, OPEN), children=(
-                F("memberId", "string", (0, OPEN)),
-                F("groupInstanceId", "string", (3, OPEN), nullable=(3, OPEN), default="null"),
-                F("clientId", "string", (0, OPEN)),
-                F("clientHost", "string", (0, OPEN)),
-                F("rebalanceTimeout", "int32", (1, OPEN), default=-1),
-                F("sessionTimeout", "int32", (0, OPEN)),
-                F("subscription", "bytes", (0, OPEN)),
-                F("assignment", "bytes", (0, OPEN)),
+        (0, 4, (4, 32767), (
+            ("protocolType", "string", (0, 32767)),
+            ("generation", "int32", (0, 32767)),
+            ("protocol", "string", (0, 32767), None, (0, 32767)),
+            ("leader", "string", (0, 32767), None, (0, 32767)),
+            ("currentStateTimestamp", "int64", (2, 32767), None, None, None, None, -1),
+            ("members", "[]MemberMetadata", (0, 32767), (
+                ("memberId", "string", (0, 32767)),
+                ("groupInstanceId", "string", (3, 32767), None, (3, 32767), None, None, "null"),
+                ("clientId", "string", (0, 32767)),
+                ("clientHost", "string", (0, 32767)),
+                ("rebalanceTimeout", "int32", (1, 32767), None, None, None, None, -1),
+                ("sessionTimeout", "int32", (0, 32767)),
+                ("subscription", "bytes", (0, 32767)),
+                ("assignment", "bytes", (0, 32767)),
             )),
         )),
     ),
     "OffsetCommitKey": (
         (0, 1, None, (
-            F("group", "string", (0, 1)),
-            F("topic", "string", (0, 1)),
-            F("partition", "int32", (0, 1)),
+            ("group", "string", (0, 1)),
+            ("topic", "string", (0, 1)),
+            ("partition", "int32", (0, 1)),
         )),
     ),
     "OffsetCommitValue": (
-        (0, 4, (4, OPEN), (
-            F("offset", "int64", (0, OPEN)),
-            F("leaderEpoch", "int32", (3, OPEN), default=-1),
-            F("metadata", "string", (0, OPEN)),
-            F("commitTimestamp", "int64", (0, OPEN)),
-            F("expireTimestamp", "int64", (1, 1), default=-1),
+        (0, 4, (4, 32767), (
+            ("offset", "int64", (0, 32767)),
+            ("leaderEpoch", "int32", (3, 32767), None, None, None, None, -1),
+            ("metadata", "string", (0, 32767)),
+            ("commitTimestamp", "int64", (0, 32767)),
+            ("expireTimestamp", "int64", (1, 1), None, None, None, None, -1),
         )),
     ),
     "ShareGroupCurrentMemberAssignmentKey": (
         (14, 14, None, (
-            F("GroupId", "string", (14, 14)),
-            F("MemberId", "string", (14, 14)),
+            ("GroupId", "string", (14, 14)),
+            ("MemberId", "string", (14, 14)),
         )),
     ),
     "ShareGroupCurrentMemberAssignmentValue": (
-        (0, 0, (0, OPEN), (
-            F("MemberEpoch", "int32", (0, OPEN)),
-            F("PreviousMemberEpoch", "int32", (0, OPEN)),
-            F("State", "int8", (0, OPEN)),
-            F("AssignedPartitions", "[]TopicPartitions", (0, OPEN), children=(
-                F("TopicId", "uuid", (0, OPEN)),
-                F("Partitions", "[]int32", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("MemberEpoch", "int32", (0, 32767)),
+            ("PreviousMemberEpoch", "int32", (0, 32767)),
+            ("State", "int8", (0, 32767)),
+            ("AssignedPartitions", "[]TopicPartitions", (0, 32767), (
+                ("TopicId", "uuid", (0, 32767)),
+                ("Partitions", "[]int32", (0, 32767)),
             )),
         )),
     ),
     "ShareGroupMemberMetadataKey": (
         (10, 10, None, (
-            F("GroupId", "string", (10, 10)),
-            F("MemberId", "string", (10, 10)),
+            ("GroupId", "string", (10, 10)),
+            ("MemberId", "string", (10, 10)),
         )),
     ),
     "ShareGroupMemberMetadataValue": (
-        (0, 0, (0, OPEN), (
-            F("RackId", "string", (0, OPEN), nullable=(0, OPEN)),
-            F("ClientId", "string", (0, OPEN)),
-            F("ClientHost", "string", (0, OPEN)),
-            F("SubscribedTopicNames", "[]string", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("RackId", "string", (0, 32767), None, (0, 32767)),
+            ("ClientId", "string", (0, 32767)),
+            ("ClientHost", "string", (0, 32767)),
+            ("SubscribedTopicNames", "[]string", (0, 32767)),
         )),
     ),
     "ShareGroupMetadataKey": (
         (11, 11, None, (
-            F("GroupId", "string", (11, 11)),
+            ("GroupId", "string", (11, 11)),
         )),
     ),
     "ShareGroupMetadataValue": (
-        (0, 0, (0, OPEN), (
-            F("Epoch", "int32", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("Epoch", "int32", (0, 32767)),
         )),
     ),
     "ShareGroupPartitionMetadataKey": (
         (9, 9, None, (
-            F("GroupId", "string", (9, 9)),
+            ("GroupId", "string", (9, 9)),
         )),
     ),
     "ShareGroupPartitionMetadataValue": (
-        (0, 0, (0, OPEN), (
-            F("Topics", "[]TopicMetadata", (0, OPEN), children=(
-                F("TopicId", "uuid", (0, OPEN)),
-                F("TopicName", "string", (0, OPEN)),
-                F("NumPartitions", "int32", (0, OPEN)),
-                F("PartitionMetadata", "[]PartitionMetadata", (0, OPEN), children=(
-                    F("Partition", "int32", (0, OPEN)),
-                    F("Racks", "[]string", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("Topics", "[]TopicMetadata", (0, 32767), (
+                ("TopicId", "uuid", (0, 32767)),
+                ("TopicName", "string", (0, 32767)),
+                ("NumPartitions", "int32", (0, 32767)),
+                ("PartitionMetadata", "[]PartitionMetadata", (0, 32767), (
+                    ("Partition", "int32", (0, 32767)),
+                    ("Racks", "[]string", (0, 32767)),
                 )),
             )),
         )),
     ),
     "ShareGroupStatePartitionMetadataKey": (
         (15, 15, None, (
-            F("GroupId", "string", (15, 15)),
+            ("GroupId", "string", (15, 15)),
         )),
     ),
     "ShareGroupStatePartitionMetadataValue": (
-        (0, 0, (0, OPEN), (
-            F("InitializedTopics", "[]TopicPartitionsInfo", (0, OPEN), children=(
-                F("TopicId", "uuid", (0, OPEN)),
-                F("TopicName", "string", (0, OPEN)),
-                F("Partitions", "[]int32", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("InitializedTopics", "[]TopicPartitionsInfo", (0, 32767), (
+                ("TopicId", "uuid", (0, 32767)),
+                ("TopicName", "string", (0, 32767)),
+                ("Partitions", "[]int32", (0, 32767)),
             )),
-            F("DeletingTopics", "[]TopicInfo", (0, OPEN), children=(
-                F("TopicId", "uuid", (0, OPEN)),
-                F("TopicName", "string", (0, OPEN)),
+            ("DeletingTopics", "[]TopicInfo", (0, 32767), (
+                ("TopicId", "uuid", (0, 32767)),
+                ("TopicName", "string", (0, 32767)),
             )),
         )),
     ),
     "ShareGroupTargetAssignmentMemberKey": (
         (13, 13, None, (
-            F("GroupId", "string", (13, 13)),
-            F("MemberId", "string", (13, 13)),
+            ("GroupId", "string", (13, 13)),
+            ("MemberId", "string", (13, 13)),
         )),
     ),
     "ShareGroupTargetAssignmentMemberValue": (
-        (0, 0, (0, OPEN), (
-            F("TopicPartitions", "[]TopicPartition", (0, OPEN), children=(
-                F("TopicId", "uuid", (0, OPEN)),
-                F("Partitions", "[]int32", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("TopicPartitions", "[]TopicPartition", (0, 32767), (
+                ("TopicId", "uuid", (0, 32767)),
+                ("Partitions", "[]int32", (0, 32767)),
             )),
         )),
     ),
     "ShareGroupTargetAssignmentMetadataKey": (
         (12, 12, None, (
-            F("GroupId", "string", (12, 12)),
+            ("GroupId", "string", (12, 12)),
         )),
     ),
     "ShareGroupTargetAssignmentMetadataValue": (
-        (0, 0, (0, OPEN), (
-            F("AssignmentEpoch", "int32", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("AssignmentEpoch", "int32", (0, 32767)),
         )),
     ),
     "ShareSnapshotKey": (
         (0, 0, None, (
-            F("GroupId", "string", (0, 0)),
-            F("TopicId", "uuid", (0, 0)),
-            F("Partition", "int32", (0, 0)),
+            ("GroupId", "string", (0, 0)),
+            ("TopicId", "uuid", (0, 0)),
+            ("Partition", "int32", (0, 0)),
         )),
     ),
     "ShareSnapshotValue": (
-        (0, 0, (0, OPEN), (
-            F("SnapshotEpoch", "uint16", (0, 0)),
-            F("StateEpoch", "int32", (0, OPEN)),
-            F("LeaderEpoch", "int32", (0, OPEN)),
-            F("StartOffset", "int64", (0, 0)),
-            F("StateBatches", "[]StateBatch", (0, 0), children=(
-                F("FirstOffset", "int64", (0, 0)),
-                F("LastOffset", "int64", (0, 0)),
-                F("DeliveryState", "int8", (0, 0)),
-                F("DeliveryCount", "int16", (0, 0)),
+        (0, 0, (0, 32767), (
+            ("SnapshotEpoch", "uint16", (0, 0)),
+            ("StateEpoch", "int32", (0, 32767)),
+            ("LeaderEpoch", "int32", (0, 32767)),
+            ("StartOffset", "int64", (0, 0)),
+            ("StateBatches", "[]StateBatch", (0, 0), (
+                ("FirstOffset", "int64", (0, 0)),
+                ("LastOffset", "int64", (0, 0)),
+                ("DeliveryState", "int8", (0, 0)),
+                ("DeliveryCount", "int16", (0, 0)),
             )),
         )),
     ),
     "ShareUpdateKey": (
         (1, 1, None, (
-            F("GroupId", "string", (1, 1)),
-            F("TopicId", "uuid", (1, 1)),
-            F("Partition", "int32", (1, 1)),
+            ("GroupId", "string", (1, 1)),
+            ("TopicId", "uuid", (1, 1)),
+            ("Partition", "int32", (1, 1)),
         )),
     ),
     "ShareUpdateValue": (
-        (0, 0, (0, OPEN), (
-            F("SnapshotEpoch", "uint16", (0, 0)),
-            F("LeaderEpoch", "int32", (0, OPEN)),
-            F("StartOffset", "int64", (0, 0)),
-            F("StateBatches", "[]StateBatch", (0, 0), children=(
-                F("FirstOffset", "int64", (0, 0)),
-                F("LastOffset", "int64", (0, 0)),
-                F("DeliveryState", "int8", (0, 0)),
-                F("DeliveryCount", "int16", (0, 0)),
+        (0, 0, (0, 32767), (
+            ("SnapshotEpoch", "uint16", (0, 0)),
+            ("LeaderEpoch", "int32", (0, 32767)),
+            ("StartOffset", "int64", (0, 0)),
+            ("StateBatches", "[]StateBatch", (0, 0), (
+                ("FirstOffset", "int64", (0, 0)),
+                ("LastOffset", "int64", (0, 0)),
+                ("DeliveryState", "int8", (0, 0)),
+                ("DeliveryCount", "int16", (0, 0)),
             )),
         )),
     ),
     "TransactionLogKey": (
         (0, 0, None, (
-            F("TransactionalId", "string", (0, 0)),
+            ("TransactionalId", "string", (0, 0)),
         )),
     ),
     "TransactionLogValue": (
-        (0, 1, (1, OPEN), (
-            F("ProducerId", "int64", (0, OPEN)),
-            F("PreviousProducerId", "int64", (1, OPEN), tagged=(1, OPEN), tag=0, default=-1),
-            F("NextProducerId", "int64", (1, OPEN), tagged=(1, OPEN), tag=1, default=-1),
-            F("ProducerEpoch", "int16", (0, OPEN)),
-            F("TransactionTimeoutMs", "int32", (0, OPEN)),
-            F("TransactionStatus", "int8", (0, OPEN)),
-            F("TransactionPartitions", "[]PartitionsSchema", (0, OPEN), nullable=(0, OPEN), children=(
-                F("Topic", "string", (0, OPEN)),
-                F("PartitionIds", "[]int32", (0, OPEN)),
-            )),
-            F("TransactionLastUpdateTimestampMs", "int64", (0, OPEN)),
-            F("TransactionStartTimestampMs", "int64", (0, OPEN)),
-            F("ClientTransactionVersion", "int16", (1, OPEN), tagged=(1, OPEN), tag=2, default=0),
+        (0, 1, (1, 32767), (
+            ("ProducerId", "int64", (0, 32767)),
+            ("PreviousProducerId", "int64", (1, 32767), None, None, (1, 32767), 0, -1),
+            ("NextProducerId", "int64", (1, 32767), None, None, (1, 32767), 1, -1),
+            ("ProducerEpoch", "int16", (0, 32767)),
+            ("TransactionTimeoutMs", "int32", (0, 32767)),
+            ("TransactionStatus", "int8", (0, 32767)),
+            ("TransactionPartitions", "[]PartitionsSchema", (0, 32767), (
+                ("Topic", "string", (0, 32767)),
+                ("PartitionIds", "[]int32", (0, 32767)),
+            ), (0, 32767)),
+            ("TransactionLastUpdateTimestampMs", "int64", (0, 32767)),
+            ("TransactionStartTimestampMs", "int64", (0, 32767)),
+            ("ClientTransactionVersion", "int16", (1, 32767), None, None, (1, 32767), 2, 0),
         )),
     ),
-}
+})
 
 # fmt: on

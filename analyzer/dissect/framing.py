@@ -23,8 +23,10 @@ events for both directions (:meth:`KafkaConnection.feed`) and returns complete
 
 from __future__ import annotations
 
+import re
 import struct
 from collections import deque
+from functools import lru_cache
 
 from analyzer.dissect import schema
 from analyzer.events import Gap
@@ -74,6 +76,44 @@ def plausible_request_header(buf, p: int, end: int, size: int) -> bool:
     s = p + 10
     cid = bytes(buf[s : min(s + clen, end)])
     return all(32 <= b < 127 for b in cid)
+
+
+def _byte_class(values) -> bytes:
+    """A regular expression's class of the given byte values."""
+    return b"[" + b"".join(re.escape(bytes([v])) for v in sorted(set(values))) + b"]"
+
+
+def _size_top(max_frame: int) -> range:
+    """The values of a non-negative big-endian int32's top byte that allow sizes up to ``max_frame``."""
+    return range(min(0x7F, max(0, max_frame) >> 24) + 1)
+
+
+@lru_cache(maxsize=8)
+def _request_starts(max_frame: int) -> re.Pattern[bytes]:
+    """Positions where :func:`plausible_request` may hold (a superset, found by C code): a
+    size's top byte, a known api key, a version's high byte, a correlation id's sign bit.
+    Resynchronising checks only these instead of every byte."""
+    ranges = [(k, schema.version_range(k)) for k in schema.request_api_keys()]
+    keys = [k for k, r in ranges if r is not None]
+    top = max((r[1] for _k, r in ranges if r is not None), default=0)
+    return re.compile(
+        b"(?="
+        + _byte_class(_size_top(max_frame))
+        + b"..."
+        + _byte_class(k >> 8 & 0xFF for k in keys)
+        + _byte_class(k & 0xFF for k in keys)
+        + _byte_class(v >> 8 & 0xFF for v in range(top + 1))
+        + b"."
+        + _byte_class(range(0x80))
+        + b")",
+        re.DOTALL,
+    )
+
+
+@lru_cache(maxsize=8)
+def _response_starts(max_frame: int) -> re.Pattern[bytes]:
+    """Positions where a response's size (4..``max_frame``) may start: its top byte."""
+    return re.compile(_byte_class(_size_top(max_frame)))
 
 
 def _decodes_cleanly(payload: bytes) -> bool:
@@ -301,10 +341,12 @@ class KafkaConnection:
             if self._request_at(buf, q):
                 return q, True
         end = len(buf)
-        while p + 14 <= end:
-            if self._request_at(buf, p):
-                return p, False
-            p += 1
+        for m in _request_starts(self.max_frame).finditer(buf, p):
+            q = m.start()
+            if q + 14 > end:
+                break
+            if self._request_at(buf, q):
+                return q, False
         return None
 
     def _request_at(self, buf, p: int) -> bool:
@@ -342,13 +384,16 @@ class KafkaConnection:
                 return q
         waiting = None
         end = len(buf)
-        while p + 8 <= end:
-            v = self._response_at(buf, p, False)
+        # only where the size's top byte fits: _response_at says False everywhere else
+        for m in _response_starts(self.max_frame).finditer(buf, p):
+            q = m.start()
+            if q + 8 > end:
+                break
+            v = self._response_at(buf, q, False)
             if v is True:
-                return p
+                return q
             if v is None and waiting is None:
-                waiting = p  # cannot tell yet: keep the bytes from here
-            p += 1
+                waiting = q  # cannot tell yet: keep the bytes from here
         return waiting
 
     def _response_at(self, buf, p: int, segment_start: bool) -> bool | None:

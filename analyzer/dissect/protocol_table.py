@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from enum import IntEnum
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-OPEN = 0x7FFF  # "N+" version ranges end here
+OPEN = 0x7FFF  # "N+" version ranges end here (written 32767 in the tables)
 INHERIT = "inherit"  # FieldSpec.flexible of a field without flexibleVersions of its own
 
 Range = tuple[int, int] | None
 
 
 class FieldSpec(NamedTuple):
-    """One field of a schema version segment (the table writes it ``F(...)``)."""
+    """One field of a schema version segment."""
 
     name: str  # the schema's field name (CamelCase, as in the JSON)
     # primitive type name ("int8", "int16", "uint16", "int32", "uint32", "int64", "float64", "bool",
@@ -35,7 +36,51 @@ class FieldSpec(NamedTuple):
     children: tuple[FieldSpec, ...] | None = None
 
 
-F = FieldSpec
+# (lo, hi, flexible, fields): versions lo..hi, flexibleVersions (lo, hi) or None, the fields
+Segment = tuple[int, int, Range, tuple[FieldSpec, ...]]
+Segments = tuple[Segment, ...]
+
+# the tables write a field as a tuple of constants: (name, type, versions, children, nullable,
+# tagged, tag, default, entity, map_key, flexible), the trailing ones equal to these left out
+_DEFAULTS = (None, None, None, None, None, None, False, INHERIT)
+
+
+def _field(raw: tuple) -> FieldSpec:
+    full = raw + _DEFAULTS[len(raw) - 3 :]
+    children = full[3]
+    if children is not None:
+        children = tuple(map(_field, children))
+    return tuple.__new__(FieldSpec, (*full[:3], *full[4:], children))
+
+
+class Table(Mapping[Any, Segments]):
+    """A generated table (key -> segments): constant tuples when imported, each key's
+    FieldSpecs built on its first look-up."""
+
+    __slots__ = ("_built", "_raw")
+
+    def __init__(self, raw: dict) -> None:
+        self._raw = raw
+        self._built: dict[Any, Segments] = {}
+
+    def __getitem__(self, key: Any) -> Segments:
+        segments = self._built.get(key)
+        if segments is None:
+            segments = tuple(
+                (lo, hi, flexible, tuple(map(_field, fields))) for lo, hi, flexible, fields in self._raw[key]
+            )
+            self._built[key] = segments
+        return segments
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._raw
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
 
 # fmt: off
 
@@ -571,3520 +616,3520 @@ CURRENT_VERSIONS = {
 # MESSAGES[(api_key, "request" | "response")] = segments, newest snapshot first:
 #   (lo, hi, flexible, fields): versions lo..hi come from this snapshot (merge rule: the newest
 #   snapshot whose validVersions has the version), flexible = flexibleVersions (lo, hi) or None
-MESSAGES = {
+MESSAGES: Mapping[tuple[int, str], Segments] = Table({
     (0, "request"): (
-        (3, 13, (9, OPEN), (
-            F("TransactionalId", "string", (3, OPEN), nullable=(3, OPEN), default="null",
-              entity="transactionalId"),
-            F("Acks", "int16", (0, OPEN)),
-            F("TimeoutMs", "int32", (0, OPEN)),
-            F("TopicData", "[]TopicProduceData", (0, OPEN), children=(
-                F("Name", "string", (0, 12), entity="topicName", map_key=True),
-                F("TopicId", "uuid", (13, OPEN), map_key=True),
-                F("PartitionData", "[]PartitionProduceData", (0, OPEN), children=(
-                    F("Index", "int32", (0, OPEN)),
-                    F("Records", "records", (0, OPEN), nullable=(0, OPEN)),
+        (3, 13, (9, 32767), (
+            ("TransactionalId", "string", (3, 32767), None, (3, 32767), None, None, "null",
+             "transactionalId"),
+            ("Acks", "int16", (0, 32767)),
+            ("TimeoutMs", "int32", (0, 32767)),
+            ("TopicData", "[]TopicProduceData", (0, 32767), (
+                ("Name", "string", (0, 12), None, None, None, None, None, "topicName", True),
+                ("TopicId", "uuid", (13, 32767), None, None, None, None, None, None, True),
+                ("PartitionData", "[]PartitionProduceData", (0, 32767), (
+                    ("Index", "int32", (0, 32767)),
+                    ("Records", "records", (0, 32767), None, (0, 32767)),
                 )),
             )),
         )),
-        (0, 2, (9, OPEN), (
-            F("Acks", "int16", (0, OPEN)),
-            F("TimeoutMs", "int32", (0, OPEN)),
-            F("TopicData", "[]TopicProduceData", (0, OPEN), children=(
-                F("Name", "string", (0, OPEN), entity="topicName", map_key=True),
-                F("PartitionData", "[]PartitionProduceData", (0, OPEN), children=(
-                    F("Index", "int32", (0, OPEN)),
-                    F("Records", "records", (0, OPEN), nullable=(0, OPEN)),
+        (0, 2, (9, 32767), (
+            ("Acks", "int16", (0, 32767)),
+            ("TimeoutMs", "int32", (0, 32767)),
+            ("TopicData", "[]TopicProduceData", (0, 32767), (
+                ("Name", "string", (0, 32767), None, None, None, None, None, "topicName", True),
+                ("PartitionData", "[]PartitionProduceData", (0, 32767), (
+                    ("Index", "int32", (0, 32767)),
+                    ("Records", "records", (0, 32767), None, (0, 32767)),
                 )),
             )),
         )),
     ),
     (0, "response"): (
-        (3, 13, (9, OPEN), (
-            F("Responses", "[]TopicProduceResponse", (0, OPEN), children=(
-                F("Name", "string", (0, 12), entity="topicName", map_key=True),
-                F("TopicId", "uuid", (13, OPEN), map_key=True),
-                F("PartitionResponses", "[]PartitionProduceResponse", (0, OPEN), children=(
-                    F("Index", "int32", (0, OPEN)),
-                    F("ErrorCode", "int16", (0, OPEN)),
-                    F("BaseOffset", "int64", (0, OPEN)),
-                    F("LogAppendTimeMs", "int64", (2, OPEN), default="-1"),
-                    F("LogStartOffset", "int64", (5, OPEN), default="-1"),
-                    F("RecordErrors", "[]BatchIndexAndErrorMessage", (8, OPEN), children=(
-                        F("BatchIndex", "int32", (8, OPEN)),
-                        F("BatchIndexErrorMessage", "string", (8, OPEN), nullable=(8, OPEN), default="null"),
+        (3, 13, (9, 32767), (
+            ("Responses", "[]TopicProduceResponse", (0, 32767), (
+                ("Name", "string", (0, 12), None, None, None, None, None, "topicName", True),
+                ("TopicId", "uuid", (13, 32767), None, None, None, None, None, None, True),
+                ("PartitionResponses", "[]PartitionProduceResponse", (0, 32767), (
+                    ("Index", "int32", (0, 32767)),
+                    ("ErrorCode", "int16", (0, 32767)),
+                    ("BaseOffset", "int64", (0, 32767)),
+                    ("LogAppendTimeMs", "int64", (2, 32767), None, None, None, None, "-1"),
+                    ("LogStartOffset", "int64", (5, 32767), None, None, None, None, "-1"),
+                    ("RecordErrors", "[]BatchIndexAndErrorMessage", (8, 32767), (
+                        ("BatchIndex", "int32", (8, 32767)),
+                        ("BatchIndexErrorMessage", "string", (8, 32767), None, (8, 32767), None, None,
+                         "null"),
                     )),
-                    F("ErrorMessage", "string", (8, OPEN), nullable=(8, OPEN), default="null"),
-                    F("CurrentLeader", "LeaderIdAndEpoch", (10, OPEN), tagged=(10, OPEN), tag=0, children=(
-                        F("LeaderId", "int32", (10, OPEN), default="-1", entity="brokerId"),
-                        F("LeaderEpoch", "int32", (10, OPEN), default="-1"),
-                    )),
+                    ("ErrorMessage", "string", (8, 32767), None, (8, 32767), None, None, "null"),
+                    ("CurrentLeader", "LeaderIdAndEpoch", (10, 32767), (
+                        ("LeaderId", "int32", (10, 32767), None, None, None, None, "-1", "brokerId"),
+                        ("LeaderEpoch", "int32", (10, 32767), None, None, None, None, "-1"),
+                    ), None, (10, 32767), 0),
                 )),
             )),
-            F("ThrottleTimeMs", "int32", (1, OPEN), default="0"),
-            F("NodeEndpoints", "[]NodeEndpoint", (10, OPEN), tagged=(10, OPEN), tag=0, children=(
-                F("NodeId", "int32", (10, OPEN), entity="brokerId", map_key=True),
-                F("Host", "string", (10, OPEN)),
-                F("Port", "int32", (10, OPEN)),
-                F("Rack", "string", (10, OPEN), nullable=(10, OPEN), default="null"),
-            )),
+            ("ThrottleTimeMs", "int32", (1, 32767), None, None, None, None, "0"),
+            ("NodeEndpoints", "[]NodeEndpoint", (10, 32767), (
+                ("NodeId", "int32", (10, 32767), None, None, None, None, None, "brokerId", True),
+                ("Host", "string", (10, 32767)),
+                ("Port", "int32", (10, 32767)),
+                ("Rack", "string", (10, 32767), None, (10, 32767), None, None, "null"),
+            ), None, (10, 32767), 0),
         )),
-        (0, 2, (9, OPEN), (
-            F("Responses", "[]TopicProduceResponse", (0, OPEN), children=(
-                F("Name", "string", (0, OPEN), entity="topicName", map_key=True),
-                F("PartitionResponses", "[]PartitionProduceResponse", (0, OPEN), children=(
-                    F("Index", "int32", (0, OPEN)),
-                    F("ErrorCode", "int16", (0, OPEN)),
-                    F("BaseOffset", "int64", (0, OPEN)),
-                    F("LogAppendTimeMs", "int64", (2, OPEN), default="-1"),
+        (0, 2, (9, 32767), (
+            ("Responses", "[]TopicProduceResponse", (0, 32767), (
+                ("Name", "string", (0, 32767), None, None, None, None, None, "topicName", True),
+                ("PartitionResponses", "[]PartitionProduceResponse", (0, 32767), (
+                    ("Index", "int32", (0, 32767)),
+                    ("ErrorCode", "int16", (0, 32767)),
+                    ("BaseOffset", "int64", (0, 32767)),
+                    ("LogAppendTimeMs", "int64", (2, 32767), None, None, None, None, "-1"),
                 )),
             )),
-            F("ThrottleTimeMs", "int32", (1, OPEN), default="0"),
+            ("ThrottleTimeMs", "int32", (1, 32767), None, None, None, None, "0"),
         )),
     ),
     (1, "request"): (
-        (4, 18, (12, OPEN), (
-            F("ClusterId", "string", (12, OPEN), nullable=(12, OPEN), tagged=(12, OPEN), tag=0,
-              default="null"),
-            F("ReplicaId", "int32", (0, 14), default="-1", entity="brokerId"),
-            F("ReplicaState", "ReplicaState", (15, OPEN), tagged=(15, OPEN), tag=1, children=(
-                F("ReplicaId", "int32", (15, OPEN), default="-1", entity="brokerId"),
-                F("ReplicaEpoch", "int64", (15, OPEN), default="-1"),
-            )),
-            F("MaxWaitMs", "int32", (0, OPEN)),
-            F("MinBytes", "int32", (0, OPEN)),
-            F("MaxBytes", "int32", (3, OPEN), default="0x7fffffff"),
-            F("IsolationLevel", "int8", (4, OPEN), default="0"),
-            F("SessionId", "int32", (7, OPEN), default="0"),
-            F("SessionEpoch", "int32", (7, OPEN), default="-1"),
-            F("Topics", "[]FetchTopic", (0, OPEN), children=(
-                F("Topic", "string", (0, 12), entity="topicName"),
-                F("TopicId", "uuid", (13, OPEN)),
-                F("Partitions", "[]FetchPartition", (0, OPEN), children=(
-                    F("Partition", "int32", (0, OPEN)),
-                    F("CurrentLeaderEpoch", "int32", (9, OPEN), default="-1"),
-                    F("FetchOffset", "int64", (0, OPEN)),
-                    F("LastFetchedEpoch", "int32", (12, OPEN), default="-1"),
-                    F("LogStartOffset", "int64", (5, OPEN), default="-1"),
-                    F("PartitionMaxBytes", "int32", (0, OPEN)),
-                    F("ReplicaDirectoryId", "uuid", (17, OPEN), tagged=(17, OPEN), tag=0),
-                    F("HighWatermark", "int64", (18, OPEN), tagged=(18, OPEN), tag=1,
-                      default="9223372036854775807"),
+        (4, 18, (12, 32767), (
+            ("ClusterId", "string", (12, 32767), None, (12, 32767), (12, 32767), 0, "null"),
+            ("ReplicaId", "int32", (0, 14), None, None, None, None, "-1", "brokerId"),
+            ("ReplicaState", "ReplicaState", (15, 32767), (
+                ("ReplicaId", "int32", (15, 32767), None, None, None, None, "-1", "brokerId"),
+                ("ReplicaEpoch", "int64", (15, 32767), None, None, None, None, "-1"),
+            ), None, (15, 32767), 1),
+            ("MaxWaitMs", "int32", (0, 32767)),
+            ("MinBytes", "int32", (0, 32767)),
+            ("MaxBytes", "int32", (3, 32767), None, None, None, None, "0x7fffffff"),
+            ("IsolationLevel", "int8", (4, 32767), None, None, None, None, "0"),
+            ("SessionId", "int32", (7, 32767), None, None, None, None, "0"),
+            ("SessionEpoch", "int32", (7, 32767), None, None, None, None, "-1"),
+            ("Topics", "[]FetchTopic", (0, 32767), (
+                ("Topic", "string", (0, 12), None, None, None, None, None, "topicName"),
+                ("TopicId", "uuid", (13, 32767)),
+                ("Partitions", "[]FetchPartition", (0, 32767), (
+                    ("Partition", "int32", (0, 32767)),
+                    ("CurrentLeaderEpoch", "int32", (9, 32767), None, None, None, None, "-1"),
+                    ("FetchOffset", "int64", (0, 32767)),
+                    ("LastFetchedEpoch", "int32", (12, 32767), None, None, None, None, "-1"),
+                    ("LogStartOffset", "int64", (5, 32767), None, None, None, None, "-1"),
+                    ("PartitionMaxBytes", "int32", (0, 32767)),
+                    ("ReplicaDirectoryId", "uuid", (17, 32767), None, None, (17, 32767), 0),
+                    ("HighWatermark", "int64", (18, 32767), None, None, (18, 32767), 1,
+                     "9223372036854775807"),
                 )),
             )),
-            F("ForgottenTopicsData", "[]ForgottenTopic", (7, OPEN), children=(
-                F("Topic", "string", (7, 12), entity="topicName"),
-                F("TopicId", "uuid", (13, OPEN)),
-                F("Partitions", "[]int32", (7, OPEN)),
+            ("ForgottenTopicsData", "[]ForgottenTopic", (7, 32767), (
+                ("Topic", "string", (7, 12), None, None, None, None, None, "topicName"),
+                ("TopicId", "uuid", (13, 32767)),
+                ("Partitions", "[]int32", (7, 32767)),
             )),
-            F("RackId", "string", (11, OPEN), default=""),
+            ("RackId", "string", (11, 32767), None, None, None, None, ""),
         )),
-        (0, 3, (12, OPEN), (
-            F("ReplicaId", "int32", (0, 14), default="-1", entity="brokerId"),
-            F("MaxWaitMs", "int32", (0, OPEN)),
-            F("MinBytes", "int32", (0, OPEN)),
-            F("MaxBytes", "int32", (3, OPEN), default="0x7fffffff"),
-            F("Topics", "[]FetchTopic", (0, OPEN), children=(
-                F("Topic", "string", (0, 12), entity="topicName"),
-                F("Partitions", "[]FetchPartition", (0, OPEN), children=(
-                    F("Partition", "int32", (0, OPEN)),
-                    F("FetchOffset", "int64", (0, OPEN)),
-                    F("PartitionMaxBytes", "int32", (0, OPEN)),
+        (0, 3, (12, 32767), (
+            ("ReplicaId", "int32", (0, 14), None, None, None, None, "-1", "brokerId"),
+            ("MaxWaitMs", "int32", (0, 32767)),
+            ("MinBytes", "int32", (0, 32767)),
+            ("MaxBytes", "int32", (3, 32767), None, None, None, None, "0x7fffffff"),
+            ("Topics", "[]FetchTopic", (0, 32767), (
+                ("Topic", "string", (0, 12), None, None, None, None, None, "topicName"),
+                ("Partitions", "[]FetchPartition", (0, 32767), (
+                    ("Partition", "int32", (0, 32767)),
+                    ("FetchOffset", "int64", (0, 32767)),
+                    ("PartitionMaxBytes", "int32", (0, 32767)),
                 )),
             )),
         )),
     ),
     (1, "response"): (
-        (4, 18, (12, OPEN), (
-            F("ThrottleTimeMs", "int32", (1, OPEN)),
-            F("ErrorCode", "int16", (7, OPEN)),
-            F("SessionId", "int32", (7, OPEN), default="0"),
-            F("Responses", "[]FetchableTopicResponse", (0, OPEN), children=(
-                F("Topic", "string", (0, 12), entity="topicName"),
-                F("TopicId", "uuid", (13, OPEN)),
-                F("Partitions", "[]PartitionData", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("ErrorCode", "int16", (0, OPEN)),
-                    F("HighWatermark", "int64", (0, OPEN)),
-                    F("LastStableOffset", "int64", (4, OPEN), default="-1"),
-                    F("LogStartOffset", "int64", (5, OPEN), default="-1"),
-                    F("DivergingEpoch", "EpochEndOffset", (12, OPEN), tagged=(12, OPEN), tag=0, children=(
-                        F("Epoch", "int32", (12, OPEN), default="-1"),
-                        F("EndOffset", "int64", (12, OPEN), default="-1"),
-                    )),
-                    F("CurrentLeader", "LeaderIdAndEpoch", (12, OPEN), tagged=(12, OPEN), tag=1, children=(
-                        F("LeaderId", "int32", (12, OPEN), default="-1", entity="brokerId"),
-                        F("LeaderEpoch", "int32", (12, OPEN), default="-1"),
-                    )),
-                    F("SnapshotId", "SnapshotId", (12, OPEN), tagged=(12, OPEN), tag=2, children=(
-                        F("EndOffset", "int64", (0, OPEN), default="-1"),
-                        F("Epoch", "int32", (0, OPEN), default="-1"),
-                    )),
-                    F("AbortedTransactions", "[]AbortedTransaction", (4, OPEN), nullable=(4, OPEN), children=(
-                        F("ProducerId", "int64", (4, OPEN), entity="producerId"),
-                        F("FirstOffset", "int64", (4, OPEN)),
-                    )),
-                    F("PreferredReadReplica", "int32", (11, OPEN), default="-1", entity="brokerId"),
-                    F("Records", "records", (0, OPEN), nullable=(0, OPEN)),
+        (4, 18, (12, 32767), (
+            ("ThrottleTimeMs", "int32", (1, 32767)),
+            ("ErrorCode", "int16", (7, 32767)),
+            ("SessionId", "int32", (7, 32767), None, None, None, None, "0"),
+            ("Responses", "[]FetchableTopicResponse", (0, 32767), (
+                ("Topic", "string", (0, 12), None, None, None, None, None, "topicName"),
+                ("TopicId", "uuid", (13, 32767)),
+                ("Partitions", "[]PartitionData", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("ErrorCode", "int16", (0, 32767)),
+                    ("HighWatermark", "int64", (0, 32767)),
+                    ("LastStableOffset", "int64", (4, 32767), None, None, None, None, "-1"),
+                    ("LogStartOffset", "int64", (5, 32767), None, None, None, None, "-1"),
+                    ("DivergingEpoch", "EpochEndOffset", (12, 32767), (
+                        ("Epoch", "int32", (12, 32767), None, None, None, None, "-1"),
+                        ("EndOffset", "int64", (12, 32767), None, None, None, None, "-1"),
+                    ), None, (12, 32767), 0),
+                    ("CurrentLeader", "LeaderIdAndEpoch", (12, 32767), (
+                        ("LeaderId", "int32", (12, 32767), None, None, None, None, "-1", "brokerId"),
+                        ("LeaderEpoch", "int32", (12, 32767), None, None, None, None, "-1"),
+                    ), None, (12, 32767), 1),
+                    ("SnapshotId", "SnapshotId", (12, 32767), (
+                        ("EndOffset", "int64", (0, 32767), None, None, None, None, "-1"),
+                        ("Epoch", "int32", (0, 32767), None, None, None, None, "-1"),
+                    ), None, (12, 32767), 2),
+                    ("AbortedTransactions", "[]AbortedTransaction", (4, 32767), (
+                        ("ProducerId", "int64", (4, 32767), None, None, None, None, None, "producerId"),
+                        ("FirstOffset", "int64", (4, 32767)),
+                    ), (4, 32767)),
+                    ("PreferredReadReplica", "int32", (11, 32767), None, None, None, None, "-1", "brokerId"),
+                    ("Records", "records", (0, 32767), None, (0, 32767)),
                 )),
             )),
-            F("NodeEndpoints", "[]NodeEndpoint", (16, OPEN), tagged=(16, OPEN), tag=0, children=(
-                F("NodeId", "int32", (16, OPEN), entity="brokerId", map_key=True),
-                F("Host", "string", (16, OPEN)),
-                F("Port", "int32", (16, OPEN)),
-                F("Rack", "string", (16, OPEN), nullable=(16, OPEN), default="null"),
-            )),
+            ("NodeEndpoints", "[]NodeEndpoint", (16, 32767), (
+                ("NodeId", "int32", (16, 32767), None, None, None, None, None, "brokerId", True),
+                ("Host", "string", (16, 32767)),
+                ("Port", "int32", (16, 32767)),
+                ("Rack", "string", (16, 32767), None, (16, 32767), None, None, "null"),
+            ), None, (16, 32767), 0),
         )),
-        (0, 3, (12, OPEN), (
-            F("ThrottleTimeMs", "int32", (1, OPEN)),
-            F("Responses", "[]FetchableTopicResponse", (0, OPEN), children=(
-                F("Topic", "string", (0, 12), entity="topicName"),
-                F("Partitions", "[]PartitionData", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("ErrorCode", "int16", (0, OPEN)),
-                    F("HighWatermark", "int64", (0, OPEN)),
-                    F("Records", "records", (0, OPEN), nullable=(0, OPEN)),
+        (0, 3, (12, 32767), (
+            ("ThrottleTimeMs", "int32", (1, 32767)),
+            ("Responses", "[]FetchableTopicResponse", (0, 32767), (
+                ("Topic", "string", (0, 12), None, None, None, None, None, "topicName"),
+                ("Partitions", "[]PartitionData", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("ErrorCode", "int16", (0, 32767)),
+                    ("HighWatermark", "int64", (0, 32767)),
+                    ("Records", "records", (0, 32767), None, (0, 32767)),
                 )),
             )),
         )),
     ),
     (2, "request"): (
-        (1, 11, (6, OPEN), (
-            F("ReplicaId", "int32", (0, OPEN), entity="brokerId"),
-            F("IsolationLevel", "int8", (2, OPEN)),
-            F("Topics", "[]ListOffsetsTopic", (0, OPEN), children=(
-                F("Name", "string", (0, OPEN), entity="topicName"),
-                F("Partitions", "[]ListOffsetsPartition", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("CurrentLeaderEpoch", "int32", (4, OPEN), default="-1"),
-                    F("Timestamp", "int64", (0, OPEN)),
+        (1, 11, (6, 32767), (
+            ("ReplicaId", "int32", (0, 32767), None, None, None, None, None, "brokerId"),
+            ("IsolationLevel", "int8", (2, 32767)),
+            ("Topics", "[]ListOffsetsTopic", (0, 32767), (
+                ("Name", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                ("Partitions", "[]ListOffsetsPartition", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("CurrentLeaderEpoch", "int32", (4, 32767), None, None, None, None, "-1"),
+                    ("Timestamp", "int64", (0, 32767)),
                 )),
             )),
-            F("TimeoutMs", "int32", (10, OPEN)),
+            ("TimeoutMs", "int32", (10, 32767)),
         )),
-        (0, 0, (6, OPEN), (
-            F("ReplicaId", "int32", (0, OPEN), entity="brokerId"),
-            F("Topics", "[]ListOffsetsTopic", (0, OPEN), children=(
-                F("Name", "string", (0, OPEN), entity="topicName"),
-                F("Partitions", "[]ListOffsetsPartition", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("Timestamp", "int64", (0, OPEN)),
-                    F("MaxNumOffsets", "int32", (0, 0), default="1"),
+        (0, 0, (6, 32767), (
+            ("ReplicaId", "int32", (0, 32767), None, None, None, None, None, "brokerId"),
+            ("Topics", "[]ListOffsetsTopic", (0, 32767), (
+                ("Name", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                ("Partitions", "[]ListOffsetsPartition", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("Timestamp", "int64", (0, 32767)),
+                    ("MaxNumOffsets", "int32", (0, 0), None, None, None, None, "1"),
                 )),
             )),
         )),
     ),
     (2, "response"): (
-        (1, 11, (6, OPEN), (
-            F("ThrottleTimeMs", "int32", (2, OPEN)),
-            F("Topics", "[]ListOffsetsTopicResponse", (0, OPEN), children=(
-                F("Name", "string", (0, OPEN), entity="topicName"),
-                F("Partitions", "[]ListOffsetsPartitionResponse", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("ErrorCode", "int16", (0, OPEN)),
-                    F("Timestamp", "int64", (1, OPEN), default="-1"),
-                    F("Offset", "int64", (1, OPEN), default="-1"),
-                    F("LeaderEpoch", "int32", (4, OPEN), default="-1"),
+        (1, 11, (6, 32767), (
+            ("ThrottleTimeMs", "int32", (2, 32767)),
+            ("Topics", "[]ListOffsetsTopicResponse", (0, 32767), (
+                ("Name", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                ("Partitions", "[]ListOffsetsPartitionResponse", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("ErrorCode", "int16", (0, 32767)),
+                    ("Timestamp", "int64", (1, 32767), None, None, None, None, "-1"),
+                    ("Offset", "int64", (1, 32767), None, None, None, None, "-1"),
+                    ("LeaderEpoch", "int32", (4, 32767), None, None, None, None, "-1"),
                 )),
             )),
         )),
-        (0, 0, (6, OPEN), (
-            F("Topics", "[]ListOffsetsTopicResponse", (0, OPEN), children=(
-                F("Name", "string", (0, OPEN), entity="topicName"),
-                F("Partitions", "[]ListOffsetsPartitionResponse", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("ErrorCode", "int16", (0, OPEN)),
-                    F("OldStyleOffsets", "[]int64", (0, 0)),
+        (0, 0, (6, 32767), (
+            ("Topics", "[]ListOffsetsTopicResponse", (0, 32767), (
+                ("Name", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                ("Partitions", "[]ListOffsetsPartitionResponse", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("ErrorCode", "int16", (0, 32767)),
+                    ("OldStyleOffsets", "[]int64", (0, 0)),
                 )),
             )),
         )),
     ),
     (3, "request"): (
-        (0, 13, (9, OPEN), (
-            F("Topics", "[]MetadataRequestTopic", (0, OPEN), nullable=(1, OPEN), children=(
-                F("TopicId", "uuid", (10, OPEN)),
-                F("Name", "string", (0, OPEN), nullable=(10, OPEN), entity="topicName"),
-            )),
-            F("AllowAutoTopicCreation", "bool", (4, OPEN), default="true"),
-            F("IncludeClusterAuthorizedOperations", "bool", (8, 10)),
-            F("IncludeTopicAuthorizedOperations", "bool", (8, OPEN)),
+        (0, 13, (9, 32767), (
+            ("Topics", "[]MetadataRequestTopic", (0, 32767), (
+                ("TopicId", "uuid", (10, 32767)),
+                ("Name", "string", (0, 32767), None, (10, 32767), None, None, None, "topicName"),
+            ), (1, 32767)),
+            ("AllowAutoTopicCreation", "bool", (4, 32767), None, None, None, None, "true"),
+            ("IncludeClusterAuthorizedOperations", "bool", (8, 10)),
+            ("IncludeTopicAuthorizedOperations", "bool", (8, 32767)),
         )),
     ),
     (3, "response"): (
-        (0, 13, (9, OPEN), (
-            F("ThrottleTimeMs", "int32", (3, OPEN)),
-            F("Brokers", "[]MetadataResponseBroker", (0, OPEN), children=(
-                F("NodeId", "int32", (0, OPEN), entity="brokerId", map_key=True),
-                F("Host", "string", (0, OPEN)),
-                F("Port", "int32", (0, OPEN)),
-                F("Rack", "string", (1, OPEN), nullable=(1, OPEN), default="null"),
+        (0, 13, (9, 32767), (
+            ("ThrottleTimeMs", "int32", (3, 32767)),
+            ("Brokers", "[]MetadataResponseBroker", (0, 32767), (
+                ("NodeId", "int32", (0, 32767), None, None, None, None, None, "brokerId", True),
+                ("Host", "string", (0, 32767)),
+                ("Port", "int32", (0, 32767)),
+                ("Rack", "string", (1, 32767), None, (1, 32767), None, None, "null"),
             )),
-            F("ClusterId", "string", (2, OPEN), nullable=(2, OPEN), default="null"),
-            F("ControllerId", "int32", (1, OPEN), default="-1", entity="brokerId"),
-            F("Topics", "[]MetadataResponseTopic", (0, OPEN), children=(
-                F("ErrorCode", "int16", (0, OPEN)),
-                F("Name", "string", (0, OPEN), nullable=(12, OPEN), entity="topicName", map_key=True),
-                F("TopicId", "uuid", (10, OPEN)),
-                F("IsInternal", "bool", (1, OPEN), default="false"),
-                F("Partitions", "[]MetadataResponsePartition", (0, OPEN), children=(
-                    F("ErrorCode", "int16", (0, OPEN)),
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("LeaderId", "int32", (0, OPEN), entity="brokerId"),
-                    F("LeaderEpoch", "int32", (7, OPEN), default="-1"),
-                    F("ReplicaNodes", "[]int32", (0, OPEN), entity="brokerId"),
-                    F("IsrNodes", "[]int32", (0, OPEN), entity="brokerId"),
-                    F("OfflineReplicas", "[]int32", (5, OPEN), entity="brokerId"),
+            ("ClusterId", "string", (2, 32767), None, (2, 32767), None, None, "null"),
+            ("ControllerId", "int32", (1, 32767), None, None, None, None, "-1", "brokerId"),
+            ("Topics", "[]MetadataResponseTopic", (0, 32767), (
+                ("ErrorCode", "int16", (0, 32767)),
+                ("Name", "string", (0, 32767), None, (12, 32767), None, None, None, "topicName", True),
+                ("TopicId", "uuid", (10, 32767)),
+                ("IsInternal", "bool", (1, 32767), None, None, None, None, "false"),
+                ("Partitions", "[]MetadataResponsePartition", (0, 32767), (
+                    ("ErrorCode", "int16", (0, 32767)),
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("LeaderId", "int32", (0, 32767), None, None, None, None, None, "brokerId"),
+                    ("LeaderEpoch", "int32", (7, 32767), None, None, None, None, "-1"),
+                    ("ReplicaNodes", "[]int32", (0, 32767), None, None, None, None, None, "brokerId"),
+                    ("IsrNodes", "[]int32", (0, 32767), None, None, None, None, None, "brokerId"),
+                    ("OfflineReplicas", "[]int32", (5, 32767), None, None, None, None, None, "brokerId"),
                 )),
-                F("TopicAuthorizedOperations", "int32", (8, OPEN), default="-2147483648"),
+                ("TopicAuthorizedOperations", "int32", (8, 32767), None, None, None, None, "-2147483648"),
             )),
-            F("ClusterAuthorizedOperations", "int32", (8, 10), default="-2147483648"),
-            F("ErrorCode", "int16", (13, OPEN)),
+            ("ClusterAuthorizedOperations", "int32", (8, 10), None, None, None, None, "-2147483648"),
+            ("ErrorCode", "int16", (13, 32767)),
         )),
     ),
     (4, "request"): (
-        (0, 7, (4, OPEN), (
-            F("ControllerId", "int32", (0, OPEN), entity="brokerId"),
-            F("isKRaftController", "bool", (7, OPEN), default="false"),
-            F("ControllerEpoch", "int32", (0, OPEN)),
-            F("BrokerEpoch", "int64", (2, OPEN), default="-1"),
-            F("Type", "int8", (5, OPEN)),
-            F("UngroupedPartitionStates", "[]LeaderAndIsrPartitionState", (0, 1), children=(
-                F("TopicName", "string", (0, 1), entity="topicName"),
-                F("PartitionIndex", "int32", (0, OPEN)),
-                F("ControllerEpoch", "int32", (0, OPEN)),
-                F("Leader", "int32", (0, OPEN), entity="brokerId"),
-                F("LeaderEpoch", "int32", (0, OPEN)),
-                F("Isr", "[]int32", (0, OPEN), entity="brokerId"),
-                F("PartitionEpoch", "int32", (0, OPEN)),
-                F("Replicas", "[]int32", (0, OPEN), entity="brokerId"),
-                F("AddingReplicas", "[]int32", (3, OPEN), entity="brokerId"),
-                F("RemovingReplicas", "[]int32", (3, OPEN), entity="brokerId"),
-                F("IsNew", "bool", (1, OPEN), default="false"),
-                F("LeaderRecoveryState", "int8", (6, OPEN), default="0"),
+        (0, 7, (4, 32767), (
+            ("ControllerId", "int32", (0, 32767), None, None, None, None, None, "brokerId"),
+            ("isKRaftController", "bool", (7, 32767), None, None, None, None, "false"),
+            ("ControllerEpoch", "int32", (0, 32767)),
+            ("BrokerEpoch", "int64", (2, 32767), None, None, None, None, "-1"),
+            ("Type", "int8", (5, 32767)),
+            ("UngroupedPartitionStates", "[]LeaderAndIsrPartitionState", (0, 1), (
+                ("TopicName", "string", (0, 1), None, None, None, None, None, "topicName"),
+                ("PartitionIndex", "int32", (0, 32767)),
+                ("ControllerEpoch", "int32", (0, 32767)),
+                ("Leader", "int32", (0, 32767), None, None, None, None, None, "brokerId"),
+                ("LeaderEpoch", "int32", (0, 32767)),
+                ("Isr", "[]int32", (0, 32767), None, None, None, None, None, "brokerId"),
+                ("PartitionEpoch", "int32", (0, 32767)),
+                ("Replicas", "[]int32", (0, 32767), None, None, None, None, None, "brokerId"),
+                ("AddingReplicas", "[]int32", (3, 32767), None, None, None, None, None, "brokerId"),
+                ("RemovingReplicas", "[]int32", (3, 32767), None, None, None, None, None, "brokerId"),
+                ("IsNew", "bool", (1, 32767), None, None, None, None, "false"),
+                ("LeaderRecoveryState", "int8", (6, 32767), None, None, None, None, "0"),
             )),
-            F("TopicStates", "[]LeaderAndIsrTopicState", (2, OPEN), children=(
-                F("TopicName", "string", (2, OPEN), entity="topicName"),
-                F("TopicId", "uuid", (5, OPEN)),
-                F("PartitionStates", "[]LeaderAndIsrPartitionState", (2, OPEN), children=(
-                    F("TopicName", "string", (0, 1), entity="topicName"),
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("ControllerEpoch", "int32", (0, OPEN)),
-                    F("Leader", "int32", (0, OPEN), entity="brokerId"),
-                    F("LeaderEpoch", "int32", (0, OPEN)),
-                    F("Isr", "[]int32", (0, OPEN), entity="brokerId"),
-                    F("PartitionEpoch", "int32", (0, OPEN)),
-                    F("Replicas", "[]int32", (0, OPEN), entity="brokerId"),
-                    F("AddingReplicas", "[]int32", (3, OPEN), entity="brokerId"),
-                    F("RemovingReplicas", "[]int32", (3, OPEN), entity="brokerId"),
-                    F("IsNew", "bool", (1, OPEN), default="false"),
-                    F("LeaderRecoveryState", "int8", (6, OPEN), default="0"),
+            ("TopicStates", "[]LeaderAndIsrTopicState", (2, 32767), (
+                ("TopicName", "string", (2, 32767), None, None, None, None, None, "topicName"),
+                ("TopicId", "uuid", (5, 32767)),
+                ("PartitionStates", "[]LeaderAndIsrPartitionState", (2, 32767), (
+                    ("TopicName", "string", (0, 1), None, None, None, None, None, "topicName"),
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("ControllerEpoch", "int32", (0, 32767)),
+                    ("Leader", "int32", (0, 32767), None, None, None, None, None, "brokerId"),
+                    ("LeaderEpoch", "int32", (0, 32767)),
+                    ("Isr", "[]int32", (0, 32767), None, None, None, None, None, "brokerId"),
+                    ("PartitionEpoch", "int32", (0, 32767)),
+                    ("Replicas", "[]int32", (0, 32767), None, None, None, None, None, "brokerId"),
+                    ("AddingReplicas", "[]int32", (3, 32767), None, None, None, None, None, "brokerId"),
+                    ("RemovingReplicas", "[]int32", (3, 32767), None, None, None, None, None, "brokerId"),
+                    ("IsNew", "bool", (1, 32767), None, None, None, None, "false"),
+                    ("LeaderRecoveryState", "int8", (6, 32767), None, None, None, None, "0"),
                 )),
             )),
-            F("LiveLeaders", "[]LeaderAndIsrLiveLeader", (0, OPEN), children=(
-                F("BrokerId", "int32", (0, OPEN), entity="brokerId"),
-                F("HostName", "string", (0, OPEN)),
-                F("Port", "int32", (0, OPEN)),
+            ("LiveLeaders", "[]LeaderAndIsrLiveLeader", (0, 32767), (
+                ("BrokerId", "int32", (0, 32767), None, None, None, None, None, "brokerId"),
+                ("HostName", "string", (0, 32767)),
+                ("Port", "int32", (0, 32767)),
             )),
         )),
     ),
     (4, "response"): (
-        (0, 7, (4, OPEN), (
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("PartitionErrors", "[]LeaderAndIsrPartitionError", (0, 4), children=(
-                F("TopicName", "string", (0, 4), entity="topicName"),
-                F("PartitionIndex", "int32", (0, OPEN)),
-                F("ErrorCode", "int16", (0, OPEN)),
+        (0, 7, (4, 32767), (
+            ("ErrorCode", "int16", (0, 32767)),
+            ("PartitionErrors", "[]LeaderAndIsrPartitionError", (0, 4), (
+                ("TopicName", "string", (0, 4), None, None, None, None, None, "topicName"),
+                ("PartitionIndex", "int32", (0, 32767)),
+                ("ErrorCode", "int16", (0, 32767)),
             )),
-            F("Topics", "[]LeaderAndIsrTopicError", (5, OPEN), children=(
-                F("TopicId", "uuid", (5, OPEN), map_key=True),
-                F("PartitionErrors", "[]LeaderAndIsrPartitionError", (5, OPEN), children=(
-                    F("TopicName", "string", (0, 4), entity="topicName"),
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("ErrorCode", "int16", (0, OPEN)),
+            ("Topics", "[]LeaderAndIsrTopicError", (5, 32767), (
+                ("TopicId", "uuid", (5, 32767), None, None, None, None, None, None, True),
+                ("PartitionErrors", "[]LeaderAndIsrPartitionError", (5, 32767), (
+                    ("TopicName", "string", (0, 4), None, None, None, None, None, "topicName"),
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("ErrorCode", "int16", (0, 32767)),
                 )),
             )),
         )),
     ),
     (5, "request"): (
-        (0, 4, (2, OPEN), (
-            F("ControllerId", "int32", (0, OPEN), entity="brokerId"),
-            F("isKRaftController", "bool", (4, OPEN), default="false"),
-            F("ControllerEpoch", "int32", (0, OPEN)),
-            F("BrokerEpoch", "int64", (1, OPEN), default="-1"),
-            F("DeletePartitions", "bool", (0, 2)),
-            F("UngroupedPartitions", "[]StopReplicaPartitionV0", (0, 0), children=(
-                F("TopicName", "string", (0, 0), entity="topicName"),
-                F("PartitionIndex", "int32", (0, 0)),
+        (0, 4, (2, 32767), (
+            ("ControllerId", "int32", (0, 32767), None, None, None, None, None, "brokerId"),
+            ("isKRaftController", "bool", (4, 32767), None, None, None, None, "false"),
+            ("ControllerEpoch", "int32", (0, 32767)),
+            ("BrokerEpoch", "int64", (1, 32767), None, None, None, None, "-1"),
+            ("DeletePartitions", "bool", (0, 2)),
+            ("UngroupedPartitions", "[]StopReplicaPartitionV0", (0, 0), (
+                ("TopicName", "string", (0, 0), None, None, None, None, None, "topicName"),
+                ("PartitionIndex", "int32", (0, 0)),
             )),
-            F("Topics", "[]StopReplicaTopicV1", (1, 2), children=(
-                F("Name", "string", (1, 2), entity="topicName"),
-                F("PartitionIndexes", "[]int32", (1, 2)),
+            ("Topics", "[]StopReplicaTopicV1", (1, 2), (
+                ("Name", "string", (1, 2), None, None, None, None, None, "topicName"),
+                ("PartitionIndexes", "[]int32", (1, 2)),
             )),
-            F("TopicStates", "[]StopReplicaTopicState", (3, OPEN), children=(
-                F("TopicName", "string", (3, OPEN), entity="topicName"),
-                F("PartitionStates", "[]StopReplicaPartitionState", (3, OPEN), children=(
-                    F("PartitionIndex", "int32", (3, OPEN)),
-                    F("LeaderEpoch", "int32", (3, OPEN), default="-1"),
-                    F("DeletePartition", "bool", (3, OPEN)),
+            ("TopicStates", "[]StopReplicaTopicState", (3, 32767), (
+                ("TopicName", "string", (3, 32767), None, None, None, None, None, "topicName"),
+                ("PartitionStates", "[]StopReplicaPartitionState", (3, 32767), (
+                    ("PartitionIndex", "int32", (3, 32767)),
+                    ("LeaderEpoch", "int32", (3, 32767), None, None, None, None, "-1"),
+                    ("DeletePartition", "bool", (3, 32767)),
                 )),
             )),
         )),
     ),
     (5, "response"): (
-        (0, 4, (2, OPEN), (
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("PartitionErrors", "[]StopReplicaPartitionError", (0, OPEN), children=(
-                F("TopicName", "string", (0, OPEN), entity="topicName"),
-                F("PartitionIndex", "int32", (0, OPEN)),
-                F("ErrorCode", "int16", (0, OPEN)),
+        (0, 4, (2, 32767), (
+            ("ErrorCode", "int16", (0, 32767)),
+            ("PartitionErrors", "[]StopReplicaPartitionError", (0, 32767), (
+                ("TopicName", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                ("PartitionIndex", "int32", (0, 32767)),
+                ("ErrorCode", "int16", (0, 32767)),
             )),
         )),
     ),
     (6, "request"): (
-        (0, 8, (6, OPEN), (
-            F("ControllerId", "int32", (0, OPEN), entity="brokerId"),
-            F("isKRaftController", "bool", (8, OPEN), default="false"),
-            F("Type", "int8", (8, OPEN), tagged=(8, OPEN), tag=0, default=0),
-            F("ControllerEpoch", "int32", (0, OPEN)),
-            F("BrokerEpoch", "int64", (5, OPEN), default="-1"),
-            F("UngroupedPartitionStates", "[]UpdateMetadataPartitionState", (0, 4), children=(
-                F("TopicName", "string", (0, 4), entity="topicName"),
-                F("PartitionIndex", "int32", (0, OPEN)),
-                F("ControllerEpoch", "int32", (0, OPEN)),
-                F("Leader", "int32", (0, OPEN), entity="brokerId"),
-                F("LeaderEpoch", "int32", (0, OPEN)),
-                F("Isr", "[]int32", (0, OPEN), entity="brokerId"),
-                F("ZkVersion", "int32", (0, OPEN)),
-                F("Replicas", "[]int32", (0, OPEN), entity="brokerId"),
-                F("OfflineReplicas", "[]int32", (4, OPEN), entity="brokerId"),
+        (0, 8, (6, 32767), (
+            ("ControllerId", "int32", (0, 32767), None, None, None, None, None, "brokerId"),
+            ("isKRaftController", "bool", (8, 32767), None, None, None, None, "false"),
+            ("Type", "int8", (8, 32767), None, None, (8, 32767), 0, 0),
+            ("ControllerEpoch", "int32", (0, 32767)),
+            ("BrokerEpoch", "int64", (5, 32767), None, None, None, None, "-1"),
+            ("UngroupedPartitionStates", "[]UpdateMetadataPartitionState", (0, 4), (
+                ("TopicName", "string", (0, 4), None, None, None, None, None, "topicName"),
+                ("PartitionIndex", "int32", (0, 32767)),
+                ("ControllerEpoch", "int32", (0, 32767)),
+                ("Leader", "int32", (0, 32767), None, None, None, None, None, "brokerId"),
+                ("LeaderEpoch", "int32", (0, 32767)),
+                ("Isr", "[]int32", (0, 32767), None, None, None, None, None, "brokerId"),
+                ("ZkVersion", "int32", (0, 32767)),
+                ("Replicas", "[]int32", (0, 32767), None, None, None, None, None, "brokerId"),
+                ("OfflineReplicas", "[]int32", (4, 32767), None, None, None, None, None, "brokerId"),
             )),
-            F("TopicStates", "[]UpdateMetadataTopicState", (5, OPEN), children=(
-                F("TopicName", "string", (5, OPEN), entity="topicName"),
-                F("TopicId", "uuid", (7, OPEN)),
-                F("PartitionStates", "[]UpdateMetadataPartitionState", (5, OPEN), children=(
-                    F("TopicName", "string", (0, 4), entity="topicName"),
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("ControllerEpoch", "int32", (0, OPEN)),
-                    F("Leader", "int32", (0, OPEN), entity="brokerId"),
-                    F("LeaderEpoch", "int32", (0, OPEN)),
-                    F("Isr", "[]int32", (0, OPEN), entity="brokerId"),
-                    F("ZkVersion", "int32", (0, OPEN)),
-                    F("Replicas", "[]int32", (0, OPEN), entity="brokerId"),
-                    F("OfflineReplicas", "[]int32", (4, OPEN), entity="brokerId"),
+            ("TopicStates", "[]UpdateMetadataTopicState", (5, 32767), (
+                ("TopicName", "string", (5, 32767), None, None, None, None, None, "topicName"),
+                ("TopicId", "uuid", (7, 32767)),
+                ("PartitionStates", "[]UpdateMetadataPartitionState", (5, 32767), (
+                    ("TopicName", "string", (0, 4), None, None, None, None, None, "topicName"),
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("ControllerEpoch", "int32", (0, 32767)),
+                    ("Leader", "int32", (0, 32767), None, None, None, None, None, "brokerId"),
+                    ("LeaderEpoch", "int32", (0, 32767)),
+                    ("Isr", "[]int32", (0, 32767), None, None, None, None, None, "brokerId"),
+                    ("ZkVersion", "int32", (0, 32767)),
+                    ("Replicas", "[]int32", (0, 32767), None, None, None, None, None, "brokerId"),
+                    ("OfflineReplicas", "[]int32", (4, 32767), None, None, None, None, None, "brokerId"),
                 )),
             )),
-            F("LiveBrokers", "[]UpdateMetadataBroker", (0, OPEN), children=(
-                F("Id", "int32", (0, OPEN), entity="brokerId"),
-                F("V0Host", "string", (0, 0)),
-                F("V0Port", "int32", (0, 0)),
-                F("Endpoints", "[]UpdateMetadataEndpoint", (1, OPEN), children=(
-                    F("Port", "int32", (1, OPEN)),
-                    F("Host", "string", (1, OPEN)),
-                    F("Listener", "string", (3, OPEN)),
-                    F("SecurityProtocol", "int16", (1, OPEN)),
+            ("LiveBrokers", "[]UpdateMetadataBroker", (0, 32767), (
+                ("Id", "int32", (0, 32767), None, None, None, None, None, "brokerId"),
+                ("V0Host", "string", (0, 0)),
+                ("V0Port", "int32", (0, 0)),
+                ("Endpoints", "[]UpdateMetadataEndpoint", (1, 32767), (
+                    ("Port", "int32", (1, 32767)),
+                    ("Host", "string", (1, 32767)),
+                    ("Listener", "string", (3, 32767)),
+                    ("SecurityProtocol", "int16", (1, 32767)),
                 )),
-                F("Rack", "string", (2, OPEN), nullable=(0, OPEN)),
+                ("Rack", "string", (2, 32767), None, (0, 32767)),
             )),
         )),
     ),
     (6, "response"): (
-        (0, 8, (6, OPEN), (
-            F("ErrorCode", "int16", (0, OPEN)),
+        (0, 8, (6, 32767), (
+            ("ErrorCode", "int16", (0, 32767)),
         )),
     ),
     (7, "request"): (
-        (0, 3, (3, OPEN), (
-            F("BrokerId", "int32", (0, OPEN), entity="brokerId"),
-            F("BrokerEpoch", "int64", (2, OPEN), default="-1"),
+        (0, 3, (3, 32767), (
+            ("BrokerId", "int32", (0, 32767), None, None, None, None, None, "brokerId"),
+            ("BrokerEpoch", "int64", (2, 32767), None, None, None, None, "-1"),
         )),
     ),
     (7, "response"): (
-        (0, 3, (3, OPEN), (
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("RemainingPartitions", "[]RemainingPartition", (0, OPEN), children=(
-                F("TopicName", "string", (0, OPEN), entity="topicName", map_key=True),
-                F("PartitionIndex", "int32", (0, OPEN), map_key=True),
+        (0, 3, (3, 32767), (
+            ("ErrorCode", "int16", (0, 32767)),
+            ("RemainingPartitions", "[]RemainingPartition", (0, 32767), (
+                ("TopicName", "string", (0, 32767), None, None, None, None, None, "topicName", True),
+                ("PartitionIndex", "int32", (0, 32767), None, None, None, None, None, None, True),
             )),
         )),
     ),
     (8, "request"): (
-        (2, 10, (8, OPEN), (
-            F("GroupId", "string", (0, OPEN), entity="groupId"),
-            F("GenerationIdOrMemberEpoch", "int32", (1, OPEN), default="-1"),
-            F("MemberId", "string", (1, OPEN)),
-            F("GroupInstanceId", "string", (7, OPEN), nullable=(7, OPEN), default="null"),
-            F("RetentionTimeMs", "int64", (2, 4), default="-1"),
-            F("Topics", "[]OffsetCommitRequestTopic", (0, OPEN), children=(
-                F("Name", "string", (0, 9), entity="topicName"),
-                F("TopicId", "uuid", (10, OPEN)),
-                F("Partitions", "[]OffsetCommitRequestPartition", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("CommittedOffset", "int64", (0, OPEN)),
-                    F("CommittedLeaderEpoch", "int32", (6, OPEN), default="-1"),
-                    F("CommittedMetadata", "string", (0, OPEN), nullable=(0, OPEN)),
+        (2, 10, (8, 32767), (
+            ("GroupId", "string", (0, 32767), None, None, None, None, None, "groupId"),
+            ("GenerationIdOrMemberEpoch", "int32", (1, 32767), None, None, None, None, "-1"),
+            ("MemberId", "string", (1, 32767)),
+            ("GroupInstanceId", "string", (7, 32767), None, (7, 32767), None, None, "null"),
+            ("RetentionTimeMs", "int64", (2, 4), None, None, None, None, "-1"),
+            ("Topics", "[]OffsetCommitRequestTopic", (0, 32767), (
+                ("Name", "string", (0, 9), None, None, None, None, None, "topicName"),
+                ("TopicId", "uuid", (10, 32767)),
+                ("Partitions", "[]OffsetCommitRequestPartition", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("CommittedOffset", "int64", (0, 32767)),
+                    ("CommittedLeaderEpoch", "int32", (6, 32767), None, None, None, None, "-1"),
+                    ("CommittedMetadata", "string", (0, 32767), None, (0, 32767)),
                 )),
             )),
         )),
-        (0, 1, (8, OPEN), (
-            F("GroupId", "string", (0, OPEN), entity="groupId"),
-            F("GenerationIdOrMemberEpoch", "int32", (1, OPEN), default="-1"),
-            F("MemberId", "string", (1, OPEN)),
-            F("Topics", "[]OffsetCommitRequestTopic", (0, OPEN), children=(
-                F("Name", "string", (0, OPEN), entity="topicName"),
-                F("Partitions", "[]OffsetCommitRequestPartition", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("CommittedOffset", "int64", (0, OPEN)),
-                    F("CommitTimestamp", "int64", (1, 1), default="-1"),
-                    F("CommittedMetadata", "string", (0, OPEN), nullable=(0, OPEN)),
+        (0, 1, (8, 32767), (
+            ("GroupId", "string", (0, 32767), None, None, None, None, None, "groupId"),
+            ("GenerationIdOrMemberEpoch", "int32", (1, 32767), None, None, None, None, "-1"),
+            ("MemberId", "string", (1, 32767)),
+            ("Topics", "[]OffsetCommitRequestTopic", (0, 32767), (
+                ("Name", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                ("Partitions", "[]OffsetCommitRequestPartition", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("CommittedOffset", "int64", (0, 32767)),
+                    ("CommitTimestamp", "int64", (1, 1), None, None, None, None, "-1"),
+                    ("CommittedMetadata", "string", (0, 32767), None, (0, 32767)),
                 )),
             )),
         )),
     ),
     (8, "response"): (
-        (2, 10, (8, OPEN), (
-            F("ThrottleTimeMs", "int32", (3, OPEN)),
-            F("Topics", "[]OffsetCommitResponseTopic", (0, OPEN), children=(
-                F("Name", "string", (0, 9), entity="topicName"),
-                F("TopicId", "uuid", (10, OPEN)),
-                F("Partitions", "[]OffsetCommitResponsePartition", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("ErrorCode", "int16", (0, OPEN)),
+        (2, 10, (8, 32767), (
+            ("ThrottleTimeMs", "int32", (3, 32767)),
+            ("Topics", "[]OffsetCommitResponseTopic", (0, 32767), (
+                ("Name", "string", (0, 9), None, None, None, None, None, "topicName"),
+                ("TopicId", "uuid", (10, 32767)),
+                ("Partitions", "[]OffsetCommitResponsePartition", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("ErrorCode", "int16", (0, 32767)),
                 )),
             )),
         )),
-        (0, 1, (8, OPEN), (
-            F("Topics", "[]OffsetCommitResponseTopic", (0, OPEN), children=(
-                F("Name", "string", (0, OPEN), entity="topicName"),
-                F("Partitions", "[]OffsetCommitResponsePartition", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("ErrorCode", "int16", (0, OPEN)),
+        (0, 1, (8, 32767), (
+            ("Topics", "[]OffsetCommitResponseTopic", (0, 32767), (
+                ("Name", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                ("Partitions", "[]OffsetCommitResponsePartition", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("ErrorCode", "int16", (0, 32767)),
                 )),
             )),
         )),
     ),
     (9, "request"): (
-        (1, 10, (6, OPEN), (
-            F("GroupId", "string", (0, 7), entity="groupId"),
-            F("Topics", "[]OffsetFetchRequestTopic", (0, 7), nullable=(2, 7), children=(
-                F("Name", "string", (0, 7), entity="topicName"),
-                F("PartitionIndexes", "[]int32", (0, 7)),
+        (1, 10, (6, 32767), (
+            ("GroupId", "string", (0, 7), None, None, None, None, None, "groupId"),
+            ("Topics", "[]OffsetFetchRequestTopic", (0, 7), (
+                ("Name", "string", (0, 7), None, None, None, None, None, "topicName"),
+                ("PartitionIndexes", "[]int32", (0, 7)),
+            ), (2, 7)),
+            ("Groups", "[]OffsetFetchRequestGroup", (8, 32767), (
+                ("GroupId", "string", (8, 32767), None, None, None, None, None, "groupId"),
+                ("MemberId", "string", (9, 32767), None, (9, 32767), None, None, "null"),
+                ("MemberEpoch", "int32", (9, 32767), None, None, None, None, "-1"),
+                ("Topics", "[]OffsetFetchRequestTopics", (8, 32767), (
+                    ("Name", "string", (8, 9), None, None, None, None, None, "topicName"),
+                    ("TopicId", "uuid", (10, 32767)),
+                    ("PartitionIndexes", "[]int32", (8, 32767)),
+                ), (8, 32767)),
             )),
-            F("Groups", "[]OffsetFetchRequestGroup", (8, OPEN), children=(
-                F("GroupId", "string", (8, OPEN), entity="groupId"),
-                F("MemberId", "string", (9, OPEN), nullable=(9, OPEN), default="null"),
-                F("MemberEpoch", "int32", (9, OPEN), default="-1"),
-                F("Topics", "[]OffsetFetchRequestTopics", (8, OPEN), nullable=(8, OPEN), children=(
-                    F("Name", "string", (8, 9), entity="topicName"),
-                    F("TopicId", "uuid", (10, OPEN)),
-                    F("PartitionIndexes", "[]int32", (8, OPEN)),
-                )),
-            )),
-            F("RequireStable", "bool", (7, OPEN), default="false"),
+            ("RequireStable", "bool", (7, 32767), None, None, None, None, "false"),
         )),
-        (0, 0, (6, OPEN), (
-            F("GroupId", "string", (0, 7), entity="groupId"),
-            F("Topics", "[]OffsetFetchRequestTopic", (0, 7), nullable=(2, 7), children=(
-                F("Name", "string", (0, 7), entity="topicName"),
-                F("PartitionIndexes", "[]int32", (0, 7)),
-            )),
+        (0, 0, (6, 32767), (
+            ("GroupId", "string", (0, 7), None, None, None, None, None, "groupId"),
+            ("Topics", "[]OffsetFetchRequestTopic", (0, 7), (
+                ("Name", "string", (0, 7), None, None, None, None, None, "topicName"),
+                ("PartitionIndexes", "[]int32", (0, 7)),
+            ), (2, 7)),
         )),
     ),
     (9, "response"): (
-        (1, 10, (6, OPEN), (
-            F("ThrottleTimeMs", "int32", (3, OPEN)),
-            F("Topics", "[]OffsetFetchResponseTopic", (0, 7), children=(
-                F("Name", "string", (0, 7), entity="topicName"),
-                F("Partitions", "[]OffsetFetchResponsePartition", (0, 7), children=(
-                    F("PartitionIndex", "int32", (0, 7)),
-                    F("CommittedOffset", "int64", (0, 7)),
-                    F("CommittedLeaderEpoch", "int32", (5, 7), default="-1"),
-                    F("Metadata", "string", (0, 7), nullable=(0, 7)),
-                    F("ErrorCode", "int16", (0, 7)),
+        (1, 10, (6, 32767), (
+            ("ThrottleTimeMs", "int32", (3, 32767)),
+            ("Topics", "[]OffsetFetchResponseTopic", (0, 7), (
+                ("Name", "string", (0, 7), None, None, None, None, None, "topicName"),
+                ("Partitions", "[]OffsetFetchResponsePartition", (0, 7), (
+                    ("PartitionIndex", "int32", (0, 7)),
+                    ("CommittedOffset", "int64", (0, 7)),
+                    ("CommittedLeaderEpoch", "int32", (5, 7), None, None, None, None, "-1"),
+                    ("Metadata", "string", (0, 7), None, (0, 7)),
+                    ("ErrorCode", "int16", (0, 7)),
                 )),
             )),
-            F("ErrorCode", "int16", (2, 7), default="0"),
-            F("Groups", "[]OffsetFetchResponseGroup", (8, OPEN), children=(
-                F("GroupId", "string", (8, OPEN), entity="groupId"),
-                F("Topics", "[]OffsetFetchResponseTopics", (8, OPEN), children=(
-                    F("Name", "string", (8, 9), entity="topicName"),
-                    F("TopicId", "uuid", (10, OPEN)),
-                    F("Partitions", "[]OffsetFetchResponsePartitions", (8, OPEN), children=(
-                        F("PartitionIndex", "int32", (8, OPEN)),
-                        F("CommittedOffset", "int64", (8, OPEN)),
-                        F("CommittedLeaderEpoch", "int32", (8, OPEN), default="-1"),
-                        F("Metadata", "string", (8, OPEN), nullable=(8, OPEN)),
-                        F("ErrorCode", "int16", (8, OPEN)),
+            ("ErrorCode", "int16", (2, 7), None, None, None, None, "0"),
+            ("Groups", "[]OffsetFetchResponseGroup", (8, 32767), (
+                ("GroupId", "string", (8, 32767), None, None, None, None, None, "groupId"),
+                ("Topics", "[]OffsetFetchResponseTopics", (8, 32767), (
+                    ("Name", "string", (8, 9), None, None, None, None, None, "topicName"),
+                    ("TopicId", "uuid", (10, 32767)),
+                    ("Partitions", "[]OffsetFetchResponsePartitions", (8, 32767), (
+                        ("PartitionIndex", "int32", (8, 32767)),
+                        ("CommittedOffset", "int64", (8, 32767)),
+                        ("CommittedLeaderEpoch", "int32", (8, 32767), None, None, None, None, "-1"),
+                        ("Metadata", "string", (8, 32767), None, (8, 32767)),
+                        ("ErrorCode", "int16", (8, 32767)),
                     )),
                 )),
-                F("ErrorCode", "int16", (8, OPEN), default="0"),
+                ("ErrorCode", "int16", (8, 32767), None, None, None, None, "0"),
             )),
         )),
-        (0, 0, (6, OPEN), (
-            F("Topics", "[]OffsetFetchResponseTopic", (0, 7), children=(
-                F("Name", "string", (0, 7), entity="topicName"),
-                F("Partitions", "[]OffsetFetchResponsePartition", (0, 7), children=(
-                    F("PartitionIndex", "int32", (0, 7)),
-                    F("CommittedOffset", "int64", (0, 7)),
-                    F("Metadata", "string", (0, 7), nullable=(0, 7)),
-                    F("ErrorCode", "int16", (0, 7)),
+        (0, 0, (6, 32767), (
+            ("Topics", "[]OffsetFetchResponseTopic", (0, 7), (
+                ("Name", "string", (0, 7), None, None, None, None, None, "topicName"),
+                ("Partitions", "[]OffsetFetchResponsePartition", (0, 7), (
+                    ("PartitionIndex", "int32", (0, 7)),
+                    ("CommittedOffset", "int64", (0, 7)),
+                    ("Metadata", "string", (0, 7), None, (0, 7)),
+                    ("ErrorCode", "int16", (0, 7)),
                 )),
             )),
         )),
     ),
     (10, "request"): (
-        (0, 6, (3, OPEN), (
-            F("Key", "string", (0, 3)),
-            F("KeyType", "int8", (1, OPEN), default="0"),
-            F("CoordinatorKeys", "[]string", (4, OPEN)),
+        (0, 6, (3, 32767), (
+            ("Key", "string", (0, 3)),
+            ("KeyType", "int8", (1, 32767), None, None, None, None, "0"),
+            ("CoordinatorKeys", "[]string", (4, 32767)),
         )),
     ),
     (10, "response"): (
-        (0, 6, (3, OPEN), (
-            F("ThrottleTimeMs", "int32", (1, OPEN)),
-            F("ErrorCode", "int16", (0, 3)),
-            F("ErrorMessage", "string", (1, 3), nullable=(1, 3)),
-            F("NodeId", "int32", (0, 3), entity="brokerId"),
-            F("Host", "string", (0, 3)),
-            F("Port", "int32", (0, 3)),
-            F("Coordinators", "[]Coordinator", (4, OPEN), children=(
-                F("Key", "string", (4, OPEN)),
-                F("NodeId", "int32", (4, OPEN), entity="brokerId"),
-                F("Host", "string", (4, OPEN)),
-                F("Port", "int32", (4, OPEN)),
-                F("ErrorCode", "int16", (4, OPEN)),
-                F("ErrorMessage", "string", (4, OPEN), nullable=(4, OPEN)),
+        (0, 6, (3, 32767), (
+            ("ThrottleTimeMs", "int32", (1, 32767)),
+            ("ErrorCode", "int16", (0, 3)),
+            ("ErrorMessage", "string", (1, 3), None, (1, 3)),
+            ("NodeId", "int32", (0, 3), None, None, None, None, None, "brokerId"),
+            ("Host", "string", (0, 3)),
+            ("Port", "int32", (0, 3)),
+            ("Coordinators", "[]Coordinator", (4, 32767), (
+                ("Key", "string", (4, 32767)),
+                ("NodeId", "int32", (4, 32767), None, None, None, None, None, "brokerId"),
+                ("Host", "string", (4, 32767)),
+                ("Port", "int32", (4, 32767)),
+                ("ErrorCode", "int16", (4, 32767)),
+                ("ErrorMessage", "string", (4, 32767), None, (4, 32767)),
             )),
         )),
     ),
     (11, "request"): (
-        (0, 9, (6, OPEN), (
-            F("GroupId", "string", (0, OPEN), entity="groupId"),
-            F("SessionTimeoutMs", "int32", (0, OPEN)),
-            F("RebalanceTimeoutMs", "int32", (1, OPEN), default="-1"),
-            F("MemberId", "string", (0, OPEN)),
-            F("GroupInstanceId", "string", (5, OPEN), nullable=(5, OPEN), default="null"),
-            F("ProtocolType", "string", (0, OPEN)),
-            F("Protocols", "[]JoinGroupRequestProtocol", (0, OPEN), children=(
-                F("Name", "string", (0, OPEN), map_key=True),
-                F("Metadata", "bytes", (0, OPEN)),
+        (0, 9, (6, 32767), (
+            ("GroupId", "string", (0, 32767), None, None, None, None, None, "groupId"),
+            ("SessionTimeoutMs", "int32", (0, 32767)),
+            ("RebalanceTimeoutMs", "int32", (1, 32767), None, None, None, None, "-1"),
+            ("MemberId", "string", (0, 32767)),
+            ("GroupInstanceId", "string", (5, 32767), None, (5, 32767), None, None, "null"),
+            ("ProtocolType", "string", (0, 32767)),
+            ("Protocols", "[]JoinGroupRequestProtocol", (0, 32767), (
+                ("Name", "string", (0, 32767), None, None, None, None, None, None, True),
+                ("Metadata", "bytes", (0, 32767)),
             )),
-            F("Reason", "string", (8, OPEN), nullable=(8, OPEN), default="null"),
+            ("Reason", "string", (8, 32767), None, (8, 32767), None, None, "null"),
         )),
     ),
     (11, "response"): (
-        (0, 9, (6, OPEN), (
-            F("ThrottleTimeMs", "int32", (2, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("GenerationId", "int32", (0, OPEN), default="-1"),
-            F("ProtocolType", "string", (7, OPEN), nullable=(7, OPEN), default="null"),
-            F("ProtocolName", "string", (0, OPEN), nullable=(7, OPEN)),
-            F("Leader", "string", (0, OPEN)),
-            F("SkipAssignment", "bool", (9, OPEN), default="false"),
-            F("MemberId", "string", (0, OPEN)),
-            F("Members", "[]JoinGroupResponseMember", (0, OPEN), children=(
-                F("MemberId", "string", (0, OPEN)),
-                F("GroupInstanceId", "string", (5, OPEN), nullable=(5, OPEN), default="null"),
-                F("Metadata", "bytes", (0, OPEN)),
+        (0, 9, (6, 32767), (
+            ("ThrottleTimeMs", "int32", (2, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("GenerationId", "int32", (0, 32767), None, None, None, None, "-1"),
+            ("ProtocolType", "string", (7, 32767), None, (7, 32767), None, None, "null"),
+            ("ProtocolName", "string", (0, 32767), None, (7, 32767)),
+            ("Leader", "string", (0, 32767)),
+            ("SkipAssignment", "bool", (9, 32767), None, None, None, None, "false"),
+            ("MemberId", "string", (0, 32767)),
+            ("Members", "[]JoinGroupResponseMember", (0, 32767), (
+                ("MemberId", "string", (0, 32767)),
+                ("GroupInstanceId", "string", (5, 32767), None, (5, 32767), None, None, "null"),
+                ("Metadata", "bytes", (0, 32767)),
             )),
         )),
     ),
     (12, "request"): (
-        (0, 4, (4, OPEN), (
-            F("GroupId", "string", (0, OPEN), entity="groupId"),
-            F("GenerationId", "int32", (0, OPEN)),
-            F("MemberId", "string", (0, OPEN)),
-            F("GroupInstanceId", "string", (3, OPEN), nullable=(3, OPEN), default="null"),
+        (0, 4, (4, 32767), (
+            ("GroupId", "string", (0, 32767), None, None, None, None, None, "groupId"),
+            ("GenerationId", "int32", (0, 32767)),
+            ("MemberId", "string", (0, 32767)),
+            ("GroupInstanceId", "string", (3, 32767), None, (3, 32767), None, None, "null"),
         )),
     ),
     (12, "response"): (
-        (0, 4, (4, OPEN), (
-            F("ThrottleTimeMs", "int32", (1, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
+        (0, 4, (4, 32767), (
+            ("ThrottleTimeMs", "int32", (1, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
         )),
     ),
     (13, "request"): (
-        (0, 5, (4, OPEN), (
-            F("GroupId", "string", (0, OPEN), entity="groupId"),
-            F("MemberId", "string", (0, 2)),
-            F("Members", "[]MemberIdentity", (3, OPEN), children=(
-                F("MemberId", "string", (3, OPEN)),
-                F("GroupInstanceId", "string", (3, OPEN), nullable=(3, OPEN), default="null"),
-                F("Reason", "string", (5, OPEN), nullable=(5, OPEN), default="null"),
+        (0, 5, (4, 32767), (
+            ("GroupId", "string", (0, 32767), None, None, None, None, None, "groupId"),
+            ("MemberId", "string", (0, 2)),
+            ("Members", "[]MemberIdentity", (3, 32767), (
+                ("MemberId", "string", (3, 32767)),
+                ("GroupInstanceId", "string", (3, 32767), None, (3, 32767), None, None, "null"),
+                ("Reason", "string", (5, 32767), None, (5, 32767), None, None, "null"),
             )),
         )),
     ),
     (13, "response"): (
-        (0, 5, (4, OPEN), (
-            F("ThrottleTimeMs", "int32", (1, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("Members", "[]MemberResponse", (3, OPEN), children=(
-                F("MemberId", "string", (3, OPEN)),
-                F("GroupInstanceId", "string", (3, OPEN), nullable=(3, OPEN)),
-                F("ErrorCode", "int16", (3, OPEN)),
+        (0, 5, (4, 32767), (
+            ("ThrottleTimeMs", "int32", (1, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("Members", "[]MemberResponse", (3, 32767), (
+                ("MemberId", "string", (3, 32767)),
+                ("GroupInstanceId", "string", (3, 32767), None, (3, 32767)),
+                ("ErrorCode", "int16", (3, 32767)),
             )),
         )),
     ),
     (14, "request"): (
-        (0, 5, (4, OPEN), (
-            F("GroupId", "string", (0, OPEN), entity="groupId"),
-            F("GenerationId", "int32", (0, OPEN)),
-            F("MemberId", "string", (0, OPEN)),
-            F("GroupInstanceId", "string", (3, OPEN), nullable=(3, OPEN), default="null"),
-            F("ProtocolType", "string", (5, OPEN), nullable=(5, OPEN), default="null"),
-            F("ProtocolName", "string", (5, OPEN), nullable=(5, OPEN), default="null"),
-            F("Assignments", "[]SyncGroupRequestAssignment", (0, OPEN), children=(
-                F("MemberId", "string", (0, OPEN)),
-                F("Assignment", "bytes", (0, OPEN)),
+        (0, 5, (4, 32767), (
+            ("GroupId", "string", (0, 32767), None, None, None, None, None, "groupId"),
+            ("GenerationId", "int32", (0, 32767)),
+            ("MemberId", "string", (0, 32767)),
+            ("GroupInstanceId", "string", (3, 32767), None, (3, 32767), None, None, "null"),
+            ("ProtocolType", "string", (5, 32767), None, (5, 32767), None, None, "null"),
+            ("ProtocolName", "string", (5, 32767), None, (5, 32767), None, None, "null"),
+            ("Assignments", "[]SyncGroupRequestAssignment", (0, 32767), (
+                ("MemberId", "string", (0, 32767)),
+                ("Assignment", "bytes", (0, 32767)),
             )),
         )),
     ),
     (14, "response"): (
-        (0, 5, (4, OPEN), (
-            F("ThrottleTimeMs", "int32", (1, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("ProtocolType", "string", (5, OPEN), nullable=(5, OPEN), default="null"),
-            F("ProtocolName", "string", (5, OPEN), nullable=(5, OPEN), default="null"),
-            F("Assignment", "bytes", (0, OPEN)),
+        (0, 5, (4, 32767), (
+            ("ThrottleTimeMs", "int32", (1, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("ProtocolType", "string", (5, 32767), None, (5, 32767), None, None, "null"),
+            ("ProtocolName", "string", (5, 32767), None, (5, 32767), None, None, "null"),
+            ("Assignment", "bytes", (0, 32767)),
         )),
     ),
     (15, "request"): (
-        (0, 6, (5, OPEN), (
-            F("Groups", "[]string", (0, OPEN), entity="groupId"),
-            F("IncludeAuthorizedOperations", "bool", (3, OPEN)),
+        (0, 6, (5, 32767), (
+            ("Groups", "[]string", (0, 32767), None, None, None, None, None, "groupId"),
+            ("IncludeAuthorizedOperations", "bool", (3, 32767)),
         )),
     ),
     (15, "response"): (
-        (0, 6, (5, OPEN), (
-            F("ThrottleTimeMs", "int32", (1, OPEN)),
-            F("Groups", "[]DescribedGroup", (0, OPEN), children=(
-                F("ErrorCode", "int16", (0, OPEN)),
-                F("ErrorMessage", "string", (6, OPEN), nullable=(6, OPEN), default="null"),
-                F("GroupId", "string", (0, OPEN), entity="groupId"),
-                F("GroupState", "string", (0, OPEN)),
-                F("ProtocolType", "string", (0, OPEN)),
-                F("ProtocolData", "string", (0, OPEN)),
-                F("Members", "[]DescribedGroupMember", (0, OPEN), children=(
-                    F("MemberId", "string", (0, OPEN)),
-                    F("GroupInstanceId", "string", (4, OPEN), nullable=(4, OPEN), default="null"),
-                    F("ClientId", "string", (0, OPEN)),
-                    F("ClientHost", "string", (0, OPEN)),
-                    F("MemberMetadata", "bytes", (0, OPEN)),
-                    F("MemberAssignment", "bytes", (0, OPEN)),
+        (0, 6, (5, 32767), (
+            ("ThrottleTimeMs", "int32", (1, 32767)),
+            ("Groups", "[]DescribedGroup", (0, 32767), (
+                ("ErrorCode", "int16", (0, 32767)),
+                ("ErrorMessage", "string", (6, 32767), None, (6, 32767), None, None, "null"),
+                ("GroupId", "string", (0, 32767), None, None, None, None, None, "groupId"),
+                ("GroupState", "string", (0, 32767)),
+                ("ProtocolType", "string", (0, 32767)),
+                ("ProtocolData", "string", (0, 32767)),
+                ("Members", "[]DescribedGroupMember", (0, 32767), (
+                    ("MemberId", "string", (0, 32767)),
+                    ("GroupInstanceId", "string", (4, 32767), None, (4, 32767), None, None, "null"),
+                    ("ClientId", "string", (0, 32767)),
+                    ("ClientHost", "string", (0, 32767)),
+                    ("MemberMetadata", "bytes", (0, 32767)),
+                    ("MemberAssignment", "bytes", (0, 32767)),
                 )),
-                F("AuthorizedOperations", "int32", (3, OPEN), default="-2147483648"),
+                ("AuthorizedOperations", "int32", (3, 32767), None, None, None, None, "-2147483648"),
             )),
         )),
     ),
     (16, "request"): (
-        (0, 5, (3, OPEN), (
-            F("StatesFilter", "[]string", (4, OPEN)),
-            F("TypesFilter", "[]string", (5, OPEN)),
+        (0, 5, (3, 32767), (
+            ("StatesFilter", "[]string", (4, 32767)),
+            ("TypesFilter", "[]string", (5, 32767)),
         )),
     ),
     (16, "response"): (
-        (0, 5, (3, OPEN), (
-            F("ThrottleTimeMs", "int32", (1, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("Groups", "[]ListedGroup", (0, OPEN), children=(
-                F("GroupId", "string", (0, OPEN), entity="groupId"),
-                F("ProtocolType", "string", (0, OPEN)),
-                F("GroupState", "string", (4, OPEN)),
-                F("GroupType", "string", (5, OPEN)),
+        (0, 5, (3, 32767), (
+            ("ThrottleTimeMs", "int32", (1, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("Groups", "[]ListedGroup", (0, 32767), (
+                ("GroupId", "string", (0, 32767), None, None, None, None, None, "groupId"),
+                ("ProtocolType", "string", (0, 32767)),
+                ("GroupState", "string", (4, 32767)),
+                ("GroupType", "string", (5, 32767)),
             )),
         )),
     ),
     (17, "request"): (
         (0, 1, None, (
-            F("Mechanism", "string", (0, OPEN)),
+            ("Mechanism", "string", (0, 32767)),
         )),
     ),
     (17, "response"): (
         (0, 1, None, (
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("Mechanisms", "[]string", (0, OPEN)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("Mechanisms", "[]string", (0, 32767)),
         )),
     ),
     (18, "request"): (
-        (0, 4, (3, OPEN), (
-            F("ClientSoftwareName", "string", (3, OPEN)),
-            F("ClientSoftwareVersion", "string", (3, OPEN)),
+        (0, 4, (3, 32767), (
+            ("ClientSoftwareName", "string", (3, 32767)),
+            ("ClientSoftwareVersion", "string", (3, 32767)),
         )),
     ),
     (18, "response"): (
-        (0, 4, (3, OPEN), (
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("ApiKeys", "[]ApiVersion", (0, OPEN), children=(
-                F("ApiKey", "int16", (0, OPEN), map_key=True),
-                F("MinVersion", "int16", (0, OPEN)),
-                F("MaxVersion", "int16", (0, OPEN)),
+        (0, 4, (3, 32767), (
+            ("ErrorCode", "int16", (0, 32767)),
+            ("ApiKeys", "[]ApiVersion", (0, 32767), (
+                ("ApiKey", "int16", (0, 32767), None, None, None, None, None, None, True),
+                ("MinVersion", "int16", (0, 32767)),
+                ("MaxVersion", "int16", (0, 32767)),
             )),
-            F("ThrottleTimeMs", "int32", (1, OPEN)),
-            F("SupportedFeatures", "[]SupportedFeatureKey", (3, OPEN), tagged=(3, OPEN), tag=0, children=(
-                F("Name", "string", (3, OPEN), map_key=True),
-                F("MinVersion", "int16", (3, OPEN)),
-                F("MaxVersion", "int16", (3, OPEN)),
-            )),
-            F("FinalizedFeaturesEpoch", "int64", (3, OPEN), tagged=(3, OPEN), tag=1, default="-1"),
-            F("FinalizedFeatures", "[]FinalizedFeatureKey", (3, OPEN), tagged=(3, OPEN), tag=2, children=(
-                F("Name", "string", (3, OPEN), map_key=True),
-                F("MaxVersionLevel", "int16", (3, OPEN)),
-                F("MinVersionLevel", "int16", (3, OPEN)),
-            )),
-            F("ZkMigrationReady", "bool", (3, OPEN), tagged=(3, OPEN), tag=3, default="false"),
+            ("ThrottleTimeMs", "int32", (1, 32767)),
+            ("SupportedFeatures", "[]SupportedFeatureKey", (3, 32767), (
+                ("Name", "string", (3, 32767), None, None, None, None, None, None, True),
+                ("MinVersion", "int16", (3, 32767)),
+                ("MaxVersion", "int16", (3, 32767)),
+            ), None, (3, 32767), 0),
+            ("FinalizedFeaturesEpoch", "int64", (3, 32767), None, None, (3, 32767), 1, "-1"),
+            ("FinalizedFeatures", "[]FinalizedFeatureKey", (3, 32767), (
+                ("Name", "string", (3, 32767), None, None, None, None, None, None, True),
+                ("MaxVersionLevel", "int16", (3, 32767)),
+                ("MinVersionLevel", "int16", (3, 32767)),
+            ), None, (3, 32767), 2),
+            ("ZkMigrationReady", "bool", (3, 32767), None, None, (3, 32767), 3, "false"),
         )),
     ),
     (19, "request"): (
-        (2, 7, (5, OPEN), (
-            F("Topics", "[]CreatableTopic", (0, OPEN), children=(
-                F("Name", "string", (0, OPEN), entity="topicName", map_key=True),
-                F("NumPartitions", "int32", (0, OPEN)),
-                F("ReplicationFactor", "int16", (0, OPEN)),
-                F("Assignments", "[]CreatableReplicaAssignment", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN), map_key=True),
-                    F("BrokerIds", "[]int32", (0, OPEN), entity="brokerId"),
+        (2, 7, (5, 32767), (
+            ("Topics", "[]CreatableTopic", (0, 32767), (
+                ("Name", "string", (0, 32767), None, None, None, None, None, "topicName", True),
+                ("NumPartitions", "int32", (0, 32767)),
+                ("ReplicationFactor", "int16", (0, 32767)),
+                ("Assignments", "[]CreatableReplicaAssignment", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767), None, None, None, None, None, None, True),
+                    ("BrokerIds", "[]int32", (0, 32767), None, None, None, None, None, "brokerId"),
                 )),
-                F("Configs", "[]CreatableTopicConfig", (0, OPEN), children=(
-                    F("Name", "string", (0, OPEN), map_key=True),
-                    F("Value", "string", (0, OPEN), nullable=(0, OPEN)),
+                ("Configs", "[]CreatableTopicConfig", (0, 32767), (
+                    ("Name", "string", (0, 32767), None, None, None, None, None, None, True),
+                    ("Value", "string", (0, 32767), None, (0, 32767)),
                 )),
             )),
-            F("timeoutMs", "int32", (0, OPEN), default="60000"),
-            F("validateOnly", "bool", (1, OPEN), default="false"),
+            ("timeoutMs", "int32", (0, 32767), None, None, None, None, "60000"),
+            ("validateOnly", "bool", (1, 32767), None, None, None, None, "false"),
         )),
-        (0, 1, (5, OPEN), (
-            F("Topics", "[]CreatableTopic", (0, OPEN), children=(
-                F("Name", "string", (0, OPEN), entity="topicName", map_key=True),
-                F("NumPartitions", "int32", (0, OPEN)),
-                F("ReplicationFactor", "int16", (0, OPEN)),
-                F("Assignments", "[]CreatableReplicaAssignment", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN), map_key=True),
-                    F("BrokerIds", "[]int32", (0, OPEN), entity="brokerId"),
+        (0, 1, (5, 32767), (
+            ("Topics", "[]CreatableTopic", (0, 32767), (
+                ("Name", "string", (0, 32767), None, None, None, None, None, "topicName", True),
+                ("NumPartitions", "int32", (0, 32767)),
+                ("ReplicationFactor", "int16", (0, 32767)),
+                ("Assignments", "[]CreatableReplicaAssignment", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767), None, None, None, None, None, None, True),
+                    ("BrokerIds", "[]int32", (0, 32767), None, None, None, None, None, "brokerId"),
                 )),
-                F("Configs", "[]CreatableTopicConfig", (0, OPEN), children=(
-                    F("Name", "string", (0, OPEN), map_key=True),
-                    F("Value", "string", (0, OPEN), nullable=(0, OPEN)),
+                ("Configs", "[]CreatableTopicConfig", (0, 32767), (
+                    ("Name", "string", (0, 32767), None, None, None, None, None, None, True),
+                    ("Value", "string", (0, 32767), None, (0, 32767)),
                 )),
             )),
-            F("timeoutMs", "int32", (0, OPEN), default="60000"),
-            F("validateOnly", "bool", (1, OPEN), default="false"),
+            ("timeoutMs", "int32", (0, 32767), None, None, None, None, "60000"),
+            ("validateOnly", "bool", (1, 32767), None, None, None, None, "false"),
         )),
     ),
     (19, "response"): (
-        (2, 7, (5, OPEN), (
-            F("ThrottleTimeMs", "int32", (2, OPEN)),
-            F("Topics", "[]CreatableTopicResult", (0, OPEN), children=(
-                F("Name", "string", (0, OPEN), entity="topicName", map_key=True),
-                F("TopicId", "uuid", (7, OPEN)),
-                F("ErrorCode", "int16", (0, OPEN)),
-                F("ErrorMessage", "string", (1, OPEN), nullable=(0, OPEN)),
-                F("TopicConfigErrorCode", "int16", (5, OPEN), tagged=(5, OPEN), tag=0),
-                F("NumPartitions", "int32", (5, OPEN), default="-1"),
-                F("ReplicationFactor", "int16", (5, OPEN), default="-1"),
-                F("Configs", "[]CreatableTopicConfigs", (5, OPEN), nullable=(5, OPEN), children=(
-                    F("Name", "string", (5, OPEN)),
-                    F("Value", "string", (5, OPEN), nullable=(5, OPEN)),
-                    F("ReadOnly", "bool", (5, OPEN)),
-                    F("ConfigSource", "int8", (5, OPEN), default="-1"),
-                    F("IsSensitive", "bool", (5, OPEN)),
-                )),
+        (2, 7, (5, 32767), (
+            ("ThrottleTimeMs", "int32", (2, 32767)),
+            ("Topics", "[]CreatableTopicResult", (0, 32767), (
+                ("Name", "string", (0, 32767), None, None, None, None, None, "topicName", True),
+                ("TopicId", "uuid", (7, 32767)),
+                ("ErrorCode", "int16", (0, 32767)),
+                ("ErrorMessage", "string", (1, 32767), None, (0, 32767)),
+                ("TopicConfigErrorCode", "int16", (5, 32767), None, None, (5, 32767), 0),
+                ("NumPartitions", "int32", (5, 32767), None, None, None, None, "-1"),
+                ("ReplicationFactor", "int16", (5, 32767), None, None, None, None, "-1"),
+                ("Configs", "[]CreatableTopicConfigs", (5, 32767), (
+                    ("Name", "string", (5, 32767)),
+                    ("Value", "string", (5, 32767), None, (5, 32767)),
+                    ("ReadOnly", "bool", (5, 32767)),
+                    ("ConfigSource", "int8", (5, 32767), None, None, None, None, "-1"),
+                    ("IsSensitive", "bool", (5, 32767)),
+                ), (5, 32767)),
             )),
         )),
-        (0, 1, (5, OPEN), (
-            F("Topics", "[]CreatableTopicResult", (0, OPEN), children=(
-                F("Name", "string", (0, OPEN), entity="topicName", map_key=True),
-                F("ErrorCode", "int16", (0, OPEN)),
-                F("ErrorMessage", "string", (1, OPEN), nullable=(0, OPEN)),
+        (0, 1, (5, 32767), (
+            ("Topics", "[]CreatableTopicResult", (0, 32767), (
+                ("Name", "string", (0, 32767), None, None, None, None, None, "topicName", True),
+                ("ErrorCode", "int16", (0, 32767)),
+                ("ErrorMessage", "string", (1, 32767), None, (0, 32767)),
             )),
         )),
     ),
     (20, "request"): (
-        (1, 6, (4, OPEN), (
-            F("Topics", "[]DeleteTopicState", (6, OPEN), children=(
-                F("Name", "string", (6, OPEN), nullable=(6, OPEN), default="null", entity="topicName"),
-                F("TopicId", "uuid", (6, OPEN)),
+        (1, 6, (4, 32767), (
+            ("Topics", "[]DeleteTopicState", (6, 32767), (
+                ("Name", "string", (6, 32767), None, (6, 32767), None, None, "null", "topicName"),
+                ("TopicId", "uuid", (6, 32767)),
             )),
-            F("TopicNames", "[]string", (0, 5), entity="topicName"),
-            F("TimeoutMs", "int32", (0, OPEN)),
+            ("TopicNames", "[]string", (0, 5), None, None, None, None, None, "topicName"),
+            ("TimeoutMs", "int32", (0, 32767)),
         )),
-        (0, 0, (4, OPEN), (
-            F("TopicNames", "[]string", (0, 5), entity="topicName"),
-            F("TimeoutMs", "int32", (0, OPEN)),
+        (0, 0, (4, 32767), (
+            ("TopicNames", "[]string", (0, 5), None, None, None, None, None, "topicName"),
+            ("TimeoutMs", "int32", (0, 32767)),
         )),
     ),
     (20, "response"): (
-        (1, 6, (4, OPEN), (
-            F("ThrottleTimeMs", "int32", (1, OPEN)),
-            F("Responses", "[]DeletableTopicResult", (0, OPEN), children=(
-                F("Name", "string", (0, OPEN), nullable=(6, OPEN), entity="topicName", map_key=True),
-                F("TopicId", "uuid", (6, OPEN)),
-                F("ErrorCode", "int16", (0, OPEN)),
-                F("ErrorMessage", "string", (5, OPEN), nullable=(5, OPEN), default="null"),
+        (1, 6, (4, 32767), (
+            ("ThrottleTimeMs", "int32", (1, 32767)),
+            ("Responses", "[]DeletableTopicResult", (0, 32767), (
+                ("Name", "string", (0, 32767), None, (6, 32767), None, None, None, "topicName", True),
+                ("TopicId", "uuid", (6, 32767)),
+                ("ErrorCode", "int16", (0, 32767)),
+                ("ErrorMessage", "string", (5, 32767), None, (5, 32767), None, None, "null"),
             )),
         )),
-        (0, 0, (4, OPEN), (
-            F("Responses", "[]DeletableTopicResult", (0, OPEN), children=(
-                F("Name", "string", (0, OPEN), nullable=(6, OPEN), entity="topicName", map_key=True),
-                F("ErrorCode", "int16", (0, OPEN)),
+        (0, 0, (4, 32767), (
+            ("Responses", "[]DeletableTopicResult", (0, 32767), (
+                ("Name", "string", (0, 32767), None, (6, 32767), None, None, None, "topicName", True),
+                ("ErrorCode", "int16", (0, 32767)),
             )),
         )),
     ),
     (21, "request"): (
-        (0, 2, (2, OPEN), (
-            F("Topics", "[]DeleteRecordsTopic", (0, OPEN), children=(
-                F("Name", "string", (0, OPEN), entity="topicName"),
-                F("Partitions", "[]DeleteRecordsPartition", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("Offset", "int64", (0, OPEN)),
+        (0, 2, (2, 32767), (
+            ("Topics", "[]DeleteRecordsTopic", (0, 32767), (
+                ("Name", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                ("Partitions", "[]DeleteRecordsPartition", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("Offset", "int64", (0, 32767)),
                 )),
             )),
-            F("TimeoutMs", "int32", (0, OPEN)),
+            ("TimeoutMs", "int32", (0, 32767)),
         )),
     ),
     (21, "response"): (
-        (0, 2, (2, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("Topics", "[]DeleteRecordsTopicResult", (0, OPEN), children=(
-                F("Name", "string", (0, OPEN), entity="topicName", map_key=True),
-                F("Partitions", "[]DeleteRecordsPartitionResult", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN), map_key=True),
-                    F("LowWatermark", "int64", (0, OPEN)),
-                    F("ErrorCode", "int16", (0, OPEN)),
+        (0, 2, (2, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("Topics", "[]DeleteRecordsTopicResult", (0, 32767), (
+                ("Name", "string", (0, 32767), None, None, None, None, None, "topicName", True),
+                ("Partitions", "[]DeleteRecordsPartitionResult", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767), None, None, None, None, None, None, True),
+                    ("LowWatermark", "int64", (0, 32767)),
+                    ("ErrorCode", "int16", (0, 32767)),
                 )),
             )),
         )),
     ),
     (22, "request"): (
-        (0, 6, (2, OPEN), (
-            F("TransactionalId", "string", (0, OPEN), nullable=(0, OPEN), entity="transactionalId"),
-            F("TransactionTimeoutMs", "int32", (0, OPEN)),
-            F("ProducerId", "int64", (3, OPEN), default="-1", entity="producerId"),
-            F("ProducerEpoch", "int16", (3, OPEN), default="-1"),
-            F("Enable2Pc", "bool", (6, OPEN), default="false"),
-            F("KeepPreparedTxn", "bool", (6, OPEN), default="false"),
+        (0, 6, (2, 32767), (
+            ("TransactionalId", "string", (0, 32767), None, (0, 32767), None, None, None, "transactionalId"),
+            ("TransactionTimeoutMs", "int32", (0, 32767)),
+            ("ProducerId", "int64", (3, 32767), None, None, None, None, "-1", "producerId"),
+            ("ProducerEpoch", "int16", (3, 32767), None, None, None, None, "-1"),
+            ("Enable2Pc", "bool", (6, 32767), None, None, None, None, "false"),
+            ("KeepPreparedTxn", "bool", (6, 32767), None, None, None, None, "false"),
         )),
     ),
     (22, "response"): (
-        (0, 6, (2, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("ProducerId", "int64", (0, OPEN), default=-1, entity="producerId"),
-            F("ProducerEpoch", "int16", (0, OPEN)),
-            F("OngoingTxnProducerId", "int64", (6, OPEN), default=-1, entity="producerId"),
-            F("OngoingTxnProducerEpoch", "int16", (6, OPEN), default=-1),
+        (0, 6, (2, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("ProducerId", "int64", (0, 32767), None, None, None, None, -1, "producerId"),
+            ("ProducerEpoch", "int16", (0, 32767)),
+            ("OngoingTxnProducerId", "int64", (6, 32767), None, None, None, None, -1, "producerId"),
+            ("OngoingTxnProducerEpoch", "int16", (6, 32767), None, None, None, None, -1),
         )),
     ),
     (23, "request"): (
-        (2, 4, (4, OPEN), (
-            F("ReplicaId", "int32", (3, OPEN), default=-2, entity="brokerId"),
-            F("Topics", "[]OffsetForLeaderTopic", (0, OPEN), children=(
-                F("Topic", "string", (0, OPEN), entity="topicName", map_key=True),
-                F("Partitions", "[]OffsetForLeaderPartition", (0, OPEN), children=(
-                    F("Partition", "int32", (0, OPEN)),
-                    F("CurrentLeaderEpoch", "int32", (2, OPEN), default="-1"),
-                    F("LeaderEpoch", "int32", (0, OPEN)),
+        (2, 4, (4, 32767), (
+            ("ReplicaId", "int32", (3, 32767), None, None, None, None, -2, "brokerId"),
+            ("Topics", "[]OffsetForLeaderTopic", (0, 32767), (
+                ("Topic", "string", (0, 32767), None, None, None, None, None, "topicName", True),
+                ("Partitions", "[]OffsetForLeaderPartition", (0, 32767), (
+                    ("Partition", "int32", (0, 32767)),
+                    ("CurrentLeaderEpoch", "int32", (2, 32767), None, None, None, None, "-1"),
+                    ("LeaderEpoch", "int32", (0, 32767)),
                 )),
             )),
         )),
-        (0, 1, (4, OPEN), (
-            F("Topics", "[]OffsetForLeaderTopic", (0, OPEN), children=(
-                F("Topic", "string", (0, OPEN), entity="topicName", map_key=True),
-                F("Partitions", "[]OffsetForLeaderPartition", (0, OPEN), children=(
-                    F("Partition", "int32", (0, OPEN)),
-                    F("LeaderEpoch", "int32", (0, OPEN)),
+        (0, 1, (4, 32767), (
+            ("Topics", "[]OffsetForLeaderTopic", (0, 32767), (
+                ("Topic", "string", (0, 32767), None, None, None, None, None, "topicName", True),
+                ("Partitions", "[]OffsetForLeaderPartition", (0, 32767), (
+                    ("Partition", "int32", (0, 32767)),
+                    ("LeaderEpoch", "int32", (0, 32767)),
                 )),
             )),
         )),
     ),
     (23, "response"): (
-        (2, 4, (4, OPEN), (
-            F("ThrottleTimeMs", "int32", (2, OPEN)),
-            F("Topics", "[]OffsetForLeaderTopicResult", (0, OPEN), children=(
-                F("Topic", "string", (0, OPEN), entity="topicName", map_key=True),
-                F("Partitions", "[]EpochEndOffset", (0, OPEN), children=(
-                    F("ErrorCode", "int16", (0, OPEN)),
-                    F("Partition", "int32", (0, OPEN)),
-                    F("LeaderEpoch", "int32", (1, OPEN), default="-1"),
-                    F("EndOffset", "int64", (0, OPEN), default="-1"),
+        (2, 4, (4, 32767), (
+            ("ThrottleTimeMs", "int32", (2, 32767)),
+            ("Topics", "[]OffsetForLeaderTopicResult", (0, 32767), (
+                ("Topic", "string", (0, 32767), None, None, None, None, None, "topicName", True),
+                ("Partitions", "[]EpochEndOffset", (0, 32767), (
+                    ("ErrorCode", "int16", (0, 32767)),
+                    ("Partition", "int32", (0, 32767)),
+                    ("LeaderEpoch", "int32", (1, 32767), None, None, None, None, "-1"),
+                    ("EndOffset", "int64", (0, 32767), None, None, None, None, "-1"),
                 )),
             )),
         )),
-        (0, 1, (4, OPEN), (
-            F("Topics", "[]OffsetForLeaderTopicResult", (0, OPEN), children=(
-                F("Topic", "string", (0, OPEN), entity="topicName", map_key=True),
-                F("Partitions", "[]EpochEndOffset", (0, OPEN), children=(
-                    F("ErrorCode", "int16", (0, OPEN)),
-                    F("Partition", "int32", (0, OPEN)),
-                    F("LeaderEpoch", "int32", (1, OPEN), default="-1"),
-                    F("EndOffset", "int64", (0, OPEN), default="-1"),
+        (0, 1, (4, 32767), (
+            ("Topics", "[]OffsetForLeaderTopicResult", (0, 32767), (
+                ("Topic", "string", (0, 32767), None, None, None, None, None, "topicName", True),
+                ("Partitions", "[]EpochEndOffset", (0, 32767), (
+                    ("ErrorCode", "int16", (0, 32767)),
+                    ("Partition", "int32", (0, 32767)),
+                    ("LeaderEpoch", "int32", (1, 32767), None, None, None, None, "-1"),
+                    ("EndOffset", "int64", (0, 32767), None, None, None, None, "-1"),
                 )),
             )),
         )),
     ),
     (24, "request"): (
-        (0, 5, (3, OPEN), (
-            F("Transactions", "[]AddPartitionsToTxnTransaction", (4, OPEN), children=(
-                F("TransactionalId", "string", (4, OPEN), entity="transactionalId", map_key=True),
-                F("ProducerId", "int64", (4, OPEN), entity="producerId"),
-                F("ProducerEpoch", "int16", (4, OPEN)),
-                F("VerifyOnly", "bool", (4, OPEN), default=False),
-                F("Topics", "[]AddPartitionsToTxnTopic", (4, OPEN), children=(
-                    F("Name", "string", (0, OPEN), entity="topicName", map_key=True),
-                    F("Partitions", "[]int32", (0, OPEN)),
+        (0, 5, (3, 32767), (
+            ("Transactions", "[]AddPartitionsToTxnTransaction", (4, 32767), (
+                ("TransactionalId", "string", (4, 32767), None, None, None, None, None, "transactionalId",
+                 True),
+                ("ProducerId", "int64", (4, 32767), None, None, None, None, None, "producerId"),
+                ("ProducerEpoch", "int16", (4, 32767)),
+                ("VerifyOnly", "bool", (4, 32767), None, None, None, None, False),
+                ("Topics", "[]AddPartitionsToTxnTopic", (4, 32767), (
+                    ("Name", "string", (0, 32767), None, None, None, None, None, "topicName", True),
+                    ("Partitions", "[]int32", (0, 32767)),
                 )),
             )),
-            F("V3AndBelowTransactionalId", "string", (0, 3), entity="transactionalId"),
-            F("V3AndBelowProducerId", "int64", (0, 3), entity="producerId"),
-            F("V3AndBelowProducerEpoch", "int16", (0, 3)),
-            F("V3AndBelowTopics", "[]AddPartitionsToTxnTopic", (0, 3), children=(
-                F("Name", "string", (0, OPEN), entity="topicName", map_key=True),
-                F("Partitions", "[]int32", (0, OPEN)),
+            ("V3AndBelowTransactionalId", "string", (0, 3), None, None, None, None, None, "transactionalId"),
+            ("V3AndBelowProducerId", "int64", (0, 3), None, None, None, None, None, "producerId"),
+            ("V3AndBelowProducerEpoch", "int16", (0, 3)),
+            ("V3AndBelowTopics", "[]AddPartitionsToTxnTopic", (0, 3), (
+                ("Name", "string", (0, 32767), None, None, None, None, None, "topicName", True),
+                ("Partitions", "[]int32", (0, 32767)),
             )),
         )),
     ),
     (24, "response"): (
-        (0, 5, (3, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("ErrorCode", "int16", (4, OPEN)),
-            F("ResultsByTransaction", "[]AddPartitionsToTxnResult", (4, OPEN), children=(
-                F("TransactionalId", "string", (4, OPEN), entity="transactionalId", map_key=True),
-                F("TopicResults", "[]AddPartitionsToTxnTopicResult", (4, OPEN), children=(
-                    F("Name", "string", (0, OPEN), entity="topicName", map_key=True),
-                    F("ResultsByPartition", "[]AddPartitionsToTxnPartitionResult", (0, OPEN), children=(
-                        F("PartitionIndex", "int32", (0, OPEN), map_key=True),
-                        F("PartitionErrorCode", "int16", (0, OPEN)),
+        (0, 5, (3, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("ErrorCode", "int16", (4, 32767)),
+            ("ResultsByTransaction", "[]AddPartitionsToTxnResult", (4, 32767), (
+                ("TransactionalId", "string", (4, 32767), None, None, None, None, None, "transactionalId",
+                 True),
+                ("TopicResults", "[]AddPartitionsToTxnTopicResult", (4, 32767), (
+                    ("Name", "string", (0, 32767), None, None, None, None, None, "topicName", True),
+                    ("ResultsByPartition", "[]AddPartitionsToTxnPartitionResult", (0, 32767), (
+                        ("PartitionIndex", "int32", (0, 32767), None, None, None, None, None, None, True),
+                        ("PartitionErrorCode", "int16", (0, 32767)),
                     )),
                 )),
             )),
-            F("ResultsByTopicV3AndBelow", "[]AddPartitionsToTxnTopicResult", (0, 3), children=(
-                F("Name", "string", (0, OPEN), entity="topicName", map_key=True),
-                F("ResultsByPartition", "[]AddPartitionsToTxnPartitionResult", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN), map_key=True),
-                    F("PartitionErrorCode", "int16", (0, OPEN)),
+            ("ResultsByTopicV3AndBelow", "[]AddPartitionsToTxnTopicResult", (0, 3), (
+                ("Name", "string", (0, 32767), None, None, None, None, None, "topicName", True),
+                ("ResultsByPartition", "[]AddPartitionsToTxnPartitionResult", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767), None, None, None, None, None, None, True),
+                    ("PartitionErrorCode", "int16", (0, 32767)),
                 )),
             )),
         )),
     ),
     (25, "request"): (
-        (0, 4, (3, OPEN), (
-            F("TransactionalId", "string", (0, OPEN), entity="transactionalId"),
-            F("ProducerId", "int64", (0, OPEN), entity="producerId"),
-            F("ProducerEpoch", "int16", (0, OPEN)),
-            F("GroupId", "string", (0, OPEN), entity="groupId"),
+        (0, 4, (3, 32767), (
+            ("TransactionalId", "string", (0, 32767), None, None, None, None, None, "transactionalId"),
+            ("ProducerId", "int64", (0, 32767), None, None, None, None, None, "producerId"),
+            ("ProducerEpoch", "int16", (0, 32767)),
+            ("GroupId", "string", (0, 32767), None, None, None, None, None, "groupId"),
         )),
     ),
     (25, "response"): (
-        (0, 4, (3, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
+        (0, 4, (3, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
         )),
     ),
     (26, "request"): (
-        (0, 5, (3, OPEN), (
-            F("TransactionalId", "string", (0, OPEN), entity="transactionalId"),
-            F("ProducerId", "int64", (0, OPEN), entity="producerId"),
-            F("ProducerEpoch", "int16", (0, OPEN)),
-            F("Committed", "bool", (0, OPEN)),
+        (0, 5, (3, 32767), (
+            ("TransactionalId", "string", (0, 32767), None, None, None, None, None, "transactionalId"),
+            ("ProducerId", "int64", (0, 32767), None, None, None, None, None, "producerId"),
+            ("ProducerEpoch", "int16", (0, 32767)),
+            ("Committed", "bool", (0, 32767)),
         )),
     ),
     (26, "response"): (
-        (0, 5, (3, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("ProducerId", "int64", (5, OPEN), default="-1", entity="producerId"),
-            F("ProducerEpoch", "int16", (5, OPEN), default="-1"),
+        (0, 5, (3, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("ProducerId", "int64", (5, 32767), None, None, None, None, "-1", "producerId"),
+            ("ProducerEpoch", "int16", (5, 32767), None, None, None, None, "-1"),
         )),
     ),
     (27, "request"): (
-        (1, 2, (1, OPEN), (
-            F("Markers", "[]WritableTxnMarker", (0, OPEN), children=(
-                F("ProducerId", "int64", (0, OPEN), entity="producerId"),
-                F("ProducerEpoch", "int16", (0, OPEN)),
-                F("TransactionResult", "bool", (0, OPEN)),
-                F("Topics", "[]WritableTxnMarkerTopic", (0, OPEN), children=(
-                    F("Name", "string", (0, OPEN), entity="topicName"),
-                    F("PartitionIndexes", "[]int32", (0, OPEN)),
+        (1, 2, (1, 32767), (
+            ("Markers", "[]WritableTxnMarker", (0, 32767), (
+                ("ProducerId", "int64", (0, 32767), None, None, None, None, None, "producerId"),
+                ("ProducerEpoch", "int16", (0, 32767)),
+                ("TransactionResult", "bool", (0, 32767)),
+                ("Topics", "[]WritableTxnMarkerTopic", (0, 32767), (
+                    ("Name", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                    ("PartitionIndexes", "[]int32", (0, 32767)),
                 )),
-                F("CoordinatorEpoch", "int32", (0, OPEN)),
-                F("TransactionVersion", "int8", (2, OPEN), default="0"),
+                ("CoordinatorEpoch", "int32", (0, 32767)),
+                ("TransactionVersion", "int8", (2, 32767), None, None, None, None, "0"),
             )),
         )),
-        (0, 0, (1, OPEN), (
-            F("Markers", "[]WritableTxnMarker", (0, OPEN), children=(
-                F("ProducerId", "int64", (0, OPEN), entity="producerId"),
-                F("ProducerEpoch", "int16", (0, OPEN)),
-                F("TransactionResult", "bool", (0, OPEN)),
-                F("Topics", "[]WritableTxnMarkerTopic", (0, OPEN), children=(
-                    F("Name", "string", (0, OPEN), entity="topicName"),
-                    F("PartitionIndexes", "[]int32", (0, OPEN)),
+        (0, 0, (1, 32767), (
+            ("Markers", "[]WritableTxnMarker", (0, 32767), (
+                ("ProducerId", "int64", (0, 32767), None, None, None, None, None, "producerId"),
+                ("ProducerEpoch", "int16", (0, 32767)),
+                ("TransactionResult", "bool", (0, 32767)),
+                ("Topics", "[]WritableTxnMarkerTopic", (0, 32767), (
+                    ("Name", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                    ("PartitionIndexes", "[]int32", (0, 32767)),
                 )),
-                F("CoordinatorEpoch", "int32", (0, OPEN)),
+                ("CoordinatorEpoch", "int32", (0, 32767)),
             )),
         )),
     ),
     (27, "response"): (
-        (1, 2, (1, OPEN), (
-            F("Markers", "[]WritableTxnMarkerResult", (0, OPEN), children=(
-                F("ProducerId", "int64", (0, OPEN), entity="producerId"),
-                F("Topics", "[]WritableTxnMarkerTopicResult", (0, OPEN), children=(
-                    F("Name", "string", (0, OPEN), entity="topicName"),
-                    F("Partitions", "[]WritableTxnMarkerPartitionResult", (0, OPEN), children=(
-                        F("PartitionIndex", "int32", (0, OPEN)),
-                        F("ErrorCode", "int16", (0, OPEN)),
+        (1, 2, (1, 32767), (
+            ("Markers", "[]WritableTxnMarkerResult", (0, 32767), (
+                ("ProducerId", "int64", (0, 32767), None, None, None, None, None, "producerId"),
+                ("Topics", "[]WritableTxnMarkerTopicResult", (0, 32767), (
+                    ("Name", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                    ("Partitions", "[]WritableTxnMarkerPartitionResult", (0, 32767), (
+                        ("PartitionIndex", "int32", (0, 32767)),
+                        ("ErrorCode", "int16", (0, 32767)),
                     )),
                 )),
             )),
         )),
-        (0, 0, (1, OPEN), (
-            F("Markers", "[]WritableTxnMarkerResult", (0, OPEN), children=(
-                F("ProducerId", "int64", (0, OPEN), entity="producerId"),
-                F("Topics", "[]WritableTxnMarkerTopicResult", (0, OPEN), children=(
-                    F("Name", "string", (0, OPEN), entity="topicName"),
-                    F("Partitions", "[]WritableTxnMarkerPartitionResult", (0, OPEN), children=(
-                        F("PartitionIndex", "int32", (0, OPEN)),
-                        F("ErrorCode", "int16", (0, OPEN)),
+        (0, 0, (1, 32767), (
+            ("Markers", "[]WritableTxnMarkerResult", (0, 32767), (
+                ("ProducerId", "int64", (0, 32767), None, None, None, None, None, "producerId"),
+                ("Topics", "[]WritableTxnMarkerTopicResult", (0, 32767), (
+                    ("Name", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                    ("Partitions", "[]WritableTxnMarkerPartitionResult", (0, 32767), (
+                        ("PartitionIndex", "int32", (0, 32767)),
+                        ("ErrorCode", "int16", (0, 32767)),
                     )),
                 )),
             )),
         )),
     ),
     (28, "request"): (
-        (0, 5, (3, OPEN), (
-            F("TransactionalId", "string", (0, OPEN), entity="transactionalId"),
-            F("GroupId", "string", (0, OPEN), entity="groupId"),
-            F("ProducerId", "int64", (0, OPEN), entity="producerId"),
-            F("ProducerEpoch", "int16", (0, OPEN)),
-            F("GenerationId", "int32", (3, OPEN), default="-1"),
-            F("MemberId", "string", (3, OPEN), default=""),
-            F("GroupInstanceId", "string", (3, OPEN), nullable=(3, OPEN), default="null"),
-            F("Topics", "[]TxnOffsetCommitRequestTopic", (0, OPEN), children=(
-                F("Name", "string", (0, OPEN), entity="topicName"),
-                F("Partitions", "[]TxnOffsetCommitRequestPartition", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("CommittedOffset", "int64", (0, OPEN)),
-                    F("CommittedLeaderEpoch", "int32", (2, OPEN), default="-1"),
-                    F("CommittedMetadata", "string", (0, OPEN), nullable=(0, OPEN)),
+        (0, 5, (3, 32767), (
+            ("TransactionalId", "string", (0, 32767), None, None, None, None, None, "transactionalId"),
+            ("GroupId", "string", (0, 32767), None, None, None, None, None, "groupId"),
+            ("ProducerId", "int64", (0, 32767), None, None, None, None, None, "producerId"),
+            ("ProducerEpoch", "int16", (0, 32767)),
+            ("GenerationId", "int32", (3, 32767), None, None, None, None, "-1"),
+            ("MemberId", "string", (3, 32767), None, None, None, None, ""),
+            ("GroupInstanceId", "string", (3, 32767), None, (3, 32767), None, None, "null"),
+            ("Topics", "[]TxnOffsetCommitRequestTopic", (0, 32767), (
+                ("Name", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                ("Partitions", "[]TxnOffsetCommitRequestPartition", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("CommittedOffset", "int64", (0, 32767)),
+                    ("CommittedLeaderEpoch", "int32", (2, 32767), None, None, None, None, "-1"),
+                    ("CommittedMetadata", "string", (0, 32767), None, (0, 32767)),
                 )),
             )),
         )),
     ),
     (28, "response"): (
-        (0, 5, (3, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("Topics", "[]TxnOffsetCommitResponseTopic", (0, OPEN), children=(
-                F("Name", "string", (0, OPEN), entity="topicName"),
-                F("Partitions", "[]TxnOffsetCommitResponsePartition", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("ErrorCode", "int16", (0, OPEN)),
+        (0, 5, (3, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("Topics", "[]TxnOffsetCommitResponseTopic", (0, 32767), (
+                ("Name", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                ("Partitions", "[]TxnOffsetCommitResponsePartition", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("ErrorCode", "int16", (0, 32767)),
                 )),
             )),
         )),
     ),
     (29, "request"): (
-        (1, 3, (2, OPEN), (
-            F("ResourceTypeFilter", "int8", (0, OPEN)),
-            F("ResourceNameFilter", "string", (0, OPEN), nullable=(0, OPEN)),
-            F("PatternTypeFilter", "int8", (1, OPEN), default="3"),
-            F("PrincipalFilter", "string", (0, OPEN), nullable=(0, OPEN)),
-            F("HostFilter", "string", (0, OPEN), nullable=(0, OPEN)),
-            F("Operation", "int8", (0, OPEN)),
-            F("PermissionType", "int8", (0, OPEN)),
+        (1, 3, (2, 32767), (
+            ("ResourceTypeFilter", "int8", (0, 32767)),
+            ("ResourceNameFilter", "string", (0, 32767), None, (0, 32767)),
+            ("PatternTypeFilter", "int8", (1, 32767), None, None, None, None, "3"),
+            ("PrincipalFilter", "string", (0, 32767), None, (0, 32767)),
+            ("HostFilter", "string", (0, 32767), None, (0, 32767)),
+            ("Operation", "int8", (0, 32767)),
+            ("PermissionType", "int8", (0, 32767)),
         )),
-        (0, 0, (2, OPEN), (
-            F("ResourceTypeFilter", "int8", (0, OPEN)),
-            F("ResourceNameFilter", "string", (0, OPEN), nullable=(0, OPEN)),
-            F("PrincipalFilter", "string", (0, OPEN), nullable=(0, OPEN)),
-            F("HostFilter", "string", (0, OPEN), nullable=(0, OPEN)),
-            F("Operation", "int8", (0, OPEN)),
-            F("PermissionType", "int8", (0, OPEN)),
+        (0, 0, (2, 32767), (
+            ("ResourceTypeFilter", "int8", (0, 32767)),
+            ("ResourceNameFilter", "string", (0, 32767), None, (0, 32767)),
+            ("PrincipalFilter", "string", (0, 32767), None, (0, 32767)),
+            ("HostFilter", "string", (0, 32767), None, (0, 32767)),
+            ("Operation", "int8", (0, 32767)),
+            ("PermissionType", "int8", (0, 32767)),
         )),
     ),
     (29, "response"): (
-        (1, 3, (2, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN)),
-            F("Resources", "[]DescribeAclsResource", (0, OPEN), children=(
-                F("ResourceType", "int8", (0, OPEN)),
-                F("ResourceName", "string", (0, OPEN)),
-                F("PatternType", "int8", (1, OPEN), default="3"),
-                F("Acls", "[]AclDescription", (0, OPEN), children=(
-                    F("Principal", "string", (0, OPEN)),
-                    F("Host", "string", (0, OPEN)),
-                    F("Operation", "int8", (0, OPEN)),
-                    F("PermissionType", "int8", (0, OPEN)),
+        (1, 3, (2, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("ErrorMessage", "string", (0, 32767), None, (0, 32767)),
+            ("Resources", "[]DescribeAclsResource", (0, 32767), (
+                ("ResourceType", "int8", (0, 32767)),
+                ("ResourceName", "string", (0, 32767)),
+                ("PatternType", "int8", (1, 32767), None, None, None, None, "3"),
+                ("Acls", "[]AclDescription", (0, 32767), (
+                    ("Principal", "string", (0, 32767)),
+                    ("Host", "string", (0, 32767)),
+                    ("Operation", "int8", (0, 32767)),
+                    ("PermissionType", "int8", (0, 32767)),
                 )),
             )),
         )),
-        (0, 0, (2, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN)),
-            F("Resources", "[]DescribeAclsResource", (0, OPEN), children=(
-                F("ResourceType", "int8", (0, OPEN)),
-                F("ResourceName", "string", (0, OPEN)),
-                F("Acls", "[]AclDescription", (0, OPEN), children=(
-                    F("Principal", "string", (0, OPEN)),
-                    F("Host", "string", (0, OPEN)),
-                    F("Operation", "int8", (0, OPEN)),
-                    F("PermissionType", "int8", (0, OPEN)),
+        (0, 0, (2, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("ErrorMessage", "string", (0, 32767), None, (0, 32767)),
+            ("Resources", "[]DescribeAclsResource", (0, 32767), (
+                ("ResourceType", "int8", (0, 32767)),
+                ("ResourceName", "string", (0, 32767)),
+                ("Acls", "[]AclDescription", (0, 32767), (
+                    ("Principal", "string", (0, 32767)),
+                    ("Host", "string", (0, 32767)),
+                    ("Operation", "int8", (0, 32767)),
+                    ("PermissionType", "int8", (0, 32767)),
                 )),
             )),
         )),
     ),
     (30, "request"): (
-        (1, 3, (2, OPEN), (
-            F("Creations", "[]AclCreation", (0, OPEN), children=(
-                F("ResourceType", "int8", (0, OPEN)),
-                F("ResourceName", "string", (0, OPEN)),
-                F("ResourcePatternType", "int8", (1, OPEN), default="3"),
-                F("Principal", "string", (0, OPEN)),
-                F("Host", "string", (0, OPEN)),
-                F("Operation", "int8", (0, OPEN)),
-                F("PermissionType", "int8", (0, OPEN)),
+        (1, 3, (2, 32767), (
+            ("Creations", "[]AclCreation", (0, 32767), (
+                ("ResourceType", "int8", (0, 32767)),
+                ("ResourceName", "string", (0, 32767)),
+                ("ResourcePatternType", "int8", (1, 32767), None, None, None, None, "3"),
+                ("Principal", "string", (0, 32767)),
+                ("Host", "string", (0, 32767)),
+                ("Operation", "int8", (0, 32767)),
+                ("PermissionType", "int8", (0, 32767)),
             )),
         )),
-        (0, 0, (2, OPEN), (
-            F("Creations", "[]AclCreation", (0, OPEN), children=(
-                F("ResourceType", "int8", (0, OPEN)),
-                F("ResourceName", "string", (0, OPEN)),
-                F("Principal", "string", (0, OPEN)),
-                F("Host", "string", (0, OPEN)),
-                F("Operation", "int8", (0, OPEN)),
-                F("PermissionType", "int8", (0, OPEN)),
+        (0, 0, (2, 32767), (
+            ("Creations", "[]AclCreation", (0, 32767), (
+                ("ResourceType", "int8", (0, 32767)),
+                ("ResourceName", "string", (0, 32767)),
+                ("Principal", "string", (0, 32767)),
+                ("Host", "string", (0, 32767)),
+                ("Operation", "int8", (0, 32767)),
+                ("PermissionType", "int8", (0, 32767)),
             )),
         )),
     ),
     (30, "response"): (
-        (1, 3, (2, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("Results", "[]AclCreationResult", (0, OPEN), children=(
-                F("ErrorCode", "int16", (0, OPEN)),
-                F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN)),
+        (1, 3, (2, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("Results", "[]AclCreationResult", (0, 32767), (
+                ("ErrorCode", "int16", (0, 32767)),
+                ("ErrorMessage", "string", (0, 32767), None, (0, 32767)),
             )),
         )),
-        (0, 0, (2, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("Results", "[]AclCreationResult", (0, OPEN), children=(
-                F("ErrorCode", "int16", (0, OPEN)),
-                F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN)),
+        (0, 0, (2, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("Results", "[]AclCreationResult", (0, 32767), (
+                ("ErrorCode", "int16", (0, 32767)),
+                ("ErrorMessage", "string", (0, 32767), None, (0, 32767)),
             )),
         )),
     ),
     (31, "request"): (
-        (1, 3, (2, OPEN), (
-            F("Filters", "[]DeleteAclsFilter", (0, OPEN), children=(
-                F("ResourceTypeFilter", "int8", (0, OPEN)),
-                F("ResourceNameFilter", "string", (0, OPEN), nullable=(0, OPEN)),
-                F("PatternTypeFilter", "int8", (1, OPEN), default="3"),
-                F("PrincipalFilter", "string", (0, OPEN), nullable=(0, OPEN)),
-                F("HostFilter", "string", (0, OPEN), nullable=(0, OPEN)),
-                F("Operation", "int8", (0, OPEN)),
-                F("PermissionType", "int8", (0, OPEN)),
+        (1, 3, (2, 32767), (
+            ("Filters", "[]DeleteAclsFilter", (0, 32767), (
+                ("ResourceTypeFilter", "int8", (0, 32767)),
+                ("ResourceNameFilter", "string", (0, 32767), None, (0, 32767)),
+                ("PatternTypeFilter", "int8", (1, 32767), None, None, None, None, "3"),
+                ("PrincipalFilter", "string", (0, 32767), None, (0, 32767)),
+                ("HostFilter", "string", (0, 32767), None, (0, 32767)),
+                ("Operation", "int8", (0, 32767)),
+                ("PermissionType", "int8", (0, 32767)),
             )),
         )),
-        (0, 0, (2, OPEN), (
-            F("Filters", "[]DeleteAclsFilter", (0, OPEN), children=(
-                F("ResourceTypeFilter", "int8", (0, OPEN)),
-                F("ResourceNameFilter", "string", (0, OPEN), nullable=(0, OPEN)),
-                F("PrincipalFilter", "string", (0, OPEN), nullable=(0, OPEN)),
-                F("HostFilter", "string", (0, OPEN), nullable=(0, OPEN)),
-                F("Operation", "int8", (0, OPEN)),
-                F("PermissionType", "int8", (0, OPEN)),
+        (0, 0, (2, 32767), (
+            ("Filters", "[]DeleteAclsFilter", (0, 32767), (
+                ("ResourceTypeFilter", "int8", (0, 32767)),
+                ("ResourceNameFilter", "string", (0, 32767), None, (0, 32767)),
+                ("PrincipalFilter", "string", (0, 32767), None, (0, 32767)),
+                ("HostFilter", "string", (0, 32767), None, (0, 32767)),
+                ("Operation", "int8", (0, 32767)),
+                ("PermissionType", "int8", (0, 32767)),
             )),
         )),
     ),
     (31, "response"): (
-        (1, 3, (2, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("FilterResults", "[]DeleteAclsFilterResult", (0, OPEN), children=(
-                F("ErrorCode", "int16", (0, OPEN)),
-                F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN)),
-                F("MatchingAcls", "[]DeleteAclsMatchingAcl", (0, OPEN), children=(
-                    F("ErrorCode", "int16", (0, OPEN)),
-                    F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN)),
-                    F("ResourceType", "int8", (0, OPEN)),
-                    F("ResourceName", "string", (0, OPEN)),
-                    F("PatternType", "int8", (1, OPEN), default="3"),
-                    F("Principal", "string", (0, OPEN)),
-                    F("Host", "string", (0, OPEN)),
-                    F("Operation", "int8", (0, OPEN)),
-                    F("PermissionType", "int8", (0, OPEN)),
+        (1, 3, (2, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("FilterResults", "[]DeleteAclsFilterResult", (0, 32767), (
+                ("ErrorCode", "int16", (0, 32767)),
+                ("ErrorMessage", "string", (0, 32767), None, (0, 32767)),
+                ("MatchingAcls", "[]DeleteAclsMatchingAcl", (0, 32767), (
+                    ("ErrorCode", "int16", (0, 32767)),
+                    ("ErrorMessage", "string", (0, 32767), None, (0, 32767)),
+                    ("ResourceType", "int8", (0, 32767)),
+                    ("ResourceName", "string", (0, 32767)),
+                    ("PatternType", "int8", (1, 32767), None, None, None, None, "3"),
+                    ("Principal", "string", (0, 32767)),
+                    ("Host", "string", (0, 32767)),
+                    ("Operation", "int8", (0, 32767)),
+                    ("PermissionType", "int8", (0, 32767)),
                 )),
             )),
         )),
-        (0, 0, (2, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("FilterResults", "[]DeleteAclsFilterResult", (0, OPEN), children=(
-                F("ErrorCode", "int16", (0, OPEN)),
-                F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN)),
-                F("MatchingAcls", "[]DeleteAclsMatchingAcl", (0, OPEN), children=(
-                    F("ErrorCode", "int16", (0, OPEN)),
-                    F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN)),
-                    F("ResourceType", "int8", (0, OPEN)),
-                    F("ResourceName", "string", (0, OPEN)),
-                    F("Principal", "string", (0, OPEN)),
-                    F("Host", "string", (0, OPEN)),
-                    F("Operation", "int8", (0, OPEN)),
-                    F("PermissionType", "int8", (0, OPEN)),
+        (0, 0, (2, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("FilterResults", "[]DeleteAclsFilterResult", (0, 32767), (
+                ("ErrorCode", "int16", (0, 32767)),
+                ("ErrorMessage", "string", (0, 32767), None, (0, 32767)),
+                ("MatchingAcls", "[]DeleteAclsMatchingAcl", (0, 32767), (
+                    ("ErrorCode", "int16", (0, 32767)),
+                    ("ErrorMessage", "string", (0, 32767), None, (0, 32767)),
+                    ("ResourceType", "int8", (0, 32767)),
+                    ("ResourceName", "string", (0, 32767)),
+                    ("Principal", "string", (0, 32767)),
+                    ("Host", "string", (0, 32767)),
+                    ("Operation", "int8", (0, 32767)),
+                    ("PermissionType", "int8", (0, 32767)),
                 )),
             )),
         )),
     ),
     (32, "request"): (
-        (1, 4, (4, OPEN), (
-            F("Resources", "[]DescribeConfigsResource", (0, OPEN), children=(
-                F("ResourceType", "int8", (0, OPEN)),
-                F("ResourceName", "string", (0, OPEN)),
-                F("ConfigurationKeys", "[]string", (0, OPEN), nullable=(0, OPEN)),
+        (1, 4, (4, 32767), (
+            ("Resources", "[]DescribeConfigsResource", (0, 32767), (
+                ("ResourceType", "int8", (0, 32767)),
+                ("ResourceName", "string", (0, 32767)),
+                ("ConfigurationKeys", "[]string", (0, 32767), None, (0, 32767)),
             )),
-            F("IncludeSynonyms", "bool", (1, OPEN), default="false"),
-            F("IncludeDocumentation", "bool", (3, OPEN), default="false"),
+            ("IncludeSynonyms", "bool", (1, 32767), None, None, None, None, "false"),
+            ("IncludeDocumentation", "bool", (3, 32767), None, None, None, None, "false"),
         )),
-        (0, 0, (4, OPEN), (
-            F("Resources", "[]DescribeConfigsResource", (0, OPEN), children=(
-                F("ResourceType", "int8", (0, OPEN)),
-                F("ResourceName", "string", (0, OPEN)),
-                F("ConfigurationKeys", "[]string", (0, OPEN), nullable=(0, OPEN)),
+        (0, 0, (4, 32767), (
+            ("Resources", "[]DescribeConfigsResource", (0, 32767), (
+                ("ResourceType", "int8", (0, 32767)),
+                ("ResourceName", "string", (0, 32767)),
+                ("ConfigurationKeys", "[]string", (0, 32767), None, (0, 32767)),
             )),
         )),
     ),
     (32, "response"): (
-        (1, 4, (4, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("Results", "[]DescribeConfigsResult", (0, OPEN), children=(
-                F("ErrorCode", "int16", (0, OPEN)),
-                F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN)),
-                F("ResourceType", "int8", (0, OPEN)),
-                F("ResourceName", "string", (0, OPEN)),
-                F("Configs", "[]DescribeConfigsResourceResult", (0, OPEN), children=(
-                    F("Name", "string", (0, OPEN)),
-                    F("Value", "string", (0, OPEN), nullable=(0, OPEN)),
-                    F("ReadOnly", "bool", (0, OPEN)),
-                    F("ConfigSource", "int8", (1, OPEN), default="-1"),
-                    F("IsSensitive", "bool", (0, OPEN)),
-                    F("Synonyms", "[]DescribeConfigsSynonym", (1, OPEN), children=(
-                        F("Name", "string", (1, OPEN)),
-                        F("Value", "string", (1, OPEN), nullable=(0, OPEN)),
-                        F("Source", "int8", (1, OPEN)),
+        (1, 4, (4, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("Results", "[]DescribeConfigsResult", (0, 32767), (
+                ("ErrorCode", "int16", (0, 32767)),
+                ("ErrorMessage", "string", (0, 32767), None, (0, 32767)),
+                ("ResourceType", "int8", (0, 32767)),
+                ("ResourceName", "string", (0, 32767)),
+                ("Configs", "[]DescribeConfigsResourceResult", (0, 32767), (
+                    ("Name", "string", (0, 32767)),
+                    ("Value", "string", (0, 32767), None, (0, 32767)),
+                    ("ReadOnly", "bool", (0, 32767)),
+                    ("ConfigSource", "int8", (1, 32767), None, None, None, None, "-1"),
+                    ("IsSensitive", "bool", (0, 32767)),
+                    ("Synonyms", "[]DescribeConfigsSynonym", (1, 32767), (
+                        ("Name", "string", (1, 32767)),
+                        ("Value", "string", (1, 32767), None, (0, 32767)),
+                        ("Source", "int8", (1, 32767)),
                     )),
-                    F("ConfigType", "int8", (3, OPEN), default="0"),
-                    F("Documentation", "string", (3, OPEN), nullable=(0, OPEN)),
+                    ("ConfigType", "int8", (3, 32767), None, None, None, None, "0"),
+                    ("Documentation", "string", (3, 32767), None, (0, 32767)),
                 )),
             )),
         )),
-        (0, 0, (4, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("Results", "[]DescribeConfigsResult", (0, OPEN), children=(
-                F("ErrorCode", "int16", (0, OPEN)),
-                F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN)),
-                F("ResourceType", "int8", (0, OPEN)),
-                F("ResourceName", "string", (0, OPEN)),
-                F("Configs", "[]DescribeConfigsResourceResult", (0, OPEN), children=(
-                    F("Name", "string", (0, OPEN)),
-                    F("Value", "string", (0, OPEN), nullable=(0, OPEN)),
-                    F("ReadOnly", "bool", (0, OPEN)),
-                    F("IsDefault", "bool", (0, 0)),
-                    F("IsSensitive", "bool", (0, OPEN)),
+        (0, 0, (4, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("Results", "[]DescribeConfigsResult", (0, 32767), (
+                ("ErrorCode", "int16", (0, 32767)),
+                ("ErrorMessage", "string", (0, 32767), None, (0, 32767)),
+                ("ResourceType", "int8", (0, 32767)),
+                ("ResourceName", "string", (0, 32767)),
+                ("Configs", "[]DescribeConfigsResourceResult", (0, 32767), (
+                    ("Name", "string", (0, 32767)),
+                    ("Value", "string", (0, 32767), None, (0, 32767)),
+                    ("ReadOnly", "bool", (0, 32767)),
+                    ("IsDefault", "bool", (0, 0)),
+                    ("IsSensitive", "bool", (0, 32767)),
                 )),
             )),
         )),
     ),
     (33, "request"): (
-        (0, 2, (2, OPEN), (
-            F("Resources", "[]AlterConfigsResource", (0, OPEN), children=(
-                F("ResourceType", "int8", (0, OPEN), map_key=True),
-                F("ResourceName", "string", (0, OPEN), map_key=True),
-                F("Configs", "[]AlterableConfig", (0, OPEN), children=(
-                    F("Name", "string", (0, OPEN), map_key=True),
-                    F("Value", "string", (0, OPEN), nullable=(0, OPEN)),
+        (0, 2, (2, 32767), (
+            ("Resources", "[]AlterConfigsResource", (0, 32767), (
+                ("ResourceType", "int8", (0, 32767), None, None, None, None, None, None, True),
+                ("ResourceName", "string", (0, 32767), None, None, None, None, None, None, True),
+                ("Configs", "[]AlterableConfig", (0, 32767), (
+                    ("Name", "string", (0, 32767), None, None, None, None, None, None, True),
+                    ("Value", "string", (0, 32767), None, (0, 32767)),
                 )),
             )),
-            F("ValidateOnly", "bool", (0, OPEN)),
+            ("ValidateOnly", "bool", (0, 32767)),
         )),
     ),
     (33, "response"): (
-        (0, 2, (2, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("Responses", "[]AlterConfigsResourceResponse", (0, OPEN), children=(
-                F("ErrorCode", "int16", (0, OPEN)),
-                F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN)),
-                F("ResourceType", "int8", (0, OPEN)),
-                F("ResourceName", "string", (0, OPEN)),
+        (0, 2, (2, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("Responses", "[]AlterConfigsResourceResponse", (0, 32767), (
+                ("ErrorCode", "int16", (0, 32767)),
+                ("ErrorMessage", "string", (0, 32767), None, (0, 32767)),
+                ("ResourceType", "int8", (0, 32767)),
+                ("ResourceName", "string", (0, 32767)),
             )),
         )),
     ),
     (34, "request"): (
-        (1, 2, (2, OPEN), (
-            F("Dirs", "[]AlterReplicaLogDir", (0, OPEN), children=(
-                F("Path", "string", (0, OPEN), map_key=True),
-                F("Topics", "[]AlterReplicaLogDirTopic", (0, OPEN), children=(
-                    F("Name", "string", (0, OPEN), entity="topicName", map_key=True),
-                    F("Partitions", "[]int32", (0, OPEN)),
+        (1, 2, (2, 32767), (
+            ("Dirs", "[]AlterReplicaLogDir", (0, 32767), (
+                ("Path", "string", (0, 32767), None, None, None, None, None, None, True),
+                ("Topics", "[]AlterReplicaLogDirTopic", (0, 32767), (
+                    ("Name", "string", (0, 32767), None, None, None, None, None, "topicName", True),
+                    ("Partitions", "[]int32", (0, 32767)),
                 )),
             )),
         )),
-        (0, 0, (2, OPEN), (
-            F("Dirs", "[]AlterReplicaLogDir", (0, OPEN), children=(
-                F("Path", "string", (0, OPEN), map_key=True),
-                F("Topics", "[]AlterReplicaLogDirTopic", (0, OPEN), children=(
-                    F("Name", "string", (0, OPEN), entity="topicName", map_key=True),
-                    F("Partitions", "[]int32", (0, OPEN)),
+        (0, 0, (2, 32767), (
+            ("Dirs", "[]AlterReplicaLogDir", (0, 32767), (
+                ("Path", "string", (0, 32767), None, None, None, None, None, None, True),
+                ("Topics", "[]AlterReplicaLogDirTopic", (0, 32767), (
+                    ("Name", "string", (0, 32767), None, None, None, None, None, "topicName", True),
+                    ("Partitions", "[]int32", (0, 32767)),
                 )),
             )),
         )),
     ),
     (34, "response"): (
-        (1, 2, (2, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("Results", "[]AlterReplicaLogDirTopicResult", (0, OPEN), children=(
-                F("TopicName", "string", (0, OPEN), entity="topicName"),
-                F("Partitions", "[]AlterReplicaLogDirPartitionResult", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("ErrorCode", "int16", (0, OPEN)),
+        (1, 2, (2, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("Results", "[]AlterReplicaLogDirTopicResult", (0, 32767), (
+                ("TopicName", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                ("Partitions", "[]AlterReplicaLogDirPartitionResult", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("ErrorCode", "int16", (0, 32767)),
                 )),
             )),
         )),
-        (0, 0, (2, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("Results", "[]AlterReplicaLogDirTopicResult", (0, OPEN), children=(
-                F("TopicName", "string", (0, OPEN), entity="topicName"),
-                F("Partitions", "[]AlterReplicaLogDirPartitionResult", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("ErrorCode", "int16", (0, OPEN)),
+        (0, 0, (2, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("Results", "[]AlterReplicaLogDirTopicResult", (0, 32767), (
+                ("TopicName", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                ("Partitions", "[]AlterReplicaLogDirPartitionResult", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("ErrorCode", "int16", (0, 32767)),
                 )),
             )),
         )),
     ),
     (35, "request"): (
-        (1, 4, (2, OPEN), (
-            F("Topics", "[]DescribableLogDirTopic", (0, OPEN), nullable=(0, OPEN), children=(
-                F("Topic", "string", (0, OPEN), entity="topicName", map_key=True),
-                F("Partitions", "[]int32", (0, OPEN)),
-            )),
+        (1, 4, (2, 32767), (
+            ("Topics", "[]DescribableLogDirTopic", (0, 32767), (
+                ("Topic", "string", (0, 32767), None, None, None, None, None, "topicName", True),
+                ("Partitions", "[]int32", (0, 32767)),
+            ), (0, 32767)),
         )),
-        (0, 0, (2, OPEN), (
-            F("Topics", "[]DescribableLogDirTopic", (0, OPEN), nullable=(0, OPEN), children=(
-                F("Topic", "string", (0, OPEN), entity="topicName", map_key=True),
-                F("Partitions", "[]int32", (0, OPEN)),
-            )),
+        (0, 0, (2, 32767), (
+            ("Topics", "[]DescribableLogDirTopic", (0, 32767), (
+                ("Topic", "string", (0, 32767), None, None, None, None, None, "topicName", True),
+                ("Partitions", "[]int32", (0, 32767)),
+            ), (0, 32767)),
         )),
     ),
     (35, "response"): (
-        (1, 4, (2, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("ErrorCode", "int16", (3, OPEN)),
-            F("Results", "[]DescribeLogDirsResult", (0, OPEN), children=(
-                F("ErrorCode", "int16", (0, OPEN)),
-                F("LogDir", "string", (0, OPEN)),
-                F("Topics", "[]DescribeLogDirsTopic", (0, OPEN), children=(
-                    F("Name", "string", (0, OPEN), entity="topicName"),
-                    F("Partitions", "[]DescribeLogDirsPartition", (0, OPEN), children=(
-                        F("PartitionIndex", "int32", (0, OPEN)),
-                        F("PartitionSize", "int64", (0, OPEN)),
-                        F("OffsetLag", "int64", (0, OPEN)),
-                        F("IsFutureKey", "bool", (0, OPEN)),
+        (1, 4, (2, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("ErrorCode", "int16", (3, 32767)),
+            ("Results", "[]DescribeLogDirsResult", (0, 32767), (
+                ("ErrorCode", "int16", (0, 32767)),
+                ("LogDir", "string", (0, 32767)),
+                ("Topics", "[]DescribeLogDirsTopic", (0, 32767), (
+                    ("Name", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                    ("Partitions", "[]DescribeLogDirsPartition", (0, 32767), (
+                        ("PartitionIndex", "int32", (0, 32767)),
+                        ("PartitionSize", "int64", (0, 32767)),
+                        ("OffsetLag", "int64", (0, 32767)),
+                        ("IsFutureKey", "bool", (0, 32767)),
                     )),
                 )),
-                F("TotalBytes", "int64", (4, OPEN), default="-1"),
-                F("UsableBytes", "int64", (4, OPEN), default="-1"),
+                ("TotalBytes", "int64", (4, 32767), None, None, None, None, "-1"),
+                ("UsableBytes", "int64", (4, 32767), None, None, None, None, "-1"),
             )),
         )),
-        (0, 0, (2, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("Results", "[]DescribeLogDirsResult", (0, OPEN), children=(
-                F("ErrorCode", "int16", (0, OPEN)),
-                F("LogDir", "string", (0, OPEN)),
-                F("Topics", "[]DescribeLogDirsTopic", (0, OPEN), children=(
-                    F("Name", "string", (0, OPEN), entity="topicName"),
-                    F("Partitions", "[]DescribeLogDirsPartition", (0, OPEN), children=(
-                        F("PartitionIndex", "int32", (0, OPEN)),
-                        F("PartitionSize", "int64", (0, OPEN)),
-                        F("OffsetLag", "int64", (0, OPEN)),
-                        F("IsFutureKey", "bool", (0, OPEN)),
+        (0, 0, (2, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("Results", "[]DescribeLogDirsResult", (0, 32767), (
+                ("ErrorCode", "int16", (0, 32767)),
+                ("LogDir", "string", (0, 32767)),
+                ("Topics", "[]DescribeLogDirsTopic", (0, 32767), (
+                    ("Name", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                    ("Partitions", "[]DescribeLogDirsPartition", (0, 32767), (
+                        ("PartitionIndex", "int32", (0, 32767)),
+                        ("PartitionSize", "int64", (0, 32767)),
+                        ("OffsetLag", "int64", (0, 32767)),
+                        ("IsFutureKey", "bool", (0, 32767)),
                     )),
                 )),
             )),
         )),
     ),
     (36, "request"): (
-        (0, 2, (2, OPEN), (
-            F("AuthBytes", "bytes", (0, OPEN)),
+        (0, 2, (2, 32767), (
+            ("AuthBytes", "bytes", (0, 32767)),
         )),
     ),
     (36, "response"): (
-        (0, 2, (2, OPEN), (
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN)),
-            F("AuthBytes", "bytes", (0, OPEN)),
-            F("SessionLifetimeMs", "int64", (1, OPEN), default="0"),
+        (0, 2, (2, 32767), (
+            ("ErrorCode", "int16", (0, 32767)),
+            ("ErrorMessage", "string", (0, 32767), None, (0, 32767)),
+            ("AuthBytes", "bytes", (0, 32767)),
+            ("SessionLifetimeMs", "int64", (1, 32767), None, None, None, None, "0"),
         )),
     ),
     (37, "request"): (
-        (0, 3, (2, OPEN), (
-            F("Topics", "[]CreatePartitionsTopic", (0, OPEN), children=(
-                F("Name", "string", (0, OPEN), entity="topicName", map_key=True),
-                F("Count", "int32", (0, OPEN)),
-                F("Assignments", "[]CreatePartitionsAssignment", (0, OPEN), nullable=(0, OPEN), children=(
-                    F("BrokerIds", "[]int32", (0, OPEN), entity="brokerId"),
-                )),
+        (0, 3, (2, 32767), (
+            ("Topics", "[]CreatePartitionsTopic", (0, 32767), (
+                ("Name", "string", (0, 32767), None, None, None, None, None, "topicName", True),
+                ("Count", "int32", (0, 32767)),
+                ("Assignments", "[]CreatePartitionsAssignment", (0, 32767), (
+                    ("BrokerIds", "[]int32", (0, 32767), None, None, None, None, None, "brokerId"),
+                ), (0, 32767)),
             )),
-            F("TimeoutMs", "int32", (0, OPEN)),
-            F("ValidateOnly", "bool", (0, OPEN)),
+            ("TimeoutMs", "int32", (0, 32767)),
+            ("ValidateOnly", "bool", (0, 32767)),
         )),
     ),
     (37, "response"): (
-        (0, 3, (2, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("Results", "[]CreatePartitionsTopicResult", (0, OPEN), children=(
-                F("Name", "string", (0, OPEN), entity="topicName"),
-                F("ErrorCode", "int16", (0, OPEN)),
-                F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
+        (0, 3, (2, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("Results", "[]CreatePartitionsTopicResult", (0, 32767), (
+                ("Name", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                ("ErrorCode", "int16", (0, 32767)),
+                ("ErrorMessage", "string", (0, 32767), None, (0, 32767), None, None, "null"),
             )),
         )),
     ),
     (38, "request"): (
-        (1, 3, (2, OPEN), (
-            F("OwnerPrincipalType", "string", (3, OPEN), nullable=(3, OPEN)),
-            F("OwnerPrincipalName", "string", (3, OPEN), nullable=(3, OPEN)),
-            F("Renewers", "[]CreatableRenewers", (0, OPEN), children=(
-                F("PrincipalType", "string", (0, OPEN)),
-                F("PrincipalName", "string", (0, OPEN)),
+        (1, 3, (2, 32767), (
+            ("OwnerPrincipalType", "string", (3, 32767), None, (3, 32767)),
+            ("OwnerPrincipalName", "string", (3, 32767), None, (3, 32767)),
+            ("Renewers", "[]CreatableRenewers", (0, 32767), (
+                ("PrincipalType", "string", (0, 32767)),
+                ("PrincipalName", "string", (0, 32767)),
             )),
-            F("MaxLifetimeMs", "int64", (0, OPEN)),
+            ("MaxLifetimeMs", "int64", (0, 32767)),
         )),
-        (0, 0, (2, OPEN), (
-            F("Renewers", "[]CreatableRenewers", (0, OPEN), children=(
-                F("PrincipalType", "string", (0, OPEN)),
-                F("PrincipalName", "string", (0, OPEN)),
+        (0, 0, (2, 32767), (
+            ("Renewers", "[]CreatableRenewers", (0, 32767), (
+                ("PrincipalType", "string", (0, 32767)),
+                ("PrincipalName", "string", (0, 32767)),
             )),
-            F("MaxLifetimeMs", "int64", (0, OPEN)),
+            ("MaxLifetimeMs", "int64", (0, 32767)),
         )),
     ),
     (38, "response"): (
-        (1, 3, (2, OPEN), (
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("PrincipalType", "string", (0, OPEN)),
-            F("PrincipalName", "string", (0, OPEN)),
-            F("TokenRequesterPrincipalType", "string", (3, OPEN)),
-            F("TokenRequesterPrincipalName", "string", (3, OPEN)),
-            F("IssueTimestampMs", "int64", (0, OPEN)),
-            F("ExpiryTimestampMs", "int64", (0, OPEN)),
-            F("MaxTimestampMs", "int64", (0, OPEN)),
-            F("TokenId", "string", (0, OPEN)),
-            F("Hmac", "bytes", (0, OPEN)),
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
+        (1, 3, (2, 32767), (
+            ("ErrorCode", "int16", (0, 32767)),
+            ("PrincipalType", "string", (0, 32767)),
+            ("PrincipalName", "string", (0, 32767)),
+            ("TokenRequesterPrincipalType", "string", (3, 32767)),
+            ("TokenRequesterPrincipalName", "string", (3, 32767)),
+            ("IssueTimestampMs", "int64", (0, 32767)),
+            ("ExpiryTimestampMs", "int64", (0, 32767)),
+            ("MaxTimestampMs", "int64", (0, 32767)),
+            ("TokenId", "string", (0, 32767)),
+            ("Hmac", "bytes", (0, 32767)),
+            ("ThrottleTimeMs", "int32", (0, 32767)),
         )),
-        (0, 0, (2, OPEN), (
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("PrincipalType", "string", (0, OPEN)),
-            F("PrincipalName", "string", (0, OPEN)),
-            F("IssueTimestampMs", "int64", (0, OPEN)),
-            F("ExpiryTimestampMs", "int64", (0, OPEN)),
-            F("MaxTimestampMs", "int64", (0, OPEN)),
-            F("TokenId", "string", (0, OPEN)),
-            F("Hmac", "bytes", (0, OPEN)),
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
+        (0, 0, (2, 32767), (
+            ("ErrorCode", "int16", (0, 32767)),
+            ("PrincipalType", "string", (0, 32767)),
+            ("PrincipalName", "string", (0, 32767)),
+            ("IssueTimestampMs", "int64", (0, 32767)),
+            ("ExpiryTimestampMs", "int64", (0, 32767)),
+            ("MaxTimestampMs", "int64", (0, 32767)),
+            ("TokenId", "string", (0, 32767)),
+            ("Hmac", "bytes", (0, 32767)),
+            ("ThrottleTimeMs", "int32", (0, 32767)),
         )),
     ),
     (39, "request"): (
-        (1, 2, (2, OPEN), (
-            F("Hmac", "bytes", (0, OPEN)),
-            F("RenewPeriodMs", "int64", (0, OPEN)),
+        (1, 2, (2, 32767), (
+            ("Hmac", "bytes", (0, 32767)),
+            ("RenewPeriodMs", "int64", (0, 32767)),
         )),
-        (0, 0, (2, OPEN), (
-            F("Hmac", "bytes", (0, OPEN)),
-            F("RenewPeriodMs", "int64", (0, OPEN)),
+        (0, 0, (2, 32767), (
+            ("Hmac", "bytes", (0, 32767)),
+            ("RenewPeriodMs", "int64", (0, 32767)),
         )),
     ),
     (39, "response"): (
-        (1, 2, (2, OPEN), (
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("ExpiryTimestampMs", "int64", (0, OPEN)),
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
+        (1, 2, (2, 32767), (
+            ("ErrorCode", "int16", (0, 32767)),
+            ("ExpiryTimestampMs", "int64", (0, 32767)),
+            ("ThrottleTimeMs", "int32", (0, 32767)),
         )),
-        (0, 0, (2, OPEN), (
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("ExpiryTimestampMs", "int64", (0, OPEN)),
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
+        (0, 0, (2, 32767), (
+            ("ErrorCode", "int16", (0, 32767)),
+            ("ExpiryTimestampMs", "int64", (0, 32767)),
+            ("ThrottleTimeMs", "int32", (0, 32767)),
         )),
     ),
     (40, "request"): (
-        (1, 2, (2, OPEN), (
-            F("Hmac", "bytes", (0, OPEN)),
-            F("ExpiryTimePeriodMs", "int64", (0, OPEN)),
+        (1, 2, (2, 32767), (
+            ("Hmac", "bytes", (0, 32767)),
+            ("ExpiryTimePeriodMs", "int64", (0, 32767)),
         )),
-        (0, 0, (2, OPEN), (
-            F("Hmac", "bytes", (0, OPEN)),
-            F("ExpiryTimePeriodMs", "int64", (0, OPEN)),
+        (0, 0, (2, 32767), (
+            ("Hmac", "bytes", (0, 32767)),
+            ("ExpiryTimePeriodMs", "int64", (0, 32767)),
         )),
     ),
     (40, "response"): (
-        (1, 2, (2, OPEN), (
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("ExpiryTimestampMs", "int64", (0, OPEN)),
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
+        (1, 2, (2, 32767), (
+            ("ErrorCode", "int16", (0, 32767)),
+            ("ExpiryTimestampMs", "int64", (0, 32767)),
+            ("ThrottleTimeMs", "int32", (0, 32767)),
         )),
-        (0, 0, (2, OPEN), (
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("ExpiryTimestampMs", "int64", (0, OPEN)),
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
+        (0, 0, (2, 32767), (
+            ("ErrorCode", "int16", (0, 32767)),
+            ("ExpiryTimestampMs", "int64", (0, 32767)),
+            ("ThrottleTimeMs", "int32", (0, 32767)),
         )),
     ),
     (41, "request"): (
-        (1, 3, (2, OPEN), (
-            F("Owners", "[]DescribeDelegationTokenOwner", (0, OPEN), nullable=(0, OPEN), children=(
-                F("PrincipalType", "string", (0, OPEN)),
-                F("PrincipalName", "string", (0, OPEN)),
-            )),
+        (1, 3, (2, 32767), (
+            ("Owners", "[]DescribeDelegationTokenOwner", (0, 32767), (
+                ("PrincipalType", "string", (0, 32767)),
+                ("PrincipalName", "string", (0, 32767)),
+            ), (0, 32767)),
         )),
-        (0, 0, (2, OPEN), (
-            F("Owners", "[]DescribeDelegationTokenOwner", (0, OPEN), nullable=(0, OPEN), children=(
-                F("PrincipalType", "string", (0, OPEN)),
-                F("PrincipalName", "string", (0, OPEN)),
-            )),
+        (0, 0, (2, 32767), (
+            ("Owners", "[]DescribeDelegationTokenOwner", (0, 32767), (
+                ("PrincipalType", "string", (0, 32767)),
+                ("PrincipalName", "string", (0, 32767)),
+            ), (0, 32767)),
         )),
     ),
     (41, "response"): (
-        (1, 3, (2, OPEN), (
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("Tokens", "[]DescribedDelegationToken", (0, OPEN), children=(
-                F("PrincipalType", "string", (0, OPEN)),
-                F("PrincipalName", "string", (0, OPEN)),
-                F("TokenRequesterPrincipalType", "string", (3, OPEN)),
-                F("TokenRequesterPrincipalName", "string", (3, OPEN)),
-                F("IssueTimestamp", "int64", (0, OPEN)),
-                F("ExpiryTimestamp", "int64", (0, OPEN)),
-                F("MaxTimestamp", "int64", (0, OPEN)),
-                F("TokenId", "string", (0, OPEN)),
-                F("Hmac", "bytes", (0, OPEN)),
-                F("Renewers", "[]DescribedDelegationTokenRenewer", (0, OPEN), children=(
-                    F("PrincipalType", "string", (0, OPEN)),
-                    F("PrincipalName", "string", (0, OPEN)),
+        (1, 3, (2, 32767), (
+            ("ErrorCode", "int16", (0, 32767)),
+            ("Tokens", "[]DescribedDelegationToken", (0, 32767), (
+                ("PrincipalType", "string", (0, 32767)),
+                ("PrincipalName", "string", (0, 32767)),
+                ("TokenRequesterPrincipalType", "string", (3, 32767)),
+                ("TokenRequesterPrincipalName", "string", (3, 32767)),
+                ("IssueTimestamp", "int64", (0, 32767)),
+                ("ExpiryTimestamp", "int64", (0, 32767)),
+                ("MaxTimestamp", "int64", (0, 32767)),
+                ("TokenId", "string", (0, 32767)),
+                ("Hmac", "bytes", (0, 32767)),
+                ("Renewers", "[]DescribedDelegationTokenRenewer", (0, 32767), (
+                    ("PrincipalType", "string", (0, 32767)),
+                    ("PrincipalName", "string", (0, 32767)),
                 )),
             )),
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
+            ("ThrottleTimeMs", "int32", (0, 32767)),
         )),
-        (0, 0, (2, OPEN), (
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("Tokens", "[]DescribedDelegationToken", (0, OPEN), children=(
-                F("PrincipalType", "string", (0, OPEN)),
-                F("PrincipalName", "string", (0, OPEN)),
-                F("IssueTimestamp", "int64", (0, OPEN)),
-                F("ExpiryTimestamp", "int64", (0, OPEN)),
-                F("MaxTimestamp", "int64", (0, OPEN)),
-                F("TokenId", "string", (0, OPEN)),
-                F("Hmac", "bytes", (0, OPEN)),
-                F("Renewers", "[]DescribedDelegationTokenRenewer", (0, OPEN), children=(
-                    F("PrincipalType", "string", (0, OPEN)),
-                    F("PrincipalName", "string", (0, OPEN)),
+        (0, 0, (2, 32767), (
+            ("ErrorCode", "int16", (0, 32767)),
+            ("Tokens", "[]DescribedDelegationToken", (0, 32767), (
+                ("PrincipalType", "string", (0, 32767)),
+                ("PrincipalName", "string", (0, 32767)),
+                ("IssueTimestamp", "int64", (0, 32767)),
+                ("ExpiryTimestamp", "int64", (0, 32767)),
+                ("MaxTimestamp", "int64", (0, 32767)),
+                ("TokenId", "string", (0, 32767)),
+                ("Hmac", "bytes", (0, 32767)),
+                ("Renewers", "[]DescribedDelegationTokenRenewer", (0, 32767), (
+                    ("PrincipalType", "string", (0, 32767)),
+                    ("PrincipalName", "string", (0, 32767)),
                 )),
             )),
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
+            ("ThrottleTimeMs", "int32", (0, 32767)),
         )),
     ),
     (42, "request"): (
-        (0, 2, (2, OPEN), (
-            F("GroupsNames", "[]string", (0, OPEN), entity="groupId"),
+        (0, 2, (2, 32767), (
+            ("GroupsNames", "[]string", (0, 32767), None, None, None, None, None, "groupId"),
         )),
     ),
     (42, "response"): (
-        (0, 2, (2, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("Results", "[]DeletableGroupResult", (0, OPEN), children=(
-                F("GroupId", "string", (0, OPEN), entity="groupId", map_key=True),
-                F("ErrorCode", "int16", (0, OPEN)),
+        (0, 2, (2, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("Results", "[]DeletableGroupResult", (0, 32767), (
+                ("GroupId", "string", (0, 32767), None, None, None, None, None, "groupId", True),
+                ("ErrorCode", "int16", (0, 32767)),
             )),
         )),
     ),
     (43, "request"): (
-        (0, 2, (2, OPEN), (
-            F("ElectionType", "int8", (1, OPEN)),
-            F("TopicPartitions", "[]TopicPartitions", (0, OPEN), nullable=(0, OPEN), children=(
-                F("Topic", "string", (0, OPEN), entity="topicName", map_key=True),
-                F("Partitions", "[]int32", (0, OPEN)),
-            )),
-            F("TimeoutMs", "int32", (0, OPEN), default="60000"),
+        (0, 2, (2, 32767), (
+            ("ElectionType", "int8", (1, 32767)),
+            ("TopicPartitions", "[]TopicPartitions", (0, 32767), (
+                ("Topic", "string", (0, 32767), None, None, None, None, None, "topicName", True),
+                ("Partitions", "[]int32", (0, 32767)),
+            ), (0, 32767)),
+            ("TimeoutMs", "int32", (0, 32767), None, None, None, None, "60000"),
         )),
     ),
     (43, "response"): (
-        (0, 2, (2, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("ErrorCode", "int16", (1, OPEN)),
-            F("ReplicaElectionResults", "[]ReplicaElectionResult", (0, OPEN), children=(
-                F("Topic", "string", (0, OPEN), entity="topicName"),
-                F("PartitionResult", "[]PartitionResult", (0, OPEN), children=(
-                    F("PartitionId", "int32", (0, OPEN)),
-                    F("ErrorCode", "int16", (0, OPEN)),
-                    F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN)),
+        (0, 2, (2, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("ErrorCode", "int16", (1, 32767)),
+            ("ReplicaElectionResults", "[]ReplicaElectionResult", (0, 32767), (
+                ("Topic", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                ("PartitionResult", "[]PartitionResult", (0, 32767), (
+                    ("PartitionId", "int32", (0, 32767)),
+                    ("ErrorCode", "int16", (0, 32767)),
+                    ("ErrorMessage", "string", (0, 32767), None, (0, 32767)),
                 )),
             )),
         )),
     ),
     (44, "request"): (
-        (0, 1, (1, OPEN), (
-            F("Resources", "[]AlterConfigsResource", (0, OPEN), children=(
-                F("ResourceType", "int8", (0, OPEN), map_key=True),
-                F("ResourceName", "string", (0, OPEN), map_key=True),
-                F("Configs", "[]AlterableConfig", (0, OPEN), children=(
-                    F("Name", "string", (0, OPEN), map_key=True),
-                    F("ConfigOperation", "int8", (0, OPEN), map_key=True),
-                    F("Value", "string", (0, OPEN), nullable=(0, OPEN)),
+        (0, 1, (1, 32767), (
+            ("Resources", "[]AlterConfigsResource", (0, 32767), (
+                ("ResourceType", "int8", (0, 32767), None, None, None, None, None, None, True),
+                ("ResourceName", "string", (0, 32767), None, None, None, None, None, None, True),
+                ("Configs", "[]AlterableConfig", (0, 32767), (
+                    ("Name", "string", (0, 32767), None, None, None, None, None, None, True),
+                    ("ConfigOperation", "int8", (0, 32767), None, None, None, None, None, None, True),
+                    ("Value", "string", (0, 32767), None, (0, 32767)),
                 )),
             )),
-            F("ValidateOnly", "bool", (0, OPEN)),
+            ("ValidateOnly", "bool", (0, 32767)),
         )),
     ),
     (44, "response"): (
-        (0, 1, (1, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("Responses", "[]AlterConfigsResourceResponse", (0, OPEN), children=(
-                F("ErrorCode", "int16", (0, OPEN)),
-                F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN)),
-                F("ResourceType", "int8", (0, OPEN)),
-                F("ResourceName", "string", (0, OPEN)),
+        (0, 1, (1, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("Responses", "[]AlterConfigsResourceResponse", (0, 32767), (
+                ("ErrorCode", "int16", (0, 32767)),
+                ("ErrorMessage", "string", (0, 32767), None, (0, 32767)),
+                ("ResourceType", "int8", (0, 32767)),
+                ("ResourceName", "string", (0, 32767)),
             )),
         )),
     ),
     (45, "request"): (
-        (0, 1, (0, OPEN), (
-            F("TimeoutMs", "int32", (0, OPEN), default="60000"),
-            F("AllowReplicationFactorChange", "bool", (1, OPEN), default="true"),
-            F("Topics", "[]ReassignableTopic", (0, OPEN), children=(
-                F("Name", "string", (0, OPEN), entity="topicName"),
-                F("Partitions", "[]ReassignablePartition", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("Replicas", "[]int32", (0, OPEN), nullable=(0, OPEN), default="null",
-                      entity="brokerId"),
+        (0, 1, (0, 32767), (
+            ("TimeoutMs", "int32", (0, 32767), None, None, None, None, "60000"),
+            ("AllowReplicationFactorChange", "bool", (1, 32767), None, None, None, None, "true"),
+            ("Topics", "[]ReassignableTopic", (0, 32767), (
+                ("Name", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                ("Partitions", "[]ReassignablePartition", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("Replicas", "[]int32", (0, 32767), None, (0, 32767), None, None, "null", "brokerId"),
                 )),
             )),
         )),
     ),
     (45, "response"): (
-        (0, 1, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("AllowReplicationFactorChange", "bool", (1, OPEN), default="true"),
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN)),
-            F("Responses", "[]ReassignableTopicResponse", (0, OPEN), children=(
-                F("Name", "string", (0, OPEN), entity="topicName"),
-                F("Partitions", "[]ReassignablePartitionResponse", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("ErrorCode", "int16", (0, OPEN)),
-                    F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN)),
+        (0, 1, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("AllowReplicationFactorChange", "bool", (1, 32767), None, None, None, None, "true"),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("ErrorMessage", "string", (0, 32767), None, (0, 32767)),
+            ("Responses", "[]ReassignableTopicResponse", (0, 32767), (
+                ("Name", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                ("Partitions", "[]ReassignablePartitionResponse", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("ErrorCode", "int16", (0, 32767)),
+                    ("ErrorMessage", "string", (0, 32767), None, (0, 32767)),
                 )),
             )),
         )),
     ),
     (46, "request"): (
-        (0, 0, (0, OPEN), (
-            F("TimeoutMs", "int32", (0, OPEN), default="60000"),
-            F("Topics", "[]ListPartitionReassignmentsTopics", (0, OPEN), nullable=(0, OPEN), default="null",
-              children=(
-                F("Name", "string", (0, OPEN), entity="topicName"),
-                F("PartitionIndexes", "[]int32", (0, OPEN)),
-            )),
+        (0, 0, (0, 32767), (
+            ("TimeoutMs", "int32", (0, 32767), None, None, None, None, "60000"),
+            ("Topics", "[]ListPartitionReassignmentsTopics", (0, 32767), (
+                ("Name", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                ("PartitionIndexes", "[]int32", (0, 32767)),
+            ), (0, 32767), None, None, "null"),
         )),
     ),
     (46, "response"): (
-        (0, 0, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN)),
-            F("Topics", "[]OngoingTopicReassignment", (0, OPEN), children=(
-                F("Name", "string", (0, OPEN), entity="topicName"),
-                F("Partitions", "[]OngoingPartitionReassignment", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("Replicas", "[]int32", (0, OPEN), entity="brokerId"),
-                    F("AddingReplicas", "[]int32", (0, OPEN), entity="brokerId"),
-                    F("RemovingReplicas", "[]int32", (0, OPEN), entity="brokerId"),
+        (0, 0, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("ErrorMessage", "string", (0, 32767), None, (0, 32767)),
+            ("Topics", "[]OngoingTopicReassignment", (0, 32767), (
+                ("Name", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                ("Partitions", "[]OngoingPartitionReassignment", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("Replicas", "[]int32", (0, 32767), None, None, None, None, None, "brokerId"),
+                    ("AddingReplicas", "[]int32", (0, 32767), None, None, None, None, None, "brokerId"),
+                    ("RemovingReplicas", "[]int32", (0, 32767), None, None, None, None, None, "brokerId"),
                 )),
             )),
         )),
     ),
     (47, "request"): (
         (0, 0, None, (
-            F("GroupId", "string", (0, OPEN), entity="groupId"),
-            F("Topics", "[]OffsetDeleteRequestTopic", (0, OPEN), children=(
-                F("Name", "string", (0, OPEN), entity="topicName", map_key=True),
-                F("Partitions", "[]OffsetDeleteRequestPartition", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
+            ("GroupId", "string", (0, 32767), None, None, None, None, None, "groupId"),
+            ("Topics", "[]OffsetDeleteRequestTopic", (0, 32767), (
+                ("Name", "string", (0, 32767), None, None, None, None, None, "topicName", True),
+                ("Partitions", "[]OffsetDeleteRequestPartition", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
                 )),
             )),
         )),
     ),
     (47, "response"): (
         (0, 0, None, (
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("Topics", "[]OffsetDeleteResponseTopic", (0, OPEN), children=(
-                F("Name", "string", (0, OPEN), entity="topicName", map_key=True),
-                F("Partitions", "[]OffsetDeleteResponsePartition", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN), map_key=True),
-                    F("ErrorCode", "int16", (0, OPEN)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("Topics", "[]OffsetDeleteResponseTopic", (0, 32767), (
+                ("Name", "string", (0, 32767), None, None, None, None, None, "topicName", True),
+                ("Partitions", "[]OffsetDeleteResponsePartition", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767), None, None, None, None, None, None, True),
+                    ("ErrorCode", "int16", (0, 32767)),
                 )),
             )),
         )),
     ),
     (48, "request"): (
-        (0, 1, (1, OPEN), (
-            F("Components", "[]ComponentData", (0, OPEN), children=(
-                F("EntityType", "string", (0, OPEN)),
-                F("MatchType", "int8", (0, OPEN)),
-                F("Match", "string", (0, OPEN), nullable=(0, OPEN)),
+        (0, 1, (1, 32767), (
+            ("Components", "[]ComponentData", (0, 32767), (
+                ("EntityType", "string", (0, 32767)),
+                ("MatchType", "int8", (0, 32767)),
+                ("Match", "string", (0, 32767), None, (0, 32767)),
             )),
-            F("Strict", "bool", (0, OPEN)),
+            ("Strict", "bool", (0, 32767)),
         )),
     ),
     (48, "response"): (
-        (0, 1, (1, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN)),
-            F("Entries", "[]EntryData", (0, OPEN), nullable=(0, OPEN), children=(
-                F("Entity", "[]EntityData", (0, OPEN), children=(
-                    F("EntityType", "string", (0, OPEN)),
-                    F("EntityName", "string", (0, OPEN), nullable=(0, OPEN)),
+        (0, 1, (1, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("ErrorMessage", "string", (0, 32767), None, (0, 32767)),
+            ("Entries", "[]EntryData", (0, 32767), (
+                ("Entity", "[]EntityData", (0, 32767), (
+                    ("EntityType", "string", (0, 32767)),
+                    ("EntityName", "string", (0, 32767), None, (0, 32767)),
                 )),
-                F("Values", "[]ValueData", (0, OPEN), children=(
-                    F("Key", "string", (0, OPEN)),
-                    F("Value", "float64", (0, OPEN)),
+                ("Values", "[]ValueData", (0, 32767), (
+                    ("Key", "string", (0, 32767)),
+                    ("Value", "float64", (0, 32767)),
                 )),
-            )),
+            ), (0, 32767)),
         )),
     ),
     (49, "request"): (
-        (0, 1, (1, OPEN), (
-            F("Entries", "[]EntryData", (0, OPEN), children=(
-                F("Entity", "[]EntityData", (0, OPEN), children=(
-                    F("EntityType", "string", (0, OPEN)),
-                    F("EntityName", "string", (0, OPEN), nullable=(0, OPEN)),
+        (0, 1, (1, 32767), (
+            ("Entries", "[]EntryData", (0, 32767), (
+                ("Entity", "[]EntityData", (0, 32767), (
+                    ("EntityType", "string", (0, 32767)),
+                    ("EntityName", "string", (0, 32767), None, (0, 32767)),
                 )),
-                F("Ops", "[]OpData", (0, OPEN), children=(
-                    F("Key", "string", (0, OPEN)),
-                    F("Value", "float64", (0, OPEN)),
-                    F("Remove", "bool", (0, OPEN)),
+                ("Ops", "[]OpData", (0, 32767), (
+                    ("Key", "string", (0, 32767)),
+                    ("Value", "float64", (0, 32767)),
+                    ("Remove", "bool", (0, 32767)),
                 )),
             )),
-            F("ValidateOnly", "bool", (0, OPEN)),
+            ("ValidateOnly", "bool", (0, 32767)),
         )),
     ),
     (49, "response"): (
-        (0, 1, (1, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("Entries", "[]EntryData", (0, OPEN), children=(
-                F("ErrorCode", "int16", (0, OPEN)),
-                F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN)),
-                F("Entity", "[]EntityData", (0, OPEN), children=(
-                    F("EntityType", "string", (0, OPEN)),
-                    F("EntityName", "string", (0, OPEN), nullable=(0, OPEN)),
+        (0, 1, (1, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("Entries", "[]EntryData", (0, 32767), (
+                ("ErrorCode", "int16", (0, 32767)),
+                ("ErrorMessage", "string", (0, 32767), None, (0, 32767)),
+                ("Entity", "[]EntityData", (0, 32767), (
+                    ("EntityType", "string", (0, 32767)),
+                    ("EntityName", "string", (0, 32767), None, (0, 32767)),
                 )),
             )),
         )),
     ),
     (50, "request"): (
-        (0, 0, (0, OPEN), (
-            F("Users", "[]UserName", (0, OPEN), nullable=(0, OPEN), children=(
-                F("Name", "string", (0, OPEN)),
-            )),
+        (0, 0, (0, 32767), (
+            ("Users", "[]UserName", (0, 32767), (
+                ("Name", "string", (0, 32767)),
+            ), (0, 32767)),
         )),
     ),
     (50, "response"): (
-        (0, 0, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN)),
-            F("Results", "[]DescribeUserScramCredentialsResult", (0, OPEN), children=(
-                F("User", "string", (0, OPEN)),
-                F("ErrorCode", "int16", (0, OPEN)),
-                F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN)),
-                F("CredentialInfos", "[]CredentialInfo", (0, OPEN), children=(
-                    F("Mechanism", "int8", (0, OPEN)),
-                    F("Iterations", "int32", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("ErrorMessage", "string", (0, 32767), None, (0, 32767)),
+            ("Results", "[]DescribeUserScramCredentialsResult", (0, 32767), (
+                ("User", "string", (0, 32767)),
+                ("ErrorCode", "int16", (0, 32767)),
+                ("ErrorMessage", "string", (0, 32767), None, (0, 32767)),
+                ("CredentialInfos", "[]CredentialInfo", (0, 32767), (
+                    ("Mechanism", "int8", (0, 32767)),
+                    ("Iterations", "int32", (0, 32767)),
                 )),
             )),
         )),
     ),
     (51, "request"): (
-        (0, 0, (0, OPEN), (
-            F("Deletions", "[]ScramCredentialDeletion", (0, OPEN), children=(
-                F("Name", "string", (0, OPEN)),
-                F("Mechanism", "int8", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("Deletions", "[]ScramCredentialDeletion", (0, 32767), (
+                ("Name", "string", (0, 32767)),
+                ("Mechanism", "int8", (0, 32767)),
             )),
-            F("Upsertions", "[]ScramCredentialUpsertion", (0, OPEN), children=(
-                F("Name", "string", (0, OPEN)),
-                F("Mechanism", "int8", (0, OPEN)),
-                F("Iterations", "int32", (0, OPEN)),
-                F("Salt", "bytes", (0, OPEN)),
-                F("SaltedPassword", "bytes", (0, OPEN)),
+            ("Upsertions", "[]ScramCredentialUpsertion", (0, 32767), (
+                ("Name", "string", (0, 32767)),
+                ("Mechanism", "int8", (0, 32767)),
+                ("Iterations", "int32", (0, 32767)),
+                ("Salt", "bytes", (0, 32767)),
+                ("SaltedPassword", "bytes", (0, 32767)),
             )),
         )),
     ),
     (51, "response"): (
-        (0, 0, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("Results", "[]AlterUserScramCredentialsResult", (0, OPEN), children=(
-                F("User", "string", (0, OPEN)),
-                F("ErrorCode", "int16", (0, OPEN)),
-                F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("Results", "[]AlterUserScramCredentialsResult", (0, 32767), (
+                ("User", "string", (0, 32767)),
+                ("ErrorCode", "int16", (0, 32767)),
+                ("ErrorMessage", "string", (0, 32767), None, (0, 32767)),
             )),
         )),
     ),
     (52, "request"): (
-        (0, 2, (0, OPEN), (
-            F("ClusterId", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-            F("VoterId", "int32", (1, OPEN), default="-1", entity="brokerId"),
-            F("Topics", "[]TopicData", (0, OPEN), children=(
-                F("TopicName", "string", (0, OPEN), entity="topicName"),
-                F("Partitions", "[]PartitionData", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("ReplicaEpoch", "int32", (0, OPEN)),
-                    F("ReplicaId", "int32", (0, OPEN), entity="brokerId"),
-                    F("ReplicaDirectoryId", "uuid", (1, OPEN)),
-                    F("VoterDirectoryId", "uuid", (1, OPEN)),
-                    F("LastOffsetEpoch", "int32", (0, OPEN)),
-                    F("LastOffset", "int64", (0, OPEN)),
-                    F("PreVote", "bool", (2, OPEN)),
+        (0, 2, (0, 32767), (
+            ("ClusterId", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+            ("VoterId", "int32", (1, 32767), None, None, None, None, "-1", "brokerId"),
+            ("Topics", "[]TopicData", (0, 32767), (
+                ("TopicName", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                ("Partitions", "[]PartitionData", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("ReplicaEpoch", "int32", (0, 32767)),
+                    ("ReplicaId", "int32", (0, 32767), None, None, None, None, None, "brokerId"),
+                    ("ReplicaDirectoryId", "uuid", (1, 32767)),
+                    ("VoterDirectoryId", "uuid", (1, 32767)),
+                    ("LastOffsetEpoch", "int32", (0, 32767)),
+                    ("LastOffset", "int64", (0, 32767)),
+                    ("PreVote", "bool", (2, 32767)),
                 )),
             )),
         )),
     ),
     (52, "response"): (
-        (0, 2, (0, OPEN), (
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("Topics", "[]TopicData", (0, OPEN), children=(
-                F("TopicName", "string", (0, OPEN), entity="topicName"),
-                F("Partitions", "[]PartitionData", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("ErrorCode", "int16", (0, OPEN)),
-                    F("LeaderId", "int32", (0, OPEN), entity="brokerId"),
-                    F("LeaderEpoch", "int32", (0, OPEN)),
-                    F("VoteGranted", "bool", (0, OPEN)),
+        (0, 2, (0, 32767), (
+            ("ErrorCode", "int16", (0, 32767)),
+            ("Topics", "[]TopicData", (0, 32767), (
+                ("TopicName", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                ("Partitions", "[]PartitionData", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("ErrorCode", "int16", (0, 32767)),
+                    ("LeaderId", "int32", (0, 32767), None, None, None, None, None, "brokerId"),
+                    ("LeaderEpoch", "int32", (0, 32767)),
+                    ("VoteGranted", "bool", (0, 32767)),
                 )),
             )),
-            F("NodeEndpoints", "[]NodeEndpoint", (1, OPEN), tagged=(1, OPEN), tag=0, children=(
-                F("NodeId", "int32", (1, OPEN), entity="brokerId", map_key=True),
-                F("Host", "string", (1, OPEN)),
-                F("Port", "uint16", (1, OPEN)),
-            )),
+            ("NodeEndpoints", "[]NodeEndpoint", (1, 32767), (
+                ("NodeId", "int32", (1, 32767), None, None, None, None, None, "brokerId", True),
+                ("Host", "string", (1, 32767)),
+                ("Port", "uint16", (1, 32767)),
+            ), None, (1, 32767), 0),
         )),
     ),
     (53, "request"): (
-        (0, 1, (1, OPEN), (
-            F("ClusterId", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-            F("VoterId", "int32", (1, OPEN), default="-1", entity="brokerId"),
-            F("Topics", "[]TopicData", (0, OPEN), children=(
-                F("TopicName", "string", (0, OPEN), entity="topicName"),
-                F("Partitions", "[]PartitionData", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("VoterDirectoryId", "uuid", (1, OPEN)),
-                    F("LeaderId", "int32", (0, OPEN), entity="brokerId"),
-                    F("LeaderEpoch", "int32", (0, OPEN)),
+        (0, 1, (1, 32767), (
+            ("ClusterId", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+            ("VoterId", "int32", (1, 32767), None, None, None, None, "-1", "brokerId"),
+            ("Topics", "[]TopicData", (0, 32767), (
+                ("TopicName", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                ("Partitions", "[]PartitionData", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("VoterDirectoryId", "uuid", (1, 32767)),
+                    ("LeaderId", "int32", (0, 32767), None, None, None, None, None, "brokerId"),
+                    ("LeaderEpoch", "int32", (0, 32767)),
                 )),
             )),
-            F("LeaderEndpoints", "[]LeaderEndpoint", (1, OPEN), children=(
-                F("Name", "string", (1, OPEN), map_key=True),
-                F("Host", "string", (1, OPEN)),
-                F("Port", "uint16", (1, OPEN)),
+            ("LeaderEndpoints", "[]LeaderEndpoint", (1, 32767), (
+                ("Name", "string", (1, 32767), None, None, None, None, None, None, True),
+                ("Host", "string", (1, 32767)),
+                ("Port", "uint16", (1, 32767)),
             )),
         )),
     ),
     (53, "response"): (
-        (0, 1, (1, OPEN), (
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("Topics", "[]TopicData", (0, OPEN), children=(
-                F("TopicName", "string", (0, OPEN), entity="topicName"),
-                F("Partitions", "[]PartitionData", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("ErrorCode", "int16", (0, OPEN)),
-                    F("LeaderId", "int32", (0, OPEN), entity="brokerId"),
-                    F("LeaderEpoch", "int32", (0, OPEN)),
+        (0, 1, (1, 32767), (
+            ("ErrorCode", "int16", (0, 32767)),
+            ("Topics", "[]TopicData", (0, 32767), (
+                ("TopicName", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                ("Partitions", "[]PartitionData", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("ErrorCode", "int16", (0, 32767)),
+                    ("LeaderId", "int32", (0, 32767), None, None, None, None, None, "brokerId"),
+                    ("LeaderEpoch", "int32", (0, 32767)),
                 )),
             )),
-            F("NodeEndpoints", "[]NodeEndpoint", (1, OPEN), tagged=(1, OPEN), tag=0, children=(
-                F("NodeId", "int32", (1, OPEN), entity="brokerId", map_key=True),
-                F("Host", "string", (1, OPEN)),
-                F("Port", "uint16", (1, OPEN)),
-            )),
+            ("NodeEndpoints", "[]NodeEndpoint", (1, 32767), (
+                ("NodeId", "int32", (1, 32767), None, None, None, None, None, "brokerId", True),
+                ("Host", "string", (1, 32767)),
+                ("Port", "uint16", (1, 32767)),
+            ), None, (1, 32767), 0),
         )),
     ),
     (54, "request"): (
-        (0, 1, (1, OPEN), (
-            F("ClusterId", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-            F("Topics", "[]TopicData", (0, OPEN), children=(
-                F("TopicName", "string", (0, OPEN), entity="topicName"),
-                F("Partitions", "[]PartitionData", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("LeaderId", "int32", (0, OPEN), entity="brokerId"),
-                    F("LeaderEpoch", "int32", (0, OPEN)),
-                    F("PreferredSuccessors", "[]int32", (0, 0)),
-                    F("PreferredCandidates", "[]ReplicaInfo", (1, OPEN), children=(
-                        F("CandidateId", "int32", (1, OPEN), entity="brokerId"),
-                        F("CandidateDirectoryId", "uuid", (1, OPEN)),
+        (0, 1, (1, 32767), (
+            ("ClusterId", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+            ("Topics", "[]TopicData", (0, 32767), (
+                ("TopicName", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                ("Partitions", "[]PartitionData", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("LeaderId", "int32", (0, 32767), None, None, None, None, None, "brokerId"),
+                    ("LeaderEpoch", "int32", (0, 32767)),
+                    ("PreferredSuccessors", "[]int32", (0, 0)),
+                    ("PreferredCandidates", "[]ReplicaInfo", (1, 32767), (
+                        ("CandidateId", "int32", (1, 32767), None, None, None, None, None, "brokerId"),
+                        ("CandidateDirectoryId", "uuid", (1, 32767)),
                     )),
                 )),
             )),
-            F("LeaderEndpoints", "[]LeaderEndpoint", (1, OPEN), children=(
-                F("Name", "string", (1, OPEN), map_key=True),
-                F("Host", "string", (1, OPEN)),
-                F("Port", "uint16", (1, OPEN)),
+            ("LeaderEndpoints", "[]LeaderEndpoint", (1, 32767), (
+                ("Name", "string", (1, 32767), None, None, None, None, None, None, True),
+                ("Host", "string", (1, 32767)),
+                ("Port", "uint16", (1, 32767)),
             )),
         )),
     ),
     (54, "response"): (
-        (0, 1, (1, OPEN), (
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("Topics", "[]TopicData", (0, OPEN), children=(
-                F("TopicName", "string", (0, OPEN), entity="topicName"),
-                F("Partitions", "[]PartitionData", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("ErrorCode", "int16", (0, OPEN)),
-                    F("LeaderId", "int32", (0, OPEN), entity="brokerId"),
-                    F("LeaderEpoch", "int32", (0, OPEN)),
+        (0, 1, (1, 32767), (
+            ("ErrorCode", "int16", (0, 32767)),
+            ("Topics", "[]TopicData", (0, 32767), (
+                ("TopicName", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                ("Partitions", "[]PartitionData", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("ErrorCode", "int16", (0, 32767)),
+                    ("LeaderId", "int32", (0, 32767), None, None, None, None, None, "brokerId"),
+                    ("LeaderEpoch", "int32", (0, 32767)),
                 )),
             )),
-            F("NodeEndpoints", "[]NodeEndpoint", (1, OPEN), tagged=(1, OPEN), tag=0, children=(
-                F("NodeId", "int32", (1, OPEN), entity="brokerId", map_key=True),
-                F("Host", "string", (1, OPEN)),
-                F("Port", "uint16", (1, OPEN)),
-            )),
+            ("NodeEndpoints", "[]NodeEndpoint", (1, 32767), (
+                ("NodeId", "int32", (1, 32767), None, None, None, None, None, "brokerId", True),
+                ("Host", "string", (1, 32767)),
+                ("Port", "uint16", (1, 32767)),
+            ), None, (1, 32767), 0),
         )),
     ),
     (55, "request"): (
-        (0, 2, (0, OPEN), (
-            F("Topics", "[]TopicData", (0, OPEN), children=(
-                F("TopicName", "string", (0, OPEN), entity="topicName"),
-                F("Partitions", "[]PartitionData", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
+        (0, 2, (0, 32767), (
+            ("Topics", "[]TopicData", (0, 32767), (
+                ("TopicName", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                ("Partitions", "[]PartitionData", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
                 )),
             )),
         )),
     ),
     (55, "response"): (
-        (0, 2, (0, OPEN), (
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("ErrorMessage", "string", (2, OPEN), nullable=(2, OPEN)),
-            F("Topics", "[]TopicData", (0, OPEN), children=(
-                F("TopicName", "string", (0, OPEN), entity="topicName"),
-                F("Partitions", "[]PartitionData", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("ErrorCode", "int16", (0, OPEN)),
-                    F("ErrorMessage", "string", (2, OPEN), nullable=(2, OPEN)),
-                    F("LeaderId", "int32", (0, OPEN), entity="brokerId"),
-                    F("LeaderEpoch", "int32", (0, OPEN)),
-                    F("HighWatermark", "int64", (0, OPEN)),
-                    F("CurrentVoters", "[]ReplicaState", (0, OPEN), children=(
-                        F("ReplicaId", "int32", (0, OPEN), entity="brokerId"),
-                        F("ReplicaDirectoryId", "uuid", (2, OPEN)),
-                        F("LogEndOffset", "int64", (0, OPEN)),
-                        F("LastFetchTimestamp", "int64", (1, OPEN), default=-1),
-                        F("LastCaughtUpTimestamp", "int64", (1, OPEN), default=-1),
+        (0, 2, (0, 32767), (
+            ("ErrorCode", "int16", (0, 32767)),
+            ("ErrorMessage", "string", (2, 32767), None, (2, 32767)),
+            ("Topics", "[]TopicData", (0, 32767), (
+                ("TopicName", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                ("Partitions", "[]PartitionData", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("ErrorCode", "int16", (0, 32767)),
+                    ("ErrorMessage", "string", (2, 32767), None, (2, 32767)),
+                    ("LeaderId", "int32", (0, 32767), None, None, None, None, None, "brokerId"),
+                    ("LeaderEpoch", "int32", (0, 32767)),
+                    ("HighWatermark", "int64", (0, 32767)),
+                    ("CurrentVoters", "[]ReplicaState", (0, 32767), (
+                        ("ReplicaId", "int32", (0, 32767), None, None, None, None, None, "brokerId"),
+                        ("ReplicaDirectoryId", "uuid", (2, 32767)),
+                        ("LogEndOffset", "int64", (0, 32767)),
+                        ("LastFetchTimestamp", "int64", (1, 32767), None, None, None, None, -1),
+                        ("LastCaughtUpTimestamp", "int64", (1, 32767), None, None, None, None, -1),
                     )),
-                    F("Observers", "[]ReplicaState", (0, OPEN), children=(
-                        F("ReplicaId", "int32", (0, OPEN), entity="brokerId"),
-                        F("ReplicaDirectoryId", "uuid", (2, OPEN)),
-                        F("LogEndOffset", "int64", (0, OPEN)),
-                        F("LastFetchTimestamp", "int64", (1, OPEN), default=-1),
-                        F("LastCaughtUpTimestamp", "int64", (1, OPEN), default=-1),
+                    ("Observers", "[]ReplicaState", (0, 32767), (
+                        ("ReplicaId", "int32", (0, 32767), None, None, None, None, None, "brokerId"),
+                        ("ReplicaDirectoryId", "uuid", (2, 32767)),
+                        ("LogEndOffset", "int64", (0, 32767)),
+                        ("LastFetchTimestamp", "int64", (1, 32767), None, None, None, None, -1),
+                        ("LastCaughtUpTimestamp", "int64", (1, 32767), None, None, None, None, -1),
                     )),
                 )),
             )),
-            F("Nodes", "[]Node", (2, OPEN), children=(
-                F("NodeId", "int32", (2, OPEN), entity="brokerId", map_key=True),
-                F("Listeners", "[]Listener", (2, OPEN), children=(
-                    F("Name", "string", (2, OPEN), map_key=True),
-                    F("Host", "string", (2, OPEN)),
-                    F("Port", "uint16", (2, OPEN)),
+            ("Nodes", "[]Node", (2, 32767), (
+                ("NodeId", "int32", (2, 32767), None, None, None, None, None, "brokerId", True),
+                ("Listeners", "[]Listener", (2, 32767), (
+                    ("Name", "string", (2, 32767), None, None, None, None, None, None, True),
+                    ("Host", "string", (2, 32767)),
+                    ("Port", "uint16", (2, 32767)),
                 )),
             )),
         )),
     ),
     (56, "request"): (
-        (2, 3, (0, OPEN), (
-            F("BrokerId", "int32", (0, OPEN), entity="brokerId"),
-            F("BrokerEpoch", "int64", (0, OPEN), default="-1"),
-            F("Topics", "[]TopicData", (0, OPEN), children=(
-                F("TopicId", "uuid", (2, OPEN)),
-                F("Partitions", "[]PartitionData", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("LeaderEpoch", "int32", (0, OPEN)),
-                    F("NewIsr", "[]int32", (0, 2), entity="brokerId"),
-                    F("NewIsrWithEpochs", "[]BrokerState", (3, OPEN), children=(
-                        F("BrokerId", "int32", (3, OPEN), entity="brokerId"),
-                        F("BrokerEpoch", "int64", (3, OPEN), default="-1"),
+        (2, 3, (0, 32767), (
+            ("BrokerId", "int32", (0, 32767), None, None, None, None, None, "brokerId"),
+            ("BrokerEpoch", "int64", (0, 32767), None, None, None, None, "-1"),
+            ("Topics", "[]TopicData", (0, 32767), (
+                ("TopicId", "uuid", (2, 32767)),
+                ("Partitions", "[]PartitionData", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("LeaderEpoch", "int32", (0, 32767)),
+                    ("NewIsr", "[]int32", (0, 2), None, None, None, None, None, "brokerId"),
+                    ("NewIsrWithEpochs", "[]BrokerState", (3, 32767), (
+                        ("BrokerId", "int32", (3, 32767), None, None, None, None, None, "brokerId"),
+                        ("BrokerEpoch", "int64", (3, 32767), None, None, None, None, "-1"),
                     )),
-                    F("LeaderRecoveryState", "int8", (1, OPEN), default="0"),
-                    F("PartitionEpoch", "int32", (0, OPEN)),
+                    ("LeaderRecoveryState", "int8", (1, 32767), None, None, None, None, "0"),
+                    ("PartitionEpoch", "int32", (0, 32767)),
                 )),
             )),
         )),
-        (0, 1, (0, OPEN), (
-            F("BrokerId", "int32", (0, OPEN), entity="brokerId"),
-            F("BrokerEpoch", "int64", (0, OPEN), default="-1"),
-            F("Topics", "[]TopicData", (0, OPEN), children=(
-                F("TopicName", "string", (0, 1), entity="topicName"),
-                F("Partitions", "[]PartitionData", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("LeaderEpoch", "int32", (0, OPEN)),
-                    F("NewIsr", "[]int32", (0, 2), entity="brokerId"),
-                    F("LeaderRecoveryState", "int8", (1, OPEN), default="0"),
-                    F("PartitionEpoch", "int32", (0, OPEN)),
+        (0, 1, (0, 32767), (
+            ("BrokerId", "int32", (0, 32767), None, None, None, None, None, "brokerId"),
+            ("BrokerEpoch", "int64", (0, 32767), None, None, None, None, "-1"),
+            ("Topics", "[]TopicData", (0, 32767), (
+                ("TopicName", "string", (0, 1), None, None, None, None, None, "topicName"),
+                ("Partitions", "[]PartitionData", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("LeaderEpoch", "int32", (0, 32767)),
+                    ("NewIsr", "[]int32", (0, 2), None, None, None, None, None, "brokerId"),
+                    ("LeaderRecoveryState", "int8", (1, 32767), None, None, None, None, "0"),
+                    ("PartitionEpoch", "int32", (0, 32767)),
                 )),
             )),
         )),
     ),
     (56, "response"): (
-        (2, 3, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("Topics", "[]TopicData", (0, OPEN), children=(
-                F("TopicId", "uuid", (2, OPEN)),
-                F("Partitions", "[]PartitionData", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("ErrorCode", "int16", (0, OPEN)),
-                    F("LeaderId", "int32", (0, OPEN), entity="brokerId"),
-                    F("LeaderEpoch", "int32", (0, OPEN)),
-                    F("Isr", "[]int32", (0, OPEN), entity="brokerId"),
-                    F("LeaderRecoveryState", "int8", (1, OPEN), default="0"),
-                    F("PartitionEpoch", "int32", (0, OPEN)),
+        (2, 3, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("Topics", "[]TopicData", (0, 32767), (
+                ("TopicId", "uuid", (2, 32767)),
+                ("Partitions", "[]PartitionData", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("ErrorCode", "int16", (0, 32767)),
+                    ("LeaderId", "int32", (0, 32767), None, None, None, None, None, "brokerId"),
+                    ("LeaderEpoch", "int32", (0, 32767)),
+                    ("Isr", "[]int32", (0, 32767), None, None, None, None, None, "brokerId"),
+                    ("LeaderRecoveryState", "int8", (1, 32767), None, None, None, None, "0"),
+                    ("PartitionEpoch", "int32", (0, 32767)),
                 )),
             )),
         )),
-        (0, 1, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("Topics", "[]TopicData", (0, OPEN), children=(
-                F("TopicName", "string", (0, 1), entity="topicName"),
-                F("Partitions", "[]PartitionData", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("ErrorCode", "int16", (0, OPEN)),
-                    F("LeaderId", "int32", (0, OPEN), entity="brokerId"),
-                    F("LeaderEpoch", "int32", (0, OPEN)),
-                    F("Isr", "[]int32", (0, OPEN), entity="brokerId"),
-                    F("LeaderRecoveryState", "int8", (1, OPEN), default="0"),
-                    F("PartitionEpoch", "int32", (0, OPEN)),
+        (0, 1, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("Topics", "[]TopicData", (0, 32767), (
+                ("TopicName", "string", (0, 1), None, None, None, None, None, "topicName"),
+                ("Partitions", "[]PartitionData", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("ErrorCode", "int16", (0, 32767)),
+                    ("LeaderId", "int32", (0, 32767), None, None, None, None, None, "brokerId"),
+                    ("LeaderEpoch", "int32", (0, 32767)),
+                    ("Isr", "[]int32", (0, 32767), None, None, None, None, None, "brokerId"),
+                    ("LeaderRecoveryState", "int8", (1, 32767), None, None, None, None, "0"),
+                    ("PartitionEpoch", "int32", (0, 32767)),
                 )),
             )),
         )),
     ),
     (57, "request"): (
-        (0, 2, (0, OPEN), (
-            F("timeoutMs", "int32", (0, OPEN), default="60000"),
-            F("FeatureUpdates", "[]FeatureUpdateKey", (0, OPEN), children=(
-                F("Feature", "string", (0, OPEN), map_key=True),
-                F("MaxVersionLevel", "int16", (0, OPEN)),
-                F("AllowDowngrade", "bool", (0, 0)),
-                F("UpgradeType", "int8", (1, OPEN), default=1),
+        (0, 2, (0, 32767), (
+            ("timeoutMs", "int32", (0, 32767), None, None, None, None, "60000"),
+            ("FeatureUpdates", "[]FeatureUpdateKey", (0, 32767), (
+                ("Feature", "string", (0, 32767), None, None, None, None, None, None, True),
+                ("MaxVersionLevel", "int16", (0, 32767)),
+                ("AllowDowngrade", "bool", (0, 0)),
+                ("UpgradeType", "int8", (1, 32767), None, None, None, None, 1),
             )),
-            F("ValidateOnly", "bool", (1, OPEN), default=False),
+            ("ValidateOnly", "bool", (1, 32767), None, None, None, None, False),
         )),
     ),
     (57, "response"): (
-        (0, 2, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN)),
-            F("Results", "[]UpdatableFeatureResult", (0, 1), children=(
-                F("Feature", "string", (0, OPEN), map_key=True),
-                F("ErrorCode", "int16", (0, OPEN)),
-                F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN)),
+        (0, 2, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("ErrorMessage", "string", (0, 32767), None, (0, 32767)),
+            ("Results", "[]UpdatableFeatureResult", (0, 1), (
+                ("Feature", "string", (0, 32767), None, None, None, None, None, None, True),
+                ("ErrorCode", "int16", (0, 32767)),
+                ("ErrorMessage", "string", (0, 32767), None, (0, 32767)),
             )),
         )),
     ),
     (58, "request"): (
-        (0, 0, (0, OPEN), (
-            F("RequestData", "bytes", (0, OPEN)),
-            F("RequestPrincipal", "bytes", (0, OPEN), nullable=(0, OPEN)),
-            F("ClientHostAddress", "bytes", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("RequestData", "bytes", (0, 32767)),
+            ("RequestPrincipal", "bytes", (0, 32767), None, (0, 32767)),
+            ("ClientHostAddress", "bytes", (0, 32767)),
         )),
     ),
     (58, "response"): (
-        (0, 0, (0, OPEN), (
-            F("ResponseData", "bytes", (0, OPEN), nullable=(0, OPEN), default="null"),
-            F("ErrorCode", "int16", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("ResponseData", "bytes", (0, 32767), None, (0, 32767), None, None, "null"),
+            ("ErrorCode", "int16", (0, 32767)),
         )),
     ),
     (59, "request"): (
-        (0, 1, (0, OPEN), (
-            F("ClusterId", "string", (0, OPEN), nullable=(0, OPEN), tagged=(0, OPEN), tag=0, default="null"),
-            F("ReplicaId", "int32", (0, OPEN), default="-1", entity="brokerId"),
-            F("MaxBytes", "int32", (0, OPEN), default="0x7fffffff"),
-            F("Topics", "[]TopicSnapshot", (0, OPEN), children=(
-                F("Name", "string", (0, OPEN), entity="topicName"),
-                F("Partitions", "[]PartitionSnapshot", (0, OPEN), children=(
-                    F("Partition", "int32", (0, OPEN)),
-                    F("CurrentLeaderEpoch", "int32", (0, OPEN)),
-                    F("SnapshotId", "SnapshotId", (0, OPEN), children=(
-                        F("EndOffset", "int64", (0, OPEN)),
-                        F("Epoch", "int32", (0, OPEN)),
+        (0, 1, (0, 32767), (
+            ("ClusterId", "string", (0, 32767), None, (0, 32767), (0, 32767), 0, "null"),
+            ("ReplicaId", "int32", (0, 32767), None, None, None, None, "-1", "brokerId"),
+            ("MaxBytes", "int32", (0, 32767), None, None, None, None, "0x7fffffff"),
+            ("Topics", "[]TopicSnapshot", (0, 32767), (
+                ("Name", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                ("Partitions", "[]PartitionSnapshot", (0, 32767), (
+                    ("Partition", "int32", (0, 32767)),
+                    ("CurrentLeaderEpoch", "int32", (0, 32767)),
+                    ("SnapshotId", "SnapshotId", (0, 32767), (
+                        ("EndOffset", "int64", (0, 32767)),
+                        ("Epoch", "int32", (0, 32767)),
                     )),
-                    F("Position", "int64", (0, OPEN)),
-                    F("ReplicaDirectoryId", "uuid", (1, OPEN), tagged=(1, OPEN), tag=0),
+                    ("Position", "int64", (0, 32767)),
+                    ("ReplicaDirectoryId", "uuid", (1, 32767), None, None, (1, 32767), 0),
                 )),
             )),
         )),
     ),
     (59, "response"): (
-        (0, 1, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("Topics", "[]TopicSnapshot", (0, OPEN), children=(
-                F("Name", "string", (0, OPEN), entity="topicName"),
-                F("Partitions", "[]PartitionSnapshot", (0, OPEN), children=(
-                    F("Index", "int32", (0, OPEN)),
-                    F("ErrorCode", "int16", (0, OPEN)),
-                    F("SnapshotId", "SnapshotId", (0, OPEN), children=(
-                        F("EndOffset", "int64", (0, OPEN)),
-                        F("Epoch", "int32", (0, OPEN)),
+        (0, 1, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("Topics", "[]TopicSnapshot", (0, 32767), (
+                ("Name", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                ("Partitions", "[]PartitionSnapshot", (0, 32767), (
+                    ("Index", "int32", (0, 32767)),
+                    ("ErrorCode", "int16", (0, 32767)),
+                    ("SnapshotId", "SnapshotId", (0, 32767), (
+                        ("EndOffset", "int64", (0, 32767)),
+                        ("Epoch", "int32", (0, 32767)),
                     )),
-                    F("CurrentLeader", "LeaderIdAndEpoch", (0, OPEN), tagged=(0, OPEN), tag=0, children=(
-                        F("LeaderId", "int32", (0, OPEN), entity="brokerId"),
-                        F("LeaderEpoch", "int32", (0, OPEN)),
-                    )),
-                    F("Size", "int64", (0, OPEN)),
-                    F("Position", "int64", (0, OPEN)),
-                    F("UnalignedRecords", "records", (0, OPEN)),
+                    ("CurrentLeader", "LeaderIdAndEpoch", (0, 32767), (
+                        ("LeaderId", "int32", (0, 32767), None, None, None, None, None, "brokerId"),
+                        ("LeaderEpoch", "int32", (0, 32767)),
+                    ), None, (0, 32767), 0),
+                    ("Size", "int64", (0, 32767)),
+                    ("Position", "int64", (0, 32767)),
+                    ("UnalignedRecords", "records", (0, 32767)),
                 )),
             )),
-            F("NodeEndpoints", "[]NodeEndpoint", (1, OPEN), tagged=(1, OPEN), tag=0, children=(
-                F("NodeId", "int32", (1, OPEN), entity="brokerId", map_key=True),
-                F("Host", "string", (1, OPEN)),
-                F("Port", "uint16", (1, OPEN)),
-            )),
+            ("NodeEndpoints", "[]NodeEndpoint", (1, 32767), (
+                ("NodeId", "int32", (1, 32767), None, None, None, None, None, "brokerId", True),
+                ("Host", "string", (1, 32767)),
+                ("Port", "uint16", (1, 32767)),
+            ), None, (1, 32767), 0),
         )),
     ),
     (60, "request"): (
-        (0, 2, (0, OPEN), (
-            F("IncludeClusterAuthorizedOperations", "bool", (0, OPEN)),
-            F("EndpointType", "int8", (1, OPEN), default="1"),
-            F("IncludeFencedBrokers", "bool", (2, OPEN)),
+        (0, 2, (0, 32767), (
+            ("IncludeClusterAuthorizedOperations", "bool", (0, 32767)),
+            ("EndpointType", "int8", (1, 32767), None, None, None, None, "1"),
+            ("IncludeFencedBrokers", "bool", (2, 32767)),
         )),
     ),
     (60, "response"): (
-        (0, 2, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-            F("EndpointType", "int8", (1, OPEN), default="1"),
-            F("ClusterId", "string", (0, OPEN)),
-            F("ControllerId", "int32", (0, OPEN), default="-1", entity="brokerId"),
-            F("Brokers", "[]DescribeClusterBroker", (0, OPEN), children=(
-                F("BrokerId", "int32", (0, OPEN), entity="brokerId", map_key=True),
-                F("Host", "string", (0, OPEN)),
-                F("Port", "int32", (0, OPEN)),
-                F("Rack", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-                F("IsFenced", "bool", (2, OPEN)),
+        (0, 2, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("ErrorMessage", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+            ("EndpointType", "int8", (1, 32767), None, None, None, None, "1"),
+            ("ClusterId", "string", (0, 32767)),
+            ("ControllerId", "int32", (0, 32767), None, None, None, None, "-1", "brokerId"),
+            ("Brokers", "[]DescribeClusterBroker", (0, 32767), (
+                ("BrokerId", "int32", (0, 32767), None, None, None, None, None, "brokerId", True),
+                ("Host", "string", (0, 32767)),
+                ("Port", "int32", (0, 32767)),
+                ("Rack", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+                ("IsFenced", "bool", (2, 32767)),
             )),
-            F("ClusterAuthorizedOperations", "int32", (0, OPEN), default="-2147483648"),
+            ("ClusterAuthorizedOperations", "int32", (0, 32767), None, None, None, None, "-2147483648"),
         )),
     ),
     (61, "request"): (
-        (0, 0, (0, OPEN), (
-            F("Topics", "[]TopicRequest", (0, OPEN), children=(
-                F("Name", "string", (0, OPEN), entity="topicName"),
-                F("PartitionIndexes", "[]int32", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("Topics", "[]TopicRequest", (0, 32767), (
+                ("Name", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                ("PartitionIndexes", "[]int32", (0, 32767)),
             )),
         )),
     ),
     (61, "response"): (
-        (0, 0, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("Topics", "[]TopicResponse", (0, OPEN), children=(
-                F("Name", "string", (0, OPEN), entity="topicName"),
-                F("Partitions", "[]PartitionResponse", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("ErrorCode", "int16", (0, OPEN)),
-                    F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-                    F("ActiveProducers", "[]ProducerState", (0, OPEN), children=(
-                        F("ProducerId", "int64", (0, OPEN), entity="producerId"),
-                        F("ProducerEpoch", "int32", (0, OPEN)),
-                        F("LastSequence", "int32", (0, OPEN), default="-1"),
-                        F("LastTimestamp", "int64", (0, OPEN), default="-1"),
-                        F("CoordinatorEpoch", "int32", (0, OPEN)),
-                        F("CurrentTxnStartOffset", "int64", (0, OPEN), default="-1"),
+        (0, 0, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("Topics", "[]TopicResponse", (0, 32767), (
+                ("Name", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                ("Partitions", "[]PartitionResponse", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("ErrorCode", "int16", (0, 32767)),
+                    ("ErrorMessage", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+                    ("ActiveProducers", "[]ProducerState", (0, 32767), (
+                        ("ProducerId", "int64", (0, 32767), None, None, None, None, None, "producerId"),
+                        ("ProducerEpoch", "int32", (0, 32767)),
+                        ("LastSequence", "int32", (0, 32767), None, None, None, None, "-1"),
+                        ("LastTimestamp", "int64", (0, 32767), None, None, None, None, "-1"),
+                        ("CoordinatorEpoch", "int32", (0, 32767)),
+                        ("CurrentTxnStartOffset", "int64", (0, 32767), None, None, None, None, "-1"),
                     )),
                 )),
             )),
         )),
     ),
     (62, "request"): (
-        (0, 4, (0, OPEN), (
-            F("BrokerId", "int32", (0, OPEN), entity="brokerId"),
-            F("ClusterId", "string", (0, OPEN)),
-            F("IncarnationId", "uuid", (0, OPEN)),
-            F("Listeners", "[]Listener", (0, OPEN), children=(
-                F("Name", "string", (0, OPEN), map_key=True),
-                F("Host", "string", (0, OPEN)),
-                F("Port", "uint16", (0, OPEN)),
-                F("SecurityProtocol", "int16", (0, OPEN)),
+        (0, 4, (0, 32767), (
+            ("BrokerId", "int32", (0, 32767), None, None, None, None, None, "brokerId"),
+            ("ClusterId", "string", (0, 32767)),
+            ("IncarnationId", "uuid", (0, 32767)),
+            ("Listeners", "[]Listener", (0, 32767), (
+                ("Name", "string", (0, 32767), None, None, None, None, None, None, True),
+                ("Host", "string", (0, 32767)),
+                ("Port", "uint16", (0, 32767)),
+                ("SecurityProtocol", "int16", (0, 32767)),
             )),
-            F("Features", "[]Feature", (0, OPEN), children=(
-                F("Name", "string", (0, OPEN), map_key=True),
-                F("MinSupportedVersion", "int16", (0, OPEN)),
-                F("MaxSupportedVersion", "int16", (0, OPEN)),
+            ("Features", "[]Feature", (0, 32767), (
+                ("Name", "string", (0, 32767), None, None, None, None, None, None, True),
+                ("MinSupportedVersion", "int16", (0, 32767)),
+                ("MaxSupportedVersion", "int16", (0, 32767)),
             )),
-            F("Rack", "string", (0, OPEN), nullable=(0, OPEN)),
-            F("IsMigratingZkBroker", "bool", (1, OPEN), default="false"),
-            F("LogDirs", "[]uuid", (2, OPEN)),
-            F("PreviousBrokerEpoch", "int64", (3, OPEN), default="-1"),
+            ("Rack", "string", (0, 32767), None, (0, 32767)),
+            ("IsMigratingZkBroker", "bool", (1, 32767), None, None, None, None, "false"),
+            ("LogDirs", "[]uuid", (2, 32767)),
+            ("PreviousBrokerEpoch", "int64", (3, 32767), None, None, None, None, "-1"),
         )),
     ),
     (62, "response"): (
-        (0, 4, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("BrokerEpoch", "int64", (0, OPEN), default="-1"),
+        (0, 4, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("BrokerEpoch", "int64", (0, 32767), None, None, None, None, "-1"),
         )),
     ),
     (63, "request"): (
-        (0, 1, (0, OPEN), (
-            F("BrokerId", "int32", (0, OPEN), entity="brokerId"),
-            F("BrokerEpoch", "int64", (0, OPEN), default="-1"),
-            F("CurrentMetadataOffset", "int64", (0, OPEN)),
-            F("WantFence", "bool", (0, OPEN)),
-            F("WantShutDown", "bool", (0, OPEN)),
-            F("OfflineLogDirs", "[]uuid", (1, OPEN), tagged=(1, OPEN), tag=0),
+        (0, 1, (0, 32767), (
+            ("BrokerId", "int32", (0, 32767), None, None, None, None, None, "brokerId"),
+            ("BrokerEpoch", "int64", (0, 32767), None, None, None, None, "-1"),
+            ("CurrentMetadataOffset", "int64", (0, 32767)),
+            ("WantFence", "bool", (0, 32767)),
+            ("WantShutDown", "bool", (0, 32767)),
+            ("OfflineLogDirs", "[]uuid", (1, 32767), None, None, (1, 32767), 0),
         )),
     ),
     (63, "response"): (
-        (0, 1, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("IsCaughtUp", "bool", (0, OPEN), default="false"),
-            F("IsFenced", "bool", (0, OPEN), default="true"),
-            F("ShouldShutDown", "bool", (0, OPEN)),
+        (0, 1, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("IsCaughtUp", "bool", (0, 32767), None, None, None, None, "false"),
+            ("IsFenced", "bool", (0, 32767), None, None, None, None, "true"),
+            ("ShouldShutDown", "bool", (0, 32767)),
         )),
     ),
     (64, "request"): (
-        (0, 0, (0, OPEN), (
-            F("BrokerId", "int32", (0, OPEN), entity="brokerId"),
+        (0, 0, (0, 32767), (
+            ("BrokerId", "int32", (0, 32767), None, None, None, None, None, "brokerId"),
         )),
     ),
     (64, "response"): (
-        (0, 0, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("ErrorMessage", "string", (0, 32767), None, (0, 32767)),
         )),
     ),
     (65, "request"): (
-        (0, 0, (0, OPEN), (
-            F("TransactionalIds", "[]string", (0, OPEN), entity="transactionalId"),
+        (0, 0, (0, 32767), (
+            ("TransactionalIds", "[]string", (0, 32767), None, None, None, None, None, "transactionalId"),
         )),
     ),
     (65, "response"): (
-        (0, 0, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("TransactionStates", "[]TransactionState", (0, OPEN), children=(
-                F("ErrorCode", "int16", (0, OPEN)),
-                F("TransactionalId", "string", (0, OPEN), entity="transactionalId"),
-                F("TransactionState", "string", (0, OPEN)),
-                F("TransactionTimeoutMs", "int32", (0, OPEN)),
-                F("TransactionStartTimeMs", "int64", (0, OPEN)),
-                F("ProducerId", "int64", (0, OPEN), entity="producerId"),
-                F("ProducerEpoch", "int16", (0, OPEN)),
-                F("Topics", "[]TopicData", (0, OPEN), children=(
-                    F("Topic", "string", (0, OPEN), entity="topicName", map_key=True),
-                    F("Partitions", "[]int32", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("TransactionStates", "[]TransactionState", (0, 32767), (
+                ("ErrorCode", "int16", (0, 32767)),
+                ("TransactionalId", "string", (0, 32767), None, None, None, None, None, "transactionalId"),
+                ("TransactionState", "string", (0, 32767)),
+                ("TransactionTimeoutMs", "int32", (0, 32767)),
+                ("TransactionStartTimeMs", "int64", (0, 32767)),
+                ("ProducerId", "int64", (0, 32767), None, None, None, None, None, "producerId"),
+                ("ProducerEpoch", "int16", (0, 32767)),
+                ("Topics", "[]TopicData", (0, 32767), (
+                    ("Topic", "string", (0, 32767), None, None, None, None, None, "topicName", True),
+                    ("Partitions", "[]int32", (0, 32767)),
                 )),
             )),
         )),
     ),
     (66, "request"): (
-        (0, 2, (0, OPEN), (
-            F("StateFilters", "[]string", (0, OPEN)),
-            F("ProducerIdFilters", "[]int64", (0, OPEN), entity="producerId"),
-            F("DurationFilter", "int64", (1, OPEN), default=-1),
-            F("TransactionalIdPattern", "string", (2, OPEN), nullable=(2, OPEN), default="null"),
+        (0, 2, (0, 32767), (
+            ("StateFilters", "[]string", (0, 32767)),
+            ("ProducerIdFilters", "[]int64", (0, 32767), None, None, None, None, None, "producerId"),
+            ("DurationFilter", "int64", (1, 32767), None, None, None, None, -1),
+            ("TransactionalIdPattern", "string", (2, 32767), None, (2, 32767), None, None, "null"),
         )),
     ),
     (66, "response"): (
-        (0, 2, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("UnknownStateFilters", "[]string", (0, OPEN)),
-            F("TransactionStates", "[]TransactionState", (0, OPEN), children=(
-                F("TransactionalId", "string", (0, OPEN), entity="transactionalId"),
-                F("ProducerId", "int64", (0, OPEN), entity="producerId"),
-                F("TransactionState", "string", (0, OPEN)),
+        (0, 2, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("UnknownStateFilters", "[]string", (0, 32767)),
+            ("TransactionStates", "[]TransactionState", (0, 32767), (
+                ("TransactionalId", "string", (0, 32767), None, None, None, None, None, "transactionalId"),
+                ("ProducerId", "int64", (0, 32767), None, None, None, None, None, "producerId"),
+                ("TransactionState", "string", (0, 32767)),
             )),
         )),
     ),
     (67, "request"): (
-        (0, 0, (0, OPEN), (
-            F("BrokerId", "int32", (0, OPEN), entity="brokerId"),
-            F("BrokerEpoch", "int64", (0, OPEN), default="-1"),
+        (0, 0, (0, 32767), (
+            ("BrokerId", "int32", (0, 32767), None, None, None, None, None, "brokerId"),
+            ("BrokerEpoch", "int64", (0, 32767), None, None, None, None, "-1"),
         )),
     ),
     (67, "response"): (
-        (0, 0, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("ProducerIdStart", "int64", (0, OPEN), entity="producerId"),
-            F("ProducerIdLen", "int32", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("ProducerIdStart", "int64", (0, 32767), None, None, None, None, None, "producerId"),
+            ("ProducerIdLen", "int32", (0, 32767)),
         )),
     ),
     (68, "request"): (
-        (0, 1, (0, OPEN), (
-            F("GroupId", "string", (0, OPEN), entity="groupId"),
-            F("MemberId", "string", (0, OPEN)),
-            F("MemberEpoch", "int32", (0, OPEN)),
-            F("InstanceId", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-            F("RackId", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-            F("RebalanceTimeoutMs", "int32", (0, OPEN), default=-1),
-            F("SubscribedTopicNames", "[]string", (0, OPEN), nullable=(0, OPEN), default="null",
-              entity="topicName"),
-            F("SubscribedTopicRegex", "string", (1, OPEN), nullable=(1, OPEN), default="null"),
-            F("ServerAssignor", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-            F("TopicPartitions", "[]TopicPartitions", (0, OPEN), nullable=(0, OPEN), default="null",
-              children=(
-                F("TopicId", "uuid", (0, OPEN)),
-                F("Partitions", "[]int32", (0, OPEN)),
-            )),
+        (0, 1, (0, 32767), (
+            ("GroupId", "string", (0, 32767), None, None, None, None, None, "groupId"),
+            ("MemberId", "string", (0, 32767)),
+            ("MemberEpoch", "int32", (0, 32767)),
+            ("InstanceId", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+            ("RackId", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+            ("RebalanceTimeoutMs", "int32", (0, 32767), None, None, None, None, -1),
+            ("SubscribedTopicNames", "[]string", (0, 32767), None, (0, 32767), None, None, "null",
+             "topicName"),
+            ("SubscribedTopicRegex", "string", (1, 32767), None, (1, 32767), None, None, "null"),
+            ("ServerAssignor", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+            ("TopicPartitions", "[]TopicPartitions", (0, 32767), (
+                ("TopicId", "uuid", (0, 32767)),
+                ("Partitions", "[]int32", (0, 32767)),
+            ), (0, 32767), None, None, "null"),
         )),
     ),
     (68, "response"): (
-        (0, 1, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-            F("MemberId", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-            F("MemberEpoch", "int32", (0, OPEN)),
-            F("HeartbeatIntervalMs", "int32", (0, OPEN)),
-            F("Assignment", "Assignment", (0, OPEN), nullable=(0, OPEN), default="null", children=(
-                F("TopicPartitions", "[]TopicPartitions", (0, OPEN), children=(
-                    F("TopicId", "uuid", (0, OPEN)),
-                    F("Partitions", "[]int32", (0, OPEN)),
+        (0, 1, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("ErrorMessage", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+            ("MemberId", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+            ("MemberEpoch", "int32", (0, 32767)),
+            ("HeartbeatIntervalMs", "int32", (0, 32767)),
+            ("Assignment", "Assignment", (0, 32767), (
+                ("TopicPartitions", "[]TopicPartitions", (0, 32767), (
+                    ("TopicId", "uuid", (0, 32767)),
+                    ("Partitions", "[]int32", (0, 32767)),
                 )),
-            )),
+            ), (0, 32767), None, None, "null"),
         )),
     ),
     (69, "request"): (
-        (0, 1, (0, OPEN), (
-            F("GroupIds", "[]string", (0, OPEN), entity="groupId"),
-            F("IncludeAuthorizedOperations", "bool", (0, OPEN)),
+        (0, 1, (0, 32767), (
+            ("GroupIds", "[]string", (0, 32767), None, None, None, None, None, "groupId"),
+            ("IncludeAuthorizedOperations", "bool", (0, 32767)),
         )),
     ),
     (69, "response"): (
-        (0, 1, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("Groups", "[]DescribedGroup", (0, OPEN), children=(
-                F("ErrorCode", "int16", (0, OPEN)),
-                F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-                F("GroupId", "string", (0, OPEN), entity="groupId"),
-                F("GroupState", "string", (0, OPEN)),
-                F("GroupEpoch", "int32", (0, OPEN)),
-                F("AssignmentEpoch", "int32", (0, OPEN)),
-                F("AssignorName", "string", (0, OPEN)),
-                F("Members", "[]Member", (0, OPEN), children=(
-                    F("MemberId", "string", (0, OPEN)),
-                    F("InstanceId", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-                    F("RackId", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-                    F("MemberEpoch", "int32", (0, OPEN)),
-                    F("ClientId", "string", (0, OPEN)),
-                    F("ClientHost", "string", (0, OPEN)),
-                    F("SubscribedTopicNames", "[]string", (0, OPEN), entity="topicName"),
-                    F("SubscribedTopicRegex", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-                    F("Assignment", "Assignment", (0, OPEN), children=(
-                        F("TopicPartitions", "[]TopicPartitions", (0, OPEN), children=(
-                            F("TopicId", "uuid", (0, OPEN)),
-                            F("TopicName", "string", (0, OPEN), entity="topicName"),
-                            F("Partitions", "[]int32", (0, OPEN)),
+        (0, 1, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("Groups", "[]DescribedGroup", (0, 32767), (
+                ("ErrorCode", "int16", (0, 32767)),
+                ("ErrorMessage", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+                ("GroupId", "string", (0, 32767), None, None, None, None, None, "groupId"),
+                ("GroupState", "string", (0, 32767)),
+                ("GroupEpoch", "int32", (0, 32767)),
+                ("AssignmentEpoch", "int32", (0, 32767)),
+                ("AssignorName", "string", (0, 32767)),
+                ("Members", "[]Member", (0, 32767), (
+                    ("MemberId", "string", (0, 32767)),
+                    ("InstanceId", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+                    ("RackId", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+                    ("MemberEpoch", "int32", (0, 32767)),
+                    ("ClientId", "string", (0, 32767)),
+                    ("ClientHost", "string", (0, 32767)),
+                    ("SubscribedTopicNames", "[]string", (0, 32767), None, None, None, None, None,
+                     "topicName"),
+                    ("SubscribedTopicRegex", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+                    ("Assignment", "Assignment", (0, 32767), (
+                        ("TopicPartitions", "[]TopicPartitions", (0, 32767), (
+                            ("TopicId", "uuid", (0, 32767)),
+                            ("TopicName", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                            ("Partitions", "[]int32", (0, 32767)),
                         )),
                     )),
-                    F("TargetAssignment", "Assignment", (0, OPEN), children=(
-                        F("TopicPartitions", "[]TopicPartitions", (0, OPEN), children=(
-                            F("TopicId", "uuid", (0, OPEN)),
-                            F("TopicName", "string", (0, OPEN), entity="topicName"),
-                            F("Partitions", "[]int32", (0, OPEN)),
+                    ("TargetAssignment", "Assignment", (0, 32767), (
+                        ("TopicPartitions", "[]TopicPartitions", (0, 32767), (
+                            ("TopicId", "uuid", (0, 32767)),
+                            ("TopicName", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                            ("Partitions", "[]int32", (0, 32767)),
                         )),
                     )),
-                    F("MemberType", "int8", (1, OPEN), default="-1"),
+                    ("MemberType", "int8", (1, 32767), None, None, None, None, "-1"),
                 )),
-                F("AuthorizedOperations", "int32", (0, OPEN), default="-2147483648"),
+                ("AuthorizedOperations", "int32", (0, 32767), None, None, None, None, "-2147483648"),
             )),
         )),
     ),
     (70, "request"): (
-        (0, 0, (0, OPEN), (
-            F("ControllerId", "int32", (0, OPEN)),
-            F("IncarnationId", "uuid", (0, OPEN)),
-            F("ZkMigrationReady", "bool", (0, OPEN)),
-            F("Listeners", "[]Listener", (0, OPEN), children=(
-                F("Name", "string", (0, OPEN), map_key=True),
-                F("Host", "string", (0, OPEN)),
-                F("Port", "uint16", (0, OPEN)),
-                F("SecurityProtocol", "int16", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("ControllerId", "int32", (0, 32767)),
+            ("IncarnationId", "uuid", (0, 32767)),
+            ("ZkMigrationReady", "bool", (0, 32767)),
+            ("Listeners", "[]Listener", (0, 32767), (
+                ("Name", "string", (0, 32767), None, None, None, None, None, None, True),
+                ("Host", "string", (0, 32767)),
+                ("Port", "uint16", (0, 32767)),
+                ("SecurityProtocol", "int16", (0, 32767)),
             )),
-            F("Features", "[]Feature", (0, OPEN), children=(
-                F("Name", "string", (0, OPEN), map_key=True),
-                F("MinSupportedVersion", "int16", (0, OPEN)),
-                F("MaxSupportedVersion", "int16", (0, OPEN)),
+            ("Features", "[]Feature", (0, 32767), (
+                ("Name", "string", (0, 32767), None, None, None, None, None, None, True),
+                ("MinSupportedVersion", "int16", (0, 32767)),
+                ("MaxSupportedVersion", "int16", (0, 32767)),
             )),
         )),
     ),
     (70, "response"): (
-        (0, 0, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("ErrorMessage", "string", (0, 32767), None, (0, 32767)),
         )),
     ),
     (71, "request"): (
-        (0, 0, (0, OPEN), (
-            F("ClientInstanceId", "uuid", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("ClientInstanceId", "uuid", (0, 32767)),
         )),
     ),
     (71, "response"): (
-        (0, 0, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("ClientInstanceId", "uuid", (0, OPEN)),
-            F("SubscriptionId", "int32", (0, OPEN)),
-            F("AcceptedCompressionTypes", "[]int8", (0, OPEN)),
-            F("PushIntervalMs", "int32", (0, OPEN)),
-            F("TelemetryMaxBytes", "int32", (0, OPEN)),
-            F("DeltaTemporality", "bool", (0, OPEN)),
-            F("RequestedMetrics", "[]string", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("ClientInstanceId", "uuid", (0, 32767)),
+            ("SubscriptionId", "int32", (0, 32767)),
+            ("AcceptedCompressionTypes", "[]int8", (0, 32767)),
+            ("PushIntervalMs", "int32", (0, 32767)),
+            ("TelemetryMaxBytes", "int32", (0, 32767)),
+            ("DeltaTemporality", "bool", (0, 32767)),
+            ("RequestedMetrics", "[]string", (0, 32767)),
         )),
     ),
     (72, "request"): (
-        (0, 0, (0, OPEN), (
-            F("ClientInstanceId", "uuid", (0, OPEN)),
-            F("SubscriptionId", "int32", (0, OPEN)),
-            F("Terminating", "bool", (0, OPEN)),
-            F("CompressionType", "int8", (0, OPEN)),
-            F("Metrics", "bytes", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("ClientInstanceId", "uuid", (0, 32767)),
+            ("SubscriptionId", "int32", (0, 32767)),
+            ("Terminating", "bool", (0, 32767)),
+            ("CompressionType", "int8", (0, 32767)),
+            ("Metrics", "bytes", (0, 32767)),
         )),
     ),
     (72, "response"): (
-        (0, 0, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
         )),
     ),
     (73, "request"): (
-        (0, 0, (0, OPEN), (
-            F("BrokerId", "int32", (0, OPEN), entity="brokerId"),
-            F("BrokerEpoch", "int64", (0, OPEN), default="-1"),
-            F("Directories", "[]DirectoryData", (0, OPEN), children=(
-                F("Id", "uuid", (0, OPEN)),
-                F("Topics", "[]TopicData", (0, OPEN), children=(
-                    F("TopicId", "uuid", (0, OPEN)),
-                    F("Partitions", "[]PartitionData", (0, OPEN), children=(
-                        F("PartitionIndex", "int32", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("BrokerId", "int32", (0, 32767), None, None, None, None, None, "brokerId"),
+            ("BrokerEpoch", "int64", (0, 32767), None, None, None, None, "-1"),
+            ("Directories", "[]DirectoryData", (0, 32767), (
+                ("Id", "uuid", (0, 32767)),
+                ("Topics", "[]TopicData", (0, 32767), (
+                    ("TopicId", "uuid", (0, 32767)),
+                    ("Partitions", "[]PartitionData", (0, 32767), (
+                        ("PartitionIndex", "int32", (0, 32767)),
                     )),
                 )),
             )),
         )),
     ),
     (73, "response"): (
-        (0, 0, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("Directories", "[]DirectoryData", (0, OPEN), children=(
-                F("Id", "uuid", (0, OPEN)),
-                F("Topics", "[]TopicData", (0, OPEN), children=(
-                    F("TopicId", "uuid", (0, OPEN)),
-                    F("Partitions", "[]PartitionData", (0, OPEN), children=(
-                        F("PartitionIndex", "int32", (0, OPEN)),
-                        F("ErrorCode", "int16", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("Directories", "[]DirectoryData", (0, 32767), (
+                ("Id", "uuid", (0, 32767)),
+                ("Topics", "[]TopicData", (0, 32767), (
+                    ("TopicId", "uuid", (0, 32767)),
+                    ("Partitions", "[]PartitionData", (0, 32767), (
+                        ("PartitionIndex", "int32", (0, 32767)),
+                        ("ErrorCode", "int16", (0, 32767)),
                     )),
                 )),
             )),
         )),
     ),
     (74, "request"): (
-        (0, 1, (0, OPEN), (
-            F("ResourceTypes", "[]int8", (1, OPEN)),
+        (0, 1, (0, 32767), (
+            ("ResourceTypes", "[]int8", (1, 32767)),
         )),
     ),
     (74, "response"): (
-        (0, 1, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("ConfigResources", "[]ConfigResource", (0, OPEN), children=(
-                F("ResourceName", "string", (0, OPEN)),
-                F("ResourceType", "int8", (1, OPEN), default=16),
+        (0, 1, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("ConfigResources", "[]ConfigResource", (0, 32767), (
+                ("ResourceName", "string", (0, 32767)),
+                ("ResourceType", "int8", (1, 32767), None, None, None, None, 16),
             )),
         )),
     ),
     (75, "request"): (
-        (0, 0, (0, OPEN), (
-            F("Topics", "[]TopicRequest", (0, OPEN), children=(
-                F("Name", "string", (0, OPEN), entity="topicName"),
+        (0, 0, (0, 32767), (
+            ("Topics", "[]TopicRequest", (0, 32767), (
+                ("Name", "string", (0, 32767), None, None, None, None, None, "topicName"),
             )),
-            F("ResponsePartitionLimit", "int32", (0, OPEN), default="2000"),
-            F("Cursor", "Cursor", (0, OPEN), nullable=(0, OPEN), default="null", children=(
-                F("TopicName", "string", (0, OPEN), entity="topicName"),
-                F("PartitionIndex", "int32", (0, OPEN)),
-            )),
+            ("ResponsePartitionLimit", "int32", (0, 32767), None, None, None, None, "2000"),
+            ("Cursor", "Cursor", (0, 32767), (
+                ("TopicName", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                ("PartitionIndex", "int32", (0, 32767)),
+            ), (0, 32767), None, None, "null"),
         )),
     ),
     (75, "response"): (
-        (0, 0, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("Topics", "[]DescribeTopicPartitionsResponseTopic", (0, OPEN), children=(
-                F("ErrorCode", "int16", (0, OPEN)),
-                F("Name", "string", (0, OPEN), nullable=(0, OPEN), entity="topicName", map_key=True),
-                F("TopicId", "uuid", (0, OPEN)),
-                F("IsInternal", "bool", (0, OPEN), default="false"),
-                F("Partitions", "[]DescribeTopicPartitionsResponsePartition", (0, OPEN), children=(
-                    F("ErrorCode", "int16", (0, OPEN)),
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("LeaderId", "int32", (0, OPEN), entity="brokerId"),
-                    F("LeaderEpoch", "int32", (0, OPEN), default="-1"),
-                    F("ReplicaNodes", "[]int32", (0, OPEN), entity="brokerId"),
-                    F("IsrNodes", "[]int32", (0, OPEN), entity="brokerId"),
-                    F("EligibleLeaderReplicas", "[]int32", (0, OPEN), nullable=(0, OPEN), default="null",
-                      entity="brokerId"),
-                    F("LastKnownElr", "[]int32", (0, OPEN), nullable=(0, OPEN), default="null",
-                      entity="brokerId"),
-                    F("OfflineReplicas", "[]int32", (0, OPEN), entity="brokerId"),
+        (0, 0, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("Topics", "[]DescribeTopicPartitionsResponseTopic", (0, 32767), (
+                ("ErrorCode", "int16", (0, 32767)),
+                ("Name", "string", (0, 32767), None, (0, 32767), None, None, None, "topicName", True),
+                ("TopicId", "uuid", (0, 32767)),
+                ("IsInternal", "bool", (0, 32767), None, None, None, None, "false"),
+                ("Partitions", "[]DescribeTopicPartitionsResponsePartition", (0, 32767), (
+                    ("ErrorCode", "int16", (0, 32767)),
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("LeaderId", "int32", (0, 32767), None, None, None, None, None, "brokerId"),
+                    ("LeaderEpoch", "int32", (0, 32767), None, None, None, None, "-1"),
+                    ("ReplicaNodes", "[]int32", (0, 32767), None, None, None, None, None, "brokerId"),
+                    ("IsrNodes", "[]int32", (0, 32767), None, None, None, None, None, "brokerId"),
+                    ("EligibleLeaderReplicas", "[]int32", (0, 32767), None, (0, 32767), None, None, "null",
+                     "brokerId"),
+                    ("LastKnownElr", "[]int32", (0, 32767), None, (0, 32767), None, None, "null", "brokerId"),
+                    ("OfflineReplicas", "[]int32", (0, 32767), None, None, None, None, None, "brokerId"),
                 )),
-                F("TopicAuthorizedOperations", "int32", (0, OPEN), default="-2147483648"),
+                ("TopicAuthorizedOperations", "int32", (0, 32767), None, None, None, None, "-2147483648"),
             )),
-            F("NextCursor", "Cursor", (0, OPEN), nullable=(0, OPEN), default="null", children=(
-                F("TopicName", "string", (0, OPEN), entity="topicName"),
-                F("PartitionIndex", "int32", (0, OPEN)),
-            )),
+            ("NextCursor", "Cursor", (0, 32767), (
+                ("TopicName", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                ("PartitionIndex", "int32", (0, 32767)),
+            ), (0, 32767), None, None, "null"),
         )),
     ),
     (76, "request"): (
-        (1, 1, (0, OPEN), (
-            F("GroupId", "string", (0, OPEN), entity="groupId"),
-            F("MemberId", "string", (0, OPEN)),
-            F("MemberEpoch", "int32", (0, OPEN)),
-            F("RackId", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-            F("SubscribedTopicNames", "[]string", (0, OPEN), nullable=(0, OPEN), default="null",
-              entity="topicName"),
+        (1, 1, (0, 32767), (
+            ("GroupId", "string", (0, 32767), None, None, None, None, None, "groupId"),
+            ("MemberId", "string", (0, 32767)),
+            ("MemberEpoch", "int32", (0, 32767)),
+            ("RackId", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+            ("SubscribedTopicNames", "[]string", (0, 32767), None, (0, 32767), None, None, "null",
+             "topicName"),
         )),
-        (0, 0, (0, OPEN), (
-            F("GroupId", "string", (0, OPEN), entity="groupId"),
-            F("MemberId", "string", (0, OPEN)),
-            F("MemberEpoch", "int32", (0, OPEN)),
-            F("RackId", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-            F("SubscribedTopicNames", "[]string", (0, OPEN), nullable=(0, OPEN), default="null"),
+        (0, 0, (0, 32767), (
+            ("GroupId", "string", (0, 32767), None, None, None, None, None, "groupId"),
+            ("MemberId", "string", (0, 32767)),
+            ("MemberEpoch", "int32", (0, 32767)),
+            ("RackId", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+            ("SubscribedTopicNames", "[]string", (0, 32767), None, (0, 32767), None, None, "null"),
         )),
     ),
     (76, "response"): (
-        (1, 1, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-            F("MemberId", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-            F("MemberEpoch", "int32", (0, OPEN)),
-            F("HeartbeatIntervalMs", "int32", (0, OPEN)),
-            F("Assignment", "Assignment", (0, OPEN), nullable=(0, OPEN), default="null", children=(
-                F("TopicPartitions", "[]TopicPartitions", (0, OPEN), children=(
-                    F("TopicId", "uuid", (0, OPEN)),
-                    F("Partitions", "[]int32", (0, OPEN)),
+        (1, 1, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("ErrorMessage", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+            ("MemberId", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+            ("MemberEpoch", "int32", (0, 32767)),
+            ("HeartbeatIntervalMs", "int32", (0, 32767)),
+            ("Assignment", "Assignment", (0, 32767), (
+                ("TopicPartitions", "[]TopicPartitions", (0, 32767), (
+                    ("TopicId", "uuid", (0, 32767)),
+                    ("Partitions", "[]int32", (0, 32767)),
                 )),
-            )),
+            ), (0, 32767), None, None, "null"),
         )),
-        (0, 0, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-            F("MemberId", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-            F("MemberEpoch", "int32", (0, OPEN)),
-            F("HeartbeatIntervalMs", "int32", (0, OPEN)),
-            F("Assignment", "Assignment", (0, OPEN), nullable=(0, OPEN), default="null", children=(
-                F("TopicPartitions", "[]TopicPartitions", (0, OPEN), children=(
-                    F("TopicId", "uuid", (0, OPEN)),
-                    F("Partitions", "[]int32", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("ErrorMessage", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+            ("MemberId", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+            ("MemberEpoch", "int32", (0, 32767)),
+            ("HeartbeatIntervalMs", "int32", (0, 32767)),
+            ("Assignment", "Assignment", (0, 32767), (
+                ("TopicPartitions", "[]TopicPartitions", (0, 32767), (
+                    ("TopicId", "uuid", (0, 32767)),
+                    ("Partitions", "[]int32", (0, 32767)),
                 )),
-            )),
+            ), (0, 32767), None, None, "null"),
         )),
     ),
     (77, "request"): (
-        (1, 1, (0, OPEN), (
-            F("GroupIds", "[]string", (0, OPEN), entity="groupId"),
-            F("IncludeAuthorizedOperations", "bool", (0, OPEN)),
+        (1, 1, (0, 32767), (
+            ("GroupIds", "[]string", (0, 32767), None, None, None, None, None, "groupId"),
+            ("IncludeAuthorizedOperations", "bool", (0, 32767)),
         )),
-        (0, 0, (0, OPEN), (
-            F("GroupIds", "[]string", (0, OPEN), entity="groupId"),
-            F("IncludeAuthorizedOperations", "bool", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("GroupIds", "[]string", (0, 32767), None, None, None, None, None, "groupId"),
+            ("IncludeAuthorizedOperations", "bool", (0, 32767)),
         )),
     ),
     (77, "response"): (
-        (1, 1, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("Groups", "[]DescribedGroup", (0, OPEN), children=(
-                F("ErrorCode", "int16", (0, OPEN)),
-                F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-                F("GroupId", "string", (0, OPEN), entity="groupId"),
-                F("GroupState", "string", (0, OPEN)),
-                F("GroupEpoch", "int32", (0, OPEN)),
-                F("AssignmentEpoch", "int32", (0, OPEN)),
-                F("AssignorName", "string", (0, OPEN)),
-                F("Members", "[]Member", (0, OPEN), children=(
-                    F("MemberId", "string", (0, OPEN)),
-                    F("RackId", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-                    F("MemberEpoch", "int32", (0, OPEN)),
-                    F("ClientId", "string", (0, OPEN)),
-                    F("ClientHost", "string", (0, OPEN)),
-                    F("SubscribedTopicNames", "[]string", (0, OPEN), entity="topicName"),
-                    F("Assignment", "Assignment", (0, OPEN), children=(
-                        F("TopicPartitions", "[]TopicPartitions", (0, OPEN), children=(
-                            F("TopicId", "uuid", (0, OPEN)),
-                            F("TopicName", "string", (0, OPEN), entity="topicName"),
-                            F("Partitions", "[]int32", (0, OPEN)),
+        (1, 1, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("Groups", "[]DescribedGroup", (0, 32767), (
+                ("ErrorCode", "int16", (0, 32767)),
+                ("ErrorMessage", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+                ("GroupId", "string", (0, 32767), None, None, None, None, None, "groupId"),
+                ("GroupState", "string", (0, 32767)),
+                ("GroupEpoch", "int32", (0, 32767)),
+                ("AssignmentEpoch", "int32", (0, 32767)),
+                ("AssignorName", "string", (0, 32767)),
+                ("Members", "[]Member", (0, 32767), (
+                    ("MemberId", "string", (0, 32767)),
+                    ("RackId", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+                    ("MemberEpoch", "int32", (0, 32767)),
+                    ("ClientId", "string", (0, 32767)),
+                    ("ClientHost", "string", (0, 32767)),
+                    ("SubscribedTopicNames", "[]string", (0, 32767), None, None, None, None, None,
+                     "topicName"),
+                    ("Assignment", "Assignment", (0, 32767), (
+                        ("TopicPartitions", "[]TopicPartitions", (0, 32767), (
+                            ("TopicId", "uuid", (0, 32767)),
+                            ("TopicName", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                            ("Partitions", "[]int32", (0, 32767)),
                         )),
                     )),
                 )),
-                F("AuthorizedOperations", "int32", (0, OPEN), default="-2147483648"),
+                ("AuthorizedOperations", "int32", (0, 32767), None, None, None, None, "-2147483648"),
             )),
         )),
-        (0, 0, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("Groups", "[]DescribedGroup", (0, OPEN), children=(
-                F("ErrorCode", "int16", (0, OPEN)),
-                F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-                F("GroupId", "string", (0, OPEN), entity="groupId"),
-                F("GroupState", "string", (0, OPEN)),
-                F("GroupEpoch", "int32", (0, OPEN)),
-                F("AssignmentEpoch", "int32", (0, OPEN)),
-                F("AssignorName", "string", (0, OPEN)),
-                F("Members", "[]Member", (0, OPEN), children=(
-                    F("MemberId", "string", (0, OPEN)),
-                    F("RackId", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-                    F("MemberEpoch", "int32", (0, OPEN)),
-                    F("ClientId", "string", (0, OPEN)),
-                    F("ClientHost", "string", (0, OPEN)),
-                    F("SubscribedTopicNames", "[]string", (0, OPEN), entity="topicName"),
-                    F("Assignment", "Assignment", (0, OPEN), children=(
-                        F("TopicPartitions", "[]TopicPartitions", (0, OPEN), children=(
-                            F("TopicId", "uuid", (0, OPEN)),
-                            F("TopicName", "string", (0, OPEN), entity="topicName"),
-                            F("Partitions", "[]int32", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("Groups", "[]DescribedGroup", (0, 32767), (
+                ("ErrorCode", "int16", (0, 32767)),
+                ("ErrorMessage", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+                ("GroupId", "string", (0, 32767), None, None, None, None, None, "groupId"),
+                ("GroupState", "string", (0, 32767)),
+                ("GroupEpoch", "int32", (0, 32767)),
+                ("AssignmentEpoch", "int32", (0, 32767)),
+                ("AssignorName", "string", (0, 32767)),
+                ("Members", "[]Member", (0, 32767), (
+                    ("MemberId", "string", (0, 32767)),
+                    ("RackId", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+                    ("MemberEpoch", "int32", (0, 32767)),
+                    ("ClientId", "string", (0, 32767)),
+                    ("ClientHost", "string", (0, 32767)),
+                    ("SubscribedTopicNames", "[]string", (0, 32767), None, None, None, None, None,
+                     "topicName"),
+                    ("Assignment", "Assignment", (0, 32767), (
+                        ("TopicPartitions", "[]TopicPartitions", (0, 32767), (
+                            ("TopicId", "uuid", (0, 32767)),
+                            ("TopicName", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                            ("Partitions", "[]int32", (0, 32767)),
                         )),
                     )),
                 )),
-                F("AuthorizedOperations", "int32", (0, OPEN), default="-2147483648"),
+                ("AuthorizedOperations", "int32", (0, 32767), None, None, None, None, "-2147483648"),
             )),
         )),
     ),
     (78, "request"): (
-        (1, 2, (0, OPEN), (
-            F("GroupId", "string", (0, OPEN), nullable=(0, OPEN), default="null", entity="groupId"),
-            F("MemberId", "string", (0, OPEN), nullable=(0, OPEN)),
-            F("ShareSessionEpoch", "int32", (0, OPEN)),
-            F("MaxWaitMs", "int32", (0, OPEN)),
-            F("MinBytes", "int32", (0, OPEN)),
-            F("MaxBytes", "int32", (0, OPEN), default="0x7fffffff"),
-            F("MaxRecords", "int32", (1, OPEN)),
-            F("BatchSize", "int32", (1, OPEN)),
-            F("ShareAcquireMode", "int8", (2, OPEN), default="0"),
-            F("IsRenewAck", "bool", (2, OPEN), default="false"),
-            F("Topics", "[]FetchTopic", (0, OPEN), children=(
-                F("TopicId", "uuid", (0, OPEN), map_key=True),
-                F("Partitions", "[]FetchPartition", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN), map_key=True),
-                    F("AcknowledgementBatches", "[]AcknowledgementBatch", (0, OPEN), children=(
-                        F("FirstOffset", "int64", (0, OPEN)),
-                        F("LastOffset", "int64", (0, OPEN)),
-                        F("AcknowledgeTypes", "[]int8", (0, OPEN)),
+        (1, 2, (0, 32767), (
+            ("GroupId", "string", (0, 32767), None, (0, 32767), None, None, "null", "groupId"),
+            ("MemberId", "string", (0, 32767), None, (0, 32767)),
+            ("ShareSessionEpoch", "int32", (0, 32767)),
+            ("MaxWaitMs", "int32", (0, 32767)),
+            ("MinBytes", "int32", (0, 32767)),
+            ("MaxBytes", "int32", (0, 32767), None, None, None, None, "0x7fffffff"),
+            ("MaxRecords", "int32", (1, 32767)),
+            ("BatchSize", "int32", (1, 32767)),
+            ("ShareAcquireMode", "int8", (2, 32767), None, None, None, None, "0"),
+            ("IsRenewAck", "bool", (2, 32767), None, None, None, None, "false"),
+            ("Topics", "[]FetchTopic", (0, 32767), (
+                ("TopicId", "uuid", (0, 32767), None, None, None, None, None, None, True),
+                ("Partitions", "[]FetchPartition", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767), None, None, None, None, None, None, True),
+                    ("AcknowledgementBatches", "[]AcknowledgementBatch", (0, 32767), (
+                        ("FirstOffset", "int64", (0, 32767)),
+                        ("LastOffset", "int64", (0, 32767)),
+                        ("AcknowledgeTypes", "[]int8", (0, 32767)),
                     )),
                 )),
             )),
-            F("ForgottenTopicsData", "[]ForgottenTopic", (0, OPEN), children=(
-                F("TopicId", "uuid", (0, OPEN)),
-                F("Partitions", "[]int32", (0, OPEN)),
+            ("ForgottenTopicsData", "[]ForgottenTopic", (0, 32767), (
+                ("TopicId", "uuid", (0, 32767)),
+                ("Partitions", "[]int32", (0, 32767)),
             )),
         )),
-        (0, 0, (0, OPEN), (
-            F("GroupId", "string", (0, OPEN), nullable=(0, OPEN), default="null", entity="groupId"),
-            F("MemberId", "string", (0, OPEN), nullable=(0, OPEN)),
-            F("ShareSessionEpoch", "int32", (0, OPEN)),
-            F("MaxWaitMs", "int32", (0, OPEN)),
-            F("MinBytes", "int32", (0, OPEN)),
-            F("MaxBytes", "int32", (0, OPEN), default="0x7fffffff"),
-            F("Topics", "[]FetchTopic", (0, OPEN), children=(
-                F("TopicId", "uuid", (0, OPEN)),
-                F("Partitions", "[]FetchPartition", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("PartitionMaxBytes", "int32", (0, OPEN)),
-                    F("AcknowledgementBatches", "[]AcknowledgementBatch", (0, OPEN), children=(
-                        F("FirstOffset", "int64", (0, OPEN)),
-                        F("LastOffset", "int64", (0, OPEN)),
-                        F("AcknowledgeTypes", "[]int8", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("GroupId", "string", (0, 32767), None, (0, 32767), None, None, "null", "groupId"),
+            ("MemberId", "string", (0, 32767), None, (0, 32767)),
+            ("ShareSessionEpoch", "int32", (0, 32767)),
+            ("MaxWaitMs", "int32", (0, 32767)),
+            ("MinBytes", "int32", (0, 32767)),
+            ("MaxBytes", "int32", (0, 32767), None, None, None, None, "0x7fffffff"),
+            ("Topics", "[]FetchTopic", (0, 32767), (
+                ("TopicId", "uuid", (0, 32767)),
+                ("Partitions", "[]FetchPartition", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("PartitionMaxBytes", "int32", (0, 32767)),
+                    ("AcknowledgementBatches", "[]AcknowledgementBatch", (0, 32767), (
+                        ("FirstOffset", "int64", (0, 32767)),
+                        ("LastOffset", "int64", (0, 32767)),
+                        ("AcknowledgeTypes", "[]int8", (0, 32767)),
                     )),
                 )),
             )),
-            F("ForgottenTopicsData", "[]ForgottenTopic", (0, OPEN), children=(
-                F("TopicId", "uuid", (0, OPEN)),
-                F("Partitions", "[]int32", (0, OPEN)),
+            ("ForgottenTopicsData", "[]ForgottenTopic", (0, 32767), (
+                ("TopicId", "uuid", (0, 32767)),
+                ("Partitions", "[]int32", (0, 32767)),
             )),
         )),
     ),
     (78, "response"): (
-        (1, 2, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-            F("AcquisitionLockTimeoutMs", "int32", (1, OPEN)),
-            F("Responses", "[]ShareFetchableTopicResponse", (0, OPEN), children=(
-                F("TopicId", "uuid", (0, OPEN), map_key=True),
-                F("Partitions", "[]PartitionData", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("ErrorCode", "int16", (0, OPEN)),
-                    F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-                    F("AcknowledgeErrorCode", "int16", (0, OPEN)),
-                    F("AcknowledgeErrorMessage", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-                    F("CurrentLeader", "LeaderIdAndEpoch", (0, OPEN), children=(
-                        F("LeaderId", "int32", (0, OPEN)),
-                        F("LeaderEpoch", "int32", (0, OPEN)),
+        (1, 2, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("ErrorMessage", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+            ("AcquisitionLockTimeoutMs", "int32", (1, 32767)),
+            ("Responses", "[]ShareFetchableTopicResponse", (0, 32767), (
+                ("TopicId", "uuid", (0, 32767), None, None, None, None, None, None, True),
+                ("Partitions", "[]PartitionData", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("ErrorCode", "int16", (0, 32767)),
+                    ("ErrorMessage", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+                    ("AcknowledgeErrorCode", "int16", (0, 32767)),
+                    ("AcknowledgeErrorMessage", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+                    ("CurrentLeader", "LeaderIdAndEpoch", (0, 32767), (
+                        ("LeaderId", "int32", (0, 32767)),
+                        ("LeaderEpoch", "int32", (0, 32767)),
                     )),
-                    F("Records", "records", (0, OPEN), nullable=(0, 0)),
-                    F("AcquiredRecords", "[]AcquiredRecords", (0, OPEN), children=(
-                        F("FirstOffset", "int64", (0, OPEN)),
-                        F("LastOffset", "int64", (0, OPEN)),
-                        F("DeliveryCount", "int16", (0, OPEN)),
+                    ("Records", "records", (0, 32767), None, (0, 0)),
+                    ("AcquiredRecords", "[]AcquiredRecords", (0, 32767), (
+                        ("FirstOffset", "int64", (0, 32767)),
+                        ("LastOffset", "int64", (0, 32767)),
+                        ("DeliveryCount", "int16", (0, 32767)),
                     )),
                 )),
             )),
-            F("NodeEndpoints", "[]NodeEndpoint", (0, OPEN), children=(
-                F("NodeId", "int32", (0, OPEN), entity="brokerId", map_key=True),
-                F("Host", "string", (0, OPEN)),
-                F("Port", "int32", (0, OPEN)),
-                F("Rack", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
+            ("NodeEndpoints", "[]NodeEndpoint", (0, 32767), (
+                ("NodeId", "int32", (0, 32767), None, None, None, None, None, "brokerId", True),
+                ("Host", "string", (0, 32767)),
+                ("Port", "int32", (0, 32767)),
+                ("Rack", "string", (0, 32767), None, (0, 32767), None, None, "null"),
             )),
         )),
-        (0, 0, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-            F("Responses", "[]ShareFetchableTopicResponse", (0, OPEN), children=(
-                F("TopicId", "uuid", (0, OPEN)),
-                F("Partitions", "[]PartitionData", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("ErrorCode", "int16", (0, OPEN)),
-                    F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-                    F("AcknowledgeErrorCode", "int16", (0, OPEN)),
-                    F("AcknowledgeErrorMessage", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-                    F("CurrentLeader", "LeaderIdAndEpoch", (0, OPEN), children=(
-                        F("LeaderId", "int32", (0, OPEN)),
-                        F("LeaderEpoch", "int32", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("ErrorMessage", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+            ("Responses", "[]ShareFetchableTopicResponse", (0, 32767), (
+                ("TopicId", "uuid", (0, 32767)),
+                ("Partitions", "[]PartitionData", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("ErrorCode", "int16", (0, 32767)),
+                    ("ErrorMessage", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+                    ("AcknowledgeErrorCode", "int16", (0, 32767)),
+                    ("AcknowledgeErrorMessage", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+                    ("CurrentLeader", "LeaderIdAndEpoch", (0, 32767), (
+                        ("LeaderId", "int32", (0, 32767)),
+                        ("LeaderEpoch", "int32", (0, 32767)),
                     )),
-                    F("Records", "records", (0, OPEN), nullable=(0, OPEN)),
-                    F("AcquiredRecords", "[]AcquiredRecords", (0, OPEN), children=(
-                        F("FirstOffset", "int64", (0, OPEN)),
-                        F("LastOffset", "int64", (0, OPEN)),
-                        F("DeliveryCount", "int16", (0, OPEN)),
+                    ("Records", "records", (0, 32767), None, (0, 32767)),
+                    ("AcquiredRecords", "[]AcquiredRecords", (0, 32767), (
+                        ("FirstOffset", "int64", (0, 32767)),
+                        ("LastOffset", "int64", (0, 32767)),
+                        ("DeliveryCount", "int16", (0, 32767)),
                     )),
                 )),
             )),
-            F("NodeEndpoints", "[]NodeEndpoint", (0, OPEN), children=(
-                F("NodeId", "int32", (0, OPEN), entity="brokerId", map_key=True),
-                F("Host", "string", (0, OPEN)),
-                F("Port", "int32", (0, OPEN)),
-                F("Rack", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
+            ("NodeEndpoints", "[]NodeEndpoint", (0, 32767), (
+                ("NodeId", "int32", (0, 32767), None, None, None, None, None, "brokerId", True),
+                ("Host", "string", (0, 32767)),
+                ("Port", "int32", (0, 32767)),
+                ("Rack", "string", (0, 32767), None, (0, 32767), None, None, "null"),
             )),
         )),
     ),
     (79, "request"): (
-        (1, 2, (0, OPEN), (
-            F("GroupId", "string", (0, OPEN), nullable=(0, OPEN), default="null", entity="groupId"),
-            F("MemberId", "string", (0, OPEN), nullable=(0, OPEN)),
-            F("ShareSessionEpoch", "int32", (0, OPEN)),
-            F("IsRenewAck", "bool", (2, OPEN), default="false"),
-            F("Topics", "[]AcknowledgeTopic", (0, OPEN), children=(
-                F("TopicId", "uuid", (0, OPEN), map_key=True),
-                F("Partitions", "[]AcknowledgePartition", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN), map_key=True),
-                    F("AcknowledgementBatches", "[]AcknowledgementBatch", (0, OPEN), children=(
-                        F("FirstOffset", "int64", (0, OPEN)),
-                        F("LastOffset", "int64", (0, OPEN)),
-                        F("AcknowledgeTypes", "[]int8", (0, OPEN)),
+        (1, 2, (0, 32767), (
+            ("GroupId", "string", (0, 32767), None, (0, 32767), None, None, "null", "groupId"),
+            ("MemberId", "string", (0, 32767), None, (0, 32767)),
+            ("ShareSessionEpoch", "int32", (0, 32767)),
+            ("IsRenewAck", "bool", (2, 32767), None, None, None, None, "false"),
+            ("Topics", "[]AcknowledgeTopic", (0, 32767), (
+                ("TopicId", "uuid", (0, 32767), None, None, None, None, None, None, True),
+                ("Partitions", "[]AcknowledgePartition", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767), None, None, None, None, None, None, True),
+                    ("AcknowledgementBatches", "[]AcknowledgementBatch", (0, 32767), (
+                        ("FirstOffset", "int64", (0, 32767)),
+                        ("LastOffset", "int64", (0, 32767)),
+                        ("AcknowledgeTypes", "[]int8", (0, 32767)),
                     )),
                 )),
             )),
         )),
-        (0, 0, (0, OPEN), (
-            F("GroupId", "string", (0, OPEN), nullable=(0, OPEN), default="null", entity="groupId"),
-            F("MemberId", "string", (0, OPEN), nullable=(0, OPEN)),
-            F("ShareSessionEpoch", "int32", (0, OPEN)),
-            F("Topics", "[]AcknowledgeTopic", (0, OPEN), children=(
-                F("TopicId", "uuid", (0, OPEN)),
-                F("Partitions", "[]AcknowledgePartition", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("AcknowledgementBatches", "[]AcknowledgementBatch", (0, OPEN), children=(
-                        F("FirstOffset", "int64", (0, OPEN)),
-                        F("LastOffset", "int64", (0, OPEN)),
-                        F("AcknowledgeTypes", "[]int8", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("GroupId", "string", (0, 32767), None, (0, 32767), None, None, "null", "groupId"),
+            ("MemberId", "string", (0, 32767), None, (0, 32767)),
+            ("ShareSessionEpoch", "int32", (0, 32767)),
+            ("Topics", "[]AcknowledgeTopic", (0, 32767), (
+                ("TopicId", "uuid", (0, 32767)),
+                ("Partitions", "[]AcknowledgePartition", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("AcknowledgementBatches", "[]AcknowledgementBatch", (0, 32767), (
+                        ("FirstOffset", "int64", (0, 32767)),
+                        ("LastOffset", "int64", (0, 32767)),
+                        ("AcknowledgeTypes", "[]int8", (0, 32767)),
                     )),
                 )),
             )),
         )),
     ),
     (79, "response"): (
-        (1, 2, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-            F("AcquisitionLockTimeoutMs", "int32", (2, OPEN)),
-            F("Responses", "[]ShareAcknowledgeTopicResponse", (0, OPEN), children=(
-                F("TopicId", "uuid", (0, OPEN), map_key=True),
-                F("Partitions", "[]PartitionData", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("ErrorCode", "int16", (0, OPEN)),
-                    F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-                    F("CurrentLeader", "LeaderIdAndEpoch", (0, OPEN), children=(
-                        F("LeaderId", "int32", (0, OPEN)),
-                        F("LeaderEpoch", "int32", (0, OPEN)),
+        (1, 2, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("ErrorMessage", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+            ("AcquisitionLockTimeoutMs", "int32", (2, 32767)),
+            ("Responses", "[]ShareAcknowledgeTopicResponse", (0, 32767), (
+                ("TopicId", "uuid", (0, 32767), None, None, None, None, None, None, True),
+                ("Partitions", "[]PartitionData", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("ErrorCode", "int16", (0, 32767)),
+                    ("ErrorMessage", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+                    ("CurrentLeader", "LeaderIdAndEpoch", (0, 32767), (
+                        ("LeaderId", "int32", (0, 32767)),
+                        ("LeaderEpoch", "int32", (0, 32767)),
                     )),
                 )),
             )),
-            F("NodeEndpoints", "[]NodeEndpoint", (0, OPEN), children=(
-                F("NodeId", "int32", (0, OPEN), entity="brokerId", map_key=True),
-                F("Host", "string", (0, OPEN)),
-                F("Port", "int32", (0, OPEN)),
-                F("Rack", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
+            ("NodeEndpoints", "[]NodeEndpoint", (0, 32767), (
+                ("NodeId", "int32", (0, 32767), None, None, None, None, None, "brokerId", True),
+                ("Host", "string", (0, 32767)),
+                ("Port", "int32", (0, 32767)),
+                ("Rack", "string", (0, 32767), None, (0, 32767), None, None, "null"),
             )),
         )),
-        (0, 0, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-            F("Responses", "[]ShareAcknowledgeTopicResponse", (0, OPEN), children=(
-                F("TopicId", "uuid", (0, OPEN)),
-                F("Partitions", "[]PartitionData", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("ErrorCode", "int16", (0, OPEN)),
-                    F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-                    F("CurrentLeader", "LeaderIdAndEpoch", (0, OPEN), children=(
-                        F("LeaderId", "int32", (0, OPEN)),
-                        F("LeaderEpoch", "int32", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("ErrorMessage", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+            ("Responses", "[]ShareAcknowledgeTopicResponse", (0, 32767), (
+                ("TopicId", "uuid", (0, 32767)),
+                ("Partitions", "[]PartitionData", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("ErrorCode", "int16", (0, 32767)),
+                    ("ErrorMessage", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+                    ("CurrentLeader", "LeaderIdAndEpoch", (0, 32767), (
+                        ("LeaderId", "int32", (0, 32767)),
+                        ("LeaderEpoch", "int32", (0, 32767)),
                     )),
                 )),
             )),
-            F("NodeEndpoints", "[]NodeEndpoint", (0, OPEN), children=(
-                F("NodeId", "int32", (0, OPEN), entity="brokerId", map_key=True),
-                F("Host", "string", (0, OPEN)),
-                F("Port", "int32", (0, OPEN)),
-                F("Rack", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
+            ("NodeEndpoints", "[]NodeEndpoint", (0, 32767), (
+                ("NodeId", "int32", (0, 32767), None, None, None, None, None, "brokerId", True),
+                ("Host", "string", (0, 32767)),
+                ("Port", "int32", (0, 32767)),
+                ("Rack", "string", (0, 32767), None, (0, 32767), None, None, "null"),
             )),
         )),
     ),
     (80, "request"): (
-        (0, 1, (0, OPEN), (
-            F("ClusterId", "string", (0, OPEN), nullable=(0, OPEN)),
-            F("TimeoutMs", "int32", (0, OPEN)),
-            F("VoterId", "int32", (0, OPEN)),
-            F("VoterDirectoryId", "uuid", (0, OPEN)),
-            F("Listeners", "[]Listener", (0, OPEN), children=(
-                F("Name", "string", (0, OPEN), map_key=True),
-                F("Host", "string", (0, OPEN)),
-                F("Port", "uint16", (0, OPEN)),
+        (0, 1, (0, 32767), (
+            ("ClusterId", "string", (0, 32767), None, (0, 32767)),
+            ("TimeoutMs", "int32", (0, 32767)),
+            ("VoterId", "int32", (0, 32767)),
+            ("VoterDirectoryId", "uuid", (0, 32767)),
+            ("Listeners", "[]Listener", (0, 32767), (
+                ("Name", "string", (0, 32767), None, None, None, None, None, None, True),
+                ("Host", "string", (0, 32767)),
+                ("Port", "uint16", (0, 32767)),
             )),
-            F("AckWhenCommitted", "bool", (1, OPEN), default="true"),
+            ("AckWhenCommitted", "bool", (1, 32767), None, None, None, None, "true"),
         )),
     ),
     (80, "response"): (
-        (0, 1, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN)),
+        (0, 1, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("ErrorMessage", "string", (0, 32767), None, (0, 32767)),
         )),
     ),
     (81, "request"): (
-        (0, 0, (0, OPEN), (
-            F("ClusterId", "string", (0, OPEN), nullable=(0, OPEN)),
-            F("VoterId", "int32", (0, OPEN)),
-            F("VoterDirectoryId", "uuid", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("ClusterId", "string", (0, 32767), None, (0, 32767)),
+            ("VoterId", "int32", (0, 32767)),
+            ("VoterDirectoryId", "uuid", (0, 32767)),
         )),
     ),
     (81, "response"): (
-        (0, 0, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("ErrorMessage", "string", (0, 32767), None, (0, 32767)),
         )),
     ),
     (82, "request"): (
-        (0, 0, (0, OPEN), (
-            F("ClusterId", "string", (0, OPEN), nullable=(0, OPEN)),
-            F("CurrentLeaderEpoch", "int32", (0, OPEN)),
-            F("VoterId", "int32", (0, OPEN)),
-            F("VoterDirectoryId", "uuid", (0, OPEN)),
-            F("Listeners", "[]Listener", (0, OPEN), children=(
-                F("Name", "string", (0, OPEN), map_key=True),
-                F("Host", "string", (0, OPEN)),
-                F("Port", "uint16", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("ClusterId", "string", (0, 32767), None, (0, 32767)),
+            ("CurrentLeaderEpoch", "int32", (0, 32767)),
+            ("VoterId", "int32", (0, 32767)),
+            ("VoterDirectoryId", "uuid", (0, 32767)),
+            ("Listeners", "[]Listener", (0, 32767), (
+                ("Name", "string", (0, 32767), None, None, None, None, None, None, True),
+                ("Host", "string", (0, 32767)),
+                ("Port", "uint16", (0, 32767)),
             )),
-            F("KRaftVersionFeature", "KRaftVersionFeature", (0, OPEN), children=(
-                F("MinSupportedVersion", "int16", (0, OPEN)),
-                F("MaxSupportedVersion", "int16", (0, OPEN)),
+            ("KRaftVersionFeature", "KRaftVersionFeature", (0, 32767), (
+                ("MinSupportedVersion", "int16", (0, 32767)),
+                ("MaxSupportedVersion", "int16", (0, 32767)),
             )),
         )),
     ),
     (82, "response"): (
-        (0, 0, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("CurrentLeader", "CurrentLeader", (0, OPEN), tagged=(0, OPEN), tag=0, children=(
-                F("LeaderId", "int32", (0, OPEN), default="-1", entity="brokerId"),
-                F("LeaderEpoch", "int32", (0, OPEN), default="-1"),
-                F("Host", "string", (0, OPEN)),
-                F("Port", "int32", (0, OPEN)),
-            )),
+        (0, 0, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("CurrentLeader", "CurrentLeader", (0, 32767), (
+                ("LeaderId", "int32", (0, 32767), None, None, None, None, "-1", "brokerId"),
+                ("LeaderEpoch", "int32", (0, 32767), None, None, None, None, "-1"),
+                ("Host", "string", (0, 32767)),
+                ("Port", "int32", (0, 32767)),
+            ), None, (0, 32767), 0),
         )),
     ),
     (83, "request"): (
-        (0, 0, (0, OPEN), (
-            F("GroupId", "string", (0, OPEN)),
-            F("Topics", "[]InitializeStateData", (0, OPEN), children=(
-                F("TopicId", "uuid", (0, OPEN)),
-                F("Partitions", "[]PartitionData", (0, OPEN), children=(
-                    F("Partition", "int32", (0, OPEN)),
-                    F("StateEpoch", "int32", (0, OPEN)),
-                    F("StartOffset", "int64", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("GroupId", "string", (0, 32767)),
+            ("Topics", "[]InitializeStateData", (0, 32767), (
+                ("TopicId", "uuid", (0, 32767)),
+                ("Partitions", "[]PartitionData", (0, 32767), (
+                    ("Partition", "int32", (0, 32767)),
+                    ("StateEpoch", "int32", (0, 32767)),
+                    ("StartOffset", "int64", (0, 32767)),
                 )),
             )),
         )),
     ),
     (83, "response"): (
-        (0, 0, (0, OPEN), (
-            F("Results", "[]InitializeStateResult", (0, OPEN), children=(
-                F("TopicId", "uuid", (0, OPEN)),
-                F("Partitions", "[]PartitionResult", (0, OPEN), children=(
-                    F("Partition", "int32", (0, OPEN)),
-                    F("ErrorCode", "int16", (0, OPEN)),
-                    F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
+        (0, 0, (0, 32767), (
+            ("Results", "[]InitializeStateResult", (0, 32767), (
+                ("TopicId", "uuid", (0, 32767)),
+                ("Partitions", "[]PartitionResult", (0, 32767), (
+                    ("Partition", "int32", (0, 32767)),
+                    ("ErrorCode", "int16", (0, 32767)),
+                    ("ErrorMessage", "string", (0, 32767), None, (0, 32767), None, None, "null"),
                 )),
             )),
         )),
     ),
     (84, "request"): (
-        (0, 0, (0, OPEN), (
-            F("GroupId", "string", (0, OPEN)),
-            F("Topics", "[]ReadStateData", (0, OPEN), children=(
-                F("TopicId", "uuid", (0, OPEN)),
-                F("Partitions", "[]PartitionData", (0, OPEN), children=(
-                    F("Partition", "int32", (0, OPEN)),
-                    F("LeaderEpoch", "int32", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("GroupId", "string", (0, 32767)),
+            ("Topics", "[]ReadStateData", (0, 32767), (
+                ("TopicId", "uuid", (0, 32767)),
+                ("Partitions", "[]PartitionData", (0, 32767), (
+                    ("Partition", "int32", (0, 32767)),
+                    ("LeaderEpoch", "int32", (0, 32767)),
                 )),
             )),
         )),
     ),
     (84, "response"): (
-        (0, 0, (0, OPEN), (
-            F("Results", "[]ReadStateResult", (0, OPEN), children=(
-                F("TopicId", "uuid", (0, OPEN)),
-                F("Partitions", "[]PartitionResult", (0, OPEN), children=(
-                    F("Partition", "int32", (0, OPEN)),
-                    F("ErrorCode", "int16", (0, OPEN)),
-                    F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-                    F("StateEpoch", "int32", (0, OPEN)),
-                    F("StartOffset", "int64", (0, OPEN)),
-                    F("StateBatches", "[]StateBatch", (0, OPEN), children=(
-                        F("FirstOffset", "int64", (0, OPEN)),
-                        F("LastOffset", "int64", (0, OPEN)),
-                        F("DeliveryState", "int8", (0, OPEN)),
-                        F("DeliveryCount", "int16", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("Results", "[]ReadStateResult", (0, 32767), (
+                ("TopicId", "uuid", (0, 32767)),
+                ("Partitions", "[]PartitionResult", (0, 32767), (
+                    ("Partition", "int32", (0, 32767)),
+                    ("ErrorCode", "int16", (0, 32767)),
+                    ("ErrorMessage", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+                    ("StateEpoch", "int32", (0, 32767)),
+                    ("StartOffset", "int64", (0, 32767)),
+                    ("StateBatches", "[]StateBatch", (0, 32767), (
+                        ("FirstOffset", "int64", (0, 32767)),
+                        ("LastOffset", "int64", (0, 32767)),
+                        ("DeliveryState", "int8", (0, 32767)),
+                        ("DeliveryCount", "int16", (0, 32767)),
                     )),
                 )),
             )),
         )),
     ),
     (85, "request"): (
-        (0, 1, (0, OPEN), (
-            F("GroupId", "string", (0, OPEN)),
-            F("Topics", "[]WriteStateData", (0, OPEN), children=(
-                F("TopicId", "uuid", (0, OPEN)),
-                F("Partitions", "[]PartitionData", (0, OPEN), children=(
-                    F("Partition", "int32", (0, OPEN)),
-                    F("StateEpoch", "int32", (0, OPEN)),
-                    F("LeaderEpoch", "int32", (0, OPEN)),
-                    F("StartOffset", "int64", (0, OPEN)),
-                    F("DeliveryCompleteCount", "int32", (1, OPEN), default="-1"),
-                    F("StateBatches", "[]StateBatch", (0, OPEN), children=(
-                        F("FirstOffset", "int64", (0, OPEN)),
-                        F("LastOffset", "int64", (0, OPEN)),
-                        F("DeliveryState", "int8", (0, OPEN)),
-                        F("DeliveryCount", "int16", (0, OPEN)),
+        (0, 1, (0, 32767), (
+            ("GroupId", "string", (0, 32767)),
+            ("Topics", "[]WriteStateData", (0, 32767), (
+                ("TopicId", "uuid", (0, 32767)),
+                ("Partitions", "[]PartitionData", (0, 32767), (
+                    ("Partition", "int32", (0, 32767)),
+                    ("StateEpoch", "int32", (0, 32767)),
+                    ("LeaderEpoch", "int32", (0, 32767)),
+                    ("StartOffset", "int64", (0, 32767)),
+                    ("DeliveryCompleteCount", "int32", (1, 32767), None, None, None, None, "-1"),
+                    ("StateBatches", "[]StateBatch", (0, 32767), (
+                        ("FirstOffset", "int64", (0, 32767)),
+                        ("LastOffset", "int64", (0, 32767)),
+                        ("DeliveryState", "int8", (0, 32767)),
+                        ("DeliveryCount", "int16", (0, 32767)),
                     )),
                 )),
             )),
         )),
     ),
     (85, "response"): (
-        (0, 1, (0, OPEN), (
-            F("Results", "[]WriteStateResult", (0, OPEN), children=(
-                F("TopicId", "uuid", (0, OPEN)),
-                F("Partitions", "[]PartitionResult", (0, OPEN), children=(
-                    F("Partition", "int32", (0, OPEN)),
-                    F("ErrorCode", "int16", (0, OPEN)),
-                    F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
+        (0, 1, (0, 32767), (
+            ("Results", "[]WriteStateResult", (0, 32767), (
+                ("TopicId", "uuid", (0, 32767)),
+                ("Partitions", "[]PartitionResult", (0, 32767), (
+                    ("Partition", "int32", (0, 32767)),
+                    ("ErrorCode", "int16", (0, 32767)),
+                    ("ErrorMessage", "string", (0, 32767), None, (0, 32767), None, None, "null"),
                 )),
             )),
         )),
     ),
     (86, "request"): (
-        (0, 0, (0, OPEN), (
-            F("GroupId", "string", (0, OPEN)),
-            F("Topics", "[]DeleteStateData", (0, OPEN), children=(
-                F("TopicId", "uuid", (0, OPEN)),
-                F("Partitions", "[]PartitionData", (0, OPEN), children=(
-                    F("Partition", "int32", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("GroupId", "string", (0, 32767)),
+            ("Topics", "[]DeleteStateData", (0, 32767), (
+                ("TopicId", "uuid", (0, 32767)),
+                ("Partitions", "[]PartitionData", (0, 32767), (
+                    ("Partition", "int32", (0, 32767)),
                 )),
             )),
         )),
     ),
     (86, "response"): (
-        (0, 0, (0, OPEN), (
-            F("Results", "[]DeleteStateResult", (0, OPEN), children=(
-                F("TopicId", "uuid", (0, OPEN)),
-                F("Partitions", "[]PartitionResult", (0, OPEN), children=(
-                    F("Partition", "int32", (0, OPEN)),
-                    F("ErrorCode", "int16", (0, OPEN)),
-                    F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
+        (0, 0, (0, 32767), (
+            ("Results", "[]DeleteStateResult", (0, 32767), (
+                ("TopicId", "uuid", (0, 32767)),
+                ("Partitions", "[]PartitionResult", (0, 32767), (
+                    ("Partition", "int32", (0, 32767)),
+                    ("ErrorCode", "int16", (0, 32767)),
+                    ("ErrorMessage", "string", (0, 32767), None, (0, 32767), None, None, "null"),
                 )),
             )),
         )),
     ),
     (87, "request"): (
-        (0, 1, (0, OPEN), (
-            F("GroupId", "string", (0, OPEN)),
-            F("Topics", "[]ReadStateSummaryData", (0, OPEN), children=(
-                F("TopicId", "uuid", (0, OPEN)),
-                F("Partitions", "[]PartitionData", (0, OPEN), children=(
-                    F("Partition", "int32", (0, OPEN)),
-                    F("LeaderEpoch", "int32", (0, OPEN)),
+        (0, 1, (0, 32767), (
+            ("GroupId", "string", (0, 32767)),
+            ("Topics", "[]ReadStateSummaryData", (0, 32767), (
+                ("TopicId", "uuid", (0, 32767)),
+                ("Partitions", "[]PartitionData", (0, 32767), (
+                    ("Partition", "int32", (0, 32767)),
+                    ("LeaderEpoch", "int32", (0, 32767)),
                 )),
             )),
         )),
     ),
     (87, "response"): (
-        (0, 1, (0, OPEN), (
-            F("Results", "[]ReadStateSummaryResult", (0, OPEN), children=(
-                F("TopicId", "uuid", (0, OPEN)),
-                F("Partitions", "[]PartitionResult", (0, OPEN), children=(
-                    F("Partition", "int32", (0, OPEN)),
-                    F("ErrorCode", "int16", (0, OPEN)),
-                    F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-                    F("StateEpoch", "int32", (0, OPEN)),
-                    F("LeaderEpoch", "int32", (0, OPEN)),
-                    F("StartOffset", "int64", (0, OPEN)),
-                    F("DeliveryCompleteCount", "int32", (1, OPEN), default="-1"),
+        (0, 1, (0, 32767), (
+            ("Results", "[]ReadStateSummaryResult", (0, 32767), (
+                ("TopicId", "uuid", (0, 32767)),
+                ("Partitions", "[]PartitionResult", (0, 32767), (
+                    ("Partition", "int32", (0, 32767)),
+                    ("ErrorCode", "int16", (0, 32767)),
+                    ("ErrorMessage", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+                    ("StateEpoch", "int32", (0, 32767)),
+                    ("LeaderEpoch", "int32", (0, 32767)),
+                    ("StartOffset", "int64", (0, 32767)),
+                    ("DeliveryCompleteCount", "int32", (1, 32767), None, None, None, None, "-1"),
                 )),
             )),
         )),
     ),
     (88, "request"): (
-        (0, 0, (0, OPEN), (
-            F("GroupId", "string", (0, OPEN), entity="groupId"),
-            F("MemberId", "string", (0, OPEN)),
-            F("MemberEpoch", "int32", (0, OPEN)),
-            F("EndpointInformationEpoch", "int32", (0, OPEN)),
-            F("InstanceId", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-            F("RackId", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-            F("RebalanceTimeoutMs", "int32", (0, OPEN), default=-1),
-            F("Topology", "Topology", (0, OPEN), nullable=(0, OPEN), default="null", children=(
-                F("Epoch", "int32", (0, OPEN)),
-                F("Subtopologies", "[]Subtopology", (0, OPEN), children=(
-                    F("SubtopologyId", "string", (0, OPEN)),
-                    F("SourceTopics", "[]string", (0, OPEN), entity="topicName"),
-                    F("SourceTopicRegex", "[]string", (0, OPEN)),
-                    F("StateChangelogTopics", "[]TopicInfo", (0, OPEN), children=(
-                        F("Name", "string", (0, OPEN), entity="topicName"),
-                        F("Partitions", "int32", (0, OPEN)),
-                        F("ReplicationFactor", "int16", (0, OPEN)),
-                        F("TopicConfigs", "[]KeyValue", (0, OPEN), children=(
-                            F("Key", "string", (0, OPEN)),
-                            F("Value", "string", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("GroupId", "string", (0, 32767), None, None, None, None, None, "groupId"),
+            ("MemberId", "string", (0, 32767)),
+            ("MemberEpoch", "int32", (0, 32767)),
+            ("EndpointInformationEpoch", "int32", (0, 32767)),
+            ("InstanceId", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+            ("RackId", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+            ("RebalanceTimeoutMs", "int32", (0, 32767), None, None, None, None, -1),
+            ("Topology", "Topology", (0, 32767), (
+                ("Epoch", "int32", (0, 32767)),
+                ("Subtopologies", "[]Subtopology", (0, 32767), (
+                    ("SubtopologyId", "string", (0, 32767)),
+                    ("SourceTopics", "[]string", (0, 32767), None, None, None, None, None, "topicName"),
+                    ("SourceTopicRegex", "[]string", (0, 32767)),
+                    ("StateChangelogTopics", "[]TopicInfo", (0, 32767), (
+                        ("Name", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                        ("Partitions", "int32", (0, 32767)),
+                        ("ReplicationFactor", "int16", (0, 32767)),
+                        ("TopicConfigs", "[]KeyValue", (0, 32767), (
+                            ("Key", "string", (0, 32767)),
+                            ("Value", "string", (0, 32767)),
                         )),
                     )),
-                    F("RepartitionSinkTopics", "[]string", (0, OPEN), entity="topicName"),
-                    F("RepartitionSourceTopics", "[]TopicInfo", (0, OPEN), children=(
-                        F("Name", "string", (0, OPEN), entity="topicName"),
-                        F("Partitions", "int32", (0, OPEN)),
-                        F("ReplicationFactor", "int16", (0, OPEN)),
-                        F("TopicConfigs", "[]KeyValue", (0, OPEN), children=(
-                            F("Key", "string", (0, OPEN)),
-                            F("Value", "string", (0, OPEN)),
+                    ("RepartitionSinkTopics", "[]string", (0, 32767), None, None, None, None, None,
+                     "topicName"),
+                    ("RepartitionSourceTopics", "[]TopicInfo", (0, 32767), (
+                        ("Name", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                        ("Partitions", "int32", (0, 32767)),
+                        ("ReplicationFactor", "int16", (0, 32767)),
+                        ("TopicConfigs", "[]KeyValue", (0, 32767), (
+                            ("Key", "string", (0, 32767)),
+                            ("Value", "string", (0, 32767)),
                         )),
                     )),
-                    F("CopartitionGroups", "[]CopartitionGroup", (0, OPEN), children=(
-                        F("SourceTopics", "[]int16", (0, OPEN)),
-                        F("SourceTopicRegex", "[]int16", (0, OPEN)),
-                        F("RepartitionSourceTopics", "[]int16", (0, OPEN)),
+                    ("CopartitionGroups", "[]CopartitionGroup", (0, 32767), (
+                        ("SourceTopics", "[]int16", (0, 32767)),
+                        ("SourceTopicRegex", "[]int16", (0, 32767)),
+                        ("RepartitionSourceTopics", "[]int16", (0, 32767)),
                     )),
                 )),
-            )),
-            F("ActiveTasks", "[]TaskIds", (0, OPEN), nullable=(0, OPEN), default="null", children=(
-                F("SubtopologyId", "string", (0, OPEN)),
-                F("Partitions", "[]int32", (0, OPEN)),
-            )),
-            F("StandbyTasks", "[]TaskIds", (0, OPEN), nullable=(0, OPEN), default="null", children=(
-                F("SubtopologyId", "string", (0, OPEN)),
-                F("Partitions", "[]int32", (0, OPEN)),
-            )),
-            F("WarmupTasks", "[]TaskIds", (0, OPEN), nullable=(0, OPEN), default="null", children=(
-                F("SubtopologyId", "string", (0, OPEN)),
-                F("Partitions", "[]int32", (0, OPEN)),
-            )),
-            F("ProcessId", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-            F("UserEndpoint", "Endpoint", (0, OPEN), nullable=(0, OPEN), default="null", children=(
-                F("Host", "string", (0, OPEN)),
-                F("Port", "uint16", (0, OPEN)),
-            )),
-            F("ClientTags", "[]KeyValue", (0, OPEN), nullable=(0, OPEN), default="null", children=(
-                F("Key", "string", (0, OPEN)),
-                F("Value", "string", (0, OPEN)),
-            )),
-            F("TaskOffsets", "[]TaskOffset", (0, OPEN), nullable=(0, OPEN), default="null", children=(
-                F("SubtopologyId", "string", (0, OPEN)),
-                F("Partition", "int32", (0, OPEN)),
-                F("Offset", "int64", (0, OPEN)),
-            )),
-            F("TaskEndOffsets", "[]TaskOffset", (0, OPEN), nullable=(0, OPEN), default="null", children=(
-                F("SubtopologyId", "string", (0, OPEN)),
-                F("Partition", "int32", (0, OPEN)),
-                F("Offset", "int64", (0, OPEN)),
-            )),
-            F("ShutdownApplication", "bool", (0, OPEN), default=False),
+            ), (0, 32767), None, None, "null"),
+            ("ActiveTasks", "[]TaskIds", (0, 32767), (
+                ("SubtopologyId", "string", (0, 32767)),
+                ("Partitions", "[]int32", (0, 32767)),
+            ), (0, 32767), None, None, "null"),
+            ("StandbyTasks", "[]TaskIds", (0, 32767), (
+                ("SubtopologyId", "string", (0, 32767)),
+                ("Partitions", "[]int32", (0, 32767)),
+            ), (0, 32767), None, None, "null"),
+            ("WarmupTasks", "[]TaskIds", (0, 32767), (
+                ("SubtopologyId", "string", (0, 32767)),
+                ("Partitions", "[]int32", (0, 32767)),
+            ), (0, 32767), None, None, "null"),
+            ("ProcessId", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+            ("UserEndpoint", "Endpoint", (0, 32767), (
+                ("Host", "string", (0, 32767)),
+                ("Port", "uint16", (0, 32767)),
+            ), (0, 32767), None, None, "null"),
+            ("ClientTags", "[]KeyValue", (0, 32767), (
+                ("Key", "string", (0, 32767)),
+                ("Value", "string", (0, 32767)),
+            ), (0, 32767), None, None, "null"),
+            ("TaskOffsets", "[]TaskOffset", (0, 32767), (
+                ("SubtopologyId", "string", (0, 32767)),
+                ("Partition", "int32", (0, 32767)),
+                ("Offset", "int64", (0, 32767)),
+            ), (0, 32767), None, None, "null"),
+            ("TaskEndOffsets", "[]TaskOffset", (0, 32767), (
+                ("SubtopologyId", "string", (0, 32767)),
+                ("Partition", "int32", (0, 32767)),
+                ("Offset", "int64", (0, 32767)),
+            ), (0, 32767), None, None, "null"),
+            ("ShutdownApplication", "bool", (0, 32767), None, None, None, None, False),
         )),
     ),
     (88, "response"): (
-        (0, 0, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-            F("MemberId", "string", (0, OPEN)),
-            F("MemberEpoch", "int32", (0, OPEN)),
-            F("HeartbeatIntervalMs", "int32", (0, OPEN)),
-            F("AcceptableRecoveryLag", "int32", (0, OPEN)),
-            F("TaskOffsetIntervalMs", "int32", (0, OPEN)),
-            F("Status", "[]Status", (0, OPEN), nullable=(0, OPEN), default="null", children=(
-                F("StatusCode", "int8", (0, OPEN)),
-                F("StatusDetail", "string", (0, OPEN)),
-            )),
-            F("ActiveTasks", "[]TaskIds", (0, OPEN), nullable=(0, OPEN), default="null", children=(
-                F("SubtopologyId", "string", (0, OPEN)),
-                F("Partitions", "[]int32", (0, OPEN)),
-            )),
-            F("StandbyTasks", "[]TaskIds", (0, OPEN), nullable=(0, OPEN), default="null", children=(
-                F("SubtopologyId", "string", (0, OPEN)),
-                F("Partitions", "[]int32", (0, OPEN)),
-            )),
-            F("WarmupTasks", "[]TaskIds", (0, OPEN), nullable=(0, OPEN), default="null", children=(
-                F("SubtopologyId", "string", (0, OPEN)),
-                F("Partitions", "[]int32", (0, OPEN)),
-            )),
-            F("EndpointInformationEpoch", "int32", (0, OPEN)),
-            F("PartitionsByUserEndpoint", "[]EndpointToPartitions", (0, OPEN), nullable=(0, OPEN),
-              default="null", children=(
-                F("UserEndpoint", "Endpoint", (0, OPEN), children=(
-                    F("Host", "string", (0, OPEN)),
-                    F("Port", "uint16", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("ErrorMessage", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+            ("MemberId", "string", (0, 32767)),
+            ("MemberEpoch", "int32", (0, 32767)),
+            ("HeartbeatIntervalMs", "int32", (0, 32767)),
+            ("AcceptableRecoveryLag", "int32", (0, 32767)),
+            ("TaskOffsetIntervalMs", "int32", (0, 32767)),
+            ("Status", "[]Status", (0, 32767), (
+                ("StatusCode", "int8", (0, 32767)),
+                ("StatusDetail", "string", (0, 32767)),
+            ), (0, 32767), None, None, "null"),
+            ("ActiveTasks", "[]TaskIds", (0, 32767), (
+                ("SubtopologyId", "string", (0, 32767)),
+                ("Partitions", "[]int32", (0, 32767)),
+            ), (0, 32767), None, None, "null"),
+            ("StandbyTasks", "[]TaskIds", (0, 32767), (
+                ("SubtopologyId", "string", (0, 32767)),
+                ("Partitions", "[]int32", (0, 32767)),
+            ), (0, 32767), None, None, "null"),
+            ("WarmupTasks", "[]TaskIds", (0, 32767), (
+                ("SubtopologyId", "string", (0, 32767)),
+                ("Partitions", "[]int32", (0, 32767)),
+            ), (0, 32767), None, None, "null"),
+            ("EndpointInformationEpoch", "int32", (0, 32767)),
+            ("PartitionsByUserEndpoint", "[]EndpointToPartitions", (0, 32767), (
+                ("UserEndpoint", "Endpoint", (0, 32767), (
+                    ("Host", "string", (0, 32767)),
+                    ("Port", "uint16", (0, 32767)),
                 )),
-                F("ActivePartitions", "[]TopicPartition", (0, OPEN), children=(
-                    F("Topic", "string", (0, OPEN), entity="topicName"),
-                    F("Partitions", "[]int32", (0, OPEN)),
+                ("ActivePartitions", "[]TopicPartition", (0, 32767), (
+                    ("Topic", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                    ("Partitions", "[]int32", (0, 32767)),
                 )),
-                F("StandbyPartitions", "[]TopicPartition", (0, OPEN), children=(
-                    F("Topic", "string", (0, OPEN), entity="topicName"),
-                    F("Partitions", "[]int32", (0, OPEN)),
+                ("StandbyPartitions", "[]TopicPartition", (0, 32767), (
+                    ("Topic", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                    ("Partitions", "[]int32", (0, 32767)),
                 )),
-            )),
+            ), (0, 32767), None, None, "null"),
         )),
     ),
     (89, "request"): (
-        (0, 0, (0, OPEN), (
-            F("GroupIds", "[]string", (0, OPEN), entity="groupId"),
-            F("IncludeAuthorizedOperations", "bool", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("GroupIds", "[]string", (0, 32767), None, None, None, None, None, "groupId"),
+            ("IncludeAuthorizedOperations", "bool", (0, 32767)),
         )),
     ),
     (89, "response"): (
-        (0, 0, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("Groups", "[]DescribedGroup", (0, OPEN), children=(
-                F("ErrorCode", "int16", (0, OPEN)),
-                F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-                F("GroupId", "string", (0, OPEN), entity="groupId"),
-                F("GroupState", "string", (0, OPEN)),
-                F("GroupEpoch", "int32", (0, OPEN)),
-                F("AssignmentEpoch", "int32", (0, OPEN)),
-                F("Topology", "Topology", (0, OPEN), nullable=(0, OPEN), default="null", children=(
-                    F("Epoch", "int32", (0, OPEN)),
-                    F("Subtopologies", "[]Subtopology", (0, OPEN), nullable=(0, OPEN), default="null",
-                      children=(
-                        F("SubtopologyId", "string", (0, OPEN)),
-                        F("SourceTopics", "[]string", (0, OPEN), entity="topicName"),
-                        F("RepartitionSinkTopics", "[]string", (0, OPEN), entity="topicName"),
-                        F("StateChangelogTopics", "[]TopicInfo", (0, OPEN), children=(
-                            F("Name", "string", (0, OPEN), entity="topicName"),
-                            F("Partitions", "int32", (0, OPEN)),
-                            F("ReplicationFactor", "int16", (0, OPEN)),
-                            F("TopicConfigs", "[]KeyValue", (0, OPEN), children=(
-                                F("Key", "string", (0, OPEN)),
-                                F("Value", "string", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("Groups", "[]DescribedGroup", (0, 32767), (
+                ("ErrorCode", "int16", (0, 32767)),
+                ("ErrorMessage", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+                ("GroupId", "string", (0, 32767), None, None, None, None, None, "groupId"),
+                ("GroupState", "string", (0, 32767)),
+                ("GroupEpoch", "int32", (0, 32767)),
+                ("AssignmentEpoch", "int32", (0, 32767)),
+                ("Topology", "Topology", (0, 32767), (
+                    ("Epoch", "int32", (0, 32767)),
+                    ("Subtopologies", "[]Subtopology", (0, 32767), (
+                        ("SubtopologyId", "string", (0, 32767)),
+                        ("SourceTopics", "[]string", (0, 32767), None, None, None, None, None, "topicName"),
+                        ("RepartitionSinkTopics", "[]string", (0, 32767), None, None, None, None, None,
+                         "topicName"),
+                        ("StateChangelogTopics", "[]TopicInfo", (0, 32767), (
+                            ("Name", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                            ("Partitions", "int32", (0, 32767)),
+                            ("ReplicationFactor", "int16", (0, 32767)),
+                            ("TopicConfigs", "[]KeyValue", (0, 32767), (
+                                ("Key", "string", (0, 32767)),
+                                ("Value", "string", (0, 32767)),
                             )),
                         )),
-                        F("RepartitionSourceTopics", "[]TopicInfo", (0, OPEN), children=(
-                            F("Name", "string", (0, OPEN), entity="topicName"),
-                            F("Partitions", "int32", (0, OPEN)),
-                            F("ReplicationFactor", "int16", (0, OPEN)),
-                            F("TopicConfigs", "[]KeyValue", (0, OPEN), children=(
-                                F("Key", "string", (0, OPEN)),
-                                F("Value", "string", (0, OPEN)),
+                        ("RepartitionSourceTopics", "[]TopicInfo", (0, 32767), (
+                            ("Name", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                            ("Partitions", "int32", (0, 32767)),
+                            ("ReplicationFactor", "int16", (0, 32767)),
+                            ("TopicConfigs", "[]KeyValue", (0, 32767), (
+                                ("Key", "string", (0, 32767)),
+                                ("Value", "string", (0, 32767)),
                             )),
                         )),
+                    ), (0, 32767), None, None, "null"),
+                ), (0, 32767), None, None, "null"),
+                ("Members", "[]Member", (0, 32767), (
+                    ("MemberId", "string", (0, 32767)),
+                    ("MemberEpoch", "int32", (0, 32767)),
+                    ("InstanceId", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+                    ("RackId", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+                    ("ClientId", "string", (0, 32767)),
+                    ("ClientHost", "string", (0, 32767)),
+                    ("TopologyEpoch", "int32", (0, 32767)),
+                    ("ProcessId", "string", (0, 32767)),
+                    ("UserEndpoint", "Endpoint", (0, 32767), (
+                        ("Host", "string", (0, 32767)),
+                        ("Port", "uint16", (0, 32767)),
+                    ), (0, 32767), None, None, "null"),
+                    ("ClientTags", "[]KeyValue", (0, 32767), (
+                        ("Key", "string", (0, 32767)),
+                        ("Value", "string", (0, 32767)),
                     )),
+                    ("TaskOffsets", "[]TaskOffset", (0, 32767), (
+                        ("SubtopologyId", "string", (0, 32767)),
+                        ("Partition", "int32", (0, 32767)),
+                        ("Offset", "int64", (0, 32767)),
+                    )),
+                    ("TaskEndOffsets", "[]TaskOffset", (0, 32767), (
+                        ("SubtopologyId", "string", (0, 32767)),
+                        ("Partition", "int32", (0, 32767)),
+                        ("Offset", "int64", (0, 32767)),
+                    )),
+                    ("Assignment", "Assignment", (0, 32767), (
+                        ("ActiveTasks", "[]TaskIds", (0, 32767), (
+                            ("SubtopologyId", "string", (0, 32767)),
+                            ("Partitions", "[]int32", (0, 32767)),
+                        )),
+                        ("StandbyTasks", "[]TaskIds", (0, 32767), (
+                            ("SubtopologyId", "string", (0, 32767)),
+                            ("Partitions", "[]int32", (0, 32767)),
+                        )),
+                        ("WarmupTasks", "[]TaskIds", (0, 32767), (
+                            ("SubtopologyId", "string", (0, 32767)),
+                            ("Partitions", "[]int32", (0, 32767)),
+                        )),
+                    )),
+                    ("TargetAssignment", "Assignment", (0, 32767), (
+                        ("ActiveTasks", "[]TaskIds", (0, 32767), (
+                            ("SubtopologyId", "string", (0, 32767)),
+                            ("Partitions", "[]int32", (0, 32767)),
+                        )),
+                        ("StandbyTasks", "[]TaskIds", (0, 32767), (
+                            ("SubtopologyId", "string", (0, 32767)),
+                            ("Partitions", "[]int32", (0, 32767)),
+                        )),
+                        ("WarmupTasks", "[]TaskIds", (0, 32767), (
+                            ("SubtopologyId", "string", (0, 32767)),
+                            ("Partitions", "[]int32", (0, 32767)),
+                        )),
+                    )),
+                    ("IsClassic", "bool", (0, 32767)),
                 )),
-                F("Members", "[]Member", (0, OPEN), children=(
-                    F("MemberId", "string", (0, OPEN)),
-                    F("MemberEpoch", "int32", (0, OPEN)),
-                    F("InstanceId", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-                    F("RackId", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-                    F("ClientId", "string", (0, OPEN)),
-                    F("ClientHost", "string", (0, OPEN)),
-                    F("TopologyEpoch", "int32", (0, OPEN)),
-                    F("ProcessId", "string", (0, OPEN)),
-                    F("UserEndpoint", "Endpoint", (0, OPEN), nullable=(0, OPEN), default="null", children=(
-                        F("Host", "string", (0, OPEN)),
-                        F("Port", "uint16", (0, OPEN)),
-                    )),
-                    F("ClientTags", "[]KeyValue", (0, OPEN), children=(
-                        F("Key", "string", (0, OPEN)),
-                        F("Value", "string", (0, OPEN)),
-                    )),
-                    F("TaskOffsets", "[]TaskOffset", (0, OPEN), children=(
-                        F("SubtopologyId", "string", (0, OPEN)),
-                        F("Partition", "int32", (0, OPEN)),
-                        F("Offset", "int64", (0, OPEN)),
-                    )),
-                    F("TaskEndOffsets", "[]TaskOffset", (0, OPEN), children=(
-                        F("SubtopologyId", "string", (0, OPEN)),
-                        F("Partition", "int32", (0, OPEN)),
-                        F("Offset", "int64", (0, OPEN)),
-                    )),
-                    F("Assignment", "Assignment", (0, OPEN), children=(
-                        F("ActiveTasks", "[]TaskIds", (0, OPEN), children=(
-                            F("SubtopologyId", "string", (0, OPEN)),
-                            F("Partitions", "[]int32", (0, OPEN)),
-                        )),
-                        F("StandbyTasks", "[]TaskIds", (0, OPEN), children=(
-                            F("SubtopologyId", "string", (0, OPEN)),
-                            F("Partitions", "[]int32", (0, OPEN)),
-                        )),
-                        F("WarmupTasks", "[]TaskIds", (0, OPEN), children=(
-                            F("SubtopologyId", "string", (0, OPEN)),
-                            F("Partitions", "[]int32", (0, OPEN)),
-                        )),
-                    )),
-                    F("TargetAssignment", "Assignment", (0, OPEN), children=(
-                        F("ActiveTasks", "[]TaskIds", (0, OPEN), children=(
-                            F("SubtopologyId", "string", (0, OPEN)),
-                            F("Partitions", "[]int32", (0, OPEN)),
-                        )),
-                        F("StandbyTasks", "[]TaskIds", (0, OPEN), children=(
-                            F("SubtopologyId", "string", (0, OPEN)),
-                            F("Partitions", "[]int32", (0, OPEN)),
-                        )),
-                        F("WarmupTasks", "[]TaskIds", (0, OPEN), children=(
-                            F("SubtopologyId", "string", (0, OPEN)),
-                            F("Partitions", "[]int32", (0, OPEN)),
-                        )),
-                    )),
-                    F("IsClassic", "bool", (0, OPEN)),
-                )),
-                F("AuthorizedOperations", "int32", (0, OPEN), default="-2147483648"),
+                ("AuthorizedOperations", "int32", (0, 32767), None, None, None, None, "-2147483648"),
             )),
         )),
     ),
     (90, "request"): (
-        (0, 1, (0, OPEN), (
-            F("Groups", "[]DescribeShareGroupOffsetsRequestGroup", (0, OPEN), children=(
-                F("GroupId", "string", (0, OPEN), entity="groupId"),
-                F("Topics", "[]DescribeShareGroupOffsetsRequestTopic", (0, OPEN), nullable=(0, OPEN),
-                  children=(
-                    F("TopicName", "string", (0, OPEN), entity="topicName"),
-                    F("Partitions", "[]int32", (0, OPEN)),
-                )),
+        (0, 1, (0, 32767), (
+            ("Groups", "[]DescribeShareGroupOffsetsRequestGroup", (0, 32767), (
+                ("GroupId", "string", (0, 32767), None, None, None, None, None, "groupId"),
+                ("Topics", "[]DescribeShareGroupOffsetsRequestTopic", (0, 32767), (
+                    ("TopicName", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                    ("Partitions", "[]int32", (0, 32767)),
+                ), (0, 32767)),
             )),
         )),
     ),
     (90, "response"): (
-        (0, 1, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("Groups", "[]DescribeShareGroupOffsetsResponseGroup", (0, OPEN), children=(
-                F("GroupId", "string", (0, OPEN), entity="groupId"),
-                F("Topics", "[]DescribeShareGroupOffsetsResponseTopic", (0, OPEN), children=(
-                    F("TopicName", "string", (0, OPEN), entity="topicName"),
-                    F("TopicId", "uuid", (0, OPEN)),
-                    F("Partitions", "[]DescribeShareGroupOffsetsResponsePartition", (0, OPEN), children=(
-                        F("PartitionIndex", "int32", (0, OPEN)),
-                        F("StartOffset", "int64", (0, OPEN)),
-                        F("LeaderEpoch", "int32", (0, OPEN)),
-                        F("Lag", "int64", (1, OPEN), default=-1),
-                        F("ErrorCode", "int16", (0, OPEN)),
-                        F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
+        (0, 1, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("Groups", "[]DescribeShareGroupOffsetsResponseGroup", (0, 32767), (
+                ("GroupId", "string", (0, 32767), None, None, None, None, None, "groupId"),
+                ("Topics", "[]DescribeShareGroupOffsetsResponseTopic", (0, 32767), (
+                    ("TopicName", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                    ("TopicId", "uuid", (0, 32767)),
+                    ("Partitions", "[]DescribeShareGroupOffsetsResponsePartition", (0, 32767), (
+                        ("PartitionIndex", "int32", (0, 32767)),
+                        ("StartOffset", "int64", (0, 32767)),
+                        ("LeaderEpoch", "int32", (0, 32767)),
+                        ("Lag", "int64", (1, 32767), None, None, None, None, -1),
+                        ("ErrorCode", "int16", (0, 32767)),
+                        ("ErrorMessage", "string", (0, 32767), None, (0, 32767), None, None, "null"),
                     )),
                 )),
-                F("ErrorCode", "int16", (0, OPEN)),
-                F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
+                ("ErrorCode", "int16", (0, 32767)),
+                ("ErrorMessage", "string", (0, 32767), None, (0, 32767), None, None, "null"),
             )),
         )),
     ),
     (91, "request"): (
-        (0, 0, (0, OPEN), (
-            F("GroupId", "string", (0, OPEN), entity="groupId"),
-            F("Topics", "[]AlterShareGroupOffsetsRequestTopic", (0, OPEN), children=(
-                F("TopicName", "string", (0, OPEN), entity="topicName", map_key=True),
-                F("Partitions", "[]AlterShareGroupOffsetsRequestPartition", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("StartOffset", "int64", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("GroupId", "string", (0, 32767), None, None, None, None, None, "groupId"),
+            ("Topics", "[]AlterShareGroupOffsetsRequestTopic", (0, 32767), (
+                ("TopicName", "string", (0, 32767), None, None, None, None, None, "topicName", True),
+                ("Partitions", "[]AlterShareGroupOffsetsRequestPartition", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("StartOffset", "int64", (0, 32767)),
                 )),
             )),
         )),
     ),
     (91, "response"): (
-        (0, 0, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-            F("Responses", "[]AlterShareGroupOffsetsResponseTopic", (0, OPEN), children=(
-                F("TopicName", "string", (0, OPEN), entity="topicName", map_key=True),
-                F("TopicId", "uuid", (0, OPEN)),
-                F("Partitions", "[]AlterShareGroupOffsetsResponsePartition", (0, OPEN), children=(
-                    F("PartitionIndex", "int32", (0, OPEN)),
-                    F("ErrorCode", "int16", (0, OPEN)),
-                    F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
+        (0, 0, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("ErrorMessage", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+            ("Responses", "[]AlterShareGroupOffsetsResponseTopic", (0, 32767), (
+                ("TopicName", "string", (0, 32767), None, None, None, None, None, "topicName", True),
+                ("TopicId", "uuid", (0, 32767)),
+                ("Partitions", "[]AlterShareGroupOffsetsResponsePartition", (0, 32767), (
+                    ("PartitionIndex", "int32", (0, 32767)),
+                    ("ErrorCode", "int16", (0, 32767)),
+                    ("ErrorMessage", "string", (0, 32767), None, (0, 32767), None, None, "null"),
                 )),
             )),
         )),
     ),
     (92, "request"): (
-        (0, 0, (0, OPEN), (
-            F("GroupId", "string", (0, OPEN), entity="groupId"),
-            F("Topics", "[]DeleteShareGroupOffsetsRequestTopic", (0, OPEN), children=(
-                F("TopicName", "string", (0, OPEN), entity="topicName"),
+        (0, 0, (0, 32767), (
+            ("GroupId", "string", (0, 32767), None, None, None, None, None, "groupId"),
+            ("Topics", "[]DeleteShareGroupOffsetsRequestTopic", (0, 32767), (
+                ("TopicName", "string", (0, 32767), None, None, None, None, None, "topicName"),
             )),
         )),
     ),
     (92, "response"): (
-        (0, 0, (0, OPEN), (
-            F("ThrottleTimeMs", "int32", (0, OPEN)),
-            F("ErrorCode", "int16", (0, OPEN)),
-            F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
-            F("Responses", "[]DeleteShareGroupOffsetsResponseTopic", (0, OPEN), children=(
-                F("TopicName", "string", (0, OPEN), entity="topicName"),
-                F("TopicId", "uuid", (0, OPEN)),
-                F("ErrorCode", "int16", (0, OPEN)),
-                F("ErrorMessage", "string", (0, OPEN), nullable=(0, OPEN), default="null"),
+        (0, 0, (0, 32767), (
+            ("ThrottleTimeMs", "int32", (0, 32767)),
+            ("ErrorCode", "int16", (0, 32767)),
+            ("ErrorMessage", "string", (0, 32767), None, (0, 32767), None, None, "null"),
+            ("Responses", "[]DeleteShareGroupOffsetsResponseTopic", (0, 32767), (
+                ("TopicName", "string", (0, 32767), None, None, None, None, None, "topicName"),
+                ("TopicId", "uuid", (0, 32767)),
+                ("ErrorCode", "int16", (0, 32767)),
+                ("ErrorMessage", "string", (0, 32767), None, (0, 32767), None, None, "null"),
             )),
         )),
     ),
-}
+})
 
 # HEADERS["request" | "response"] = segments of RequestHeader / ResponseHeader
-HEADERS = {
+HEADERS: Mapping[str, Segments] = Table({
     "request": (
-        (1, 2, (2, OPEN), (
-            F("RequestApiKey", "int16", (0, OPEN)),
-            F("RequestApiVersion", "int16", (0, OPEN)),
-            F("CorrelationId", "int32", (0, OPEN)),
-            F("ClientId", "string", (1, OPEN), nullable=(1, OPEN), flexible=None),
+        (1, 2, (2, 32767), (
+            ("RequestApiKey", "int16", (0, 32767)),
+            ("RequestApiVersion", "int16", (0, 32767)),
+            ("CorrelationId", "int32", (0, 32767)),
+            ("ClientId", "string", (1, 32767), None, (1, 32767), None, None, None, None, False, None),
         )),
-        (0, 0, (2, OPEN), (
-            F("RequestApiKey", "int16", (0, OPEN)),
-            F("RequestApiVersion", "int16", (0, OPEN)),
-            F("CorrelationId", "int32", (0, OPEN)),
+        (0, 0, (2, 32767), (
+            ("RequestApiKey", "int16", (0, 32767)),
+            ("RequestApiVersion", "int16", (0, 32767)),
+            ("CorrelationId", "int32", (0, 32767)),
         )),
     ),
     "response": (
-        (0, 1, (1, OPEN), (
-            F("CorrelationId", "int32", (0, OPEN)),
+        (0, 1, (1, 32767), (
+            ("CorrelationId", "int32", (0, 32767)),
         )),
     ),
-}
+})
 
 # DATA[name] = segments of every schema of type "data" (embedded payloads, control records)
-DATA = {
+DATA: Mapping[str, Segments] = Table({
     "ConsumerProtocolAssignment": (
         (0, 3, None, (
-            F("AssignedPartitions", "[]TopicPartition", (0, OPEN), children=(
-                F("Topic", "string", (0, OPEN), entity="topicName", map_key=True),
-                F("Partitions", "[]int32", (0, OPEN)),
+            ("AssignedPartitions", "[]TopicPartition", (0, 32767), (
+                ("Topic", "string", (0, 32767), None, None, None, None, None, "topicName", True),
+                ("Partitions", "[]int32", (0, 32767)),
             )),
-            F("UserData", "bytes", (0, OPEN), nullable=(0, OPEN), default="null"),
+            ("UserData", "bytes", (0, 32767), None, (0, 32767), None, None, "null"),
         )),
     ),
     "ConsumerProtocolSubscription": (
         (0, 3, None, (
-            F("Topics", "[]string", (0, OPEN)),
-            F("UserData", "bytes", (0, OPEN), nullable=(0, OPEN), default="null"),
-            F("OwnedPartitions", "[]TopicPartition", (1, OPEN), children=(
-                F("Topic", "string", (1, OPEN), entity="topicName", map_key=True),
-                F("Partitions", "[]int32", (1, OPEN)),
+            ("Topics", "[]string", (0, 32767)),
+            ("UserData", "bytes", (0, 32767), None, (0, 32767), None, None, "null"),
+            ("OwnedPartitions", "[]TopicPartition", (1, 32767), (
+                ("Topic", "string", (1, 32767), None, None, None, None, None, "topicName", True),
+                ("Partitions", "[]int32", (1, 32767)),
             )),
-            F("GenerationId", "int32", (2, OPEN), default="-1"),
-            F("RackId", "string", (3, OPEN), nullable=(3, OPEN), default="null"),
+            ("GenerationId", "int32", (2, 32767), None, None, None, None, "-1"),
+            ("RackId", "string", (3, 32767), None, (3, 32767), None, None, "null"),
         )),
     ),
     "DefaultPrincipalData": (
-        (0, 0, (0, OPEN), (
-            F("Type", "string", (0, OPEN)),
-            F("Name", "string", (0, OPEN)),
-            F("TokenAuthenticated", "bool", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("Type", "string", (0, 32767)),
+            ("Name", "string", (0, 32767)),
+            ("TokenAuthenticated", "bool", (0, 32767)),
         )),
     ),
     "EndTxnMarker": (
         (0, 0, None, (
-            F("CoordinatorEpoch", "int32", (0, OPEN)),
+            ("CoordinatorEpoch", "int32", (0, 32767)),
         )),
     ),
     "KRaftVersionRecord": (
-        (0, 0, (0, OPEN), (
-            F("Version", "int16", (0, OPEN)),
-            F("KRaftVersion", "int16", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("Version", "int16", (0, 32767)),
+            ("KRaftVersion", "int16", (0, 32767)),
         )),
     ),
     "LeaderChangeMessage": (
-        (0, 1, (0, OPEN), (
-            F("Version", "int16", (0, OPEN)),
-            F("LeaderId", "int32", (0, OPEN), entity="brokerId"),
-            F("Voters", "[]Voter", (0, OPEN), children=(
-                F("VoterId", "int32", (0, OPEN)),
-                F("VoterDirectoryId", "uuid", (1, OPEN)),
+        (0, 1, (0, 32767), (
+            ("Version", "int16", (0, 32767)),
+            ("LeaderId", "int32", (0, 32767), None, None, None, None, None, "brokerId"),
+            ("Voters", "[]Voter", (0, 32767), (
+                ("VoterId", "int32", (0, 32767)),
+                ("VoterDirectoryId", "uuid", (1, 32767)),
             )),
-            F("GrantingVoters", "[]Voter", (0, OPEN), children=(
-                F("VoterId", "int32", (0, OPEN)),
-                F("VoterDirectoryId", "uuid", (1, OPEN)),
+            ("GrantingVoters", "[]Voter", (0, 32767), (
+                ("VoterId", "int32", (0, 32767)),
+                ("VoterDirectoryId", "uuid", (1, 32767)),
             )),
         )),
     ),
     "SnapshotFooterRecord": (
-        (0, 0, (0, OPEN), (
-            F("Version", "int16", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("Version", "int16", (0, 32767)),
         )),
     ),
     "SnapshotHeaderRecord": (
-        (0, 0, (0, OPEN), (
-            F("Version", "int16", (0, OPEN)),
-            F("LastContainedLogTimestamp", "int64", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("Version", "int16", (0, 32767)),
+            ("LastContainedLogTimestamp", "int64", (0, 32767)),
         )),
     ),
     "VotersRecord": (
-        (0, 0, (0, OPEN), (
-            F("Version", "int16", (0, OPEN)),
-            F("Voters", "[]Voter", (0, OPEN), children=(
-                F("VoterId", "int32", (0, OPEN), entity="brokerId"),
-                F("VoterDirectoryId", "uuid", (0, OPEN)),
-                F("Endpoints", "[]Endpoint", (0, OPEN), children=(
-                    F("Name", "string", (0, OPEN), map_key=True),
-                    F("Host", "string", (0, OPEN)),
-                    F("Port", "uint16", (0, OPEN)),
+        (0, 0, (0, 32767), (
+            ("Version", "int16", (0, 32767)),
+            ("Voters", "[]Voter", (0, 32767), (
+                ("VoterId", "int32", (0, 32767), None, None, None, None, None, "brokerId"),
+                ("VoterDirectoryId", "uuid", (0, 32767)),
+                ("Endpoints", "[]Endpoint", (0, 32767), (
+                    ("Name", "string", (0, 32767), None, None, None, None, None, None, True),
+                    ("Host", "string", (0, 32767)),
+                    ("Port", "uint16", (0, 32767)),
                 )),
-                F("KRaftVersionFeature", "KRaftVersionFeature", (0, OPEN), children=(
-                    F("MinSupportedVersion", "int16", (0, OPEN)),
-                    F("MaxSupportedVersion", "int16", (0, OPEN)),
+                ("KRaftVersionFeature", "KRaftVersionFeature", (0, 32767), (
+                    ("MinSupportedVersion", "int16", (0, 32767)),
+                    ("MaxSupportedVersion", "int16", (0, 32767)),
                 )),
             )),
         )),
     ),
-}
+})
 
 # fmt: on

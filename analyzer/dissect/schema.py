@@ -73,6 +73,12 @@ def version_range(api_key: int) -> tuple[int, int] | None:
     return min(s[0] for s in segments), max(s[1] for s in segments)
 
 
+@lru_cache(maxsize=1)
+def request_api_keys() -> tuple[int, ...]:
+    """The api keys that have a request schema, ascending."""
+    return tuple(sorted({k for k, kind in MESSAGES if kind == "request"}))
+
+
 def api_name(api_key: int) -> str | None:
     """API name without the Request/Response suffix ("Produce", "Fetch"...); None if unknown."""
     return API_NAMES.get(api_key)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from analyzer.dissect.constants import ApiKey, ErrorCode
-from analyzer.model import Exchange
+from analyzer.model import ConnInfo, Exchange
 from analyzer.session.walks import fetched, topic_of
 
 Fetcher = tuple[str, str | None]  # (client host, client id)
@@ -48,10 +48,27 @@ def host_of(address: str | None) -> str:
     return address.rsplit(":", 1)[0] if address.count(":") == 1 or address.startswith("[") else address
 
 
+_ADDRESSES: dict[tuple, tuple[str, str]] = {}  # (a, b, client direction) -> addresses()
+_ADDRESSES_KEPT = 4096
+
+
+def addresses(conn: ConnInfo) -> tuple[str, str]:
+    """A connection's client address as text (its first sender's when the roles are not known)
+    and "client -> broker", formatted once per connection (a bounded table)."""
+    k = (conn.a, conn.b, conn.client_direction)
+    got = _ADDRESSES.get(k)
+    if got is None:
+        if len(_ADDRESSES) >= _ADDRESSES_KEPT:
+            _ADDRESSES.clear()
+        known = conn.client_direction is not None
+        client = str(conn.client if known else conn.a)
+        got = _ADDRESSES[k] = (client, f"{client} -> {conn.broker if known else conn.b}")
+    return got
+
+
 def fetcher_of(ev: Exchange) -> Fetcher:
     """The client host and client id of an exchange's sender: who fetches, commits or joins."""
-    conn = ev.conn
-    return host_of(str(conn.client if conn.client_direction is not None else conn.a)), ev.client_id
+    return host_of(addresses(ev.conn)[0]), ev.client_id
 
 
 @dataclass(slots=True)

@@ -121,16 +121,6 @@ class _Produced:
             del self.bases[:PRODUCED_KEPT]
             del self.rows[:PRODUCED_KEPT]
 
-    def overlapping(self, lo: int, hi: int):
-        i = max(0, bisect_right(self.bases, lo) - 1)
-        while i < len(self.rows):
-            row = self.rows[i]
-            if row[0] > hi:
-                break
-            if row[1] >= lo:
-                yield row
-            i += 1
-
 
 class E2ETracker:
     """The consumer: produced records, the fetches that return them, their latencies."""
@@ -195,52 +185,68 @@ class E2ETracker:
             self.groups[facts[1]] = facts[2]
         elif kind == PRODUCED:
             _, t, who, parts = facts
+            ids, produced_all = self.topic_ids, self.produced
             for ref, base, batches in parts:
-                tp = topic_of(ref, self.topic_ids)
-                produced = self.produced.get(tp)
+                tp = (ref[0], ref[2]) if ref[0] else topic_of(ref, ids)
+                produced = produced_all.get(tp)
                 if produced is None:
-                    produced = self.produced[tp] = _Produced()
-                    if self.keep_keys is not None and len(self.produced) > self.keep_keys:
-                        del self.produced[next(iter(self.produced))]
+                    produced = produced_all[tp] = _Produced()
+                    if self.keep_keys is not None and len(produced_all) > self.keep_keys:
+                        del produced_all[next(iter(produced_all))]
                         self.dropped_partitions += 1
                 for n, first_ts in batches:
                     if n > 0:
                         produced.add(base, base + n - 1, t, who, first_ts)
                         base += n
         else:
-            _, t, who, parts = facts
-            group = self.groups.get(who)
-            for ref, start, spans in parts:
-                tp = topic_of(ref, self.topic_ids)
-                produced = self.produced.get(tp)
-                for lo, hi in spans:
-                    if start is not None:
-                        lo = max(lo, start)
-                    if lo > hi:
+            self._fetched(facts[1], facts[2], facts[3], mark)
+
+    def _fetched(self, t: float, who: tuple, parts: list, mark: object) -> None:
+        """A Fetch answer's batches (:meth:`facts`): the records matched, their latencies."""
+        group = self.groups.get(who)
+        ids, by_capture, by_timestamp = self.topic_ids, self.by_capture, self.by_timestamp
+        for ref, start, spans in parts:
+            tp = (ref[0], ref[2]) if ref[0] else topic_of(ref, ids)
+            produced = self.produced.get(tp)
+            bases, rows = (produced.bases, produced.rows) if produced is not None else ((), ())
+            for lo, hi in spans:
+                if start is not None and start > lo:
+                    lo = start
+                if lo > hi:
+                    continue
+                matched = 0
+                # the produced batches overlapping lo..hi, by base offset
+                i = bisect_right(bases, lo) - 1 if bases else 0
+                if i < 0:
+                    i = 0
+                while i < len(rows):
+                    base, last, pt, producer, first_ts = rows[i]
+                    i += 1
+                    if base > hi:
+                        break
+                    if last < lo:
                         continue
-                    matched = 0
-                    for base, last, pt, producer, first_ts in (
-                        produced.overlapping(lo, hi) if produced else ()
-                    ):
-                        n = min(hi, last) - max(lo, base) + 1
-                        matched += n
-                        k = (tp[0], tp[1], producer, who, group)
-                        lat = self.by_capture.get(k)
-                        if lat is None:
-                            if self.keep_keys is not None and len(self.by_capture) >= self.keep_keys:
-                                self.dropped_latencies += n
-                                continue
-                            lat = self.by_capture[k] = Latencies()
-                        ms = max(0.0, (t - pt) * 1000)
-                        if mark is not None and (lat.slowest is None or ms > lat.largest):
-                            lat.slowest = mark
-                        lat.add(ms, n)
-                        if first_ts is not None and lo <= base and abs(t - first_ts) < PLAUSIBLE_S:
-                            ts = self.by_timestamp.get(k)
-                            if ts is None:
-                                ts = self.by_timestamp[k] = Latencies()
-                            ts.add(max(0.0, (t - first_ts) * 1000), 1)
-                    self.fetched_unmatched += hi - lo + 1 - matched
+                    n = (hi if hi < last else last) - (lo if lo > base else base) + 1
+                    matched += n
+                    k = (tp[0], tp[1], producer, who, group)
+                    lat = by_capture.get(k)
+                    if lat is None:
+                        if self.keep_keys is not None and len(by_capture) >= self.keep_keys:
+                            self.dropped_latencies += n
+                            continue
+                        lat = by_capture[k] = Latencies()
+                    ms = (t - pt) * 1000
+                    if ms < 0.0:
+                        ms = 0.0
+                    if mark is not None and (lat.slowest is None or ms > lat.largest):
+                        lat.slowest = mark
+                    lat.add(ms, n)
+                    if first_ts is not None and lo <= base and abs(t - first_ts) < PLAUSIBLE_S:
+                        ts = by_timestamp.get(k)
+                        if ts is None:
+                            ts = by_timestamp[k] = Latencies()
+                        ts.add(max(0.0, (t - first_ts) * 1000), 1)
+                self.fetched_unmatched += hi - lo + 1 - matched
 
     # -- what it found ---------------------------------------------------------------------------------
     def rows(self) -> list[dict]:

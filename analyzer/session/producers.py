@@ -43,7 +43,7 @@ from analyzer.dissect.constants import ApiKey, ErrorCode
 from analyzer.dissect.errors import error_name
 from analyzer.model import Exchange
 from analyzer.session.bounded import DEFAULT_BOUNDS, Bounds, Evictions, Expiry
-from analyzer.session.consumption import host_of
+from analyzer.session.consumption import addresses, host_of
 from analyzer.session.walks import fetched, produced, topic_of
 
 KEPT = 64  # batches per producer and partition kept open for retries
@@ -176,14 +176,18 @@ class ProducerTracker:
         # longest idle past their maximum, is let go (its open batches counted first), counted
         self.evictions = Evictions()
         self.expiry = Expiry("producers", self._evict, self.evictions, bounds)
-        self.open: dict[tuple, OrderedDict] = {}  # (producer, topic, partition) -> identity -> Batch
+        # (producer, topic, partition) -> identity -> Batch, or a batch sent once so far as a
+        # plain tuple (:data:`Sent`: most batches; :func:`_batch` makes it a Batch)
+        self.open: dict[tuple, OrderedDict] = {}
         self.retries: list[dict] = []
         self.retry_count = 0
-        # (topic, partition) -> identity -> [producer key, records, base offsets written]: a batch
+        # (topic, partition) -> identity -> [producer key, records, base offset written (a set of
+        # them once there are several), times sent anew, (batch, attempts) for on_outcome]: a batch
         # the capture saw produced, with every offset an answer or a Fetch showed it at
         self.written: dict[tuple[str, int], OrderedDict] = {}
         # told each batch's outcome as it is counted: (RETRIED, DUPLICATED, FAILED or UNANSWERED,
-        # the producer, the batch, its attempts in the order sent); check's evidence
+        # the producer, the batch, its attempts in the order sent); check's evidence (set before
+        # the first exchange: the written batches keep theirs only then)
         self.on_outcome: Callable[[str, ProducerView, Batch, list[Attempt]], None] | None = None
         # (live, :meth:`follow`) what is new since the last :meth:`news`: ("retry", row) as each
         # later attempt comes, ("lost", ...) and ("duplicated", ...) as batches are counted
@@ -204,9 +208,10 @@ class ProducerTracker:
         decompressed (a compressed batch's; None: not known), error code, base offset)."""
         if type(ev) is not Exchange or ev.request is None:
             return None
-        if ev.api_key == ApiKey.FETCH:
+        api = ev.api_key
+        if api == ApiKey.FETCH:
             return self._fetched(ev)
-        if ev.api_key != ApiKey.PRODUCE:
+        if api != ApiKey.PRODUCE:
             return None
         req = ev.request.body
         if req is None:
@@ -218,7 +223,7 @@ class ProducerTracker:
             err = pp.error if pp.error is not None else missing
             base = pp.base_offset
             # (a summary has every key: records_common.entry_summary, records_batch)
-            for s, e in zip(pp.batches, pp.entries, strict=True):
+            for s, e in zip(pp.batches, pp.entries, strict=False):  # (as many)
                 n = s["record_count"] or 0
                 if n <= 0 or s["crc_ok"] is False:
                     continue
@@ -242,10 +247,7 @@ class ProducerTracker:
                     base += n  # a second batch of the partition follows the first
         if not batches:
             return None
-        conn = ev.conn
-        known = conn.client_direction is not None
-        client = str(conn.client if known else conn.a)
-        label = f"{client} -> {conn.broker if known else conn.b}"
+        client, label = addresses(ev.conn)
         txn = req.get("transactional_id")
         answered = ev.response.frame.ts_first if ev.response is not None else None
         return (
@@ -293,13 +295,14 @@ class ProducerTracker:
             return
         t, answered, label, corr, client_id, client, acks, txn, batches = facts
         host = host_of(client)
+        producers, ids, open_all, fencing = self.producers, self.topic_ids, self.open, _FENCING
         seen: set[tuple] = set()
         for ref, pid, epoch, seq, n, crc, size, codec, inflated, err, base in batches:
             pid = pid if isinstance(pid, int) else -1
             key = (host, client_id, pid)
-            pv = self.producers.get(key)
+            pv = producers.get(key)
             if pv is None:
-                pv = self.producers[key] = ProducerView(client_id, client, pid, first=t)
+                pv = producers[key] = ProducerView(client_id, client, pid, first=t)
             if key not in seen:
                 seen.add(key)
                 self.expiry.touch(key, t)
@@ -308,51 +311,44 @@ class ProducerTracker:
             if txn:
                 pv.transactional_id = txn
             if pid >= 0 and isinstance(epoch, int):
-                if pv.producer_epoch is not None and epoch > pv.producer_epoch:
-                    pv.epoch_bumps += 1
-                pv.producer_epoch = epoch if pv.producer_epoch is None else max(pv.producer_epoch, epoch)
-            tp = topic_of(ref, self.topic_ids)
+                had = pv.producer_epoch
+                if had is None or epoch > had:
+                    if had is not None:
+                        pv.epoch_bumps += 1
+                    pv.producer_epoch = epoch
+            tp = (ref[0], ref[2]) if ref[0] else topic_of(ref, ids)
             attempt = Attempt(label, corr, t, answered, err, base, mark)
-            self._attempt(pv, key, tp, pid, epoch, seq, n, crc, size, codec, inflated, attempt)
-            if err in _FENCING:
+            # the batch's identity (see the module's docstring)
+            idempotent = pid >= 0 and isinstance(seq, int) and seq >= 0
+            ident = (epoch, seq, n) if idempotent else (crc, n)
+            written_as = (pid, epoch, seq, n) if idempotent else ident
+            if err == ErrorCode.NONE and base is not None:
+                self._wrote(tp, written_as, key, n, base)
+            pkey = (key, *tp)
+            open_ = open_all.get(pkey)
+            if open_ is None:
+                open_ = open_all[pkey] = OrderedDict()
+                if self.keep_keys is not None and len(open_all) > self.keep_keys:
+                    self._close_key(next(iter(open_all)))
+            b = open_.get(ident)
+            if b is not None:  # sent again (or an attempt answered after a later one was sent)
+                if type(b) is tuple:
+                    b = open_[ident] = _batch(b)
+                b.attempts.append(attempt)
+                open_.move_to_end(ident)
+                if self.pending is not None:
+                    self._tell_early(pv, b, attempt)
+            else:
+                self._new_batch(pv, tp, n, size, codec, inflated, t)
+                if idempotent:
+                    self._sequence(pv, epoch, tp, seq, n)
+                open_[ident] = (key, tp[0], tp[1], n, attempt, idempotent, size, codec, inflated, written_as)
+                if len(open_) > KEPT:
+                    self._close(open_.popitem(last=False)[1])
+            if err in fencing:
                 pv.fenced += 1
             elif err == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER:
                 pv.sequence_gaps += 1
-
-    def _attempt(self, pv, key, tp, pid, epoch, seq, n, crc, size, codec, inflated, attempt: Attempt) -> None:  # noqa: PLR0913
-        idempotent = pid >= 0 and isinstance(seq, int) and seq >= 0
-        ident = (epoch, seq, n) if idempotent else (crc, n)
-        if attempt.error == ErrorCode.NONE and attempt.base_offset is not None:
-            self._wrote(tp, (pid, *ident) if idempotent else ident, key, n, attempt.base_offset)
-        open_ = self.open.get((key, *tp))
-        if open_ is None:
-            open_ = self.open[(key, *tp)] = OrderedDict()
-            if self.keep_keys is not None and len(self.open) > self.keep_keys:
-                self._close_key(next(iter(self.open)))
-        b = open_.get(ident)
-        if b is not None:  # sent again (or an attempt answered after a later one was sent)
-            b.attempts.append(attempt)
-            open_.move_to_end(ident)
-            if self.pending is not None:
-                self._tell_early(pv, b, attempt)
-            return
-        self._new_batch(pv, tp, n, size, codec, inflated, attempt.time)
-        if idempotent:
-            self._sequence(pv, epoch, tp, seq, n)
-        open_[ident] = Batch(
-            key,
-            tp[0],
-            tp[1],
-            n,
-            [attempt],
-            idempotent,
-            size,
-            codec,
-            inflated,
-            (pid, *ident) if idempotent else ident,
-        )
-        if len(open_) > KEPT:
-            self._close(open_.popitem(last=False)[1])
 
     @staticmethod
     def _new_batch(  # noqa: PLR0913
@@ -383,10 +379,24 @@ class ProducerTracker:
         if expected is None or (seq - expected) % _WRAP < _WRAP // 2:
             pv.next_seq[k] = nxt
 
-    def _close(self, b: Batch) -> None:
+    def _close(self, b: Batch | tuple) -> None:  # noqa: C901 - a batch sent once apart
         """A batch leaves the window: its attempts in the order they were sent, its retries and
         its outcome. A plain producer's identical batch sent after a good answer to the one
         before is a batch of its own."""
+        if isinstance(b, tuple):  # sent once (most batches)
+            attempt = b[4]
+            seen = self.written.get((b[1], b[2]))
+            w = seen.get(b[9]) if seen is not None else None
+            if w is not None:
+                w[3] += 1
+            if attempt.error in _GOOD and (w is None or self.on_outcome is None):
+                return  # written (or acks 0): nothing to count, no evidence to keep
+            batch = _batch(b)
+            if w is not None and self.on_outcome is not None:
+                w[4] = (batch, batch.attempts)
+            if attempt.error not in _GOOD:
+                self._outcome(self.producers[batch.producer], batch, batch.attempts)
+            return
         pv = self.producers[b.producer]
         tries, runs = _runs(b)
         for run in runs[1:]:
@@ -395,7 +405,8 @@ class ProducerTracker:
         w = seen.get(b.written_as) if seen is not None else None
         if w is not None:
             w[3] += len(runs)  # each sent anew (after a good answer): one offset of its own
-            w[4] = (b, tries)  # (check's evidence when it turns out written twice)
+            if self.on_outcome is not None:
+                w[4] = (b, tries)  # (check's evidence when it turns out written twice)
         for run in runs:
             self._outcome(pv, b, run)
 
@@ -452,7 +463,7 @@ class ProducerTracker:
         for k in list(self.open):
             open_ = self.open[k]
             while open_:
-                b = next(iter(open_.values()))
+                b = _batch(next(iter(open_.values())))
                 last = max(
                     a.answered if a.answered is not None else a.time + REQUEST_TIMEOUT for a in b.attempts
                 )
@@ -508,7 +519,7 @@ class ProducerTracker:
             seen = self.written[tp] = OrderedDict()
         w = seen.get(ident)
         if w is None:
-            seen[ident] = [key, n, {base}, 0, None]
+            seen[ident] = [key, n, base, 0, None]
             if len(seen) > WRITTEN_KEPT:
                 self._count(seen.popitem(last=False)[1], tp)
             if len(seen) == 1 and self.keep_keys is not None and len(self.written) > self.keep_keys:
@@ -516,7 +527,11 @@ class ProducerTracker:
                 for x in self.written.pop(old).values():
                     self._count(x, old)
         else:
-            w[2].add(base)
+            at = w[2]
+            if type(at) is set:
+                at.add(base)
+            elif at != base:
+                w[2] = {at, base}
             if key is not None:
                 w[0] = key
 
@@ -524,15 +539,17 @@ class ProducerTracker:
         """Batches a Fetch returned: one found at two offsets, the capture having seen it
         produced, was written twice (a plain producer's resend of a batch whose answer it gave
         up on; that first answer may never reach the capture)."""
+        ids, wrote = self.topic_ids, self._wrote
         for ref, base, pid, epoch, seq, n, crc in batches:
             idempotent = isinstance(pid, int) and pid >= 0 and isinstance(seq, int) and seq >= 0
-            self._wrote(
-                topic_of(ref, self.topic_ids), (pid, epoch, seq, n) if idempotent else (crc, n), None, n, base
-            )
+            tp = (ref[0], ref[2]) if ref[0] else topic_of(ref, ids)
+            wrote(tp, (pid, epoch, seq, n) if idempotent else (crc, n), None, n, base)
 
     def _count(self, w: list, tp: tuple[str, int]) -> None:
         key, n, offsets, batches, sent = w
-        pv = self.producers.get(key) if key is not None else None
+        if type(offsets) is not set:
+            return  # written at one offset
+        pv = self.producers.get(key) if key is not None else None  # (None: let go, bounds)
         if pv is not None and len(offsets) > max(1, batches):
             extra = n * (len(offsets) - max(1, batches))
             pv.duplicates_written += extra
@@ -545,9 +562,11 @@ class ProducerTracker:
             for b in open_.values():
                 self._close(b)
             open_.clear()
+        count = self._count
         for tp, seen in self.written.items():
             for w in seen.values():
-                self._count(w, tp)
+                if type(w[2]) is set:  # (written at one offset: nothing to count)
+                    count(w, tp)
             seen.clear()
 
     # -- what it found ---------------------------------------------------------------------------------
@@ -560,6 +579,15 @@ def _sized(entry) -> int | None:
     (``sized_for_ratio`` of a decoded batch, or of one rebuilt from plain data)."""
     sized = getattr(entry, "sized_for_ratio", None)
     return None if sized is None else sized()
+
+
+def _batch(sent: Batch | tuple) -> Batch:
+    """An open batch as a Batch (one sent once is kept as a tuple of its fields, the attempt in
+    place of the attempts)."""
+    if not isinstance(sent, tuple):
+        return sent
+    key, topic, partition, n, attempt, idempotent, size, codec, inflated, written_as = sent
+    return Batch(key, topic, partition, n, [attempt], idempotent, size, codec, inflated, written_as)
 
 
 def _runs(b: Batch) -> tuple[list[Attempt], list[list[Attempt]]]:

@@ -33,7 +33,7 @@ from analyzer.dissect.constants import ApiKey, ErrorCode
 from analyzer.dissect.errors import error_name, is_retriable
 from analyzer.model import Exchange
 from analyzer.session.bounded import DEFAULT_BOUNDS, Bounds, Evictions, Expiry
-from analyzer.session.consumption import host_of
+from analyzer.session.consumption import addresses, host_of
 from analyzer.session.entities import topic_refs
 from analyzer.session.walks import fetched, produced, topic_of
 
@@ -161,8 +161,7 @@ class TxnTracker:
             return None
         t = ev.request.frame.ts_first
         answered = ev.response.frame.ts_first if ev.response is not None else None
-        conn = ev.conn
-        client = str(conn.client if conn.client_direction is not None else conn.a)
+        client = addresses(ev.conn)[0]
         err = resp.get("error_code") if resp is not None and key == ApiKey.END_TXN else None
         if key == ApiKey.INIT_PRODUCER_ID:
             txn = req.get("transactional_id")
@@ -241,9 +240,7 @@ class TxnTracker:
                 if n is not None:
                     batches.append((pp.ref, pid, epoch, n, pp.error, pp.base_offset))
             return (PRODUCE, t, client, txn, batches) if batches else None
-        # Fetch: a read_committed consumer's partitions whose last stable offset lags
-        if req.get("isolation_level") != 1 or resp is None:
-            return None
+        # Fetch (read_committed, answered): the partitions whose last stable offset lags
         gaps = []
         for fp in fetched(ev).answered:
             hw, lso = fp.high_watermark, fp.last_stable_offset
@@ -297,9 +294,10 @@ class TxnTracker:
                     x.records += n
         else:
             _, _, client, client_id, gaps = facts
+            host, ids = host_of(client), self.topic_ids
             for ref, gap in gaps:
-                topic, p = topic_of(ref, self.topic_ids)
-                k = (host_of(client), client_id, topic, p)
+                topic, p = (ref[0], ref[2]) if ref[0] else topic_of(ref, ids)
+                k = (host, client_id, topic, p)
                 h = self.held.get(k)
                 if h is None:
                     h = self.held[k] = HeldBack(client_id, client, topic, p, first_gap=gap)

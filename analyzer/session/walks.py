@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from analyzer.model import Exchange
+from analyzer.model import Exchange, Field
 from analyzer.session.entities import topic_refs
 
 Ref = tuple[str | None, str | None, int]  # (topic name, topic id, partition)
@@ -58,21 +58,52 @@ class FetchWalk(NamedTuple):
 _memo: list[tuple] = [(None, None, None)]
 
 
-def _summaries(partition) -> tuple[dict, ...]:
-    out: list[dict] = []
-    for x in partition.children or ():
-        if x.type == "records":
-            out.extend(e.value for e in x.children or () if isinstance(e.value, dict))
-    return tuple(out)
+class Layout:
+    """Where three named children sit in the structs of one kind (a Produce answer's
+    partitions, a Fetch answer's): learned from the first struct with a given number of
+    children, checked by name on every read; a struct laid out otherwise, or without one of the
+    names, is read by name. :meth:`read` gives what three :meth:`Field.get` give, without a scan
+    of the children per name."""
+
+    __slots__ = ("names", "places")
+
+    def __init__(self, first: str, second: str, third: str) -> None:
+        self.names = (first, second, third)
+        self.places: dict[int, tuple[int, int, int] | None] = {}  # number of children -> places
+
+    def read(self, struct: Field) -> tuple:
+        ch = struct.children or ()
+        n = len(ch)
+        if n in self.places:
+            places = self.places[n]
+        else:
+            at: dict[str, int] = {}
+            for i, c in enumerate(ch):
+                at.setdefault(c.name, i)
+            found = tuple(at.get(name, -1) for name in self.names)
+            places = self.places[n] = None if -1 in found else (found[0], found[1], found[2])
+        first, second, third = self.names
+        if places is not None:
+            i, j, k = places
+            a, b, c = ch[i], ch[j], ch[k]
+            if a.name == first and b.name == second and c.name == third:
+                return a.value, b.value, c.value
+        return struct.get(first), struct.get(second), struct.get(third)
 
 
-def _entries(partition) -> tuple:
-    """The batch Fields of a partition's records (whose values :func:`_summaries` gives)."""
+_PRODUCE_ANSWER = Layout("error_code", "base_offset", "log_append_time_ms")
+_FETCH_ANSWER = Layout("error_code", "high_watermark", "last_stable_offset")
+
+
+def _entries(partition) -> list:
+    """The batch Fields of a partition's records (their values: the batch summaries)."""
     out: list = []
     for x in partition.children or ():
         if x.type == "records":
-            out.extend(e for e in x.children or () if isinstance(e.value, dict))
-    return tuple(out)
+            kids = x.children
+            if kids:
+                out += [e for e in kids if isinstance(e.value, dict)]
+    return out
 
 
 def produced(ev: Exchange) -> tuple[ProducedPartition, ...]:
@@ -82,30 +113,30 @@ def produced(ev: Exchange) -> tuple[ProducedPartition, ...]:
         return last[1]
     answers: dict[Ref, tuple] = {}
     if ev.response is not None and ev.response.body is not None:
+        read = _PRODUCE_ANSWER.read
         for r in topic_refs(ev.response):
+            name, tid = r.name, r.topic_id
             for p, f in r.partitions:
                 if p is not None and f is not None:
-                    answers[(r.name, r.topic_id, p)] = (
-                        f.get("error_code"),
-                        f.get("base_offset"),
-                        f.get("log_append_time_ms"),
-                    )
+                    answers[(name, tid, p)] = read(f)
     out = []
+    none = (None, None, None)
     for r in topic_refs(ev.request):
+        name, tid = r.name, r.topic_id
         for p, f in r.partitions:
             if p is None or f is None:
                 continue
-            ref = (r.name, r.topic_id, p)
-            err, base, lat = answers.get(ref, (None, None, None))
+            ref = (name, tid, p)
+            err, base, lat = answers.get(ref, none)
             entries = _entries(f)
             out.append(
                 ProducedPartition(
                     ref,
-                    tuple(e.value for e in entries),
+                    tuple([e.value for e in entries]),
                     err if isinstance(err, int) else None,
                     base if isinstance(base, int) else None,
                     lat if isinstance(lat, int) else None,
-                    entries,
+                    tuple(entries),
                 )
             )
     result = tuple(out)
@@ -122,10 +153,11 @@ def fetched(ev: Exchange) -> FetchWalk:
     forgotten: list[Ref] = []
     for r in topic_refs(ev.request):
         forget = r.array == "forgotten_topics_data"
+        name, tid = r.name, r.topic_id
         for p, f in r.partitions:
             if p is None:
                 continue
-            ref = (r.name, r.topic_id, p)
+            ref = (name, tid, p)
             if forget:
                 forgotten.append(ref)
             else:
@@ -133,20 +165,22 @@ def fetched(ev: Exchange) -> FetchWalk:
                 named[ref] = off if isinstance(off, int) else None
     answered = []
     if ev.response is not None and ev.response.body is not None:
+        read = _FETCH_ANSWER.read
         for r in topic_refs(ev.response):
+            name, tid = r.name, r.topic_id
             for p, f in r.partitions:
                 if p is None or f is None:
                     continue
-                ref = (r.name, r.topic_id, p)
-                hw, lso = f.get("high_watermark"), f.get("last_stable_offset")
+                ref = (name, tid, p)
+                err, hw, lso = read(f)
                 answered.append(
                     FetchedPartition(
                         ref,
                         named.get(ref),
-                        f.get("error_code"),
+                        err,
                         hw if isinstance(hw, int) else None,
                         lso if isinstance(lso, int) else None,
-                        _summaries(f),
+                        tuple([e.value for e in _entries(f)]),
                     )
                 )
     result = FetchWalk(named, tuple(forgotten), tuple(answered))

@@ -552,6 +552,12 @@ def _partitioned(df: DataFrame, ts: str, capture_set: str) -> DataFrame:
     )
 
 
+# Parquet row groups of 8 MiB (Spark's default is 128 MiB): a reader decodes a whole row group at
+# once however small its batches, so ``check --parquet`` holds at most this much of the exchanges'
+# states (the decoded trees) at a time
+ROW_GROUP_BYTES = 8 << 20
+
+
 def write_tables(a: Analysis, out: str, capture_set: str, mode: str = "overwrite") -> dict[str, str]:
     """Write the tables as Parquet (zstd) under ``out``: ``exchanges``, ``issues``,
     ``connections`` (and ``records`` when the analysis has them), partitioned by
@@ -572,6 +578,7 @@ def write_tables(a: Analysis, out: str, capture_set: str, mode: str = "overwrite
             .write.mode(mode)
             .option("compression", "zstd")
             .option("partitionOverwriteMode", "dynamic")
+            .option("parquet.block.size", ROW_GROUP_BYTES)
             .partitionBy("date", "hour", "capture_set")
             .parquet(paths[name])
         )

@@ -21,7 +21,7 @@ import zstandard
 
 from analyzer.dissect.crc import crc32c
 from tests.helpers.packets import Conversation
-from tests.hostile.gen import pcap_bytes, timed
+from tests.hostile.gen import pcap_bytes, raw_tcp, timed
 
 MiB = 1 << 20
 BIG_MSS = 60000  # big frames in few packets (the reader does not care about the MTU)
@@ -195,13 +195,6 @@ def offset_fetch_4m_response(n: int = 1_000_000) -> bytes:
     return one_exchange(offset_fetch_v1_request(1, 1), offset_fetch_v1_response(1, n))
 
 
-def _raw_tcp(src: int, sport: int, dst: int, dport: int, seq: int, flags: int, payload: bytes) -> bytes:
-    """Ethernet + IPv4 + TCP by hand (no checksums: the analyzer does not verify them)."""
-    tcp = struct.pack(">HHIIBBHHH", sport, dport, seq, 0, 5 << 4, flags, 65535, 0, 0) + payload
-    ip = struct.pack(">BBHHHBBHII", 0x45, 0, 20 + len(tcp), 0, 0, 64, 6, 0, src, dst) + tcp
-    return b"\x00" * 12 + b"\x08\x00" + ip
-
-
 def half_open_flood(n: int = 100_000) -> bytes:
     """``n`` connections, each a SYN then half of a 200-byte ApiVersions frame, never closed."""
     frame = struct.pack(">ihhi", 196, 18, 3, 1) + b"\x00" * 188
@@ -211,8 +204,8 @@ def half_open_flood(n: int = 100_000) -> bytes:
     for i in range(n):
         src = 0x0A010000 + (i >> 14)
         sport = 1024 + (i & 0x3FFF)
-        pkts.append(_raw_tcp(src, sport, broker, 9092, 1000, 0x02, b""))
-        pkts.append(_raw_tcp(src, sport, broker, 9092, 1001, 0x18, half))
+        pkts.append(raw_tcp(src, sport, broker, 9092, 1000, 0x02, b""))
+        pkts.append(raw_tcp(src, sport, broker, 9092, 1001, 0x18, half))
     return pcap_bytes([(1700000000.0 + i * 1e-5, p) for i, p in enumerate(pkts)])
 
 

@@ -172,6 +172,55 @@ def shuffled(n_segments: int = 400, seed: int | None = 7) -> bytes:
     return pcap_bytes(timed(pk))
 
 
+def raw_tcp(
+    src: int, sport: int, dst: int, dport: int, seq: int, flags: int, payload: bytes, ack: int = 0
+) -> bytes:
+    """Ethernet + IPv4 + TCP by hand (no checksums: the analyzer does not verify them); quicker
+    than scapy for captures of thousands of packets."""
+    tcp = struct.pack(">HHIIBBHHH", sport, dport, seq & 0xFFFFFFFF, ack, 5 << 4, flags, 65535, 0, 0) + payload
+    ip = struct.pack(">BBHHHBBHII", 0x45, 0, 20 + len(tcp), 0, 0, 64, 6, 0, src, dst) + tcp
+    return b"\x00" * 12 + b"\x08\x00" + ip
+
+
+def reordered(mib: float, window: int | None, seed: int = 1, mss: int = 1448, request: int = 16000) -> bytes:
+    """One connection: ``mib`` MiB of ApiVersions requests (``request`` bytes each, padded)
+    from the client, then their responses; the client's segments arrive permuted within each
+    run of ``window`` segments, as a reordering network delivers them (``window=0``: the whole
+    stream shuffled at once; None: in order). The handshake comes first, the close last."""
+    c, s = 0x0A000001, 0x0A000002
+    n = max(1, int(mib * (1 << 20)) // request)
+    reqs = b"".join(api_versions_request(corr, pad=request - 60) for corr in range(1, n + 1))
+    resps = b"".join(api_versions_response(corr) for corr in range(1, n + 1))
+    isn_c, isn_s = 1000, 5000
+    segs = [
+        raw_tcp(c, 40000, s, 9092, isn_c + 1 + i, 0x18, reqs[i : i + mss], isn_s + 1)
+        for i in range(0, len(reqs), mss)
+    ]
+    rnd = random.Random(seed)
+    if window == 0:
+        rnd.shuffle(segs)
+    elif window is not None:
+        for i in range(0, len(segs), window):
+            part = segs[i : i + window]
+            rnd.shuffle(part)
+            segs[i : i + window] = part
+    end_c = isn_c + 1 + len(reqs)
+    end_s = isn_s + 1 + len(resps)
+    pkts = [
+        raw_tcp(c, 40000, s, 9092, isn_c, 0x02, b""),
+        raw_tcp(s, 9092, c, 40000, isn_s, 0x12, b"", isn_c + 1),
+        raw_tcp(c, 40000, s, 9092, isn_c + 1, 0x10, b"", isn_s + 1),
+        *segs,
+        *(
+            raw_tcp(s, 9092, c, 40000, isn_s + 1 + i, 0x18, resps[i : i + mss], end_c)
+            for i in range(0, len(resps), mss)
+        ),
+        raw_tcp(c, 40000, s, 9092, end_c, 0x11, b"", end_s),
+        raw_tcp(s, 9092, c, 40000, end_s, 0x11, b"", end_c + 1),
+    ]
+    return pcap_bytes(timed(pkts))
+
+
 def cases() -> dict[str, Case]:
     clean = _clean()
     pcap = pcap_bytes(clean)

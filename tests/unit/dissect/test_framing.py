@@ -2,9 +2,11 @@
 
 import struct
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scapy.layers.inet import TCP
 
-from analyzer.dissect.framing import KafkaConnection
+from analyzer.dissect.framing import DEFAULT_MAX_FRAME, KafkaConnection
 from analyzer.events import Gap, StreamData
 from tests.helpers.packets import Conversation, api_versions_request, api_versions_response, metadata_request
 
@@ -236,3 +238,37 @@ def test_non_kafka_connection_given_up_says_nothing_of_frame_sizes():
         ],
     )
     assert conn.not_kafka and [i.code for i in issues] == ["framing.not_kafka"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(REQS + RESPS + [metadata_request(9, ["t"]), b"\x00" * 20, b"\xff" * 9]),
+            st.binary(max_size=40),
+        ),
+        max_size=12,
+    ),
+    st.integers(0, 40),
+    st.sampled_from([DEFAULT_MAX_FRAME, 1 << 12, 100, (1 << 31) - 1]),
+    st.sets(st.integers(-3, 9), max_size=4),
+)
+def test_resync_scans_find_what_a_byte_by_byte_scan_finds(parts, cut, max_frame, pending):
+    """The resynchronising scans try only the positions a regular expression lets through; they
+    find the same request or response start as trying every byte would (the old scan)."""
+    buf = bytearray(b"".join(parts)[cut:])
+    conn = KafkaConnection(1, syn=False, client=0, max_frame=max_frame)
+    conn.pending = dict.fromkeys(pending)
+    st_ = conn.dirs[0]
+    st_.buf = buf
+    want_req = next(((p, False) for p in range(len(buf) - 13) if conn._request_at(buf, p)), None)
+    assert conn._scan_request(st_, 0) == want_req
+    want_resp, waiting = None, None
+    for p in range(len(buf) - 7):
+        v = conn._response_at(buf, p, False)
+        if v is True:
+            want_resp = p
+            break
+        if v is None and waiting is None:
+            waiting = p
+    assert conn._scan_response(st_, 0) == (want_resp if want_resp is not None else waiting)

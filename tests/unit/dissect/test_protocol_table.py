@@ -292,3 +292,30 @@ def test_comment_stripping():
     assert gen_protocol.parse_versions("0-2") == (0, 2)
     assert gen_protocol.parse_versions("0") == (0, 0)
     assert gen_protocol.parse_versions("none") is None
+
+
+@pytest.mark.parametrize("path", [TABLE, COORDINATOR_TABLE], ids=["protocol", "coordinator"])
+def test_tables_are_constant_data(path):
+    """The tables are literals only (no names, no calls) so CPython keeps them as constants of
+    the .pyc and importing runs no per-field code; FieldSpecs are built per key on first use."""
+    import ast
+
+    tables = [
+        node.value
+        for node in ast.parse(path.read_text(encoding="utf-8")).body
+        if isinstance(node, ast.AnnAssign | ast.Assign) and isinstance(node.value, ast.Call)
+    ]
+    tables = [t for t in tables if isinstance(t.func, ast.Name) and t.func.id == "Table"]
+    assert len(tables) == (3 if path == TABLE else 1)
+    for call in tables:
+        (arg,) = call.args
+        assert isinstance(ast.literal_eval(arg), dict)  # raises on any name or call
+
+
+def test_table_builds_each_key_once():
+    segments = pt.MESSAGES[(3, "request")]
+    assert pt.MESSAGES[(3, "request")] is segments
+    assert isinstance(segments[0][3][0], pt.FieldSpec)
+    assert pt.MESSAGES.get((9999, "request")) is None
+    assert (9999, "request") not in pt.MESSAGES
+    assert len(pt.MESSAGES) == len(list(pt.MESSAGES)) == len(dict(pt.MESSAGES.items()))
