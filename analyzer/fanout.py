@@ -58,6 +58,7 @@ from analyzer.events import CaptureIssue, CaptureStats, ConnectionEnd
 from analyzer.issues import CAPTURE_NO_TCP, CAPTURE_PACKETS_DROPPED, CAPTURE_WORKER_FAILED
 from analyzer.model import Exchange, Issue
 from analyzer.pipeline import Analysis, Outcome
+from analyzer.session.bounded import DEFAULT_BOUNDS, Bounds
 from analyzer.session.insights import Insights
 from analyzer.session.metrics import Health, Metrics, metric_extra
 from analyzer.session.stats import Stats, exchange_facts
@@ -109,6 +110,7 @@ def _worker(
     others: list[Ring],
     groups: bool = False,
     limits: MetricLimits | None = None,
+    bounds: Bounds = DEFAULT_BOUNDS,
 ) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent says when to stop
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -129,7 +131,8 @@ def _worker(
     hup.append(src)
     a = make_analysis(src)
     a.pipeline.reasm.next_id = 1 + i * CONN_ID_STRIDE
-    stats = Stats(a.knowledge.topic_ids)
+    a.knowledge.most = bounds.max_entries
+    stats = Stats(a.knowledge.topic_ids, bounds)
     lock = threading.Lock()
     taken = threading.Condition(lock)  # the sender took the backlog
     pending: list = []
@@ -156,7 +159,7 @@ def _worker(
         if metrics is not None and (final or time.monotonic() - sent_at[0] >= METRICS_EVERY):
             sent_at[0] = time.monotonic()
             with lock:
-                counted = _counted(metrics, a, src)
+                counted = _counted(metrics, a, src, stats)
         conn.send(("batch", wm, batch, src.received, src.dropped, new, items, counted))
         while inbound.poll():
             learned.append(inbound.recv())
@@ -240,8 +243,9 @@ def count(ev, ty: type, stats: Stats, metrics: Metrics | None, lock) -> None:
             metrics.event(ev)
 
 
-def _counted(metrics: Metrics, a: Analysis, src) -> bytes:
-    """A worker's metrics and capture health so far, pickled (under the lock its counting holds)."""
+def _counted(metrics: Metrics, a: Analysis, src, stats: Stats) -> bytes:
+    """A worker's metrics and capture health so far, pickled (under the lock its counting holds),
+    with its statistics' and knowledge's bounded tables (their evictions, their sizes)."""
     p = a.pipeline
     ring = getattr(src, "ring", None)
     health = Health(
@@ -253,6 +257,7 @@ def _counted(metrics: Metrics, a: Analysis, src) -> bytes:
         tracked=len(p.reasm.table),
     )
     metrics.evicted = p.reasm.evicted
+    metrics.state_of(stats, a.knowledge)
     return pickle.dumps((metrics, health), pickle.HIGHEST_PROTOCOL)
 
 
@@ -284,7 +289,11 @@ class Fanout:
         on_drops: Callable[[CaptureStats], None] | None = None,
         feed: InsightFeed | None = None,
         metrics: LiveMetrics | None = None,
+        bounds: Bounds = DEFAULT_BOUNDS,
     ):
+        """``bounds``: the workers' statistics' and knowledge's tables' (the insights' are the
+        ``feed``'s, in this process)."""
+        self.bounds = bounds
         self.name = name
         self.rings = rings
         self.make_source = make_source
@@ -371,6 +380,7 @@ class Fanout:
                     [r for r in self.rings if r is not ring],
                     self.feed is not None,
                     self.metrics.limits if self.metrics is not None else None,
+                    self.bounds,
                 ),
                 daemon=True,
                 name=f"kafka-analyzer-worker-{i}",
@@ -476,7 +486,7 @@ class Fanout:
             parts.append(r["outcome"])
             issues.append(list(r["outcome"].capture_issues))
         merged = Outcome.combine(parts)
-        stats = Stats(merged.knowledge.topic_ids)
+        stats = Stats(merged.knowledge.topic_ids, self.bounds)
         for r in self._results:
             if r is not None:
                 stats.merge(r["stats"])

@@ -142,7 +142,9 @@ class GroupJudge:
     def end(self) -> None:
         """After the insights' ``done``: the rebalances closed at the capture's end."""
         for gid, st in self.groups.items():
-            self._closed(st, self.insights.groups.groups[gid].rebalances)
+            g = self.insights.groups.groups.get(gid)  # (None: the group let go, bounds)
+            if g is not None:
+                self._closed(st, g.rebalances)
 
     @staticmethod
     def _evidence(ex: Exchange, n: int, loc: Callable[[], dict]) -> Evidence:

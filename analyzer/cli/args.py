@@ -4,8 +4,10 @@ display filter and ``read``'s filter shorthands; argument types."""
 from __future__ import annotations
 
 import argparse
+import sys
 
 from analyzer.dissect.codecs import DEFAULT_LIMITS
+from analyzer.session.bounded import DEFAULT_BOUNDS, Bounds
 
 
 def add_capture_args(p: argparse.ArgumentParser, capture: bool = True, nargs: str = "+") -> None:
@@ -79,6 +81,73 @@ def add_limit_args(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help=f"TCP connections tracked at once (default {DEFAULT_LIMITS.max_connections})",
     )
+
+
+def add_state_args(p: argparse.ArgumentParser) -> None:
+    """The bounds of the long-lived tables (groups, producers, clients, the statistics' clients,
+    connections and topics; latencies kept exactly): ``live`` for weeks, offline the same."""
+    g = p.add_argument_group("state bounds (each table lets the longest idle go first, counted)")
+    g.add_argument(
+        "--state-idle",
+        type=float,
+        metavar="SECONDS",
+        help="let an entry go after SECONDS of capture time unused; 0: never "
+        f"(default {DEFAULT_BOUNDS.idle:g})",
+    )
+    g.add_argument(
+        "--state-max",
+        type=int,
+        metavar="N",
+        help=f"entries per table at most (default {DEFAULT_BOUNDS.max_entries})",
+    )
+    g.add_argument(
+        "--exact-latencies",
+        type=int,
+        metavar="N",
+        help="latencies per API kept exactly for the percentiles, then log buckets within 1%% "
+        f"(default {DEFAULT_BOUNDS.exact_latencies})",
+    )
+
+
+def bounds_of(args) -> Bounds | str:
+    """The :class:`Bounds` of :func:`add_state_args`' options (a string: what is wrong)."""
+    idle = getattr(args, "state_idle", None)
+    most = getattr(args, "state_max", None)
+    exact = getattr(args, "exact_latencies", None)
+    if idle is not None and (idle < 0 or idle != idle):
+        return f"--state-idle {idle:g}: not a number of seconds >= 0"
+    if most is not None and most < 1:
+        return f"--state-max {most}: at least 1"
+    if exact is not None and exact < 0:
+        return f"--exact-latencies {exact}: at least 0"
+    return Bounds(
+        idle=DEFAULT_BOUNDS.idle if idle is None else (idle or None),
+        max_entries=DEFAULT_BOUNDS.max_entries if most is None else most,
+        every=DEFAULT_BOUNDS.every if idle is None or not idle else min(DEFAULT_BOUNDS.every, idle),
+        exact_latencies=DEFAULT_BOUNDS.exact_latencies if exact is None else exact,
+    )
+
+
+def state_bounds(args) -> Bounds | None:
+    """:func:`bounds_of`, or None after saying on stderr what is wrong."""
+    bounds = bounds_of(args)
+    if isinstance(bounds, str):
+        print(f"kafka-analyzer: {bounds}", file=sys.stderr)
+        return None
+    return bounds
+
+
+def with_evictions(report: dict, evictions, bounds: Bounds) -> dict:
+    """``report`` with its ``evictions`` rows (:meth:`Evictions.rows`) when a table let any go."""
+    if evictions:
+        report["evictions"] = evictions.rows(bounds)
+    return report
+
+
+def evictions_text(report: dict) -> list[str]:
+    """The text lines of a report's ``evictions`` (none when nothing was let go)."""
+    rows = report.get("evictions") or []
+    return ([""] if rows else []) + [f"let go to stay bounded: {r['said']}" for r in rows]
 
 
 def byte_size(text: str) -> int:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 import re
 
-from analyzer.cli.args import add_capture_args
-from analyzer.cli.common import analysis, finish, print_json
+from analyzer.cli.args import add_capture_args, add_state_args, evictions_text, state_bounds, with_evictions
+from analyzer.cli.common import EXIT_USAGE, analysis, finish, print_json
 from analyzer.dissect.protocol_table import CURRENT_RELEASE
 from analyzer.pipeline import Outcome
 from analyzer.session.client_text import client_lines, coverage_text, edge_label, readiness_head
@@ -25,6 +25,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "clients", help="client inventory: software, API versions, readiness for a Kafka release, hygiene"
     )
     add_capture_args(p)
+    add_state_args(p)
     p.add_argument(
         "--target",
         choices=TARGETS,
@@ -38,23 +39,33 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "topology", help="producer client -> topic -> consumer group, records and bytes per edge"
     )
     add_capture_args(t)
+    add_state_args(t)
     t.add_argument("--format", choices=("text", "json", "dot", "mermaid"), default="text")
     t.set_defaults(func=run_topology)
 
 
-def _run(args) -> tuple[ClientTracker, Outcome]:
+def _run(args) -> tuple[ClientTracker, Outcome] | None:
+    bounds = state_bounds(args)
+    if bounds is None:
+        return None
     with analysis(args) as a:
-        tracker = ClientTracker(a.knowledge.topic_ids)
+        tracker = ClientTracker(a.knowledge.topic_ids, bounds)
         outcome = a.run(tracker)
     return tracker, outcome
 
 
 def run_clients(args) -> int:
-    tracker, outcome = _run(args)
+    done = _run(args)
+    if done is None:
+        return EXIT_USAGE
+    tracker, outcome = done
     wanted = set(args.client or ())
     rows = [r for r in tracker.rows(args.target) if not wanted or r["client_id"] in wanted]
+    report = with_evictions(
+        {"target": args.target, "clients": rows}, tracker.evictions, tracker.expiry.bounds
+    )
     if args.format == "json":
-        print_json({"target": args.target, "clients": rows})
+        print_json(report)
         return finish(outcome)
     out = [readiness_head(rows, args.target)]
     if rows:
@@ -62,6 +73,7 @@ def run_clients(args) -> int:
         out.append("")
     for r in rows:
         out.extend(client_lines(r))
+    out.extend(evictions_text(report))
     print("\n".join(out))
     return finish(outcome)
 
@@ -121,7 +133,10 @@ def _safe(s: str) -> str:
 
 
 def run_topology(args) -> int:
-    tracker, outcome = _run(args)
+    done = _run(args)
+    if done is None:
+        return EXIT_USAGE
+    tracker, outcome = done
     edges = tracker.edges()
     if args.format == "json":
         print_json({"edges": edges})

@@ -57,6 +57,9 @@ def analysis(args, source=None, flt=None, **kw) -> Iterator[Analysis]:
         display_filter=flt,
         **kw,
     )
+    most = getattr(args, "state_max", None)
+    if most is not None and most > 0:  # --state-max: the knowledge's tables too
+        a.knowledge.most = most
     bar = _Progress(a) if source is None and _want_progress(a) else None
     if bar is not None:
         a.progress = bar.update

@@ -9,16 +9,19 @@ import sys
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from analyzer.cli.args import add_capture_args, add_display_filter_arg
+from analyzer.cli.args import add_capture_args, add_display_filter_arg, add_state_args, bounds_of
 from analyzer.cli.common import (
     EXIT_OK,
+    EXIT_USAGE,
     analysis,
     display_filter,
     finish,
     one_process_instead,
     options,
     parallel_paths,
+    usage,
 )
+from analyzer.session.bounded import Bounds
 from analyzer.session.insights import Insights
 from analyzer.session.report import stats_tables
 from analyzer.session.stats import Stats
@@ -27,6 +30,7 @@ from analyzer.session.stats import Stats
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("export", help="every exchange as JSON or NDJSON")
     add_capture_args(p)
+    add_state_args(p)
     add_display_filter_arg(p, "export only the exchanges matching EXPR")
     p.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     p.add_argument("--format", choices=("json", "ndjson"), default="ndjson")
@@ -49,7 +53,7 @@ def _output(args) -> Iterator[BinaryIO]:
         sys.stdout.buffer.flush()
 
 
-def _parallel(args, paths: list[str]) -> int | None:
+def _parallel(args, paths: list[str], bounds: Bounds) -> int | None:
     """None: the processes failed before writing anything (said on stderr): one process must."""
     from analyzer.export.parallel import PartFailed, export
 
@@ -64,6 +68,7 @@ def _parallel(args, paths: list[str]) -> int | None:
                 ports=tuple(args.port or ()),
                 keylog=getattr(args, "tls_keylog", None),
                 spans=not args.no_spans,
+                bounds=bounds,
             )
     except PartFailed as exc:
         one_process_instead("export", args.jobs, exc, "exporting")
@@ -79,15 +84,19 @@ def _parallel(args, paths: list[str]) -> int | None:
 def run(args) -> int:
     from analyzer.export.writer import Writer
 
+    bounds = bounds_of(args)
+    if isinstance(bounds, str):
+        usage(bounds)
+        return EXIT_USAGE
     paths = parallel_paths(args)
     if paths is not None:
-        rc = _parallel(args, paths)
+        rc = _parallel(args, paths, bounds)
         if rc is not None:
             return rc
     try:
         with _output(args) as out, analysis(args, flt=display_filter(args)) as a:
-            stats = Stats(a.knowledge.topic_ids)
-            insights = Insights(a.knowledge.topic_ids)
+            stats = Stats(a.knowledge.topic_ids, bounds)
+            insights = Insights(a.knowledge.topic_ids, bounds=bounds)
             w = Writer(out, args.format, spans=not args.no_spans, records=args.records)
             w.begin(a.source.name)
             outcome = a.run(stats, w, insights)

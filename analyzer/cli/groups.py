@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from analyzer.cli.args import add_capture_args
+from analyzer.cli.args import add_capture_args, add_state_args, evictions_text, state_bounds, with_evictions
 from analyzer.cli.common import analysis, finish, fmt_ts, print_json
 from analyzer.session.burrow import Params
 from analyzer.session.fetches import FetchTracker
@@ -19,6 +19,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "groups", help="consumer groups over time: generations, rebalances, lag, Burrow's status"
     )
     add_capture_args(p)
+    add_state_args(p)
     p.add_argument("--group", action="append", metavar="GROUP", help="only this group (repeatable)")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("-t", "--absolute", action="store_true", help="absolute times (UTC), not from the start")
@@ -49,15 +50,21 @@ def run(args) -> int:
         )
         return 2
     params = Params(args.intervals, args.min_distance, args.minimum_complete)
+    bounds = state_bounds(args)
+    if bounds is None:
+        return 2
     with analysis(args) as a:
-        insights, fetches = GroupInsights(a.knowledge.topic_ids, params), FetchTracker()
+        insights, fetches = GroupInsights(a.knowledge.topic_ids, params, bounds=bounds), FetchTracker()
         outcome = a.run(insights, fetches)
     wanted = set(args.group or ())
     report = groups_report(insights, fetches, outcome.last_ts if outcome.packets else None, wanted)
+    with_evictions(report, insights.evictions, bounds)
     if args.format == "json":
         print_json(report)
     else:
         render(report, sys.stdout, outcome.first_ts, args.absolute)
+        for line in evictions_text(report):
+            print(line)
     return finish(outcome)
 
 

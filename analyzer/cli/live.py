@@ -12,7 +12,7 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from typing import TYPE_CHECKING
 
-from analyzer.cli.args import add_capture_args, add_filter_args
+from analyzer.cli.args import add_capture_args, add_filter_args, add_state_args, bounds_of
 from analyzer.cli.common import (
     EXIT_USAGE,
     analysis,
@@ -30,7 +30,7 @@ from analyzer.events import CaptureIssue, CaptureStats, ConnectionEnd
 from analyzer.model import Exchange
 from analyzer.pipeline import Analysis, Outcome
 from analyzer.session.metrics import LiveMetrics, Metrics
-from analyzer.session.report import stats_tables
+from analyzer.session.report import bounds_rows, stats_tables
 from analyzer.session.stats import Stats
 
 if TYPE_CHECKING:
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("live", help="sniff an interface (needs capture privileges)")
     add_capture_args(p, capture=False)
+    add_state_args(p)
     add_filter_args(p)
     p.add_argument("-i", "--interface", required=True)
     p.add_argument("-f", "--filter", metavar="BPF", help="capture filter, e.g. 'tcp port 9092'")
@@ -94,6 +95,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args) -> int:
+    bounds = bounds_of(args)
+    if isinstance(bounds, str):
+        print(f"kafka-analyzer: {bounds}", file=sys.stderr)
+        return EXIT_USAGE
+    args.bounds = bounds
     reopen = []  # what SIGHUP reopens: the --output file, the source's --write file
     server = None
     if args.metrics:
@@ -155,11 +161,15 @@ def _run(args, reopen: list, hub: LiveMetrics | None) -> int:
         writer = Writer(sys.stdout.buffer, "ndjson", spans=not args.no_spans, records=args.records)
         writer.begin(f"live:{args.interface}")
     with analysis(args, source=source, idle_timeout=300.0, flt=flt) as a:
-        stats = Stats(a.knowledge.topic_ids)
+        stats = Stats(a.knowledge.topic_ids, args.bounds)
         out = LiveOutput(a, stats, writer, args.mode == "read", args.absolute)
-        out.feed = insight_feed(args.mode, writer, lambda: out.origin, args.absolute, a.knowledge.topic_ids)
+        out.feed = insight_feed(
+            args.mode, writer, lambda: out.origin, args.absolute, a.knowledge.topic_ids, args.bounds
+        )
         if hub is not None:
-            out.feed = out.feed or InsightFeed(_quiet, a.knowledge.topic_ids, final_all=False)
+            out.feed = out.feed or InsightFeed(
+                _quiet, a.knowledge.topic_ids, final_all=False, bounds=args.bounds
+            )
             out.watch(hub)
         if hasattr(source, "reopen"):
             reopen.append(source.reopen)
@@ -170,7 +180,7 @@ def _run(args, reopen: list, hub: LiveMetrics | None) -> int:
                 hub.health.running, hub.ended = False, True
     if out.feed is not None:
         say_bounds(out.feed)
-    tables = stats_tables(stats, outcome)
+    tables = _tables(stats, outcome, out.feed)
     if writer is not None:
         writer.end(tables)
     elif outcome.unusable():  # the capture never started: the reason is enough
@@ -213,6 +223,7 @@ class LiveOutput:
         ring = getattr(src, "ring", None)
         h.ring_full = ring.freeze_q if ring is not None else None
         self.metrics.evicted = p.reasm.evicted
+        self.metrics.state_of(self.stats, a.knowledge)
         hub.now = p.last_ts if p.packets else None
 
     def event(self, ev) -> None:
@@ -374,19 +385,28 @@ def _fanout(args, n: int, reopen: list, hub: LiveMetrics | None) -> int:
 
         formatter, output = line, print_line
 
-    feed = insight_feed(args.mode, writer, lambda: origin, args.absolute)
+    feed = insight_feed(args.mode, writer, lambda: origin, args.absolute, bounds=args.bounds)
     if hub is not None:
-        feed = feed or InsightFeed(_quiet, final_all=False)
+        feed = feed or InsightFeed(_quiet, final_all=False, bounds=args.bounds)
         hub.insights = feed.all
     fan = Fanout(
-        f"live:{args.interface}", rings, make_source, make_analysis, formatter, output, _say_drops, feed, hub
+        f"live:{args.interface}",
+        rings,
+        make_source,
+        make_analysis,
+        formatter,
+        output,
+        _say_drops,
+        feed,
+        hub,
+        args.bounds,
     )
     with on_hangup(*reopen, fan.hangup), graceful_interrupt(fan):
         stats, outcome = fan.run()
     if feed is not None:
         feed.done(outcome.last_ts if outcome.packets else None)
         say_bounds(feed, fan.late, REORDER_DELAY)
-    tables = stats_tables(stats, outcome)
+    tables = _tables(stats, outcome, feed)
     if writer is not None:
         for issue in outcome.capture_issues:
             writer.event(CaptureIssue(issue, None))
@@ -394,6 +414,19 @@ def _fanout(args, n: int, reopen: list, hub: LiveMetrics | None) -> int:
     elif args.mode == "stats" or outcome.interrupted or args.mode == "read":
         render_tables(tables, sys.stdout if args.mode == "stats" else sys.stderr)
     return service_exit(finish(outcome))
+
+
+def _tables(stats: Stats, outcome: Outcome, feed: InsightFeed | None) -> dict:
+    """The run's tables (the summary, export's end), with what the statistics' and the
+    insights' tables let go to stay bounded (also said on stderr)."""
+    tables = stats_tables(stats, outcome)
+    rows = bounds_rows(stats, feed.all if feed is not None else None, outcome.knowledge)
+    if rows:
+        tables["evictions"] = rows
+        from analyzer.cli.live_feed import say_evictions
+
+        say_evictions(rows)
+    return tables
 
 
 def _source(args):

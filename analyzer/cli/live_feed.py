@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable
 
 from analyzer.cli.common import fmt_ts
+from analyzer.session.bounded import DEFAULT_BOUNDS, Bounds
 from analyzer.session.insights import OBJECT_TYPES
 from analyzer.session.live_feed import InsightFeed
 from analyzer.session.producer_text import retry_text, transaction_text
@@ -122,10 +123,15 @@ def feed_line(kind: str, obj: dict, origin: float | None, absolute: bool) -> str
 
 
 def insight_feed(
-    mode: str, writer, origin: Callable[[], float | None], absolute: bool, topic_ids=None
+    mode: str,
+    writer,
+    origin: Callable[[], float | None],
+    absolute: bool,
+    topic_ids=None,
+    bounds: Bounds = DEFAULT_BOUNDS,
 ) -> InsightFeed | None:
     """The feed of ``live``'s mode: lines printed (``read``; ``origin()``: the zero of relative
-    times), objects written (``export``); None for ``stats``."""
+    times), objects written (``export``); None for ``stats``. ``bounds``: its tables'."""
     if mode == "read":
 
         def say(kind: str, obj: dict) -> None:
@@ -134,7 +140,7 @@ def insight_feed(
                 if line is not None:
                     print(line, flush=True)
 
-        return InsightFeed(say, topic_ids, final_all=False)
+        return InsightFeed(say, topic_ids, final_all=False, bounds=bounds)
     if mode == "export" and writer is not None:
 
         def write(kind: str, obj: dict) -> None:
@@ -142,8 +148,14 @@ def insight_feed(
                 writer.objects([obj])
                 sys.stdout.buffer.flush()
 
-        return InsightFeed(write, topic_ids, final_all=True)
+        return InsightFeed(write, topic_ids, final_all=True, bounds=bounds)
     return None
+
+
+def say_evictions(rows: list[dict]) -> None:
+    """Tell on stderr what the long-lived tables let go (the report's ``evictions`` rows)."""
+    for r in rows:
+        print(f"kafka-analyzer: bounded: {r['said']}", file=sys.stderr)
 
 
 def say_bounds(feed: InsightFeed, late: int = 0, delay: float | None = None) -> None:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import argparse
 
-from analyzer.cli.args import add_capture_args
-from analyzer.cli.common import analysis, finish, fmt_ts, print_json
+from analyzer.cli.args import add_capture_args, add_state_args, evictions_text, state_bounds, with_evictions
+from analyzer.cli.common import EXIT_USAGE, analysis, finish, fmt_ts, print_json
 from analyzer.pipeline import Outcome
 from analyzer.session.producer_insights import ProducerInsights, producers_report, transactions_report
 from analyzer.session.producer_text import (
@@ -50,20 +50,29 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _common(p: argparse.ArgumentParser) -> None:
     add_capture_args(p)
+    add_state_args(p)
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("-t", "--absolute", action="store_true", help="absolute times (UTC), not from the start")
 
 
-def _run(args) -> tuple[ProducerInsights, Outcome]:
+def _run(args) -> tuple[ProducerInsights, Outcome] | None:
+    bounds = state_bounds(args)
+    if bounds is None:
+        return None
     with analysis(args) as a:
-        insights = ProducerInsights(a.knowledge.topic_ids)
+        insights = ProducerInsights(a.knowledge.topic_ids, bounds)
         outcome = a.run(insights)
     return insights, outcome
 
 
 def run_producers(args) -> int:
-    insights, outcome = _run(args)
-    report = producers_report(insights, set(args.client or ()))
+    done = _run(args)
+    if done is None:
+        return EXIT_USAGE
+    insights, outcome = done
+    report = with_evictions(
+        producers_report(insights, set(args.client or ())), insights.evictions(), insights.bounds
+    )
     if args.format == "json":
         print_json(report)
         return finish(outcome)
@@ -93,14 +102,19 @@ def run_producers(args) -> int:
     if report["producers"]:
         out.append("")
         out.append(f"coverage: {producers_coverage(report)}")
+    out.extend(evictions_text(report))
     print("\n".join(out))
     return finish(outcome)
 
 
 def run_transactions(args) -> int:
-    insights, outcome = _run(args)
+    done = _run(args)
+    if done is None:
+        return EXIT_USAGE
+    insights, outcome = done
     now = outcome.last_ts if outcome.packets else None
     report = transactions_report(insights, now, set(args.transactional_id or ()))
+    with_evictions(report, insights.evictions(), insights.bounds)
     if args.format == "json":
         print_json(report)
         return finish(outcome)
@@ -124,5 +138,6 @@ def run_transactions(args) -> int:
     if report["transactions"]:
         out.append("")
         out.append(f"coverage: {transactions_coverage(report)}")
+    out.extend(evictions_text(report))
     print("\n".join(out))
     return finish(outcome)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from analyzer.cli.args import add_capture_args, add_display_filter_arg
+from analyzer.cli.args import add_capture_args, add_display_filter_arg, add_state_args, bounds_of
 from analyzer.cli.common import (
     EXIT_DAMAGED,
     EXIT_OK,
@@ -24,6 +24,7 @@ from analyzer.cli.common import (
 from analyzer.cli.metrics import add_metric_args, available, write_file
 from analyzer.cli.metrics import limits as metric_limits
 from analyzer.pipeline import Outcome
+from analyzer.session.bounded import Bounds
 from analyzer.session.insights import Insights
 from analyzer.session.metrics import Health, Metrics, families
 from analyzer.session.report import TABLES, cell, stats_tables
@@ -33,6 +34,7 @@ from analyzer.session.stats import Stats
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("stats", help="tables per API, topic, client, connection, and anomalies")
     add_capture_args(p)
+    add_state_args(p)
     add_display_filter_arg(p, "tables over the exchanges matching EXPR only")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument(
@@ -52,7 +54,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run, func_parquet=run_parquet)
 
 
-def _parallel(args, paths: list[str], metrics: Metrics | None) -> tuple[Outcome, Stats, Insights] | None:
+def _parallel(
+    args, paths: list[str], metrics: Metrics | None, bounds: Bounds
+) -> tuple[Outcome, Stats, Insights] | None:
     """(outcome, statistics, insights) of ``-j`` processes, or None when they failed (said)."""
     from analyzer.export.parallel import PartFailed, statistics
 
@@ -64,6 +68,7 @@ def _parallel(args, paths: list[str], metrics: Metrics | None) -> tuple[Outcome,
             ports=tuple(args.port or ()),
             keylog=getattr(args, "tls_keylog", None),
             metrics=metrics,
+            bounds=bounds,
         )
     except PartFailed as exc:
         one_process_instead("stats", args.jobs, exc, "counting")
@@ -71,6 +76,10 @@ def _parallel(args, paths: list[str], metrics: Metrics | None) -> tuple[Outcome,
 
 
 def run(args) -> int:
+    bounds = bounds_of(args)
+    if isinstance(bounds, str):
+        usage(bounds)
+        return EXIT_USAGE
     limits = None
     if args.metrics_file:
         problem = metric_limits(args)
@@ -83,7 +92,7 @@ def run(args) -> int:
     metrics = Metrics(limits) if limits is not None else None
     if paths is not None:
         try:
-            done = _parallel(args, paths, metrics)
+            done = _parallel(args, paths, metrics, bounds)
         except KeyboardInterrupt:
             print("kafka-analyzer: interrupted", file=sys.stderr)
             return 130
@@ -92,12 +101,13 @@ def run(args) -> int:
     else:
         metrics = Metrics(limits) if limits is not None else None  # (-j may have begun counting)
         with analysis(args, flt=display_filter(args)) as a:
-            stats = Stats(a.knowledge.topic_ids)
-            insights = Insights(a.knowledge.topic_ids)
+            stats = Stats(a.knowledge.topic_ids, bounds)
+            insights = Insights(a.knowledge.topic_ids, bounds=bounds)
             if metrics is not None:
                 metrics.topic_ids = a.knowledge.topic_ids
                 outcome = a.run(stats, insights, metrics)
                 metrics.evicted = a.pipeline.reasm.evicted
+                metrics.state_of(stats, a.knowledge)
             else:
                 outcome = a.run(stats, insights)
     if metrics is not None and not _write_metrics(args.metrics_file, metrics, outcome, insights):
@@ -174,7 +184,7 @@ def render_tables(tables: dict, out) -> None:
         console = Console(file=out)
         console.print(head)
         for key, (title, cols) in TABLES.items():
-            rows = tables[key]
+            rows = tables.get(key)
             if not rows:
                 continue
             t = Table(title=title, title_justify="left")
@@ -186,7 +196,7 @@ def render_tables(tables: dict, out) -> None:
         return
     out.write(head + "\n")
     for key, (title, cols) in TABLES.items():
-        rows = tables[key]
+        rows = tables.get(key)
         if not rows:
             continue
         cells = [[cell(r.get(c)) for c in cols] for r in rows]

@@ -98,6 +98,7 @@ from analyzer.issues import CAPTURE_NO_TCP, STREAM_GAP
 from analyzer.model import Exchange, Issue
 from analyzer.pipeline import Outcome, Pipeline
 from analyzer.reassembly.packet import decode_tcp, skip_text
+from analyzer.session.bounded import DEFAULT_BOUNDS, Bounds
 from analyzer.session.insights import Insights
 from analyzer.session.knowledge import LEARNS_FROM, Knowledge
 from analyzer.session.metrics import Metrics, metric_extra
@@ -415,6 +416,7 @@ class Share:
                 i = IssueItem(ev.issue.code, ev.issue.message)
                 items.append(Item(batch, self._seq, kind, ev.conn.id, len(data), i))
             elif t is ConnectionEnd:
+                self.insights.groups.consumption.closed(ev.conn.id)  # (its fetch session)
                 if render:
                     data = dumps(connection_json(ev.conn), option=opt)
                 items.append(Item(batch, self._seq, CONNECTION, ev.conn.id, len(data), ev.conn))
@@ -743,11 +745,13 @@ def export(
     ports: tuple[int, ...] = (),
     keylog: str | None = None,
     spans: bool = True,
+    bounds: Bounds = DEFAULT_BOUNDS,
 ) -> Outcome:
-    """Export one capture with ``jobs`` processes; the outcome returned gives the exit code."""
+    """Export one capture with ``jobs`` processes; the outcome returned gives the exit code
+    (``bounds``: the merge's tables', which keep the state)."""
     with tempfile.TemporaryDirectory(prefix="kafka-analyzer-") as tmpdir:
         parts = run(paths, jobs, opts, ports, keylog, spans, tmpdir)
-        return merge(parts, _name(paths), out, fmt, spans, opts.records_bodies, keylog)
+        return merge(parts, _name(paths), out, fmt, spans, opts.records_bodies, keylog, bounds=bounds)
 
 
 def statistics(
@@ -757,6 +761,7 @@ def statistics(
     ports: tuple[int, ...] = (),
     keylog: str | None = None,
     metrics: Metrics | None = None,
+    bounds: Bounds = DEFAULT_BOUNDS,
 ) -> tuple[Outcome, Stats, Insights]:
     """The statistics of one capture counted by ``jobs`` processes (no line rendered), as one
     process counts them, and the analysis for the summary and the exit code (``metrics``:
@@ -764,7 +769,10 @@ def statistics(
     parts = run(paths, jobs, opts, ports, keylog, render=False)
     if metrics is not None:
         metrics.evicted += sum(p.evicted for p in parts)
-    return combine(parts, _name(paths), keylog=keylog, metrics=metrics)
+    outcome, stats, insights = combine(parts, _name(paths), keylog=keylog, metrics=metrics, bounds=bounds)
+    if metrics is not None:
+        metrics.state_of(stats, outcome.knowledge)
+    return outcome, stats, insights
 
 
 def merge(
@@ -776,6 +784,7 @@ def merge(
     records: bool = False,
     keylog: str | None = None,
     totals: Totals | None = None,
+    bounds: Bounds = DEFAULT_BOUNDS,
 ) -> Outcome:
     """Write the export of the parts (each some connections of one capture) as one run writes
     it; ``totals``: the whole capture's counts when the parts do not carry them."""
@@ -783,7 +792,7 @@ def merge(
 
     w = Writer(out, fmt, spans=spans, records=records)
     w.begin(name)
-    outcome, stats, insights = combine(parts, name, w, keylog, totals)
+    outcome, stats, insights = combine(parts, name, w, keylog, totals, bounds=bounds)
     w.objects(insights.objects(outcome.last_ts if outcome.packets else None))
     w.end(stats_tables(stats, outcome, insights))
     return outcome
@@ -796,6 +805,7 @@ def combine(  # noqa: C901 - one pass over the events, each kind inline
     keylog: str | None = None,
     totals: Totals | None = None,
     metrics: Metrics | None = None,
+    bounds: Bounds = DEFAULT_BOUNDS,
 ) -> tuple[Outcome, Stats, Insights]:
     """The parts in capture order: their lines written to ``w`` (when given) with connection ids
     and topic labels as one run has them, the statistics counted, the knowledge learnt, the
@@ -814,15 +824,15 @@ def combine(  # noqa: C901 - one pass over the events, each kind inline
             batch = it.batch
             yield ((batch, local_ids[it.conn], it.seq) if batch == END else (batch, 0, it.seq)), p, it
 
-    knowledge = Knowledge()
+    knowledge = Knowledge(most=bounds.max_entries)
     topic_ids = knowledge.topic_ids
     exchanges = 0
 
     def topic_name(nm: str | None, tid: str | None) -> str:
         return nm if nm else topic_ids.get(tid, tid)  # type: ignore[arg-type,return-value]  # a topic has a name or an id
 
-    stats = Stats(topic_ids)
-    insights = Insights(topic_ids)
+    stats = Stats(topic_ids, bounds)
+    insights = Insights(topic_ids, bounds=bounds)
     files = [
         open(p.lines, "rb") if isinstance(p.lines, str) else io.BytesIO(p.lines)  # noqa: SIM115 - closed below
         for p in parts
@@ -849,7 +859,7 @@ def combine(  # noqa: C901 - one pass over the events, each kind inline
                         insights.apply(*x.insight)
                 elif kind == CONNECTION:
                     x.id = conn
-                    stats.connections[conn] = x
+                    stats.connection(x)
                     end = ConnectionEnd(x)
                     insights.connection_end(end)
                     if metrics is not None:

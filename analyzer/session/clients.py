@@ -40,6 +40,7 @@ from analyzer.dissect.protocol_table import CURRENT_RELEASE, CURRENT_VERSIONS
 from analyzer.dissect.schema import api_name, version_range
 from analyzer.events import ConnectionEnd
 from analyzer.model import Exchange
+from analyzer.session.bounded import DEFAULT_BOUNDS, Bounds, Evictions, Expiry
 from analyzer.session.consumption import host_of
 from analyzer.session.walks import fetched, produced, topic_of
 
@@ -226,9 +227,14 @@ class ClientView:
 class ClientTracker:
     """The consumer: every client's inventory, readiness and hygiene, and the topology."""
 
-    def __init__(self, topic_ids: dict[str, str] | None = None) -> None:
+    def __init__(self, topic_ids: dict[str, str] | None = None, bounds: Bounds = DEFAULT_BOUNDS) -> None:
         self.topic_ids = topic_ids
         self.clients: dict[tuple[str, str | None], ClientView] = {}
+        # a client unused past the bounds' idle time, or the longest idle past their maximum,
+        # is let go (its view and group), counted
+        self.evictions = Evictions()
+        self.expiry = Expiry("clients", self._evict, self.evictions, bounds)
+        self.ends_expiry = Expiry("client_hosts", self.last_end_forget, self.evictions, bounds)
         self.by_label: dict[str, tuple[str, str | None]] = {}  # connection -> its client
         self.groups: dict[tuple[str, str | None], str] = {}  # (host, client id) -> consumer group
         self.produce_edges: dict[tuple[str, str], list[int]] = {}  # (client id, topic) -> [records, bytes]
@@ -344,9 +350,12 @@ class ClientTracker:
         if c is None:
             c = self.clients[ck] = ClientView(client_id, host, first=t)
             if self.keep is not None and len(self.clients) > self.keep:
-                del self.clients[next(iter(self.clients))]
+                oldest = next(iter(self.clients))
+                del self.clients[oldest]
+                self.expiry.discard(oldest)
                 self.dropped["clients"] += 1
         c.last = max(c.last, t)
+        self.expiry.touch(ck, t)
         if self.dirty is not None:
             self.dirty.add(ck)
         if label not in self.by_label:
@@ -419,6 +428,16 @@ class ClientTracker:
             e[0] += n
             e[1] += nbytes
 
+    def last_end_forget(self, key) -> None:
+        """Let go of the last connection end between a host and a broker (``ends_expiry``)."""
+        self.last_end.pop(key, None)
+
+    def _evict(self, ck) -> None:
+        self.clients.pop(ck, None)
+        self.groups.pop(ck, None)
+        if self.dirty is not None:
+            self.dirty.discard(ck)
+
     def _edge(self, edges: dict, k: tuple) -> list[int] | None:
         e = edges.get(k)
         if e is None:
@@ -458,6 +477,7 @@ class ClientTracker:
             was.empty += 1
             was.ended.append((broker, first, last))
             self.last_end[(host, broker)] = (prev[0], last)
+            self.ends_expiry.touch((host, broker), last)
             return
         c = self.clients.get(ck)
         if c is None:
@@ -468,6 +488,7 @@ class ClientTracker:
             c.fast_reconnects += 1
         c.ended.append((broker, first, last))
         self.last_end[(host, broker)] = (ck, last)
+        self.ends_expiry.touch((host, broker), last)
         if seen is not None and not seen.used and last - first >= IDLE_S:
             c.idle += 1
         if self.keep is not None:

@@ -26,6 +26,7 @@ followed where its connection is) and the merge applies them in capture order, a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -111,6 +112,13 @@ class ConsumptionTracker:
         self.pauses: dict[tuple[str, int], dict[TP, list[Pause]]] = {}
         # (fetcher, partition) -> [position, its lag then, the largest lag since the last take]
         self.positions: dict[tuple[Fetcher, TP], list] = {}
+        # (bounded by its owner) each fetcher's partitions, told of each fetch at its time
+        self.fetched_by: dict[Fetcher, set[TP]] = {}
+        self.on_fetcher: Callable[[Fetcher, float], None] | None = None
+
+    def closed(self, conn_id: int) -> None:
+        """A connection ended: its fetch session with it (where :meth:`facts` runs)."""
+        self.sessions.pop(conn_id, None)
 
     # -- what a Fetch tells ---------------------------------------------------------------------------
     def facts(self, ev) -> tuple | None:
@@ -161,11 +169,27 @@ class ConsumptionTracker:
             [(ref, named.get(ref), hws.get(ref)) for ref in parts],
         )
 
+    def forget_fetcher(self, fetcher: Fetcher) -> None:
+        """Let go of a fetcher's last fetches and positions (its owner's bound)."""
+        for tp in self.fetched_by.pop(fetcher, ()):
+            last = self.last.get(tp)
+            if last is not None:
+                last.pop(fetcher, None)
+                if not last:
+                    del self.last[tp]
+            self.positions.pop((fetcher, tp), None)
+
     def apply(self, facts: tuple) -> None:
         t, answered, fetcher, parts = facts
         end = t if answered is None else answered
+        if self.on_fetcher is not None:
+            self.on_fetcher(fetcher, end)
+        mine = self.fetched_by.get(fetcher)
+        if mine is None:
+            mine = self.fetched_by[fetcher] = set()
         for ref, offset, hw in parts:
             tp = topic_of(ref, self.topic_ids)
+            mine.add(tp)
             self.last.setdefault(tp, {})[fetcher] = end
             key = (fetcher, tp)
             waiting = self.waiting.get(key)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from analyzer.dissect.constants import ApiKey
 from analyzer.events import ConnectionEnd
 from analyzer.model import Exchange
+from analyzer.session.bounded import DEFAULT_BOUNDS, Bounds, Evictions, Expiry
 from analyzer.session.burrow import DEFAULT_PARAMS, Params
 from analyzer.session.clients import ClientTracker
 from analyzer.session.consumption import ConsumptionTracker, host_of
@@ -37,18 +38,32 @@ class GroupInsights:
         topic_ids: dict[str, str] | None = None,
         params: Params = DEFAULT_PARAMS,
         keep: int | None = None,
+        bounds: Bounds = DEFAULT_BOUNDS,
     ) -> None:
         """``keep`` (a run that lasts: ``live``): per group, the last ``keep`` rebalances,
         generations and lag rows are kept (:class:`~analyzer.session.rebalances.GroupTracker`,
-        :class:`~analyzer.session.lag.LagTracker`)."""
+        :class:`~analyzer.session.lag.LagTracker`). ``bounds``: a group unused (no group
+        protocol exchange, no commit) longer than its idle time, or the longest idle past its
+        maximum, is let go whole (its timeline, lag, windows, pauses), counted
+        (:attr:`evictions`)."""
         self.groups = GroupTracker(topic_ids, keep)
         self.consumption = ConsumptionTracker(topic_ids)
         self.lag = LagTracker(topic_ids, params, self.consumption, keep)
         self.groups.on_assigned = self._assigned
+        self.evictions = Evictions()
+        self.expiry = Expiry("groups", self._evict, self.evictions, bounds)
+        self.lag.on_group = self.expiry.touch
+        self.members = Expiry("group_members", self.groups.forget_member, self.evictions, bounds)
+        self.groups.on_member = self.members.touch
+        self.fetchers = Expiry("fetchers", self.consumption.forget_fetcher, self.evictions, bounds)
+        self.consumption.on_fetcher = self.fetchers.touch
+        self.gone: set[str] = set()  # groups let go whose commits' rows and pauses remain (purge)
 
     def event(self, ev) -> None:
         if type(ev) is Exchange:
             self.apply(ev if ev.api_key in GROUP_APIS else None, self.facts(ev))
+        elif type(ev) is ConnectionEnd:
+            self.consumption.closed(ev.conn.id)
 
     def done(self, outcome=None) -> None:
         self.groups.done()
@@ -76,12 +91,51 @@ class GroupInsights:
         if facts is not None and facts[1] is not None:
             self.consumption.apply(facts[1])
         if exchange is not None:
+            body = exchange.request.body if exchange.request is not None else None
+            gid = body.get("group_id") if body is not None else None
+            if isinstance(gid, str):
+                self.expiry.touch(gid, exchange.request.frame.ts_first)  # type: ignore[union-attr]  # body read from it
             self.groups.event(exchange)
         if facts is not None and len(facts) > 2:
             for m, t in facts[2]:
                 self.groups.metadata(m, t)
         if facts is not None and facts[0] is not None:
             self.lag.apply(facts[0])
+
+    def _evict(self, gid) -> None:
+        """Let a group go (:attr:`expiry`): its own tables now, the rows of the shared ones
+        (commits, pauses) in one pass once enough groups went (:meth:`purge`)."""
+        self.groups.groups.pop(gid, None)
+        self.groups.told.pop(gid, None)
+        self.groups.touched.discard(gid)
+        lag = self.lag
+        for table in (lag.windows, lag.dropped, lag.kept, lag.told):
+            table.pop(gid, None)
+        lag.committed.discard(gid)
+        self.gone.add(gid)
+        if len(self.gone) * 8 >= len(self.expiry) + 64:
+            self.purge()
+
+    def purge(self) -> None:
+        """Drop the commits' rows, last commits and pauses of the groups let go (and not seen
+        since)."""
+        gone = {g for g in self.gone if g not in self.expiry.seen}
+        self.gone = set()
+        if not gone:
+            return
+        lag = self.lag
+        for k in [k for k in lag.last if k[0] in gone]:
+            del lag.last[k]
+        for recent in lag.recent:
+            for rk in [rk for rk in recent if rk[0] in gone]:
+                del recent[rk]
+        split = len(lag.rows) - lag.untold  # the rows news() has not given yet come last
+        told = [r for r in lag.rows[:split] if r.group not in gone]
+        untold = [r for r in lag.rows[split:] if r.group not in gone]
+        lag.rows, lag.untold = told + untold, len(untold)
+        pauses = self.consumption.pauses
+        for pk in [pk for pk in pauses if pk[0] in gone]:
+            del pauses[pk]
 
     def _assigned(self, g: GroupView, rebalance: int, member: Member, t: float) -> None:
         """A member given its assignment in a rebalance: its partitions' pauses begin."""
@@ -131,6 +185,7 @@ class GroupInsights:
 
     def table(self, now: float | None) -> list[dict]:
         """``stats``' consumer-group health table: a row per group."""
+        self.purge()
         status = {s["group"]: s for s in self.lag.status(now)}
         rows = []
         for name in sorted(set(self.groups.groups) | set(self.lag.windows)):
@@ -165,6 +220,7 @@ class GroupInsights:
     def objects(self, now: float | None) -> list[dict]:
         """The export's objects, each with its ``type``: every generation and rebalance of every
         group, every commit's lag, each group's status at ``now`` (the capture's end)."""
+        self.purge()
         out: list[dict] = []
         for name in sorted(self.groups.groups):
             g = self.groups.groups[name]
@@ -178,6 +234,7 @@ class GroupInsights:
         """Per group (all, or the ``wanted``), plain data: its protocol, coverage, generations,
         rebalances (with their pauses), lag rows and status at ``now`` (the ``groups`` command's
         and the TUI's groups view's)."""
+        self.purge()
         groups, lag = self.groups, self.lag
         statuses = {s["group"]: s for s in lag.status(now)}
         rows_of: dict[str, list[dict]] = {}
@@ -232,12 +289,39 @@ class Insights:
         topic_ids: dict[str, str] | None = None,
         params: Params = DEFAULT_PARAMS,
         keep: int | None = None,
+        bounds: Bounds = DEFAULT_BOUNDS,
     ) -> None:
         """``keep``: as :class:`GroupInsights`' (``live``; the producers' and clients' trackers
-        are bounded by :class:`~analyzer.session.live_feed.InsightFeed`)."""
-        self.groups = GroupInsights(topic_ids, params, keep)
-        self.producers = ProducerInsights(topic_ids)
-        self.clients = ClientTracker(topic_ids)
+        are bounded by :class:`~analyzer.session.live_feed.InsightFeed`); ``bounds``: every
+        table's idle expiry and maximum (groups, producers, clients)."""
+        self.bounds = bounds
+        self.groups = GroupInsights(topic_ids, params, keep, bounds)
+        self.producers = ProducerInsights(topic_ids, bounds)
+        self.clients = ClientTracker(topic_ids, bounds)
+
+    def evictions(self) -> Evictions:
+        """What the groups', producers' and clients' tables let go, per table."""
+        out = Evictions()
+        for e in (self.groups.evictions, self.producers.evictions(), self.clients.evictions):
+            out.merge(e)
+        return out
+
+    def bounds_rows(self) -> list[dict]:
+        """The report's rows of what the insights' tables let go (:meth:`Evictions.rows`)."""
+        return self.evictions().rows(self.bounds)
+
+    def entries(self) -> dict[str, int]:
+        """Entries per bounded table now."""
+        return {
+            "groups": len(self.groups.expiry),
+            "group_members": len(self.groups.members),
+            "fetchers": len(self.groups.fetchers),
+            "producers": len(self.producers.producers.expiry),
+            "transactional_ids": len(self.producers.txns.expiry),
+            "held_back": len(self.producers.txns.held_expiry),
+            "clients": len(self.clients.expiry),
+            "client_hosts": len(self.clients.ends_expiry),
+        }
 
     def event(self, ev, mark: object = None) -> None:
         """``mark``: what the caller names an exchange by, kept where the producers' insights
@@ -246,6 +330,7 @@ class Insights:
         if t is Exchange:
             self.apply(ev if GroupInsights.wants(ev) else None, self.facts(ev), mark)
         elif t is ConnectionEnd:
+            self.groups.consumption.closed(ev.conn.id)
             self.connection_end(ev)
 
     def connection_end(self, ev: ConnectionEnd) -> None:
@@ -263,7 +348,9 @@ class Insights:
         self.clients.apply(facts)
 
     def ended(self, ev: ConnectionEnd) -> tuple | None:
-        """A connection end's facts as :meth:`apply` takes them (with no exchange)."""
+        """A connection end's facts as :meth:`apply` takes them (with no exchange); its fetch
+        session let go where the facts are made."""
+        self.groups.consumption.closed(ev.conn.id)
         f = self.clients.facts(ev)
         return None if f is None else (None, None, f)
 

@@ -25,6 +25,7 @@ from analyzer.dissect.apikeys import (
 )
 from analyzer.dissect.constants import ApiKey
 from analyzer.model import Exchange, Field, Message
+from analyzer.session.bounded import MAX_ENTRIES, Evictions
 from analyzer.session.entities import topic_refs
 from analyzer.session.groups import GroupMembers
 from analyzer.session.sequences import SequenceTracker
@@ -99,6 +100,27 @@ class Knowledge:
     # UNNAMED_BROKER, and the merge names it as one run knew it then, from every connection's
     # answers (a share's own last cluster id may be older than another share's)
     names_broker: bool = True
+    # the names learnt (topic ids, leaders, client software, groups) stay within `most` entries
+    # per table, the oldest learnt let go first, counted (their order is the tables' order)
+    most: int = MAX_ENTRIES
+    evictions: Evictions = field(default_factory=Evictions)
+
+    def _cap(self, table: dict, name: str) -> None:
+        """Let the oldest learnt entries of ``table`` go past :attr:`most`."""
+        n = len(table) - self.most
+        if n > 0:
+            for k in list(table)[:n] if n > 1 else (next(iter(table)),):
+                del table[k]
+            self.evictions.add(name, full=n)
+
+    def entries(self) -> dict[str, int]:
+        """Entries per bounded table now."""
+        return {
+            "topic_ids": len(self.topic_ids),
+            "leaders": len(self.leaders),
+            "client_software": len(self.clients),
+            "known_groups": len(self.groups),
+        }
 
     def merge(self, other: Knowledge) -> None:
         """Take in what another part of the run learnt (a live worker, a share of the
@@ -111,6 +133,13 @@ class Knowledge:
         for g, v in other.groups.items():
             self.groups.setdefault(g, v)
         self.cluster_id = self.cluster_id or other.cluster_id
+        for table, name in (
+            (self.topic_ids, "topic_ids"),
+            (self.leaders, "leaders"),
+            (self.clients, "client_software"),
+            (self.groups, "known_groups"),
+        ):
+            self._cap(table, name)
 
     def broker_software(self) -> str | None:
         """The broker implementation, when its answers say it: the cluster id its Metadata
@@ -139,6 +168,7 @@ class Knowledge:
                 ver = req.body.get("client_software_version")
                 if name or ver:
                     self.clients[req.client_id] = (name, ver)
+                    self._cap(self.clients, "client_software")
             if key in _GROUP_APIS:
                 self._group(key, req.body, resp.body if resp is not None else None)
             elif key == PRODUCE:
@@ -168,12 +198,14 @@ class Knowledge:
                 idx, leader = p.get("partition_index"), p.get("leader_id")
                 if idx is not None and leader is not None:
                     self.leaders[(name, idx)] = leader
+            self._cap(self.leaders, "leaders")
 
     def _topic_ids(self, resp: Message) -> None:
         """Learn the topic ids of the structs that name a topic both ways."""
         for t in topic_refs(resp):
             if t.topic_id and t.name:
                 self.topic_ids[t.topic_id] = t.name
+        self._cap(self.topic_ids, "topic_ids")
 
     def _group(self, key: int, req: Field, resp: Field | None) -> None:
         gid = req.get("group_id")
@@ -182,6 +214,7 @@ class Knowledge:
         g = self.groups.get(gid)
         if g is None:
             g = self.groups[gid] = Group(gid)
+            self._cap(self.groups, "known_groups")
         if key == JOIN_GROUP:
             g.protocol_type = req.get("protocol_type") or g.protocol_type
         if resp is None:

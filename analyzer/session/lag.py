@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from analyzer.dissect.constants import ApiKey, ErrorCode
@@ -141,6 +142,7 @@ class LagTracker:
         self.untold = 0  # the last rows, not given by news() yet
         self.committed: set[str] = set()  # groups with commits since the last status_changes()
         self.told: dict[str, tuple] = {}  # group -> the statuses status_changes() last gave
+        self.on_group: Callable[[str, float], None] | None = None  # told of each commit's group, time
 
     # -- feeding ------------------------------------------------------------------------------------
     def event(self, ev) -> None:
@@ -270,6 +272,8 @@ class LagTracker:
         self, gid: str, t: float, offsets: list[tuple[TP, int]], committer: Fetcher | None, source: int
     ) -> None:
         """``source``: 0 an OffsetCommit/TxnOffsetCommit answer, 1 a ``__consumer_offsets`` record."""
+        if self.on_group is not None:
+            self.on_group(gid, t)
         windows = self.windows.setdefault(gid, {})
         positions = self.positions
         for tp, offset in offsets:

@@ -63,6 +63,7 @@ from collections.abc import Callable
 from analyzer.dissect.protocol_table import CURRENT_RELEASE
 from analyzer.events import ConnectionEnd
 from analyzer.model import Exchange
+from analyzer.session.bounded import DEFAULT_BOUNDS, Bounds
 from analyzer.session.burrow import DEFAULT_PARAMS, Params
 from analyzer.session.clients import ClientView
 from analyzer.session.insights import GroupInsights, Insights
@@ -86,10 +87,11 @@ class InsightFeed:
         params: Params = DEFAULT_PARAMS,
         keep: int = KEEP,
         final_all: bool = True,
+        bounds: Bounds = DEFAULT_BOUNDS,
     ) -> None:
         self.emit = emit
         self.topic_ids = topic_ids if topic_ids is not None else {}
-        self.all = Insights(self.topic_ids, params, keep)
+        self.all = Insights(self.topic_ids, params, keep, bounds)
         self.insights: GroupInsights = self.all.groups
         pi = self.all.producers
         pi.producers.follow(KEEP_KEYS)
@@ -252,8 +254,8 @@ class InsightFeed:
         ins = self.insights
         kept = []
         for end, group, index in self.held:
-            g = ins.groups.groups[group]
-            if index < g.dropped:
+            g = ins.groups.groups.get(group)
+            if g is None or not 0 <= index - g.dropped < len(g.rebalances):  # (let go: keep, bounds)
                 self.lost_held += 1
                 continue
             pauses = ins.consumption.rebalance_pauses(group, index)

@@ -33,6 +33,7 @@ from analyzer.dissect.apikeys import API_VERSIONS
 from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue
 from analyzer.issues import PAIRING_NO_RESPONSE, STREAM_GAP
 from analyzer.model import Exchange
+from analyzer.session.bounded import Evictions
 from analyzer.session.burrow import Status
 from analyzer.session.stats import ExchangeFacts, exchange_facts, notable
 
@@ -175,6 +176,9 @@ class Metrics:
         self.issues: dict[str, int] = {}  # issue code -> n (as stats' anomalies, Kafka errors apart)
         self.gaps = 0
         self.evicted = 0  # TCP connections closed early (more open at once than tracked)
+        # the statistics' bounded tables (Stats.evictions, Stats.entries(): state_of)
+        self.state_evictions = Evictions()
+        self.state_entries: dict[str, int] = {}
         self.connections_ended = 0
         self.exchanges = 0
         # client id -> [requests, responses with errors, request bytes, response bytes]
@@ -300,6 +304,16 @@ class Metrics:
         h[i] += 1
         h[-1] += lat
 
+    def state_of(self, stats, knowledge=None) -> None:
+        """Take the bounded tables' evictions and sizes of ``stats`` (a
+        :class:`~analyzer.session.stats.Stats`) and ``knowledge`` as they are now."""
+        self.state_evictions = Evictions()
+        self.state_evictions.merge(stats.evictions)
+        self.state_entries = stats.entries()
+        if knowledge is not None:
+            self.state_evictions.merge(knowledge.evictions)
+            self.state_entries.update(knowledge.entries())
+
     def merge(self, other: Metrics) -> None:
         """Add another's counts (live workers, each with its own connections)."""
         for mine, theirs in (
@@ -316,6 +330,9 @@ class Metrics:
             _add_rows(table, rows)
         self.gaps += other.gaps
         self.evicted += other.evicted
+        self.state_evictions.merge(other.state_evictions)
+        for name, n in other.state_entries.items():
+            self.state_entries[name] = self.state_entries.get(name, 0) + n
         self.connections_ended += other.connections_ended
         self.exchanges += other.exchanges
         self.clients.merge(other.clients)
@@ -537,6 +554,27 @@ def families(  # noqa: C901 - one family after the other
         "TCP connections closed early to stay within --max-connections",
         (),
         [((), m.evicted)],
+    )
+    evictions, entries = Evictions(), dict(m.state_entries)
+    evictions.merge(m.state_evictions)
+    if insights is not None:
+        evictions.merge(insights.evictions())
+        entries.update(insights.entries())
+    let_go = evictions.totals()
+    add(
+        "evicted_total",
+        "counter",
+        "Entries let go from a long-lived table to stay bounded (idle past --state-idle, or the "
+        "longest idle past --state-max), by table",
+        ("table",),
+        [((t,), let_go.get(t, 0)) for t in sorted(set(entries) | set(let_go))],
+    )
+    add(
+        "table_entries",
+        "gauge",
+        "Entries in a long-lived bounded table now, by table",
+        ("table",),
+        [((t,), n) for t, n in sorted(entries.items())],
     )
     add("gaps_total", "counter", "Bytes never captured in a TCP stream (each gap)", (), [((), m.gaps)])
     add("exchanges_total", "counter", "Kafka exchanges paired (or unpaired)", (), [((), m.exchanges)])

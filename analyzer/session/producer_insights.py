@@ -11,6 +11,7 @@ One consumer (:class:`ProducerInsights`) for one process; work shared among proc
 from __future__ import annotations
 
 from analyzer.model import Exchange
+from analyzer.session.bounded import DEFAULT_BOUNDS, Bounds, Evictions
 from analyzer.session.e2e import E2ETracker
 from analyzer.session.producers import ProducerTracker
 from analyzer.session.transactions import TxnTracker
@@ -22,9 +23,10 @@ OBJECT_TYPES = ("producer", "retry", "transaction", "held_back", "e2e")
 class ProducerInsights:
     """The consumer: every producer, retry, transaction and end-to-end latency."""
 
-    def __init__(self, topic_ids: dict[str, str] | None = None) -> None:
-        self.producers = ProducerTracker(topic_ids)
-        self.txns = TxnTracker(topic_ids)
+    def __init__(self, topic_ids: dict[str, str] | None = None, bounds: Bounds = DEFAULT_BOUNDS) -> None:
+        self.bounds = bounds
+        self.producers = ProducerTracker(topic_ids, bounds)
+        self.txns = TxnTracker(topic_ids, bounds)
         self.e2e = E2ETracker(topic_ids)
         self.closed = False
 
@@ -58,6 +60,13 @@ class ProducerInsights:
             self.e2e.apply(e, mark)
 
     # -- what it found ----------------------------------------------------------------------------------
+    def evictions(self) -> Evictions:
+        """What the producers' and transactions' tables let go, per table."""
+        out = Evictions()
+        out.merge(self.producers.evictions)
+        out.merge(self.txns.evictions)
+        return out
+
     def tables(self, now: float | None) -> dict[str, list[dict]]:
         """``stats``' producer sections."""
         self.done()

@@ -42,6 +42,7 @@ from typing import NamedTuple
 from analyzer.dissect.constants import ApiKey, ErrorCode
 from analyzer.dissect.errors import error_name
 from analyzer.model import Exchange
+from analyzer.session.bounded import DEFAULT_BOUNDS, Bounds, Evictions, Expiry
 from analyzer.session.consumption import addresses, host_of
 from analyzer.session.walks import fetched, produced, topic_of
 
@@ -168,9 +169,13 @@ _SAMPLE = 100_000  # records-per-batch and linger samples kept per producer
 class ProducerTracker:
     """The consumer: every producer's batches, retries, outcomes and batching."""
 
-    def __init__(self, topic_ids: dict[str, str] | None = None) -> None:
+    def __init__(self, topic_ids: dict[str, str] | None = None, bounds: Bounds = DEFAULT_BOUNDS) -> None:
         self.topic_ids = topic_ids
         self.producers: dict[tuple, ProducerView] = {}
+        # a producer (host, client id, producer id) unused past the bounds' idle time, or the
+        # longest idle past their maximum, is let go (its open batches counted first), counted
+        self.evictions = Evictions()
+        self.expiry = Expiry("producers", self._evict, self.evictions, bounds)
         # (producer, topic, partition) -> identity -> Batch, or a batch sent once so far as a
         # plain tuple (:data:`Sent`: most batches; :func:`_batch` makes it a Batch)
         self.open: dict[tuple, OrderedDict] = {}
@@ -300,6 +305,7 @@ class ProducerTracker:
                 pv = producers[key] = ProducerView(client_id, client, pid, first=t)
             if key not in seen:
                 seen.add(key)
+                self.expiry.touch(key, t)
                 pv.requests += 1
                 pv.last = t
             if txn:
@@ -403,6 +409,13 @@ class ProducerTracker:
                 w[4] = (b, tries)  # (check's evidence when it turns out written twice)
         for run in runs:
             self._outcome(pv, b, run)
+
+    def _evict(self, key) -> None:
+        """Let a producer go: its open batches are counted first (as at the end)."""
+        for k in [k for k in self.open if k[0] == key]:
+            for b in self.open.pop(k).values():
+                self._close(b)
+        self.producers.pop(key, None)
 
     def _close_key(self, k: tuple) -> None:
         """Close every batch of a producer-partition (the oldest opened, past ``keep_keys``)."""
@@ -536,8 +549,8 @@ class ProducerTracker:
         key, n, offsets, batches, sent = w
         if type(offsets) is not set:
             return  # written at one offset
-        if key is not None and len(offsets) > max(1, batches):
-            pv = self.producers[key]
+        pv = self.producers.get(key) if key is not None else None  # (None: let go, bounds)
+        if pv is not None and len(offsets) > max(1, batches):
             extra = n * (len(offsets) - max(1, batches))
             pv.duplicates_written += extra
             self._pend("duplicated", _about(pv, *tp) | {"records": extra, "offsets": sorted(offsets)})

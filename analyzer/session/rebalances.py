@@ -267,6 +267,18 @@ class GroupTracker:
         self.keep = keep
         self.touched: set[str] = set()  # groups changed since the last news()
         self.told: dict[str, tuple[int, int, object]] = {}  # group -> rebalances, generations, open told
+        # told of each (group, member id) heard from, at its time (the member's bounded tables)
+        self.on_member: Callable[[tuple[str, str], float], None] | None = None
+
+    def forget_member(self, key: tuple[str, str]) -> None:
+        """Let go of what a group keeps of a member id not heard from (:attr:`on_member`'s
+        bound): its last request, timeouts, KIP-848 epoch, target and owned partitions."""
+        g = self.groups.get(key[0])
+        if g is None:
+            return
+        mid = key[1]
+        for table in (g.last_heard, g.session_ms, g.heartbeat_ms, g.epochs, g.targets, g.owned):
+            table.pop(mid, None)
 
     # -- feeding ------------------------------------------------------------------------------------
     def event(self, ev) -> None:
@@ -290,6 +302,8 @@ class GroupTracker:
         mid = req.get("member_id")
         if isinstance(mid, str) and mid:
             g.last_heard[mid] = t
+            if self.on_member is not None:
+                self.on_member((gid, mid), t)
         if key == ApiKey.JOIN_GROUP:
             self._join(g, ev, req, resp, t, rt)
         elif key == ApiKey.SYNC_GROUP:
@@ -410,6 +424,8 @@ class GroupTracker:
             o.timeouts[member] = req.get("rebalance_timeout_ms", req.get("session_timeout_ms"))
             g.session_ms[member] = req.get("session_timeout_ms") or g.session_ms.get(member, 0)
             g.last_heard[member] = t
+            if self.on_member is not None:
+                self.on_member((g.group_id, member), t)
         if resp is None:
             return
         gen = resp.get("generation_id")

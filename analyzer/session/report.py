@@ -75,7 +75,7 @@ def stats_tables(stats: Stats, outcome, insights=None) -> dict:
     :class:`~analyzer.session.insights.Insights`, the consumer groups over time and the producers)."""
     k = outcome.knowledge
     now = outcome.last_ts if outcome.packets else None
-    return {
+    tables = {
         "capture": {
             "packets": outcome.packets,
             "tcp_connections": outcome.connections,
@@ -107,6 +107,18 @@ def stats_tables(stats: Stats, outcome, insights=None) -> dict:
         "tls": tls_rows(stats),
         "anomalies": stats.anomaly_rows(),
     }
+    bounded = bounds_rows(stats, insights, k)
+    if bounded:  # only when a table let entries go (or latencies went to buckets)
+        tables["evictions"] = bounded
+    return tables
+
+
+def bounds_rows(stats: Stats, insights=None, knowledge=None) -> list[dict]:
+    """What the run let go to stay bounded, a row per table (:class:`~analyzer.session.bounded.Evictions`):
+    the knowledge's (names learnt), the statistics' and the insights' tables, the latencies kept
+    in buckets (the TCP connections closed early are a capture issue of their own)."""
+    known = knowledge.evictions.rows(stats.bounds) if knowledge is not None else []
+    return known + stats.bounds_rows() + (insights.bounds_rows() if insights is not None else [])
 
 
 def tls_rows(stats: Stats) -> list[dict]:
@@ -204,6 +216,7 @@ TABLES = {  # section -> (title, columns), in display order
     ),
     "tls": ("TLS", ["server", "version", "cipher", "sni", "connections", "bytes", "decrypted"]),
     "anomalies": ("Anomalies", ["anomaly", "count", "example"]),
+    "evictions": ("Let go to stay bounded (--state-idle, --state-max)", ["table", "said"]),
 }
 
 

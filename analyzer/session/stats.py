@@ -7,7 +7,6 @@ error codes, unsupported versions, resynchronisations).
 
 from __future__ import annotations
 
-from array import array
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -18,6 +17,7 @@ from analyzer.dissect.errors import ERRORS
 from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue, Event
 from analyzer.issues import PAIRING_NO_RESPONSE, REGISTRY
 from analyzer.model import ConnInfo, Exchange, Message, Severity
+from analyzer.session.bounded import DEFAULT_BOUNDS, Bounds, Evictions, Expiry, Latencies
 from analyzer.session.entities import TopicRef, topic_refs
 from analyzer.session.records import FETCH_APIS
 
@@ -135,8 +135,8 @@ def exchange_facts(ex: Exchange, topic_ids: dict[str, str] | None = None) -> Exc
 @dataclass(slots=True)
 class ApiStats:
     count: int = 0
-    # 8 bytes a latency (a list of floats costs 32): one per exchange, for the percentiles
-    latencies: array[float] = field(default_factory=lambda: array("d"))
+    # exact (8 bytes a latency) up to Bounds.exact_latencies, then log buckets
+    latencies: Latencies = field(default_factory=Latencies)
     errors: Counter = field(default_factory=Counter)
     unanswered: int = 0
     req_bytes: int = 0
@@ -156,19 +156,31 @@ class TopicStats:
 class ClientStats:
     requests: int = 0
     errors: int = 0
-    connections: set = field(default_factory=set)
+    connections: int = 0  # distinct connections it sent requests on (Stats.client_connection)
     software: str | None = None
 
 
 class Stats:
     """Feed it every pipeline event (:meth:`add`); read the tables afterwards."""
 
-    def __init__(self, topic_ids: dict[str, str] | None = None) -> None:
+    def __init__(self, topic_ids: dict[str, str] | None = None, bounds: Bounds = DEFAULT_BOUNDS) -> None:
         self.topic_ids = topic_ids if topic_ids is not None else {}  # shared with the Knowledge
+        self.bounds = bounds
+        # the tables that grow with the traffic (connections, clients, topics) let go the
+        # longest idle past the bounds, counted (self.evictions)
+        self.evictions = Evictions()
+        self.expiry = {
+            "stats_connections": Expiry("stats_connections", self._forget_connection, self.evictions, bounds),
+            "stats_clients": Expiry("stats_clients", self._forget_client, self.evictions, bounds),
+            "stats_topics": Expiry("stats_topics", self._forget_topic, self.evictions, bounds),
+        }
         self.apis: dict[tuple[int, str], ApiStats] = defaultdict(ApiStats)
         self.topics: dict[str, TopicStats] = defaultdict(TopicStats)
         self.clients: dict[str, ClientStats] = defaultdict(ClientStats)
         self.connections: dict[int, ConnInfo] = {}
+        # connection id -> the client ids that sent requests on it (counted once per connection;
+        # let go with the connection's row)
+        self.conn_clients: dict[int, set[str]] = {}
         self.conn_exchanges: Counter = Counter()
         self.anomalies: Counter = Counter()
         self.anomaly_examples: dict[str, str] = {}
@@ -183,14 +195,40 @@ class Stats:
         elif t is ConnIssue or t is CaptureIssue:
             self.anomaly(ev.issue.code, ev.issue.message)  # type: ignore[union-attr]  # t = type(ev) once per event; mypy narrows only inline
         elif t is ConnectionEnd:
-            info = ev.conn  # type: ignore[union-attr]  # t = type(ev) once per event; mypy narrows only inline
-            self.connections[info.id] = info
+            self.connection(ev.conn)  # type: ignore[union-attr]  # t = type(ev) once per event; mypy narrows only inline
+
+    def connection(self, info: ConnInfo) -> None:
+        """A connection's end (shown in the connections table)."""
+        self.connections[info.id] = info
+        self.expiry["stats_connections"].touch(info.id, info.ts_last)
+
+    def _forget_connection(self, conn_id) -> None:
+        self.connections.pop(conn_id, None)
+        self.conn_exchanges.pop(conn_id, None)
+        self.conn_clients.pop(conn_id, None)
+
+    def client_connection(self, c: ClientStats, label: str, conn_id: int) -> None:
+        """Client ``label`` (its :class:`ClientStats` ``c``) sent a request on ``conn_id``."""
+        seen = self.conn_clients.get(conn_id)
+        if seen is None:
+            seen = self.conn_clients[conn_id] = set()
+        if label not in seen:
+            seen.add(label)
+            c.connections += 1
+
+    def _forget_client(self, client_id) -> None:
+        self.clients.pop(client_id, None)
+
+    def _forget_topic(self, topic) -> None:
+        self.topics.pop(topic, None)
 
     def merge(self, other: Stats) -> None:
         """Add another accumulator's counts (a live capture's fanout workers, each with its own
         flows): every table is a sum, a union or a concatenation, so percentiles stay exact."""
         for k, o in other.apis.items():
             a = self.apis[k]
+            if not a.count:
+                a.latencies.cap = self.bounds.exact_latencies
             a.count += o.count
             a.latencies.extend(o.latencies)
             a.errors.update(o.errors)
@@ -208,10 +246,12 @@ class Stats:
             c = self.clients[client]
             c.requests += oc.requests
             c.errors += oc.errors
-            c.connections |= oc.connections
+            c.connections += oc.connections  # (each process its own connections)
             c.software = c.software or oc.software
         self.connections.update(other.connections)
+        self.conn_clients.update(other.conn_clients)
         self.conn_exchanges.update(other.conn_exchanges)
+        self.evictions.merge(other.evictions)
         self.anomalies.update(other.anomalies)
         for code, example in other.anomaly_examples.items():
             self.anomaly_examples.setdefault(code, example)
@@ -242,7 +282,11 @@ class Stats:
             self.last_ts = ts
         self.connections.setdefault(conn_id, conn)  # type: ignore[arg-type]  # None only until the connection's end, which every run has
         self.conn_exchanges[conn_id] += 1
+        expiry = self.expiry
+        expiry["stats_connections"].touch(conn_id, ts)
         a = self.apis[(key if key is not None else -1, name)]
+        if not a.count:
+            a.latencies.cap = self.bounds.exact_latencies
         a.count += 1
         if lat is not None:
             a.latencies.append(lat)
@@ -259,13 +303,20 @@ class Stats:
             if notable(code, severity):
                 self.anomaly(code, message)
         if req_bytes is not None:
-            c = self.clients[cid if cid is not None else "(none)"]
+            label = cid if cid is not None else "(none)"
+            c = self.clients[label]
+            expiry["stats_clients"].touch(label, ts)
             c.requests += 1
-            c.connections.add(conn_id)
+            self.client_connection(c, label, conn_id)
             if resp_errors:
                 c.errors += 1
         for topic in topics:
             self.topics[topic].requests += 1
+        topic_expiry = expiry["stats_topics"]
+        for topic in topics:
+            topic_expiry.touch(topic, ts)
+        for topic, _n, _b in totals:
+            topic_expiry.touch(topic, ts)
         if key == PRODUCE:
             for topic, nrec, nbytes in totals:
                 t = self.topics[topic]
@@ -281,16 +332,16 @@ class Stats:
     def api_rows(self) -> list[dict]:
         rows = []
         for (key, name), a in sorted(self.apis.items()):
-            lat = sorted(a.latencies)
+            p50, p95, p99 = a.latencies.percentiles((50, 95, 99))
             rows.append(
                 {
                     "api_key": key if key >= 0 else None,
                     "api_name": name,
                     "count": a.count,
-                    "p50_ms": _ms(percentile(lat, 50)),
-                    "p95_ms": _ms(percentile(lat, 95)),
-                    "p99_ms": _ms(percentile(lat, 99)),
-                    "max_ms": _ms(lat[-1] if lat else None),
+                    "p50_ms": _ms(p50),
+                    "p95_ms": _ms(p95),
+                    "p99_ms": _ms(p99),
+                    "max_ms": _ms(a.latencies.max),
                     "unanswered": a.unanswered,
                     "request_bytes": a.req_bytes,
                     "response_bytes": a.resp_bytes,
@@ -322,7 +373,7 @@ class Stats:
                     "software": " ".join(x for x in sw if x) if sw else None,
                     "requests": c.requests,
                     "responses_with_errors": c.errors,
-                    "connections": len(c.connections),
+                    "connections": c.connections,
                 }
             )
         return rows
@@ -347,6 +398,27 @@ class Stats:
                     "status": info.not_kafka and f"not Kafka: {info.not_kafka}" or info.closed or "open",
                 }
             )
+        return rows
+
+    def entries(self) -> dict[str, int]:
+        """Entries per bounded table now."""
+        return {name: len(e) for name, e in self.expiry.items()}
+
+    def bounds_rows(self) -> list[dict]:
+        """What was let go or approximated to stay bounded: a row per table with evictions, a
+        row per API whose percentiles come from log buckets (empty: nothing)."""
+        rows = self.evictions.rows(self.bounds)
+        for (_key, name), a in sorted(self.apis.items()):
+            if a.latencies.approximate:
+                rows.append(
+                    {
+                        "table": f"latencies {name}",
+                        "expired_idle": 0,
+                        "evicted_full": 0,
+                        "said": f"{name} latency percentiles approximate (log buckets, within 1%): "
+                        f"more than {self.bounds.exact_latencies} latencies; max exact",
+                    }
+                )
         return rows
 
     def anomaly_rows(self) -> list[dict]:

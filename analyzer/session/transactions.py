@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from analyzer.dissect.constants import ApiKey, ErrorCode
 from analyzer.dissect.errors import error_name, is_retriable
 from analyzer.model import Exchange
+from analyzer.session.bounded import DEFAULT_BOUNDS, Bounds, Evictions, Expiry
 from analyzer.session.consumption import addresses, host_of
 from analyzer.session.entities import topic_refs
 from analyzer.session.walks import fetched, produced, topic_of
@@ -117,9 +118,14 @@ class HeldBack:
 class TxnTracker:
     """The consumer: every transaction and every read_committed consumer held back."""
 
-    def __init__(self, topic_ids: dict[str, str] | None = None) -> None:
+    def __init__(self, topic_ids: dict[str, str] | None = None, bounds: Bounds = DEFAULT_BOUNDS) -> None:
         self.topic_ids = topic_ids
         self.open: dict[str, Transaction] = {}
+        # the transactional ids' timeouts and the held-back consumers let go past the bounds
+        # (unused longer than their idle time, the longest idle past their maximum), counted
+        self.evictions = Evictions()
+        self.expiry = Expiry("transactional_ids", self._forget_txn, self.evictions, bounds)
+        self.held_expiry = Expiry("held_back", self._forget_held, self.evictions, bounds)
         self.done_: list[Transaction] = []
         self.finished = 0
         self.timeouts: dict[str, int] = {}
@@ -251,6 +257,7 @@ class TxnTracker:
         if kind == INIT:
             if isinstance(facts[3], int) and facts[3] > 0:
                 self.timeouts[facts[2]] = facts[3]
+                self.expiry.touch(facts[2], t)
         elif kind == ADD:
             for txn, pid, epoch, parts in facts[3]:
                 x = self._begin(txn, pid, epoch, t, facts[2])
@@ -294,6 +301,7 @@ class TxnTracker:
                 h = self.held.get(k)
                 if h is None:
                     h = self.held[k] = HeldBack(client_id, client, topic, p, first_gap=gap)
+                self.held_expiry.touch(k, t)
                 h.fetches += 1
                 h.max_gap = max(h.max_gap, gap)
                 h.last_gap = gap
@@ -328,6 +336,13 @@ class TxnTracker:
             self.hanging_told.discard(txn)
 
     # -- live ---------------------------------------------------------------------------------------
+    def _forget_txn(self, txn) -> None:
+        self.timeouts.pop(txn, None)
+        self.hanging_told.discard(txn)
+
+    def _forget_held(self, k) -> None:
+        self.held.pop(k, None)
+
     def follow(self, kept: int) -> None:
         """(live) Keep the transactions ended for :meth:`news`; keep ``kept`` finished ones and
         ``kept`` open ones (the oldest opened let go past it, counted in :attr:`dropped_open`)."""

@@ -287,9 +287,10 @@ def _exchange(stats: Stats, r: dict, piece_of: dict, conn_ids: dict) -> None:
             stats.anomaly(code, issue["message"])
     if has_request:
         cid = r["client_id"]
-        c = stats.clients[cid if cid is not None else "(none)"]
+        label = cid if cid is not None else "(none)"
+        c = stats.clients[label]
         c.requests += 1
-        c.connections.add(conn)
+        stats.client_connection(c, label, conn)
         if r["errors"]:
             c.errors += 1
     for topic in r["topics"] or ():
