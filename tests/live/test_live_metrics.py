@@ -148,15 +148,16 @@ def test_scraped_totals_are_the_offline_stats(veth, offline, workers):
             assert replay.returncode == 0, replay.stderr.read() if replay.stderr else ""
             want = expected(offline)
             deadline = time.monotonic() + 20
-            while True:  # the workers send their counts every second
+            while True:  # the workers send their counts every second (the last ACKs and FINs too)
                 after = get(f"{base}/metrics")[1].decode()
-                if per_api(after) == want or time.monotonic() > deadline:
+                families = {f.name: f for f in text_string_to_metric_families(after)}
+                packets = families["kafka_analyzer_packets"].samples[0].value
+                done = per_api(after) == want and packets >= offline["capture"]["packets"]
+                if done or time.monotonic() > deadline:
                     break
                 time.sleep(0.5)
             assert per_api(after) == want
             promtool_ok(after)
-            families = {f.name: f for f in text_string_to_metric_families(after)}
-            packets = families["kafka_analyzer_packets"].samples[0].value
             assert packets >= offline["capture"]["packets"]
             assert families["kafka_analyzer_dropped_packets"].samples[0].value == 0
             assert "kafka_analyzer_transactions" in families and "kafka_analyzer_build_info" in families
