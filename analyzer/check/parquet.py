@@ -14,7 +14,8 @@ Tables of a big file that ``spark`` analysed in byte-range splits are the same: 
 writes the ``state`` and ``seq`` one run writes.
 
 Memory: a piece's small rows (its exchanges' ``seq``, its issues and connection ends) are read
-whole, its exchange states in record batches, each handed on (and freed) as soon as the run's
+whole, its exchange states in record batches of about 1 MiB (as many rows as the file's metadata
+says hold that many bytes), each handed on (and freed) as soon as the run's
 order reaches it (the files that hold none of them are not read again), with ``pyarrow.parquet``
 alone (``pyarrow.dataset`` costs ~16 MB more to import), so ``check --parquet`` stays within
 1.5x of ``check``'s peak memory.
@@ -45,8 +46,11 @@ _ISSUE_COLUMNS += ["offset", "where", "roles_known", "seq"]
 _END_COLUMNS = ["capture", "connection", "client", "broker", "roles_known", "first_ts", "last_ts", "seq"]
 
 
-# exchange states converted to Python objects at a time
-STATE_BATCH = 256
+# the bytes of exchange states read at a time: a batch's states are decoded by pyarrow, copied to
+# Python strings, then parsed one by one. A batch of a fixed number of rows holds however big the
+# states are (256 states of 33 KB, a request's 16 KB string each, are 8 MB: that batch and the
+# next, and the allocations pyarrow's allocator keeps, cost check --parquet 50+ MB)
+STATE_BYTES = 1 << 20
 _NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"  # Spark's directory name for a null partition value
 
 
@@ -100,9 +104,13 @@ class _Table:
             return self.files
         return [(f, parts) for f, parts in self.files if parts.get("capture_set") == capture_set]
 
-    def record_batches(self, columns: list[str], files: list[tuple[str, dict]], batch_size: int = 65536):
+    def record_batches(
+        self, columns: list[str], files: list[tuple[str, dict]], batch_size: int = 65536, batch_bytes: int = 0
+    ):
         """``(file, rows, partition values)`` of each record batch of ``files`` (of :meth:`of_set`),
-        ``rows`` a dict of column lists (partition columns are not in them)."""
+        ``rows`` a dict of column lists (partition columns are not in them). With ``batch_bytes``,
+        a file's batches hold fewer rows, so that they hold about that many bytes (uncompressed, as
+        the file's metadata says of its widest row group)."""
         import pyarrow.parquet as pq
 
         for f, parts in files:
@@ -116,7 +124,10 @@ class _Table:
                         "`kafka-analyzer spark`; write the tables again"
                     )
                 cols = [c for c in columns if c in names]
-                for b in pf.iter_batches(batch_size=batch_size, columns=cols):
+                rows = _rows_within(pf.metadata, cols, batch_bytes) if batch_bytes else batch_size
+                # (in this thread: pyarrow's threads each keep their allocator's heap, ~10 MB more)
+                batches = pf.iter_batches(batch_size=min(batch_size, rows), columns=cols, use_threads=False)
+                for b in batches:
                     yield f, {c: b.column(c).to_pylist() for c in cols}, parts
             except NotTables:
                 raise
@@ -136,6 +147,23 @@ class _Table:
                     if found is not None:
                         found.add(f)
         return out
+
+
+def _rows_within(meta, columns: list[str], nbytes: int) -> int:
+    """The most rows of ``columns`` that hold about ``nbytes`` (uncompressed) in every row group
+    of a Parquet file (its ``FileMetaData``); at least 1."""
+    rows = 1 << 30
+    for g in range(meta.num_row_groups):
+        rg = meta.row_group(g)
+        wanted = set(columns)
+        width = sum(
+            rg.column(i).total_uncompressed_size
+            for i in range(rg.num_columns)
+            if rg.column(i).path_in_schema.split(".")[0] in wanted
+        )
+        if rg.num_rows and width:
+            rows = min(rows, max(1, nbytes * rg.num_rows // width))
+    return rows
 
 
 def _first_line(exc: BaseException) -> str:
@@ -293,7 +321,7 @@ class Tables:
     def _states(self, piece: dict, names: set, files: list[tuple[str, dict]]):
         """``(seq, state)`` of the piece's exchanges in ``files``, in the tables' order."""
         for _f, cols, _parts in self._exchanges.record_batches(
-            ["capture", "seq", "state"], files, STATE_BATCH
+            ["capture", "seq", "state"], files, batch_bytes=STATE_BYTES
         ):
             for capture, seq, state in zip(cols["capture"], cols["seq"], cols["state"], strict=True):
                 if capture in names:
