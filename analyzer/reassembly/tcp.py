@@ -15,8 +15,12 @@ were never captured, the missing range becomes a Gap and delivery goes on. Seque
 wrap around (32-bit arithmetic); stream offsets are 64-bit and start at 0 for the first byte.
 A SYN on a closed 4-tuple, or with a new initial sequence number, starts a new connection.
 The buffer also holds at most ``max_segments`` segments (``max_buffer // 64`` by default), so
-that tiny segments cannot make its bookkeeping outgrow its bytes. Memory is bounded by open
-connections times ``max_buffer``.
+that tiny segments cannot make its bookkeeping outgrow its bytes. All the buffers together hold
+at most ``max_total`` bytes: past it the direction whose hole is the oldest gives it up (a Gap,
+counted in :attr:`Reassembler.memory_gaps`), as when its own buffer overflows. A live capture that
+drops packets leaves holes that no retransmission fills; without this bound each connection could
+keep ``max_buffer`` per direction until it ends or idles out. Buffered segments are copies, not
+views into the reader's large chunks (a view would keep its whole chunk alive).
 """
 
 from __future__ import annotations
@@ -72,8 +76,14 @@ class Reassembler:
         idle_timeout: float | None = None,
         max_segments: int | None = None,
         max_connections: int = 20_000,
+        max_total: int = 256 << 20,
     ):
         self.max_buffer = max_buffer
+        self.max_total = max(max_total, 1)
+        self.ooo_total = 0  # bytes buffered out of order, all connections together
+        self.memory_gaps = 0  # holes given up for max_total
+        # directions with buffered bytes, the oldest hole first: (connection id, d) -> (conn, d)
+        self.holes: dict[tuple[int, int], tuple[Connection, int]] = {}
         # each buffered segment costs ~300 bytes of bookkeeping whatever its size: a sender of
         # tiny shuffled segments must not make 4 MiB of payload cost a gigabyte
         self.max_segments = max(64, max_buffer // 64) if max_segments is None else max_segments
@@ -209,7 +219,11 @@ class Reassembler:
             off = me.base + r
             ooo = me.ooo
             old = ooo.get(off)
+            if type(payload) is not bytes:
+                payload = bytes(payload)  # a view would keep the reader's whole chunk alive
             if old is None:
+                if not ooo:
+                    self.holes[(conn.id, d)] = (conn, d)
                 ooo[off] = (payload, ts, index, me.order)
                 me.order += 1
                 heappush(me.heap, off)
@@ -218,8 +232,12 @@ class Reassembler:
                 return
             else:
                 me.ooo_bytes -= len(old[0])
+                self.ooo_total -= len(old[0])
                 ooo[off] = (payload, ts, index, old[3])
             me.ooo_bytes += n
+            self.ooo_total += n
+            if self.ooo_total > self.max_total:
+                self._over_total(ts, index, out)
             if me.ooo_bytes > self.max_buffer or len(ooo) > self.max_segments:
                 while (me.ooo_bytes > self.max_buffer or len(ooo) > self.max_segments) and ooo:
                     self._skip_to_buffered(conn, d, me, ts, index, out)
@@ -262,6 +280,7 @@ class Reassembler:
                 payload, ts, index, pos = ooo.pop(s)
                 n = len(payload)
                 me.ooo_bytes -= n
+                self.ooo_total -= n
                 r = s - base
                 if r + n <= 0:
                     me.retrans += 1
@@ -286,6 +305,21 @@ class Reassembler:
                 pos = -1
         me.base = base
         me.next = nxt
+        if not ooo:
+            self.holes.pop((cid, d), None)
+
+    def _over_total(self, ts, index, out) -> None:
+        """Past ``max_total``: the oldest holes given up until a tenth of it is free again."""
+        goal = self.max_total - self.max_total // 10
+        while self.ooo_total > goal and self.holes:
+            conn, d = next(iter(self.holes.values()))
+            me = conn.dirs[d]
+            while me.ooo and self.ooo_total > goal:
+                self.memory_gaps += 1
+                self._skip_to_buffered(conn, d, me, ts, index, out)
+            if me.ooo:  # still holding bytes: its next hole is now the newest
+                del self.holes[(conn.id, d)]
+                self.holes[(conn.id, d)] = (conn, d)
 
     def _skip_to_buffered(self, conn, d, me: _Dir, ts, index, out) -> None:
         """Declare the bytes up to the earliest buffered segment lost, then deliver."""

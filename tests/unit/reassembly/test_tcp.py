@@ -259,3 +259,33 @@ def test_bytes_a_packet_acknowledges_come_before_its_own():
     kinds = [(k, d) for k, d, at in order if at == last]
     assert kinds.index(("StreamData", 0)) < kinds.index(("StreamData", 1)), kinds
     assert kinds[0] == ("Gap", 0), kinds
+
+
+def test_all_buffers_together_stay_within_max_total():
+    """Holes that nothing fills (a live capture's drops): past ``max_total`` bytes buffered in
+    all connections the oldest hole is given up (a Gap, counted) and its bytes delivered, before
+    the capture ends; buffered segments are copies, not views of the reader's buffer."""
+    from analyzer.events import Gap, StreamData
+    from analyzer.reassembly.tcp import Reassembler
+
+    convs = [Conversation(client=("10.0.0.1", 40000 + i)).handshake() for i in range(3)]
+    pkts = []
+    for c in convs:
+        segs = c.send(0, REQ, mss=500)
+        pkts += [p for p in c.pkts if p is not segs[1]]  # the second segment never captured
+    r = Reassembler(max_total=5000)
+    events = []
+    for i, p in enumerate(pkts, 1):
+        seg = decode_tcp(linktype_of(p), memoryview(bytes(p)))
+        events += r.feed(float(i), i, seg)
+        assert r.ooo_total <= 5000
+        assert all(
+            type(x[0]) is bytes for c in convs for d in r.holes.values() for x in d[0].dirs[d[1]].ooo.values()
+        )
+    gaps = [e for e in events if type(e) is Gap]
+    assert r.memory_gaps == 2 and [(g.conn, g.offset, g.length) for g in gaps] == [
+        (1, 500, 500),
+        (2, 500, 500),
+    ]
+    delivered = {e.conn: e.offset + len(e.data) for e in events if type(e) is StreamData}
+    assert delivered[1] == delivered[2] == len(REQ) and delivered[3] == 500  # the newest hole waits
