@@ -25,7 +25,6 @@ from analyzer.session.stats import Stats, error_names
 from tests.helpers.capture_patch import exchanges, member_stays
 from tests.helpers.captures import CAPTURES, PUBLIC, ROOT, connection_keys, public_captures, tls_captures
 from tests.helpers.captures import project_captures as _clear_text_captures
-from tests.helpers.spark import local_spark
 
 
 def project_captures():
@@ -43,12 +42,6 @@ MANIFEST = (
 )
 TRUNCATED = "librdkafka-produce-consume-gzip.pcap"
 GZIPPED = "aiokafka-gzip.pcap"
-
-
-@pytest.fixture(scope="module")
-def spark():
-    with local_spark("kafka-analyzer-tests") as s:
-        yield s
 
 
 @pytest.fixture(scope="module")
