@@ -22,6 +22,10 @@ def local_spark(app: str) -> Iterator:
     exit."""
     from pyspark.sql import SparkSession
 
+    active = SparkSession.getActiveSession()
+    if active is not None:  # the process's shared one (tests/spark/conftest.py): not stopped here
+        yield active
+        return
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SPARK_LOCAL_IP", "127.0.0.1")
         mp.setenv("PYSPARK_PYTHON", sys.executable)
