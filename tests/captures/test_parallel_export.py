@@ -1,6 +1,7 @@
 """``export -j N``: the connections shared among processes, the output byte for byte what one
 process writes, for every bundled capture, whole or cut into rotated pieces every few packets."""
 
+import functools
 import gzip
 import io
 import shutil
@@ -26,6 +27,13 @@ def export_bytes(*args: str) -> tuple[int, bytes]:
     return rc, buf.getvalue()
 
 
+@functools.cache
+def one_process(path: Path, *args: str) -> tuple[int, bytes]:
+    """``export *args PATH`` of a bundled capture, once per process: the reference each test
+    compares its pieces and jobs with (the whole file's export is used by three tests)."""
+    return export_bytes(*args, str(path))
+
+
 def after_capture_line(data: bytes) -> bytes:
     """The export without its first line (which names the input files)."""
     return data.split(b"\n", 1)[1]
@@ -36,7 +44,7 @@ CAPS = project_captures()
 
 @pytest.mark.parametrize("path", CAPS, ids=lambda p: p.name)
 def test_jobs_give_the_same_bytes(path):
-    rc1, one = export_bytes(str(path))
+    rc1, one = one_process(path)
     rc2, two = export_bytes("-j", "2", str(path))
     rc3, three = export_bytes("-j", "3", "--no-spans", str(path))
     _, one_nospans = export_bytes("--no-spans", str(path))
@@ -62,7 +70,7 @@ def test_rotated_pieces_with_jobs_give_the_whole(path, every, tmp_path, request)
         )
     pieces = [str(p) for p in cut(path, every, tmp_path)]
     assert len(pieces) > 1
-    rc, whole = export_bytes(str(path))
+    rc, whole = one_process(path)
     rc1, seq = export_bytes(*pieces)
     rc2, par = export_bytes("-j", "2", *pieces)
     assert rc1 == rc2 == rc

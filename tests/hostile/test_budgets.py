@@ -29,15 +29,28 @@ COMMANDS = {
 }
 
 
-@pytest.fixture(scope="module")
+class _BombFiles(dict):
+    """Each bomb written once, when a test first asks for it: a session fixture, so the module's
+    tests are not one xdist group (tests/conftest.py); the tests of one bomb are its own group
+    (``_by_bomb``), so the groups spread over the workers and each bomb is built once."""
+
+    def __init__(self, d):
+        super().__init__()
+        self.dir = d
+
+    def __missing__(self, name):
+        p = self[name] = self.dir / f"{name}.pcap"
+        p.write_bytes(BOMBS[name].build())
+        return p
+
+
+def _by_bomb(names):
+    return [pytest.param(n, marks=pytest.mark.xdist_group(f"bomb-{n}")) for n in names]
+
+
+@pytest.fixture(scope="session")
 def bomb_files(tmp_path_factory):
-    d = tmp_path_factory.mktemp("bombs")
-    out = {}
-    for name, b in BOMBS.items():
-        p = d / f"{name}.pcap"
-        p.write_bytes(b.build())
-        out[name] = p
-    return out
+    return _BombFiles(tmp_path_factory.mktemp("bombs"))
 
 
 def run_measured(args: list[str], out_path) -> tuple[int, float, float, str]:
@@ -84,7 +97,7 @@ def export_codes(text: str) -> set[str]:
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
-@pytest.mark.parametrize("name", sorted(BOMBS))
+@pytest.mark.parametrize("name", _by_bomb(sorted(BOMBS)))
 def test_bomb_is_bounded(name, command, bomb_files, tmp_path):
     out = tmp_path / "out"
     rc, cpu, rss, stderr = run_measured([*COMMANDS[command], str(bomb_files[name])], out)
@@ -108,7 +121,7 @@ def test_bomb_is_bounded(name, command, bomb_files, tmp_path):
 TUI_BOMBS = sorted(n for n, b in BOMBS.items() if "decode.element_limit" in b.codes and b.shows)
 
 
-@pytest.mark.parametrize("name", TUI_BOMBS)
+@pytest.mark.parametrize("name", _by_bomb(TUI_BOMBS))
 def test_bomb_is_bounded_in_the_tui(name, bomb_files, tmp_path):
     """The same huge arrays through the TUI (headless, textual's Pilot, in its own process): the
     exchange is listed and opened (field tree, hex), its issue names the budget, the issues view

@@ -17,7 +17,6 @@ import pytest
 
 from analyzer.cli import main
 from tests.helpers.captures import CAPTURES, cut
-from tests.helpers.spark import local_spark
 
 pyspark = pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
@@ -85,7 +84,7 @@ def _run(argv: list[str]) -> tuple[int, str, str]:
 
 
 @pytest.fixture(scope="module")
-def tables(tmp_path_factory) -> dict:
+def tables(spark, tmp_path_factory) -> dict:
     """One Spark session: set ``main`` (the captures above, with --records), set ``other``
     (one capture, without --records), sets ``split`` and ``whole`` (the SPLIT captures with
     --records, in 4 KB splits and whole) written into one output directory."""
@@ -107,17 +106,16 @@ def tables(tmp_path_factory) -> dict:
         shutil.copy(CAPTURES / name, split / name)
     rotated = cut(CAPTURES / SPLIT_ROTATED, 40, split)
     out = tmp_path_factory.mktemp("check-tables")
-    with local_spark("kafka-analyzer-check-parquet") as spark:
-        for d, name, extra in (
-            (src, "main", ["--records"]),
-            (other, "other", []),
-            (split, "split", ["--records", "--split-size", "4K"]),
-            (split, "whole", ["--records", "--split-size", "0"]),
-        ):
-            args = build_parser().parse_args(["spark", str(d), "--out", str(out), "--set", name, *extra])
-            args.captures, args.top = args.inputs, 20
-            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                guarded(args, _spark_run, spark)
+    for d, name, extra in (
+        (src, "main", ["--records"]),
+        (other, "other", []),
+        (split, "split", ["--records", "--split-size", "4K"]),
+        (split, "whole", ["--records", "--split-size", "0"]),
+    ):
+        args = build_parser().parse_args(["spark", str(d), "--out", str(out), "--set", name, *extra])
+        args.captures, args.top = args.inputs, 20
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            guarded(args, _spark_run, spark)
     rules = out.parent / "rules.toml"
     rules.write_text(RULES)
     return {

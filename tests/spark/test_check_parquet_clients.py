@@ -18,7 +18,6 @@ import pytest
 
 from analyzer.cli import main
 from tests.helpers.captures import CAPTURES
-from tests.helpers.spark import local_spark
 
 pyspark = pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
@@ -40,7 +39,7 @@ def _run(argv: list) -> tuple[int, str, str]:
 
 
 @pytest.fixture(scope="module")
-def tables(tmp_path_factory) -> dict:
+def tables(spark, tmp_path_factory) -> dict:
     from analyzer.cli import build_parser
     from analyzer.spark.jobs import _spark_run, guarded
 
@@ -48,14 +47,13 @@ def tables(tmp_path_factory) -> dict:
     for name in SCENARIOS:
         shutil.copy(CAPTURES / name, src / name)
     out = tmp_path_factory.mktemp("client-tables")
-    with local_spark("kafka-analyzer-check-parquet-clients") as spark:
-        for name, extra in SETS.items():
-            args = build_parser().parse_args(
-                ["spark", str(src), "--out", str(out), "--set", name, "--records", *extra]
-            )
-            args.captures, args.top = args.inputs, 20
-            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                guarded(args, _spark_run, spark)
+    for name, extra in SETS.items():
+        args = build_parser().parse_args(
+            ["spark", str(src), "--out", str(out), "--set", name, "--records", *extra]
+        )
+        args.captures, args.top = args.inputs, 20
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            guarded(args, _spark_run, spark)
     return {"src": src, "out": out}
 
 

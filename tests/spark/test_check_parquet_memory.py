@@ -23,7 +23,6 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.peak import child_argv, read_child_mb
-from tests.helpers.spark import local_spark
 from tests.hostile.gen import reordered
 
 pyspark = pytest.importorskip("pyspark")
@@ -37,7 +36,7 @@ MIB = 24
 
 
 @pytest.fixture(scope="module")
-def written(tmp_path_factory) -> tuple[Path, Path]:
+def written(spark, tmp_path_factory) -> tuple[Path, Path]:
     from analyzer.cli import build_parser
     from analyzer.spark.jobs import _spark_run, guarded
 
@@ -45,11 +44,10 @@ def written(tmp_path_factory) -> tuple[Path, Path]:
     capture = src / "api-versions-24mib.pcap"
     capture.write_bytes(reordered(MIB, None))
     out = tmp_path_factory.mktemp("memory-tables")
-    with local_spark("kafka-analyzer-check-parquet-memory") as spark:
-        args = build_parser().parse_args(["spark", str(src), "--out", str(out), "--records"])
-        args.captures, args.top = args.inputs, 20
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            assert guarded(args, _spark_run, spark) == 0
+    args = build_parser().parse_args(["spark", str(src), "--out", str(out), "--records"])
+    args.captures, args.top = args.inputs, 20
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        assert guarded(args, _spark_run, spark) == 0
     return capture, out
 
 

@@ -19,7 +19,6 @@ import pytest
 from analyzer import cli
 from analyzer.session.insights import GROUP_TYPES
 from tests.helpers.captures import CAPTURES, connection_keys, cut
-from tests.helpers.spark import local_spark
 
 pyspark = pytest.importorskip("pyspark")
 
@@ -79,12 +78,6 @@ def _ordered(objects: dict) -> dict:
     """Each table's rows in one order (Spark's rows come unordered; the CLI's order is the
     group's, then time's)."""
     return {k: sorted(rows, key=lambda r: json.dumps(r, sort_keys=True)) for k, rows in objects.items()}
-
-
-@pytest.fixture(scope="module")
-def spark():
-    with local_spark("kafka-analyzer-groups") as s:
-        yield s
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,6 @@ from analyzer import cli
 from analyzer.session.insights import CLIENT_TYPES
 from analyzer.session.producer_insights import OBJECT_TYPES as PRODUCER_TYPES
 from tests.helpers.captures import CAPTURES, connection_keys, cut
-from tests.helpers.spark import local_spark
 
 pyspark = pytest.importorskip("pyspark")
 
@@ -97,12 +96,6 @@ def spark_objects(a) -> dict:
         first = os.path.realpath(local_path(row.pop("capture").split(" (+")[0]))
         out.setdefault(first, {k: [] for k in TYPES})[kind].append(row)
     return out
-
-
-@pytest.fixture(scope="module")
-def spark():
-    with local_spark("kafka-analyzer-insights") as s:
-        yield s
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,6 @@ import pytest
 
 from tests.helpers.captures import CAPTURES
 from tests.helpers.secrets import SASL, json_bytes, secrets, shown_secrets, shows
-from tests.helpers.spark import local_spark
 
 pyspark = pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
@@ -31,7 +30,7 @@ TABLES = ("exchanges", "issues", "connections", "records", "captures")
 
 
 @pytest.fixture(scope="module")
-def outputs(tmp_path_factory) -> dict[bool | str, tuple[Path, str]]:
+def outputs(spark, tmp_path_factory) -> dict[bool | str, tuple[Path, str]]:
     """``kafka-analyzer spark --records`` of the SASL captures, masked and with --show-secrets:
     (the output directory, what the command printed), in one local session."""
     from analyzer.cli import build_parser
@@ -39,22 +38,21 @@ def outputs(tmp_path_factory) -> dict[bool | str, tuple[Path, str]]:
 
     files = [str(CAPTURES / e["file"]) for e in SASL]
     out: dict[bool | str, tuple[Path, str]] = {}
-    with local_spark("kafka-analyzer-secrets") as spark:
-        # "split": the files cut into 4 KB byte-range splits (analyzer.spark.stitch), the
-        # other path executors take; shown through it too, so the flag reaches its owners
-        for key in (False, True, "split"):
-            d = tmp_path_factory.mktemp("shown" if key is True else f"masked-{key}")
-            argv = ["spark", *files, "--out", str(d), "--records", "--set", "sasl"]
-            argv += ["--split-size", "4K" if key == "split" else "0"]
-            args = build_parser().parse_args(argv + (["--show-secrets"] if key is True else []))
-            args.captures, args.top = args.inputs, 20  # as spark_command, in this session
-            buf = io.StringIO()
-            with contextlib.redirect_stdout(buf):
-                rc = guarded(args, _spark_run, spark)
-            printed = buf.getvalue()
-            assert rc == 0, printed
-            assert ("cut into" in printed) == (key == "split"), printed
-            out[key] = d, printed
+    # "split": the files cut into 4 KB byte-range splits (analyzer.spark.stitch), the
+    # other path executors take; shown through it too, so the flag reaches its owners
+    for key in (False, True, "split"):
+        d = tmp_path_factory.mktemp("shown" if key is True else f"masked-{key}")
+        argv = ["spark", *files, "--out", str(d), "--records", "--set", "sasl"]
+        argv += ["--split-size", "4K" if key == "split" else "0"]
+        args = build_parser().parse_args(argv + (["--show-secrets"] if key is True else []))
+        args.captures, args.top = args.inputs, 20  # as spark_command, in this session
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            rc = guarded(args, _spark_run, spark)
+        printed = buf.getvalue()
+        assert rc == 0, printed
+        assert ("cut into" in printed) == (key == "split"), printed
+        out[key] = d, printed
     return out
 
 

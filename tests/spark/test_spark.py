@@ -25,7 +25,7 @@ from analyzer.session.stats import Stats, error_names
 from tests.helpers.capture_patch import exchanges, member_stays
 from tests.helpers.captures import CAPTURES, PUBLIC, ROOT, connection_keys, public_captures, tls_captures
 from tests.helpers.captures import project_captures as _clear_text_captures
-from tests.helpers.spark import local_spark
+from tests.helpers.spark import JVM_OPTIONS
 
 
 def project_captures():
@@ -43,12 +43,6 @@ MANIFEST = (
 )
 TRUNCATED = "librdkafka-produce-consume-gzip.pcap"
 GZIPPED = "aiokafka-gzip.pcap"
-
-
-@pytest.fixture(scope="module")
-def spark():
-    with local_spark("kafka-analyzer-tests") as s:
-        yield s
 
 
 @pytest.fixture(scope="module")
@@ -424,6 +418,7 @@ def test_cli_on_a_standalone_cluster(tmp_path):
 
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    env["SPARK_DAEMON_JAVA_OPTS"] = JVM_OPTIONS  # the master and workers
     env.pop("SPARK_HOME", None)
     procs: list[subprocess.Popen] = []
     deadline = time.monotonic() + 180  # the JVMs start slowly on a busy machine
@@ -451,6 +446,8 @@ def test_cli_on_a_standalone_cluster(tmp_path):
             "spark.executor.memory=512m",
             "spark.executor.cores=1",
             "spark.driver.host=127.0.0.1",
+            f"spark.driver.extraJavaOptions={JVM_OPTIONS}",
+            f"spark.executor.extraJavaOptions={JVM_OPTIONS}",
         ]
         big = _one_recording(tmp_path / "bundled.pcap")
         gz = tmp_path / (GZIPPED + ".gz")
@@ -572,6 +569,7 @@ def test_an_executor_out_of_memory_is_one_line(tmp_path):
     cmd = [sys.executable, "-m", "analyzer", "spark", str(CAPTURES / TRUNCATED), "--out", str(tmp_path)]
     cmd += ["--master", "local[1]", "--conf", "spark.executor.pyspark.memory=60m"]
     cmd += ["--conf", "spark.ui.enabled=false", "--conf", "spark.driver.host=127.0.0.1"]
+    cmd += ["--conf", f"spark.driver.extraJavaOptions={JVM_OPTIONS}"]
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
     assert r.returncode == 2, r.stderr[-3000:]
     ours = [ln for ln in r.stderr.splitlines() if ln.startswith("kafka-analyzer:")]

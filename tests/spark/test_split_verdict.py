@@ -10,7 +10,6 @@ import shutil
 import pytest
 
 from tests.helpers.packets import Conversation
-from tests.helpers.spark import local_spark
 from tests.hostile.gen import pcap_bytes, timed
 
 pytest.importorskip("pyspark")
@@ -31,22 +30,21 @@ def no_kafka_capture() -> bytes:
     return pcap_bytes(timed(pkts))
 
 
-def test_a_split_piece_without_kafka_gets_the_whole_files_verdict(tmp_path):
+def test_a_split_piece_without_kafka_gets_the_whole_files_verdict(spark, tmp_path):
     from analyzer.spark.source import analyze
 
     f = tmp_path / "http.pcap"
     f.write_bytes(no_kafka_capture())
     cols = ("packets", "tcp_connections", "exchanges", "issues", "damaged", "exit_code", "inconclusive")
-    with local_spark("kafka-analyzer-split-verdict") as spark:
-        split = analyze(spark, [str(f)], split_size=4096)
-        one = analyze(spark, [str(f)], split_size=0)
-        try:
-            assert list(split.split.values())[0] > 10  # really cut
-            assert not one.split
-            got, want = ([tuple(r[c] for c in cols) for r in x.captures.collect()] for x in (split, one))
-            assert got == want
-            (row,) = got
-            assert row[2] == 0 and row[5] == 1 and "no Kafka traffic found in 3 TCP connections" in row[6]
-        finally:
-            split.unpersist()
-            one.unpersist()
+    split = analyze(spark, [str(f)], split_size=4096)
+    one = analyze(spark, [str(f)], split_size=0)
+    try:
+        assert list(split.split.values())[0] > 10  # really cut
+        assert not one.split
+        got, want = ([tuple(r[c] for c in cols) for r in x.captures.collect()] for x in (split, one))
+        assert got == want
+        (row,) = got
+        assert row[2] == 0 and row[5] == 1 and "no Kafka traffic found in 3 TCP connections" in row[6]
+    finally:
+        split.unpersist()
+        one.unpersist()

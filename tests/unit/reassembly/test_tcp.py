@@ -171,9 +171,9 @@ def test_ipv6_with_extension_headers():
     for p in c.pkts:
         ip6 = p[IPv6]
         tcp = ip6[TCP]
-        pkts.append(
-            Ether() / IPv6(src=ip6.src, dst=ip6.dst) / IPv6ExtHdrHopByHop() / IPv6ExtHdrDestOpt() / tcp
-        )
+        # the broadcast address scapy falls back to after 1.2 s of neighbour discovery a packet
+        eth = Ether(dst="ff:ff:ff:ff:ff:ff")
+        pkts.append(eth / IPv6(src=ip6.src, dst=ip6.dst) / IPv6ExtHdrHopByHop() / IPv6ExtHdrDestOpt() / tcp)
     streams, _, opens, _ = reassemble(pkts)
     assert streams[(1, 0)] == REQ and streams[(1, 1)] == RESP
     assert opens[0].src == "2001:db8::1"
