@@ -49,6 +49,7 @@ import resource
 import shlex
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -547,6 +548,58 @@ def report(r: dict, args) -> str:
     return "\n".join(lines) + "\n"
 
 
+CLIENT_IP, BROKER_IP = bytes((10, 2, 0, 1)), bytes((10, 1, 0, 1))
+
+
+def two_hosts(capture: Path) -> Path:
+    """A copy of ``capture`` (pcap, Ethernet, IPv4) whose clients are CLIENT_IP and brokers
+    BROKER_IP (a broker: the port a SYN without ACK goes to), IP header checksums recomputed.
+
+    The perf capture is recorded on loopback: both ends are 127.0.0.1, and tcpreplay's
+    ``--unique-ip`` (``fast_edit_packet``) adds the loop number to the higher address and takes it
+    from the lower one, so with equal addresses the two directions of a connection get different
+    address pairs from the second loop on: every later loop would be half-connections, no
+    request paired with its response. With distinct addresses both directions move together."""
+    out = capture.with_name(capture.stem + "-2hosts.pcap")
+    if out.is_file() and out.stat().st_mtime >= capture.stat().st_mtime:
+        return out
+    data = capture.read_bytes()
+    if data[:4] != bytes.fromhex("d4c3b2a1") or struct.unpack_from("<I", data, 20)[0] != 1:
+        raise SystemExit(f"bench/soak.py: {capture.name}: a little-endian Ethernet pcap is needed")
+    recs = []
+    off = 24
+    while off + 16 <= len(data):
+        incl = struct.unpack_from("<I", data, off + 8)[0]
+        recs.append((off, incl))
+        off += 16 + incl
+    brokers = set()
+    for off, _incl in recs:  # the brokers' ports: where a SYN (no ACK) goes
+        p = off + 16
+        if data[p + 12 : p + 14] == b"\x08\x00" and data[p + 23] == 6:
+            t = p + 14 + (data[p + 14] & 0x0F) * 4
+            if data[t + 13] & 0x12 == 0x02:
+                brokers.add(struct.unpack_from(">H", data, t + 2)[0])
+    buf = bytearray(data)
+    for off, incl in recs:
+        p = off + 16
+        if incl < 34 or buf[p + 12 : p + 14] != b"\x08\x00" or buf[p + 23] != 6:
+            continue
+        ip = p + 14
+        t = ip + (buf[ip] & 0x0F) * 4
+        to_broker = struct.unpack_from(">H", buf, t + 2)[0] in brokers
+        buf[ip + 12 : ip + 16], buf[ip + 16 : ip + 20] = (
+            (CLIENT_IP, BROKER_IP) if to_broker else (BROKER_IP, CLIENT_IP)
+        )
+        buf[ip + 10 : ip + 12] = b"\0\0"
+        words = struct.unpack_from(f">{(buf[ip] & 0x0F) * 2}H", buf, ip)
+        total = sum(words)
+        while total >> 16:
+            total = (total & 0xFFFF) + (total >> 16)
+        struct.pack_into(">H", buf, ip + 10, ~total & 0xFFFF)
+    out.write_bytes(bytes(buf))
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument(
@@ -590,6 +643,7 @@ def main() -> int:
     if not capture.is_file():
         print(f"bench/soak.py: no such capture: {capture}", file=sys.stderr)
         return 2
+    capture = two_hosts(capture)
     print(f"offline reference: {capture.name} ", end="", flush=True)
     copy = {"copy_packets": live.count_packets(capture), "copy_exchanges": live.offline(capture)}
     print(f"{copy['copy_packets']} packets, {copy['copy_exchanges']} exchanges", flush=True)

@@ -369,7 +369,7 @@ _FAILURES = (
         "(spark.driver.memory in local mode), e.g. --conf spark.driver.memory=4g",
     ),
     (
-        ("MemoryError",),
+        ("MemoryError", "[Errno 12] Cannot allocate memory"),
         "a Python worker ran out of memory (MemoryError): raise spark.executor.pyspark.memory "
         "or spark.executor.memoryOverhead, or run fewer tasks per executor (spark.executor.cores)",
     ),

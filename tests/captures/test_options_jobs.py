@@ -34,6 +34,9 @@ VALUES: dict[str, list[list[str]]] = {
     "--max-connections": [["1"], ["3"]],
     "--tls-keylog": [[str(CAPTURES / "kafka-python-tls-tls13-aes128gcm.keys")]],
     "-Y": [["api == Fetch"]],
+    "--state-idle": [["1"], ["0"]],
+    "--state-max": [["2"]],
+    "--exact-latencies": [["3"]],
 }
 
 # options that do not apply, and why
@@ -43,6 +46,14 @@ SKIP = {
     "-o": "where the output goes (the same writer; test_parallel_export covers a file)",
     "--parquet": "reads the Parquet output of `kafka-analyzer spark`, not captures",
     "--set": "names a capture set of --parquet's output",
+    "--metrics-file": "another output beside the tables (tests/unit/cli/test_metrics.py: -j 2 alike)",
+    "--metrics-clients": "a bound of --metrics-file's labels (tests/unit/cli/test_metrics.py)",
+    "--metrics-topics": "a bound of --metrics-file's labels (tests/unit/cli/test_metrics.py)",
+    "--metrics-software": "a bound of --metrics-file's labels (tests/unit/cli/test_metrics.py)",
+    "--metrics-groups": "a bound of --metrics-file's labels (tests/unit/cli/test_metrics.py)",
+    "--metrics-partitions": "a bound of --metrics-file's labels (tests/unit/cli/test_metrics.py)",
+    "--metrics-track": "a bound of --metrics-file's labels (tests/unit/cli/test_metrics.py)",
+    "--metrics-buckets": "the latency buckets of --metrics-file (tests/unit/cli/test_metrics.py)",
 }
 
 

@@ -603,6 +603,8 @@ def test_spark_failures_are_one_line():
 
     assert "spark.executor.memory" in text("Job aborted: java.lang.OutOfMemoryError: Java heap space")
     assert "spark.executor.pyspark.memory" in text("PythonException: MemoryError")
+    # a capped worker may run out while importing: the OS's error, not Python's MemoryError
+    assert "spark.executor.pyspark.memory" in text("OSError: [Errno 12] Cannot allocate memory")
     assert "memoryOverhead" in text(
         "org.apache.spark.SparkException: Python worker exited unexpectedly (crashed)"
     )
