@@ -8,7 +8,7 @@ error codes, unsupported versions, resynchronisations).
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from analyzer.dissect import schema
@@ -172,7 +172,11 @@ class Stats:
         self.expiry = {
             "stats_connections": Expiry("stats_connections", self._forget_connection, self.evictions, bounds),
             "stats_clients": Expiry("stats_clients", self._forget_client, self.evictions, bounds),
-            "stats_topics": Expiry("stats_topics", self._forget_topic, self.evictions, bounds),
+            # a topic's totals are let go past --state-max only: a capture set spans days, and
+            # its earlier pieces' topics must stay counted (few topics: the size bounds them)
+            "stats_topics": Expiry(
+                "stats_topics", self._forget_topic, self.evictions, replace(bounds, idle=None)
+            ),
         }
         self.apis: dict[tuple[int, str], ApiStats] = defaultdict(ApiStats)
         self.topics: dict[str, TopicStats] = defaultdict(TopicStats)
