@@ -62,3 +62,16 @@ def entered(ns: str):
             _setns(home)
     finally:
         os.close(home)
+
+
+@contextlib.contextmanager
+def veth_pair(name: str, sender: str, sniffed: str):
+    """:func:`isolated` with a veth pair ``sender`` - ``sniffed`` up in it (IPv6 off, so no
+    router solicitations join the replay): the live tests replay on one end, capture the other."""
+    with isolated(name) as ns:
+        assert ns is not None
+        subprocess.run(["ip", "link", "add", sender, "type", "veth", "peer", "name", sniffed], check=True)
+        for dev in (sender, sniffed):
+            subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6=1"], check=False)
+            subprocess.run(["ip", "link", "set", dev, "up"], check=True)
+        yield ns

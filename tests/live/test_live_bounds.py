@@ -19,7 +19,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.helpers.captures import CAPTURES, ROOT
-from tests.helpers.netns import isolated
+from tests.helpers.netns import veth_pair
 
 pytestmark = [
     pytest.mark.live,
@@ -35,12 +35,7 @@ PCAP = CAPTURES / "client-reconnect-loop.pcap"
 
 @pytest.fixture(scope="module")
 def veth():
-    with isolated("bounds") as ns:
-        assert ns is not None
-        subprocess.run(["ip", "link", "add", SENDER, "type", "veth", "peer", "name", SNIFFED], check=True)
-        for dev in (SENDER, SNIFFED):
-            subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6=1"], check=False)
-            subprocess.run(["ip", "link", "set", dev, "up"], check=True)
+    with veth_pair("bounds", SENDER, SNIFFED) as ns:
         yield ns
 
 

@@ -23,7 +23,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.helpers.captures import CAPTURES, ROOT
-from tests.helpers.netns import isolated
+from tests.helpers.netns import veth_pair
 
 pytestmark = [
     pytest.mark.live,
@@ -39,12 +39,7 @@ PCAP = CAPTURES / "producer-txn.pcap"
 
 @pytest.fixture(scope="module")
 def veth():
-    with isolated("metrics") as ns:
-        assert ns is not None
-        subprocess.run(["ip", "link", "add", SENDER, "type", "veth", "peer", "name", SNIFFED], check=True)
-        for dev in (SENDER, SNIFFED):
-            subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6=1"], check=False)
-            subprocess.run(["ip", "link", "set", dev, "up"], check=True)
+    with veth_pair("metrics", SENDER, SNIFFED) as ns:
         yield ns
 
 

@@ -21,7 +21,7 @@ import pytest
 
 from analyzer.capture.files import CaptureFile
 from tests.helpers.captures import CAPTURES, ROOT
-from tests.helpers.netns import isolated
+from tests.helpers.netns import veth_pair
 
 pytestmark = [
     pytest.mark.live,
@@ -38,12 +38,7 @@ CAPS = "+net_raw,+net_admin"
 
 @pytest.fixture(scope="module")
 def veth():
-    with isolated("service") as ns:
-        assert ns is not None
-        subprocess.run(["ip", "link", "add", SENDER, "type", "veth", "peer", "name", SNIFFED], check=True)
-        for dev in (SENDER, SNIFFED):
-            subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6=1"], check=False)
-            subprocess.run(["ip", "link", "set", dev, "up"], check=True)
+    with veth_pair("service", SENDER, SNIFFED) as ns:
         yield ns
 
 
