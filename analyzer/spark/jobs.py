@@ -369,7 +369,9 @@ _FAILURES = (
         "(spark.driver.memory in local mode), e.g. --conf spark.driver.memory=4g",
     ),
     (
-        ("MemoryError", "[Errno 12] Cannot allocate memory"),
+        # (CPython's C code failing an allocation without setting MemoryError says the third:
+        # seen when the worker's spark.executor.pyspark.memory limit is hit while it compiles)
+        ("MemoryError", "[Errno 12] Cannot allocate memory", "returned NULL without setting an exception"),
         "a Python worker ran out of memory (MemoryError): raise spark.executor.pyspark.memory "
         "or spark.executor.memoryOverhead, or run fewer tasks per executor (spark.executor.cores)",
     ),

@@ -605,6 +605,10 @@ def test_spark_failures_are_one_line():
     assert "spark.executor.pyspark.memory" in text("PythonException: MemoryError")
     # a capped worker may run out while importing: the OS's error, not Python's MemoryError
     assert "spark.executor.pyspark.memory" in text("OSError: [Errno 12] Cannot allocate memory")
+    # or in CPython's compiler, whose failed allocation is a SystemError (seen in CI)
+    assert "spark.executor.pyspark.memory" in text(
+        "SystemError: <built-in function compile> returned NULL without setting an exception"
+    )
     assert "memoryOverhead" in text(
         "org.apache.spark.SparkException: Python worker exited unexpectedly (crashed)"
     )
