@@ -19,18 +19,22 @@ A consumer (:meth:`E2ETracker.event` per event, in capture order):
 
 Percentiles are exact up to :data:`EXACT` latencies per key; past it they come from
 logarithmic buckets 1% wide. Produced batches are kept for the last :data:`PRODUCED_KEPT` of
-each partition: a record fetched after that many newer batches is not matched (said in
-:meth:`E2ETracker.coverage`).
+each partition, and for :attr:`~analyzer.session.bounded.Bounds.idle` seconds of capture time: a
+record fetched after that many newer batches, or that long after its Produce, is not matched
+(said in :meth:`E2ETracker.coverage`). The partitions followed, the latency keys and the
+consumers' groups are tables bounded as every long-lived one is (:mod:`analyzer.session.bounded`:
+idle expiry, a maximum, each entry let go counted).
 """
 
 from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from analyzer.dissect.constants import ApiKey, ErrorCode
 from analyzer.model import Exchange
+from analyzer.session.bounded import DEFAULT_BOUNDS, Bounds, Evictions, Expiry, duration_text
 from analyzer.session.consumption import fetcher_of
 from analyzer.session.walks import fetched, produced, topic_of
 
@@ -107,34 +111,81 @@ class _Produced:
         self.bases: list[int] = []
         self.rows: list[tuple[int, int, float, tuple, float | None]] = []
 
-    def add(self, base: int, last: int, t: float, producer: tuple, first_ts: float | None) -> None:
+    def add(
+        self, base: int, last: int, t: float, producer: tuple, first_ts: float | None, idle: float | None
+    ) -> int:
+        """The batch kept; the number of batches let go for being older than ``idle`` seconds."""
         if self.bases and base <= self.bases[-1]:
             i = bisect_right(self.bases, base) - 1
             if i >= 0 and self.bases[i] == base:
-                return  # the same batch answered again (a duplicate answered with its offset)
+                return 0  # the same batch answered again (a duplicate answered with its offset)
             self.bases.insert(i + 1, base)
             self.rows.insert(i + 1, (base, last, t, producer, first_ts))
         else:
             self.bases.append(base)
             self.rows.append((base, last, t, producer, first_ts))
-        if len(self.bases) > 2 * PRODUCED_KEPT:
+        rows = self.rows
+        if len(rows) > 2 * PRODUCED_KEPT:
             del self.bases[:PRODUCED_KEPT]
-            del self.rows[:PRODUCED_KEPT]
+            del rows[:PRODUCED_KEPT]
+        if idle is not None and not len(rows) & 255 and rows[0][2] < t - idle:
+            # (amortised: looked at every 256 batches) the batches produced too long ago
+            limit, n = t - idle, 0
+            while n < len(rows) and rows[n][2] < limit:
+                n += 1
+            del self.bases[:n]
+            del rows[:n]
+            return n
+        return 0
 
 
 class E2ETracker:
     """The consumer: produced records, the fetches that return them, their latencies."""
 
-    def __init__(self, topic_ids: dict[str, str] | None = None) -> None:
+    def __init__(self, topic_ids: dict[str, str] | None = None, bounds: Bounds = DEFAULT_BOUNDS) -> None:
         self.topic_ids = topic_ids
+        self.bounds = bounds
         self.produced: dict[tuple[str, int], _Produced] = {}
         self.groups: dict[tuple[str, str | None], str] = {}  # consumer (host, client id) -> group
         self.by_capture: dict[tuple, Latencies] = {}
         self.by_timestamp: dict[tuple, Latencies] = {}
         self.fetched_unmatched = 0  # records fetched whose production the capture did not show
-        self.keep_keys: int | None = None  # (live) partitions followed, latency keys kept
-        self.dropped_partitions = 0  # partitions whose produced batches were let go (keep_keys)
-        self.dropped_latencies = 0  # records matched under a key past keep_keys: not counted
+        self.keep_keys: int | None = None  # (live, :meth:`follow`) the tables' maximum
+        self.evictions = Evictions()
+        self.partitions = Expiry("e2e_partitions", self._forget_partition, self.evictions, bounds)
+        self.keys = Expiry("e2e_latencies", self._forget_key, self.evictions, bounds)
+        self.consumers = Expiry("e2e_consumers", self._forget_consumer, self.evictions, bounds)
+        self.batches = 0  # produced batches kept (all partitions; those let go for their age
+        # are counted in evictions as "e2e_batches")
+
+    def follow(self, keep_keys: int) -> None:
+        """A run that lasts (``live``): at most ``keep_keys`` partitions followed, latency keys
+        and consumers (the longest idle let go first, counted)."""
+        self.keep_keys = keep_keys
+        bounds = replace(self.bounds, max_entries=min(self.bounds.max_entries, keep_keys))
+        for table in (self.partitions, self.keys, self.consumers):
+            table.bounds = bounds
+
+    def _forget_partition(self, tp: tuple[str, int]) -> None:
+        p = self.produced.pop(tp, None)
+        if p is not None:
+            self.batches -= len(p.bases)
+
+    def _forget_key(self, k: tuple) -> None:
+        self.by_capture.pop(k, None)
+        self.by_timestamp.pop(k, None)
+
+    def _forget_consumer(self, who: tuple) -> None:
+        self.groups.pop(who, None)
+
+    def entries(self) -> dict[str, int]:
+        """Entries per bounded table now."""
+        return {
+            "e2e_partitions": len(self.partitions),
+            "e2e_latencies": len(self.keys),
+            "e2e_consumers": len(self.consumers),
+            "e2e_batches": self.batches,
+        }
 
     # -- feeding ------------------------------------------------------------------------------------
     def event(self, ev) -> None:
@@ -151,7 +202,7 @@ class E2ETracker:
         who = fetcher_of(ev)
         if key in _GROUP_APIS:
             gid = ev.request.body.get("group_id")
-            return (MEMBER, who, gid) if isinstance(gid, str) and gid else None
+            return (MEMBER, who, gid, ev.request.frame.ts_first) if isinstance(gid, str) and gid else None
         if ev.response is None or ev.response.body is None:
             return None
         if key == ApiKey.PRODUCE:
@@ -183,21 +234,24 @@ class E2ETracker:
         kind = facts[0]
         if kind == MEMBER:
             self.groups[facts[1]] = facts[2]
+            self.consumers.touch(facts[1], facts[3])
         elif kind == PRODUCED:
             _, t, who, parts = facts
-            ids, produced_all = self.topic_ids, self.produced
+            ids, produced_all, idle = self.topic_ids, self.produced, self.bounds.idle
             for ref, base, batches in parts:
                 tp = (ref[0], ref[2]) if ref[0] else topic_of(ref, ids)
                 produced = produced_all.get(tp)
                 if produced is None:
                     produced = produced_all[tp] = _Produced()
-                    if self.keep_keys is not None and len(produced_all) > self.keep_keys:
-                        del produced_all[next(iter(produced_all))]
-                        self.dropped_partitions += 1
+                self.partitions.touch(tp, t)
+                kept = len(produced.bases)
                 for n, first_ts in batches:
                     if n > 0:
-                        produced.add(base, base + n - 1, t, who, first_ts)
+                        expired = produced.add(base, base + n - 1, t, who, first_ts, idle)
+                        if expired:
+                            self.evictions.add("e2e_batches", idle=expired)
                         base += n
+                self.batches += len(produced.bases) - kept
         else:
             self._fetched(facts[1], facts[2], facts[3], mark)
 
@@ -231,10 +285,8 @@ class E2ETracker:
                     k = (tp[0], tp[1], producer, who, group)
                     lat = by_capture.get(k)
                     if lat is None:
-                        if self.keep_keys is not None and len(by_capture) >= self.keep_keys:
-                            self.dropped_latencies += n
-                            continue
                         lat = by_capture[k] = Latencies()
+                    self.keys.touch(k, t)
                     ms = (t - pt) * 1000
                     if ms < 0.0:
                         ms = 0.0
@@ -280,23 +332,26 @@ class E2ETracker:
         return out
 
     def coverage(self) -> str:
+        let_go = self.evictions.totals()
         lost = []
-        if self.dropped_partitions:
+        if let_go.get("e2e_partitions"):
+            lost.append(f"{let_go['e2e_partitions']} partitions' produced batches let go (bounds)")
+        if let_go.get("e2e_latencies"):
             lost.append(
-                f"{self.dropped_partitions} partitions' produced batches let go (keep {self.keep_keys})"
+                f"{let_go['e2e_latencies']} (topic, partition, producer, consumer, group) latencies "
+                "let go (bounds): not in the rows"
             )
-        if self.dropped_latencies:
-            lost.append(
-                f"{self.dropped_latencies} records matched past the {self.keep_keys} "
-                "(topic, partition, producer, consumer, group) kept: not counted"
-            )
+        if let_go.get("e2e_consumers"):
+            lost.append(f"{let_go['e2e_consumers']} consumers' groups forgotten (bounds)")
         tail = "; " + "; ".join(lost) if lost else ""
         if not self.fetched_unmatched:
             return "every fetched record's Produce was in the capture" + tail
+        aged = self.bounds.idle
         return (
             f"{self.fetched_unmatched} fetched records without their Produce in the capture (produced "
-            "before it, by a connection it does not hold, or more than "
-            f"{PRODUCED_KEPT} batches before their fetch)"
+            "before it, by a connection it does not hold, more than "
+            f"{PRODUCED_KEPT} batches before their fetch"
+            + (f" or more than {duration_text(aged)} before it)" if aged is not None else ")")
         ) + tail
 
 

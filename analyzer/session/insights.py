@@ -58,6 +58,9 @@ class GroupInsights:
         self.fetchers = Expiry("fetchers", self.consumption.forget_fetcher, self.evictions, bounds)
         self.consumption.on_fetcher = self.fetchers.touch
         self.gone: set[str] = set()  # groups let go whose commits' rows and pauses remain (purge)
+        # group -> [rebalances (by index) before which the longest pauses are summed, that sum
+        # in ms]: the settled ones (every pause over) and those the timeline let go (keep)
+        self.settled: dict[str, list] = {}
 
     def event(self, ev) -> None:
         if type(ev) is Exchange:
@@ -106,6 +109,7 @@ class GroupInsights:
         """Let a group go (:attr:`expiry`): its own tables now, the rows of the shared ones
         (commits, pauses) in one pass once enough groups went (:meth:`purge`)."""
         self.groups.groups.pop(gid, None)
+        self.settled.pop(gid, None)
         self.groups.told.pop(gid, None)
         self.groups.touched.discard(gid)
         lag = self.lag
@@ -155,6 +159,7 @@ class GroupInsights:
         """Let go of the pauses of the group's rebalances the timeline let go (``keep``)."""
         g = self.groups.groups.get(group)
         if g is not None and g.dropped:
+            self._settle_dropped(group)  # their pauses are let go: summed first
             pauses = self.consumption.pauses
             for key in [k for k in pauses if k[0] == group and k[1] < g.dropped]:
                 del pauses[key]
@@ -265,6 +270,39 @@ class GroupInsights:
             )
         return out
 
+    def paused_ms(self, group: str) -> float:
+        """The longest pause of each of the group's finished rebalances, summed (the groups'
+        ``paused_ms``), those the timeline let go (``keep``) included. A rebalance whose every
+        pause is over is summed once (a live scrape walks only the recent ones)."""
+        g = self.groups.groups.get(group)
+        acc = self._settle_dropped(group)
+        if g is None:
+            return acc[1]
+        pending = 0.0
+        for i in range(acc[0], g.dropped + len(g.rebalances)):
+            if g.rebalances[i - g.dropped].duration_ms is None:
+                continue  # not finished: nothing summed, and the later ones not settled
+            pauses = self.consumption.rebalance_pauses(group, i)
+            over = [p.pause_ms for p in pauses if p.pause_ms is not None]
+            longest = max(over) if over else 0.0
+            if i == acc[0] and pauses and len(over) == len(pauses):
+                acc[0], acc[1] = i + 1, acc[1] + longest
+            else:
+                pending += longest
+        return acc[1] + pending
+
+    def _settle_dropped(self, group: str) -> list:
+        """The group's :attr:`settled` entry, with the rebalances the timeline let go summed."""
+        acc = self.settled.get(group)
+        if acc is None:
+            acc = self.settled[group] = [0, 0.0]
+        g = self.groups.groups.get(group)
+        if g is not None and acc[0] < g.dropped:
+            for i in range(acc[0], g.dropped):
+                acc[1] += self.longest_pause(group, i) or 0.0
+            acc[0] = g.dropped
+        return acc
+
     def longest_pause(self, group: str, rebalance: int) -> float | None:
         """A rebalance's longest pause of a partition (None: none seen over)."""
         done = [
@@ -321,6 +359,7 @@ class Insights:
             "held_back": len(self.producers.txns.held_expiry),
             "clients": len(self.clients.expiry),
             "client_hosts": len(self.clients.ends_expiry),
+            **self.producers.e2e.entries(),
         }
 
     def event(self, ev, mark: object = None) -> None:

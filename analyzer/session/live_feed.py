@@ -96,7 +96,7 @@ class InsightFeed:
         pi = self.all.producers
         pi.producers.follow(KEEP_KEYS)
         pi.txns.follow(keep)
-        pi.e2e.keep_keys = KEEP_KEYS
+        pi.e2e.follow(KEEP_KEYS)
         self.all.clients.follow(keep)
         self.told_clients: dict[tuple, set[str]] = {}  # client -> the problems told
         self.keep = keep
@@ -174,8 +174,6 @@ class InsightFeed:
             "retry_rows": max(0, pi.producers.retry_count - len(pi.producers.retries)),
             "transactions": max(0, pi.txns.finished - len(pi.txns.done_)),
             "open_transactions": pi.txns.dropped_open,
-            "e2e_partitions": pi.e2e.dropped_partitions,
-            "e2e_records": pi.e2e.dropped_latencies,
             "clients": clients.dropped["clients"],
             "connections": clients.dropped["connections"],
             "edges": clients.dropped["edges"],

@@ -27,7 +27,7 @@ class ProducerInsights:
         self.bounds = bounds
         self.producers = ProducerTracker(topic_ids, bounds)
         self.txns = TxnTracker(topic_ids, bounds)
-        self.e2e = E2ETracker(topic_ids)
+        self.e2e = E2ETracker(topic_ids, bounds)
         self.closed = False
 
     def event(self, ev) -> None:
@@ -61,10 +61,11 @@ class ProducerInsights:
 
     # -- what it found ----------------------------------------------------------------------------------
     def evictions(self) -> Evictions:
-        """What the producers' and transactions' tables let go, per table."""
+        """What the producers', transactions' and end-to-end latencies' tables let go, per table."""
         out = Evictions()
         out.merge(self.producers.evictions)
         out.merge(self.txns.evictions)
+        out.merge(self.e2e.evictions)
         return out
 
     def tables(self, now: float | None) -> dict[str, list[dict]]:

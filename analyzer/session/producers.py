@@ -164,6 +164,15 @@ class ProducerView:
 
 
 _SAMPLE = 100_000  # records-per-batch and linger samples kept per producer
+# a producer's counts summed over every producer (:meth:`ProducerTracker.totals`)
+COUNTED = (
+    "retried_records",
+    "failed_records",
+    "unanswered_records",
+    "duplicates_written",
+    "sequence_gaps",
+    "fenced",
+)
 
 
 class ProducerTracker:
@@ -194,6 +203,7 @@ class ProducerTracker:
         self.pending: list[tuple[str, dict]] | None = None
         self.keep_keys: int | None = None  # (live) producer-partitions open, partitions followed
         self.closed_early = 0  # batches closed because keep_keys producer-partitions were open
+        self.let_go = dict.fromkeys(COUNTED, 0)  # the counts of the producers let go (expiry)
 
     # -- feeding ------------------------------------------------------------------------------------
     def event(self, ev) -> None:
@@ -415,7 +425,11 @@ class ProducerTracker:
         for k in [k for k in self.open if k[0] == key]:
             for b in self.open.pop(k).values():
                 self._close(b)
-        self.producers.pop(key, None)
+        pv = self.producers.pop(key, None)
+        if pv is not None:
+            let_go = self.let_go
+            for name in COUNTED:
+                let_go[name] += getattr(pv, name)
 
     def _close_key(self, k: tuple) -> None:
         """Close every batch of a producer-partition (the oldest opened, past ``keep_keys``)."""
@@ -572,6 +586,15 @@ class ProducerTracker:
     # -- what it found ---------------------------------------------------------------------------------
     def rows(self) -> list[dict]:
         return [pv.row() for _, pv in sorted(self.producers.items(), key=lambda kv: (kv[1].first, kv[0]))]
+
+    def totals(self) -> dict[str, int]:
+        """:data:`COUNTED` summed over every producer seen, those let go included (counts that
+        never go down: the metrics' counters)."""
+        out = dict(self.let_go)
+        for pv in self.producers.values():
+            for name in COUNTED:
+                out[name] += getattr(pv, name)
+        return out
 
 
 def _sized(entry) -> int | None:

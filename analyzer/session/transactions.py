@@ -128,6 +128,7 @@ class TxnTracker:
         self.held_expiry = Expiry("held_back", self._forget_held, self.evictions, bounds)
         self.done_: list[Transaction] = []
         self.finished = 0
+        self.outcomes: dict[str, int] = {}  # finished transactions by outcome (those let go too)
         self.timeouts: dict[str, int] = {}
         self.held: dict[tuple, HeldBack] = {}
         self.last_ts = 0.0
@@ -328,6 +329,7 @@ class TxnTracker:
         if self.on_finish is not None:
             self.on_finish(x)
         self.finished += 1
+        self.outcomes[x.outcome] = self.outcomes.get(x.outcome, 0) + 1
         self.done_.append(x)
         if len(self.done_) > 2 * self.done_kept:
             del self.done_[: self.done_kept]
@@ -379,6 +381,16 @@ class TxnTracker:
             row["outcome"] = "hanging" if now - x.start > limit else "open"
             rows.append(row)
         return sorted(rows, key=lambda r: (r["start"], r["transactional_id"]))
+
+    def unfinished(self, now: float | None = None) -> dict[str, int]:
+        """The open transactions at ``now`` (the capture's end): ``hanging`` past their timeout,
+        else ``open`` (as :meth:`transactions` gives them)."""
+        now = self.last_ts if now is None else now
+        out = {"hanging": 0, "open": 0}
+        for x in self.open.values():
+            limit = (x.timeout_ms or DEFAULT_TIMEOUT_MS) / 1000
+            out["hanging" if now - x.start > limit else "open"] += 1
+        return out
 
     def held_back(self) -> list[dict]:
         return [

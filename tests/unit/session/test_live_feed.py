@@ -225,7 +225,7 @@ def test_bounded_producers_transactions_and_clients_count_what_they_let_go():
     txns.follow(1)
     ins = Insights(a.knowledge.topic_ids)
     ins.clients.follow(1)
-    ins.producers.e2e.keep_keys = 1
+    ins.producers.e2e.follow(1)
     a.run(tr, txns, ins)
     tr.done()
     assert len(tr.open) <= 1 and tr.closed_early > 0 and len(tr.written) <= 1

@@ -130,7 +130,7 @@ def test_a_fenced_end_ends_the_transaction_with_its_error():
 def test_e2e_matches_every_fetched_record_inside_a_batch():
     e = E2ETracker()
     producer, consumer = ("10.0.0.5", "p"), ("10.0.0.6", "c")
-    e.apply((MEMBER, consumer, "g"))
+    e.apply((MEMBER, consumer, "g", 0.5))
     e.apply((PRODUCED, 1.0, producer, [(TP, 100, [(10, 1000.5)])]))  # offsets 100..109
     # a fetch starting inside the batch: the records before its fetch offset are not the consumer's
     e.apply((FETCHED, 1.25, consumer, [(TP, 104, [(100, 109)])]))
