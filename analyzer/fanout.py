@@ -254,7 +254,7 @@ def _counted(metrics: Metrics, a: Analysis, src, stats: Stats) -> bytes:
         kernel_dropped=src.dropped,
         ring_full=ring.freeze_q if ring is not None else 0,
         connections=p.connections,
-        tracked=len(p.reasm.table),
+        tracked=p.reasm.tracked,
     )
     metrics.evicted = p.reasm.evicted
     metrics.state_of(stats, a.knowledge)

@@ -218,7 +218,7 @@ class LiveOutput:
         a, hub = self.a, self.hub
         assert hub is not None and self.metrics is not None
         h, p, src = hub.health, a.pipeline, a.source
-        h.packets, h.connections, h.tracked = p.packets, p.connections, len(p.reasm.table)
+        h.packets, h.connections, h.tracked = p.packets, p.connections, p.reasm.tracked
         h.received, h.kernel_dropped = getattr(src, "received", None), getattr(src, "dropped", None)
         ring = getattr(src, "ring", None)
         h.ring_full = ring.freeze_q if ring is not None else None

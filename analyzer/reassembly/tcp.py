@@ -98,6 +98,11 @@ class Reassembler:
         self.evicted = 0
 
     # -- public -------------------------------------------------------------------------------
+    @property
+    def tracked(self) -> int:
+        """Connections tracked now (:attr:`table` holds each under both directions' keys)."""
+        return len(self.table) // 2
+
     def feed(self, ts: float, index: int, seg: Segment) -> list:
         src, sport, dst, dport, seq, ack, flags, payload = seg
         out: list = []

@@ -229,6 +229,8 @@ def test_connection_flood_evicts_the_longest_idle():
     closed = [e for e in evs if type(e) is ConnClose]
     assert r.evicted == len(closed) > 0 and all(e.reason == "evicted" for e in closed)
     assert len(r.table) <= 2 * 10
+    # (each under both directions' keys: the connections tracked, as live's metrics say them)
+    assert r.tracked == len(r.table) // 2 == 40 - len(closed)
     assert closed[0].conn == 2  # the longest idle, not the busy first one
     assert sum(1 for e in evs if type(e) is StreamData) == 41  # nothing delivered twice or lost
 
