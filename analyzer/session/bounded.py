@@ -284,3 +284,15 @@ def _middle(i: int) -> float:
 
 
 _LOG_GAMMA = math.log(GAMMA)
+
+
+def median(values: Iterable[float]) -> float:
+    """The median of ``values`` (not empty), as :func:`statistics.median` gives it (the middle one,
+    or the mean of the two middle ones); here so that a start-up does not load :mod:`statistics`
+    (with fractions, decimal and random) for the reports' two medians."""
+    data = sorted(values)
+    n = len(data)
+    if n % 2 == 1:
+        return data[n // 2]
+    i = n // 2
+    return (data[i - 1] + data[i]) / 2
