@@ -14,46 +14,58 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import os
 import sys
 
 from analyzer import __version__
 from analyzer.capture.files import check_readable
-from analyzer.cli import (
-    check,
-    clients,
-    export,
-    filters,
-    groups,
-    live,
-    producers,
-    protocol,
-    read,
-    spark,
-    stats,
-    tui,
-)
 from analyzer.cli.args import byte_size
 from analyzer.cli.common import EXIT_OK, EXIT_USAGE, BadFilter, usage
 
 __all__ = ["build_parser", "byte_size", "main"]
 
-# the subcommands, in the order of ``--help``
-COMMANDS = (read, stats, groups, producers, clients, export, live, check, tui, filters, spark, protocol)
+# the subcommands, in the order of ``--help``, and the module of analyzer.cli that adds each one's
+# parser (its ``add_parser``; producers adds transactions too, clients topology)
+COMMANDS = {
+    "read": "read",
+    "stats": "stats",
+    "groups": "groups",
+    "producers": "producers",
+    "transactions": "producers",
+    "clients": "clients",
+    "topology": "clients",
+    "export": "export",
+    "live": "live",
+    "check": "check",
+    "tui": "tui",
+    "filters": "filters",
+    "spark": "spark",
+    "protocol": "protocol",
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every subcommand; given the arguments of a run naming one (``stats ...``),
+    only that subcommand's module is imported and its parser added (the usage and every message
+    read the same: the top-level usage names all of them)."""
     ap = argparse.ArgumentParser(prog="kafka-analyzer", description="Kafka wire-protocol analyzer")
     ap.add_argument("--version", action="version", version=f"kafka-analyzer {__version__}")
-    sub = ap.add_subparsers(dest="command", required=True)
-    for command in COMMANDS:
-        command.add_parser(sub)
+    named = argv[0] if argv and argv[0] in COMMANDS else None
+    if named is None:
+        sub = ap.add_subparsers(dest="command", required=True)
+        modules = list(dict.fromkeys(COMMANDS.values()))
+    else:  # (the metavar: the usage the full parser prints, {read,stats,...})
+        sub = ap.add_subparsers(dest="command", required=True, metavar="{" + ",".join(COMMANDS) + "}")
+        modules = [COMMANDS[named]]
+    for module in modules:
+        importlib.import_module(f"analyzer.cli.{module}").add_parser(sub)
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser().parse_args(argv)
+    args = build_parser(argv).parse_args(argv)
     keylog = getattr(args, "tls_keylog", None)
     problem = check_readable(keylog) if keylog else None
     if problem:

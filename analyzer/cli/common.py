@@ -5,7 +5,6 @@ run (problems on stderr, the exit code)."""
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import os
 import signal
 import sys
@@ -221,8 +220,10 @@ def filter_error_text(exc, expr: str) -> str:
 
 def fmt_ts(ts: float, origin: float | None, absolute: bool) -> str:
     if absolute or origin is None:
+        from datetime import UTC, datetime  # (read's absolute times: datetime loads then)
+
         try:
-            return _dt.datetime.fromtimestamp(ts, _dt.UTC).strftime("%H:%M:%S.%f")
+            return datetime.fromtimestamp(ts, UTC).strftime("%H:%M:%S.%f")
         except (ValueError, OverflowError, OSError):  # a capture's timestamp beyond any date
             return f"{ts:.6f}"
     return f"{ts - origin:12.6f}"

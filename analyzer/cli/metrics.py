@@ -8,8 +8,12 @@ from __future__ import annotations
 import argparse
 import threading
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
-from analyzer.session.metrics import DEFAULT_BUCKETS, Family, MetricLimits
+from analyzer.session.bounded import DEFAULT_BUCKETS
+
+if TYPE_CHECKING:
+    from analyzer.session.metrics import Family, MetricLimits
 
 MISSING = "prometheus_client is needed for metrics: pip install 'kafka-analyzer[live]' (or prometheus_client)"
 
@@ -39,6 +43,8 @@ def add_metric_args(p: argparse.ArgumentParser) -> None:
 
 def limits(args) -> MetricLimits | str:
     """The bounds the arguments ask for, or why they are wrong."""
+    from analyzer.session.metrics import MetricLimits  # (a run with metrics: loaded then)
+
     buckets = DEFAULT_BUCKETS
     if args.metrics_buckets:
         try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from analyzer.cli.args import add_capture_args, add_display_filter_arg, add_state_args, bounds_of
 from analyzer.cli.common import (
@@ -26,9 +27,11 @@ from analyzer.cli.metrics import limits as metric_limits
 from analyzer.pipeline import Outcome
 from analyzer.session.bounded import Bounds
 from analyzer.session.insights import Insights
-from analyzer.session.metrics import Health, Metrics, families
 from analyzer.session.report import TABLES, cell, stats_tables
 from analyzer.session.stats import Stats
+
+if TYPE_CHECKING:
+    from analyzer.session.metrics import MetricLimits, Metrics
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -89,7 +92,7 @@ def run(args) -> int:
         limits = problem
     paths = parallel_paths(args)
     done = None
-    metrics = Metrics(limits) if limits is not None else None
+    metrics = _new_metrics(limits)
     if paths is not None:
         try:
             done = _parallel(args, paths, metrics, bounds)
@@ -99,7 +102,7 @@ def run(args) -> int:
     if done is not None:
         outcome, stats, insights = done
     else:
-        metrics = Metrics(limits) if limits is not None else None  # (-j may have begun counting)
+        metrics = _new_metrics(limits)  # (-j may have begun counting)
         with analysis(args, flt=display_filter(args)) as a:
             stats = Stats(a.knowledge.topic_ids, bounds)
             insights = Insights(a.knowledge.topic_ids, bounds=bounds)
@@ -120,8 +123,19 @@ def run(args) -> int:
     return finish(outcome)
 
 
+def _new_metrics(limits: MetricLimits | None) -> Metrics | None:
+    """The metrics of ``--metrics-file`` (None without: the metrics module is not even loaded)."""
+    if limits is None:
+        return None
+    from analyzer.session.metrics import Metrics
+
+    return Metrics(limits)
+
+
 def _write_metrics(path: str, metrics: Metrics, outcome: Outcome, insights: Insights) -> bool:
     """The capture's metrics written to ``path`` (False: could not, said)."""
+    from analyzer.session.metrics import Health, families
+
     health = Health(
         packets=outcome.packets,
         received=outcome.received,

@@ -7,7 +7,6 @@ control record types and timestamps and CRCs as text. See :mod:`analyzer.dissect
 from __future__ import annotations
 
 import struct
-from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
 
 from analyzer.issues import RECORDS_BAD_VARINT, IssueKind
@@ -24,7 +23,6 @@ CONTROL_TYPES = {
     6: "KRAFT_VOTERS",
 }
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MIN_MS = -62135596800000  # 0001-01-01T00:00:00Z
 _MAX_MS = 253402300799999  # 9999-12-31T23:59:59.999Z
 
@@ -41,7 +39,10 @@ def iso_timestamp(ms: int) -> str | None:
     if head is None:
         if len(_SECONDS) >= 4096:
             _SECONDS.clear()
-        head = _SECONDS[sec] = (_EPOCH + timedelta(seconds=sec)).isoformat()[:-6]
+        from datetime import UTC, datetime, timedelta  # (a second not seen yet: datetime loads then)
+
+        epoch = datetime(1970, 1, 1, tzinfo=UTC)
+        head = _SECONDS[sec] = (epoch + timedelta(seconds=sec)).isoformat()[:-6]
     return f"{head}.{milli:03d}Z"
 
 

@@ -13,7 +13,6 @@ IPv6 extension headers are walked; Ethernet padding is cut by the IP total lengt
 
 from __future__ import annotations
 
-import ipaddress
 import struct
 
 from analyzer.events import Segment, Skip
@@ -190,4 +189,10 @@ def _decode_tcp(linktype: int, data) -> Segment | Skip:  # noqa: C901 - per pack
 
 
 def ip_text(raw: bytes) -> str:
+    """An address as text: IPv4 dotted (as :mod:`ipaddress` writes it, without loading it at
+    start-up), IPv6 by :mod:`ipaddress` (its compressed form)."""
+    if len(raw) == 4:
+        return f"{raw[0]}.{raw[1]}.{raw[2]}.{raw[3]}"
+    import ipaddress
+
     return str(ipaddress.ip_address(raw))

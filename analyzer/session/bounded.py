@@ -28,6 +28,27 @@ EXACT = 100_000  # latencies kept exactly per API before the log buckets
 GAMMA = 1.02  # log bucket ratio: a bucket's middle is within 1% of any value in it
 
 
+# the latency histogram bounds of the metrics (analyzer.session.metrics, --metrics-buckets), here
+# where the command line's help reads them without loading the metrics
+# seconds: 0.5 ms to 10 s, Kafka's usual request latencies (fetches wait up to fetch.max.wait.ms)
+DEFAULT_BUCKETS: tuple[float, ...] = (
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Bounds:
     """The bounds of every long-lived table (``--state-idle``, ``--state-max``)."""
@@ -284,3 +305,15 @@ def _middle(i: int) -> float:
 
 
 _LOG_GAMMA = math.log(GAMMA)
+
+
+def median(values: Iterable[float]) -> float:
+    """The median of ``values`` (not empty), as :func:`statistics.median` gives it (the middle one,
+    or the mean of the two middle ones); here so that a start-up does not load :mod:`statistics`
+    (with fractions, decimal and random) for the reports' two medians."""
+    data = sorted(values)
+    n = len(data)
+    if n % 2 == 1:
+        return data[n // 2]
+    i = n // 2
+    return (data[i - 1] + data[i]) / 2

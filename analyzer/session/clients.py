@@ -32,7 +32,6 @@ connection's end to the merge, which applies them in capture order as one run do
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from statistics import median
 
 from analyzer.dissect.constants import ApiKey, ErrorCode
 from analyzer.dissect.errors import error_name
@@ -40,7 +39,7 @@ from analyzer.dissect.protocol_table import CURRENT_RELEASE, CURRENT_VERSIONS
 from analyzer.dissect.schema import api_name, version_range
 from analyzer.events import ConnectionEnd
 from analyzer.model import Exchange
-from analyzer.session.bounded import DEFAULT_BOUNDS, Bounds, Evictions, Expiry
+from analyzer.session.bounded import DEFAULT_BOUNDS, Bounds, Evictions, Expiry, median
 from analyzer.session.consumption import host_of
 from analyzer.session.walks import fetched, produced, topic_of
 

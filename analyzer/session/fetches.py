@@ -17,7 +17,6 @@ A consumer of :meth:`~analyzer.pipeline.Analysis.run` (``event`` per event).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from statistics import quantiles
 
 from analyzer.dissect.constants import ApiKey, ErrorCode
 from analyzer.model import Exchange
@@ -53,6 +52,8 @@ class FetchClient:
         return self.fetches >= 20 and self.short_waits * 2 > self.fetches and self.empty * 2 > self.fetches
 
     def row(self) -> dict:
+        from statistics import quantiles  # (groups' report only: not loaded at start-up)
+
         lat = sorted(self.latencies_ms)
         cuts = quantiles(lat, n=100, method="inclusive") if len(lat) > 1 else lat * 99
         return {

@@ -33,29 +33,12 @@ from analyzer.dissect.apikeys import API_VERSIONS
 from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue
 from analyzer.issues import PAIRING_NO_RESPONSE, STREAM_GAP
 from analyzer.model import Exchange
-from analyzer.session.bounded import Evictions
+from analyzer.session.bounded import DEFAULT_BUCKETS, Evictions
 from analyzer.session.burrow import Status
 from analyzer.session.stats import ExchangeFacts, exchange_facts, notable
 
 OTHER = "other"  # the label value of everything past a bound
 UNKNOWN = "unknown"  # a client software never named (no ApiVersions v3+ seen), an unknown version
-# seconds: 0.5 ms to 10 s, Kafka's usual request latencies (fetches wait up to fetch.max.wait.ms)
-DEFAULT_BUCKETS: tuple[float, ...] = (
-    0.0005,
-    0.001,
-    0.0025,
-    0.005,
-    0.01,
-    0.025,
-    0.05,
-    0.1,
-    0.25,
-    0.5,
-    1.0,
-    2.5,
-    5.0,
-    10.0,
-)
 PREFIX = "kafka_analyzer_"
 UNKNOWN_ERROR_OTHER = "UNKNOWN_ERROR_CODE(other)"  # the unknown codes past MetricLimits.unknown_errors
 

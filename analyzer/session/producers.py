@@ -36,13 +36,12 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from statistics import median
 from typing import NamedTuple
 
 from analyzer.dissect.constants import ApiKey, ErrorCode
 from analyzer.dissect.errors import error_name
 from analyzer.model import Exchange
-from analyzer.session.bounded import DEFAULT_BOUNDS, Bounds, Evictions, Expiry
+from analyzer.session.bounded import DEFAULT_BOUNDS, Bounds, Evictions, Expiry, median
 from analyzer.session.consumption import addresses, host_of
 from analyzer.session.walks import fetched, produced, topic_of
 

@@ -15,7 +15,8 @@ from tests.helpers.captures import ROOT
 
 # what `stats` never needs: the TUI, Spark, Prometheus, the fan-out's processes, the codec
 # libraries of batches the capture does not hold, JSON (stats' text prints none), the filter
-# language, the check engine, TLS decryption
+# language, the check engine, TLS decryption, the other subcommands' modules, the metrics without
+# --metrics-file, statistics (and its fractions, decimal, random), datetime
 NOT_LOADED = (
     "textual",
     "rich",
@@ -36,6 +37,16 @@ NOT_LOADED = (
     "analyzer.check.engine",
     "analyzer.export.writer",
     "analyzer.tls.crypto",
+    "analyzer.cli.read",
+    "analyzer.cli.export",
+    "analyzer.cli.live",
+    "analyzer.cli.check",
+    "analyzer.cli.groups",
+    "analyzer.session.metrics",
+    "statistics",
+    "fractions",
+    "decimal",
+    "datetime",
 )
 
 # The analyzer's start-up over `python -c pass`, in CPU seconds (medians of 5 alternating runs of

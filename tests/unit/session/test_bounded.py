@@ -185,3 +185,13 @@ def test_the_live_feed_runs_at_tiny_bounds(name):
     feed.done(outcome.last_ts)
     assert told and feed.all.evictions()
     assert all(n <= 1 for n in feed.all.entries().values())
+
+
+def test_median_is_statistics_median():
+    import statistics
+
+    from analyzer.session.bounded import median
+
+    for values in ([3], [1, 2], [5, 1, 4], [2, 8, 1, 7], [0.5, 0.25], [1, 1.5, 2, 10], list(range(101))):
+        got, want = median(values), statistics.median(values)
+        assert (got, type(got)) == (want, type(want)), values
