@@ -1,9 +1,11 @@
 """Compare with tshark (the reference where it decodes): frames per connection and, for every
 request tshark decodes, the same (api key, version, correlation id) paired the same way."""
 
+import functools
 import shutil
 import subprocess
 from collections import Counter
+from typing import NamedTuple
 
 import pytest
 
@@ -15,20 +17,47 @@ from tests.helpers.captures import project_captures, public_captures
 
 pytestmark = [pytest.mark.tshark, pytest.mark.skipif(shutil.which("tshark") is None, reason="no tshark")]
 
-CAPTURES = public_captures() + project_captures()
+# each capture's three tests form one xdist group (one worker): what they compare, ours (as the
+# few counts compared) and tshark's, is computed once per capture (functools.cache)
+CAPTURES = [
+    pytest.param(p, id=p.name, marks=pytest.mark.xdist_group(f"tshark-{p.name}"))
+    for p in public_captures() + project_captures()
+]
 
 
-def ours(path):
-    """Our connections, exchanges and the broker ports we found (what tshark is told to decode)."""
-    conns = []
-    exchanges = []
+class Ours(NamedTuple):
+    """What the tests compare with tshark, from one analysis of a capture."""
+
+    frames: Counter  # frames per connection (its two endpoints)
+    requests: Counter  # (client, api key, version, correlation id) of each request
+    raw_tokens: Counter  # raw SASL tokens (requests of no API) per client
+    pairs: frozenset  # (request's last packet, response's last packet, correlation id)
+    ports: frozenset  # the broker ports we found (what tshark is told to decode)
+
+
+@functools.cache
+def ours(path) -> Ours:
+    """Our side of the comparisons (small: cached for the capture's three tests)."""
+    frames: Counter = Counter()
+    requests: Counter = Counter()
+    raw_tokens: Counter = Counter()
+    pairs = set()
+    ports = set()
     for ev in Analysis(path).events():
         if isinstance(ev, ConnectionEnd):
-            conns.append(ev.conn)
-        elif isinstance(ev, Exchange):
-            exchanges.append(ev)
-    ports = {c.broker.port for c in conns if c.client_direction is not None}
-    return conns, exchanges, ports
+            c = ev.conn
+            frames[frozenset(((c.a.ip, c.a.port), (c.b.ip, c.b.port)))] += sum(c.frames)
+            if c.client_direction is not None:
+                ports.add(c.broker.port)
+        elif isinstance(ev, Exchange) and ev.request is not None:
+            client = (ev.conn.client.ip, ev.conn.client.port)
+            if ev.api_key is None:
+                raw_tokens[client] += 1
+            requests[(client, ev.api_key, ev.api_version, ev.correlation_id)] += 1
+            if ev.response is not None:
+                last = ev.request.frame.packet_indexes[-1], ev.response.frame.packet_indexes[-1]
+                pairs.add((*last, ev.correlation_id))
+    return Ours(frames, requests, raw_tokens, frozenset(pairs), frozenset(ports))
 
 
 def tshark_fields(path, ports, display_filter, fields, two_pass=False) -> list[list[str]]:
@@ -44,6 +73,7 @@ def tshark_fields(path, ports, display_filter, fields, two_pass=False) -> list[l
     return [line.split("|") for line in out.splitlines()]
 
 
+@functools.cache
 def tshark_pdus(path, ports):
     fields = [
         "ip.src",
@@ -73,47 +103,36 @@ def tshark_pdus(path, ports):
                 bool(malformed),
             )
         )
-    return rows
+    return tuple(rows)
 
 
-@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", CAPTURES)
 def test_frames_per_connection_equal_tshark_pdus(path):
-    conns, exchanges, ports = ours(path)
-    rows = tshark_pdus(path, ports)
+    mine = ours(path)
     theirs = Counter()
-    for src, dst, lens, *_ in rows:
+    for src, dst, lens, *_ in tshark_pdus(path, mine.ports):
         theirs[frozenset((src, dst))] += len(lens)
-    mine = Counter()
-    for c in conns:
-        mine[frozenset(((c.a.ip, c.a.port), (c.b.ip, c.b.port)))] += sum(c.frames)
-    assert mine == theirs
+    assert mine.frames == theirs
 
 
-@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", CAPTURES)
 def test_requests_tshark_decodes_are_ours_too(path):
-    conns, exchanges, ports = ours(path)
+    mine = ours(path)
     theirs = Counter()
     unknown = Counter()  # tshark has no raw-SASL mode: it reads raw tokens as requests of unknown APIs
-    for src, _dst, _lens, corrs, keys, vers, _malformed in tshark_pdus(path, ports):
+    for src, _dst, _lens, corrs, keys, vers, _malformed in tshark_pdus(path, mine.ports):
         for corr, key, ver in zip(corrs, keys, vers, strict=False):
             if schema.version_range(int(key)) is None:
                 unknown[src] += 1
             else:
                 theirs[(src, int(key), int(ver), int(corr))] += 1
-    mine = Counter()
-    raw_tokens = Counter()
-    for e in exchanges:
-        if e.request is not None:
-            c = e.conn
-            if e.api_key is None:
-                raw_tokens[(c.client.ip, c.client.port)] += 1
-            mine[((c.client.ip, c.client.port), e.api_key, e.api_version, e.correlation_id)] += 1
-    missing = theirs - mine
+    missing = theirs - mine.requests
     assert not missing, f"requests tshark decodes that we do not: {missing}"
     # every "request" tshark could not place is a raw SASL token we decoded as such
-    assert unknown == raw_tokens
+    assert unknown == mine.raw_tokens
 
 
+@functools.cache
 def tshark_links(path, ports):
     """(request frame number, response frame number, correlation id) tshark pairs (two-pass)."""
     fields = ["frame.number", "kafka.request_frame", "kafka.correlation_id"]
@@ -122,17 +141,11 @@ def tshark_links(path, ports):
         for req, corr in zip(reqs.split(","), corrs.split(","), strict=False):
             if req:
                 links.add((int(req), int(frame), int(corr)))
-    return links
+    return frozenset(links)
 
 
-@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", CAPTURES)
 def test_exchanges_pair_like_tshark(path):
-    conns, exchanges, ports = ours(path)
-    theirs = tshark_links(path, ports)
-    mine = {
-        (e.request.frame.packet_indexes[-1], e.response.frame.packet_indexes[-1], e.correlation_id)
-        for e in exchanges
-        if e.request is not None and e.response is not None
-    }
-    missing = theirs - mine
+    mine = ours(path)
+    missing = tshark_links(path, mine.ports) - mine.pairs
     assert not missing, f"pairs tshark makes that we do not: {sorted(missing)[:10]}"
