@@ -39,6 +39,7 @@ import fnmatch
 import os
 import traceback
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -562,7 +563,7 @@ def write_tables(a: Analysis, out: str, capture_set: str, mode: str = "overwrite
     """Write the tables as Parquet (zstd) under ``out``: ``exchanges``, ``issues``,
     ``connections`` (and ``records`` when the analysis has them), partitioned by
     ``date=``/``hour=`` (UTC) and ``capture_set=``; ``captures`` (one row per piece) and the
-    insights' (:func:`insight_tables`: a few rows per group, producer, client...) partitioned by
+    insights' (:data:`INSIGHT_NAMES`: a few rows per group, producer, client...) partitioned by
     ``capture_set=`` only. Each task writes its own rows: no shuffle. ``mode``: Spark's save
     mode (``overwrite`` replaces only the partitions written, so several capture sets can share
     ``out``). Returns the tables' paths by name."""
@@ -582,17 +583,32 @@ def write_tables(a: Analysis, out: str, capture_set: str, mode: str = "overwrite
             .partitionBy("date", "hour", "capture_set")
             .parquet(paths[name])
         )
-    small = {"captures": a.captures.coalesce(1), **insight_tables(a)}
-    for name, df in small.items():  # a few rows per piece: partitioned by capture_set only
-        paths[name] = f"{base}/{name}"
-        (
-            df.withColumn("capture_set", F.lit(capture_set))
-            .write.mode(mode)
-            .option("compression", "zstd")
-            .option("partitionOverwriteMode", "dynamic")
-            .partitionBy("capture_set")
-            .parquet(paths[name])
-        )
+    # The small tables (a few rows per piece) are each a filter of the events: written one by
+    # one, each write scanned every event again (13 scans of the whole capture set). Their rows
+    # are kept apart once (one scan), then written concurrently: 13 small jobs that overlap.
+    kinds = {"captures": "capture", **{name: kind for kind, name in INSIGHT_NAMES.items()}}
+    kept = a.events.where(F.col("kind").isin(list(kinds.values()))).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        kept.count()  # (kept once, before the concurrent writes read it)
+
+        def write_small(name: str) -> None:
+            kind = kinds[name]
+            df = kept.where(F.col("kind") == kind).select(f"{kind}.*")
+            (
+                (df.coalesce(1) if name == "captures" else df)
+                .withColumn("capture_set", F.lit(capture_set))
+                .write.mode(mode)
+                .option("compression", "zstd")
+                .option("partitionOverwriteMode", "dynamic")
+                .partitionBy("capture_set")
+                .parquet(f"{base}/{name}")
+            )
+
+        with ThreadPoolExecutor(max_workers=4, thread_name_prefix="kafka-analyzer-write") as pool:
+            list(pool.map(write_small, kinds))  # (raises the first write's error)
+        paths.update({name: f"{base}/{name}" for name in kinds})
+    finally:
+        kept.unpersist()
     return paths
 
 
@@ -612,9 +628,3 @@ INSIGHT_NAMES = {
     "client": "clients",
     "edge": "edges",
 }
-
-
-def insight_tables(a: Analysis) -> dict[str, DataFrame]:
-    """The insights' tables of an analysis (groups, producers, clients), by the name
-    :func:`write_tables` gives them."""
-    return {name: getattr(a, name) for name in INSIGHT_NAMES.values()}
