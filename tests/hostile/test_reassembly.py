@@ -42,7 +42,9 @@ def connections(draw):
     and shuffled segments, with ACKs from the peer, optionally a handshake, a FIN, and sequence
     numbers near the 32-bit wrap."""
     length = draw(st.integers(1, 3000))
-    data = bytes(random.Random(draw(st.integers(0, 1 << 30))).getrandbits(8) for _ in range(length))
+    # one seed a connection (a generator of draw() per byte drew up to 3,000 integers from
+    # hypothesis an example: 90% of the test's time)
+    data = random.Random(draw(st.integers(0, 1 << 30))).randbytes(length)
     isn = draw(st.sampled_from([1000, 0xFFFFFFFF - 700, 0xFFFFFF00, 0]))
     syn = draw(st.booleans())
     cuts = draw(st.lists(st.tuples(st.integers(0, length - 1), st.integers(1, 600)), min_size=1, max_size=60))

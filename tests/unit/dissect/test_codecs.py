@@ -196,6 +196,21 @@ def test_gzip_bomb_1gib_refused_with_bounded_memory():
     _assert_refused(1, blob, DEFAULT_LIMITS, max_peak=64 * MiB + 12 * MiB)
 
 
+def test_gzip_trailer_claiming_more_than_the_cap_is_refused_uninflated():
+    """A gzip blob whose last member's ISIZE (one deflate can reach) is over the cap is refused
+    on that claim, nothing inflated; a trailer that lies low is still stopped by the streaming
+    cap."""
+    blob = _gzip_zeros(128 * MiB)  # one member
+    t = time.process_time()
+    out, issue = decompress(1, blob, DEFAULT_LIMITS)
+    assert time.process_time() - t < 0.05  # inflating 64 MiB takes ~0.3 s
+    assert out is None and issue.code == "records.decompression_limit"
+    assert f"claims {128 * MiB} decompressed bytes" in issue.message, issue.message
+    lie = blob[:-4] + struct.pack("<I", 1000)
+    issue = _assert_refused(1, lie, DEFAULT_LIMITS, max_peak=64 * MiB + 12 * MiB)
+    assert "expands beyond" in issue.message, issue.message
+
+
 def test_small_gzip_bomb_against_small_limit():
     blob = gzip.compress(bytes(10 * MiB))
     issue = _assert_refused(1, blob, Limits(max_output=MiB), max_peak=3 * MiB)

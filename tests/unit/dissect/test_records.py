@@ -704,6 +704,22 @@ def test_records_past_max_records_are_counted():
     assert len(list(entry_records(fields[0]))) == 10 and fields[0].value["record_count"] == 50
 
 
+def test_empty_records_past_max_records_are_counted_by_runs():
+    """Past max_records, a run of zero bytes is that many empty records (counted at once), up
+    to the count the batch declares; records between the runs are framed by their lengths."""
+    recs = raw_record() * 2 + b"\x00" * 5 + raw_record() + b"\x00" * 3
+    _, issues = decode_checked(raw_v2_batch(recs, 11), limits=Limits(max_records=2))
+    (limit,) = [i for i in issues if i.code == "records.record_limit"]
+    assert "the first 2 records are decoded, 9 more only counted" in limit.message
+    assert "records.trailing_bytes" not in codes(issues)
+    # a count that ends inside a run: the rest of the run is bytes after the last record
+    _, issues = decode_checked(raw_v2_batch(recs, 5), limits=Limits(max_records=2))
+    (limit,) = [i for i in issues if i.code == "records.record_limit"]
+    assert "the first 2 records are decoded, 3 more only counted" in limit.message
+    (trailing,) = [i for i in issues if i.code == "records.trailing_bytes"]
+    assert trailing.message.startswith(f"{2 + len(raw_record()) + 3} bytes after the last of 5 records")
+
+
 def test_decompression_failure_reported():
     data = bytearray(v2_batch([(None, bytes(1000), [])], codec=4))
     data[70] ^= 0xFF
