@@ -349,9 +349,10 @@ class E2ETracker:
         aged = self.bounds.idle
         return (
             f"{self.fetched_unmatched} fetched records without their Produce in the capture (produced "
-            "before it, by a connection it does not hold, more than "
-            f"{PRODUCED_KEPT} batches before their fetch"
-            + (f" or more than {duration_text(aged)} before it)" if aged is not None else ")")
+            "before it, by a connection it does not hold, or more than "
+            f"{PRODUCED_KEPT} batches"
+            + (f" or {duration_text(aged)}" if aged is not None else "")
+            + " before their fetch)"
         ) + tail
 
 
