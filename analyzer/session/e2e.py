@@ -150,26 +150,20 @@ class E2ETracker:
         self.by_capture: dict[tuple, Latencies] = {}
         self.by_timestamp: dict[tuple, Latencies] = {}
         self.fetched_unmatched = 0  # records fetched whose production the capture did not show
-        self.keep_keys: int | None = None  # (live, :meth:`follow`) the tables' maximum
         self.evictions = Evictions()
         self.partitions = Expiry("e2e_partitions", self._forget_partition, self.evictions, bounds)
         self.keys = Expiry("e2e_latencies", self._forget_key, self.evictions, bounds)
         self.consumers = Expiry("e2e_consumers", self._forget_consumer, self.evictions, bounds)
-        self.batches = 0  # produced batches kept (all partitions; those let go for their age
-        # are counted in evictions as "e2e_batches")
 
     def follow(self, keep_keys: int) -> None:
         """A run that lasts (``live``): at most ``keep_keys`` partitions followed, latency keys
         and consumers (the longest idle let go first, counted)."""
-        self.keep_keys = keep_keys
         bounds = replace(self.bounds, max_entries=min(self.bounds.max_entries, keep_keys))
         for table in (self.partitions, self.keys, self.consumers):
             table.bounds = bounds
 
     def _forget_partition(self, tp: tuple[str, int]) -> None:
-        p = self.produced.pop(tp, None)
-        if p is not None:
-            self.batches -= len(p.bases)
+        self.produced.pop(tp, None)
 
     def _forget_key(self, k: tuple) -> None:
         self.by_capture.pop(k, None)
@@ -184,7 +178,8 @@ class E2ETracker:
             "e2e_partitions": len(self.partitions),
             "e2e_latencies": len(self.keys),
             "e2e_consumers": len(self.consumers),
-            "e2e_batches": self.batches,
+            # produced batches kept (those let go for their age: evictions' "e2e_batches")
+            "e2e_batches": sum(len(p.bases) for p in self.produced.values()),
         }
 
     # -- feeding ------------------------------------------------------------------------------------
@@ -244,14 +239,12 @@ class E2ETracker:
                 if produced is None:
                     produced = produced_all[tp] = _Produced()
                 self.partitions.touch(tp, t)
-                kept = len(produced.bases)
                 for n, first_ts in batches:
                     if n > 0:
                         expired = produced.add(base, base + n - 1, t, who, first_ts, idle)
                         if expired:
                             self.evictions.add("e2e_batches", idle=expired)
                         base += n
-                self.batches += len(produced.bases) - kept
         else:
             self._fetched(facts[1], facts[2], facts[3], mark)
 
