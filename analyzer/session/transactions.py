@@ -68,6 +68,11 @@ class Transaction:
     records: int = 0
     offsets: list[dict] = field(default_factory=list)
     timeout_ms: int | None = None
+
+    def hanging_at(self, now: float) -> bool:
+        """Open past its timeout (the client's, else the default) at ``now``."""
+        return now - self.start > (self.timeout_ms or DEFAULT_TIMEOUT_MS) / 1000
+
     first_mark: object = None  # what the caller named its first exchange by (check's evidence)
     end_mark: object = None  # ... its EndTxn
 
@@ -364,7 +369,7 @@ class TxnTracker:
         (as :meth:`transactions` gives a hanging one)."""
         out = []
         for txn, x in self.open.items():
-            if txn not in self.hanging_told and now - x.start > (x.timeout_ms or DEFAULT_TIMEOUT_MS) / 1000:
+            if txn not in self.hanging_told and x.hanging_at(now):
                 self.hanging_told.add(txn)
                 out.append(x.row() | {"outcome": "hanging"})
         return out
@@ -377,8 +382,7 @@ class TxnTracker:
         rows = [x.row() for x in self.done_]
         for x in self.open.values():
             row = x.row()
-            limit = (x.timeout_ms or DEFAULT_TIMEOUT_MS) / 1000
-            row["outcome"] = "hanging" if now - x.start > limit else "open"
+            row["outcome"] = "hanging" if x.hanging_at(now) else "open"
             rows.append(row)
         return sorted(rows, key=lambda r: (r["start"], r["transactional_id"]))
 
@@ -388,8 +392,7 @@ class TxnTracker:
         now = self.last_ts if now is None else now
         out = {"hanging": 0, "open": 0}
         for x in self.open.values():
-            limit = (x.timeout_ms or DEFAULT_TIMEOUT_MS) / 1000
-            out["hanging" if now - x.start > limit else "open"] += 1
+            out["hanging" if x.hanging_at(now) else "open"] += 1
         return out
 
     def held_back(self) -> list[dict]:
