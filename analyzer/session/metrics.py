@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from analyzer import __version__
+from analyzer.dissect import schema
 from analyzer.dissect.apikeys import API_VERSIONS
 from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue
 from analyzer.issues import PAIRING_NO_RESPONSE, STREAM_GAP
@@ -41,6 +42,8 @@ OTHER = "other"  # the label value of everything past a bound
 UNKNOWN = "unknown"  # a client software never named (no ApiVersions v3+ seen), an unknown version
 PREFIX = "kafka_analyzer_"
 UNKNOWN_ERROR_OTHER = "UNKNOWN_ERROR_CODE(other)"  # the unknown codes past MetricLimits.unknown_errors
+UNKNOWN_API = "(unknown)"  # an api key the protocol table does not have (as an answer without request)
+UNSUPPORTED = "unsupported"  # a request version outside the protocol table's range for its API
 
 
 @dataclass(frozen=True)
@@ -142,6 +145,27 @@ def metric_extra(ex: Exchange) -> tuple[int | None, int, str | None]:
     return version, throttle, software
 
 
+_RANGES: dict[int, tuple[int, int]] = {}  # api key -> its request versions (the protocol table's)
+
+
+def _api_labels(key: int | None, name: str, version: int | None) -> tuple[str, str]:
+    """The ``api`` and ``version`` labels of an exchange: bounded by the protocol table (the
+    frames a stream resynchronised on after lost packets may carry any 16-bit key and version):
+    a key it does not have is :data:`UNKNOWN_API`, a version outside its range for the API
+    :data:`UNSUPPORTED`."""
+    if not _RANGES:
+        for k in schema.request_api_keys():
+            r = schema.version_range(k)
+            if r is not None:
+                _RANGES[k] = r
+    r = _RANGES.get(key) if key is not None else None
+    if r is None:
+        return UNKNOWN_API, UNKNOWN if version is None else UNSUPPORTED
+    if version is None:
+        return name, UNKNOWN
+    return name, str(version) if r[0] <= version <= r[1] else UNSUPPORTED
+
+
 class Metrics:
     """The consumer: counters and histograms of the exchanges, issues and connections."""
 
@@ -203,14 +227,10 @@ class Metrics:
         """Count one exchange (its facts as :class:`~analyzer.session.stats.Stats` counts them,
         :func:`metric_extra`)."""
         version, throttle, software = extra if extra is not None else (None, 0, None)
-        api = facts.api_name
+        api, ver = _api_labels(facts.api_key, facts.api_name, version)
         cid = facts.client_id if facts.client_id is not None else "(none)"
         self.exchanges += 1
-        key = (
-            api,
-            str(version) if version is not None else UNKNOWN,
-            self._software(facts.client_id, software),
-        )
+        key = (api, ver, self._software(facts.client_id, software))
         self.requests[key] = self.requests.get(key, 0) + 1
         for e in facts.errors:
             if e.startswith("UNKNOWN_ERROR_CODE(") and e not in self.unknown_errors:
@@ -405,7 +425,8 @@ def families(  # noqa: C901 - one family after the other
     add(
         "requests_total",
         "counter",
-        "Kafka exchanges by API, request version and client software (KIP-511)",
+        "Kafka exchanges by API, request version and client software (KIP-511); an API key the "
+        'protocol table lacks is api="(unknown)", a version outside its range version="unsupported"',
         ("api", "version", "client_software"),
         [(k, n) for k, n in sorted(m.requests.items())],
     )
