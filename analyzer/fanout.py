@@ -74,8 +74,12 @@ SEND_EVERY = 0.1
 IDLE_LAG = 0.5  # an idle ring has handed over every packet older than this (block timeout: 50 ms)
 METRICS_EVERY = 1.0  # seconds between a worker's metrics sent to the parent (and at its end)
 # a worker's events waiting for its sender thread at most: past it the capture waits (the ring
-# fills and the kernel drops, counted) rather than memory growing while the parent falls behind
-BACKLOG_MAX = 20_000
+# fills and the kernel drops, counted) rather than memory growing while the parent falls behind.
+# About 2 s of one worker's exchanges at 20,000 packets/s (0.7 s at 50,000): the ring, not this,
+# is the buffer for a slow moment. Each stall fills it, and a full backlog is sent to the parent
+# at once: the peak it leaves in both processes is memory Python keeps (a soak with 20,000 here
+# grew 94 MB in one stall at minute 20, and stayed there)
+BACKLOG_MAX = 2_000
 REORDER_DELAY = 2.0  # capture seconds an insight item waits for the other workers' earlier ones
 
 
