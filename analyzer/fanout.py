@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, cast
 from analyzer.events import CaptureIssue, CaptureStats, ConnectionEnd
 from analyzer.issues import CAPTURE_NO_TCP, CAPTURE_PACKETS_DROPPED, CAPTURE_WORKER_FAILED
 from analyzer.model import Exchange, Issue
-from analyzer.pipeline import Analysis, Outcome
+from analyzer.pipeline import Analysis, Outcome, no_tcp
 from analyzer.session.bounded import DEFAULT_BOUNDS, Bounds
 from analyzer.session.insights import Insights
 from analyzer.session.metrics import Health, Metrics, metric_extra
@@ -83,9 +83,9 @@ BACKLOG_MAX = 2_000
 REORDER_DELAY = 2.0  # capture seconds an insight item waits for the other workers' earlier ones
 
 
-def _merge_issues(per_worker: list[list[Issue]], received: int, dropped: int, no_tcp: bool) -> list[Issue]:
+def _merge_issues(per_worker: list[list[Issue]], received: int, dropped: int, none_tcp: bool) -> list[Issue]:
     """One list of capture issues: the drops summed into one issue, ``no_tcp`` when no worker
-    saw TCP among the packets they all saw, the rest once per distinct message."""
+    saw TCP among the packets they all saw (``none_tcp``), the rest once per distinct message."""
     from analyzer.capture.ring import dropped_issue
 
     out: list[Issue] = []
@@ -98,7 +98,7 @@ def _merge_issues(per_worker: list[list[Issue]], received: int, dropped: int, no
             out.append(i)
     if dropped:
         out.append(dropped_issue(received, dropped))
-    if no_tcp:
+    if none_tcp:
         out.append(CAPTURE_NO_TCP("no TCP traffic in the capture"))
     return out
 
@@ -496,7 +496,7 @@ class Fanout:
                 stats.merge(r["stats"])
         name_topic_ids(stats, merged.knowledge.topic_ids)
         received, dropped = sum(self._received), sum(self._dropped)
-        no_tcp = bool(merged.packets and not merged.connections)
+        none_tcp = no_tcp(merged.packets, merged.skipped)
         merged = replace(
             merged,
             name=self.name,
@@ -504,7 +504,7 @@ class Fanout:
             dropped=dropped,
             live=True,
             interrupted=merged.interrupted or self._stop,
-            capture_issues=tuple(_merge_issues(issues, received, dropped, no_tcp)),
+            capture_issues=tuple(_merge_issues(issues, received, dropped, none_tcp)),
         )
         for issue in merged.capture_issues:
             stats.event(CaptureIssue(issue, None))

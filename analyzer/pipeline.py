@@ -501,7 +501,7 @@ class Analysis:
     def _capture_events(self) -> list[Event]:
         p = self.pipeline
         issues = list(getattr(self.source, "issues", ())) + p.keylog.issues
-        if p.packets and not p.connections:
+        if no_tcp(p.packets, p.skipped):
             issues.append(CAPTURE_NO_TCP("no TCP traffic in the capture"))
         if p.reasm.evicted:
             n = p.reasm.max_connections
@@ -585,6 +585,13 @@ class Consumer(Protocol):
 
 
 # -- the outcome ------------------------------------------------------------------------------------
+
+
+def no_tcp(packets: int, skipped: Mapping[str, int]) -> bool:
+    """Packets, and not one of them a TCP segment (each skipped, counted by reason): the
+    ``capture.no_tcp`` issue. TCP segments that open no connection (the ACKs and FINs of a
+    close: all a rotated file's tail may hold) are TCP all the same."""
+    return bool(packets) and sum(skipped.values()) >= packets
 
 
 @dataclass(frozen=True, slots=True)

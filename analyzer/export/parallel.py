@@ -96,7 +96,7 @@ from analyzer.export.merge import (
 from analyzer.export.writer import Writer
 from analyzer.issues import CAPTURE_NO_TCP, STREAM_GAP
 from analyzer.model import Exchange, Issue
-from analyzer.pipeline import Outcome, Pipeline
+from analyzer.pipeline import Outcome, Pipeline, no_tcp
 from analyzer.reassembly.packet import decode_tcp, skip_text
 from analyzer.session.bounded import DEFAULT_BOUNDS, Bounds
 from analyzer.session.insights import Insights
@@ -919,7 +919,7 @@ def combine(  # noqa: C901 - one pass over the events, each kind inline
     # the key log's problems as one run has them: its connections together read as many of the
     # capture's secret texts as the part that read the most (the texts are read in order)
     issues = list(totals.issues) + max(parts, key=lambda p: p.keylog_pulled).keylog_issues
-    if totals.packets and not idmap:
+    if no_tcp(totals.packets, totals.skipped):
         issues.append(CAPTURE_NO_TCP("no TCP traffic in the capture"))
     for i in issues:
         ev = CaptureIssue(i, totals.last_ts if totals.packets else None)

@@ -91,7 +91,7 @@ from analyzer.export.merge import (
 from analyzer.export.parallel import Decoding, Route, Share, SplitWalk, plan_owners, range_totals
 from analyzer.issues import CAPTURE_NO_TCP, CAPTURE_UNREADABLE, SPARK_ANALYSIS_FAILED
 from analyzer.model import Exchange, Issue, Severity
-from analyzer.pipeline import Outcome
+from analyzer.pipeline import Outcome, no_tcp
 from analyzer.reassembly.packet import decode_tcp
 from analyzer.session.groups import GroupMembers, member_change
 from analyzer.session.insights import Insights
@@ -650,7 +650,7 @@ def _capture_rows(
     walks = [v for _s, v in walks]
     totals = range_totals([Route(True, w[0], w[1], w[2], w[3], []) for w in walks])
     found += list(keylog)
-    if totals.packets and not opens:
+    if no_tcp(totals.packets, totals.skipped):
         found.append(CAPTURE_NO_TCP("no TCP traffic in the capture"))
     last = totals.last_ts if totals.packets else None
     name = piece.name

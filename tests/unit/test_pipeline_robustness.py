@@ -1,6 +1,7 @@
 """Damaged captures end cleanly: random byte flips, cuts and garbage anywhere in a real capture
 never raise out of the pipeline or the CLI, and what comes before the damage is kept."""
 
+import json
 import random
 import subprocess
 import sys
@@ -83,3 +84,34 @@ def test_decompression_bomb_in_a_capture_is_refused(tmp_path):
         timeout=60,
     )
     assert r.returncode == 0 and b"records.decompression_limit" in r.stdout
+
+
+def test_a_file_of_a_close_s_acks_and_fins_is_tcp(tmp_path):
+    """A rotated capture's last file may hold only the tail of a close (FINs and ACKs): TCP
+    segments that open no connection. That is TCP traffic all the same: no ``capture.no_tcp``
+    ("no TCP traffic in the capture") from one process or from ``-j 2``; UDP alone still gets it
+    (a flaky live test, test_sigint_user_and_rotation, read such a -C file back)."""
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+
+    from tests.helpers.packets import Conversation, write_pcap
+
+    c = Conversation().handshake()
+    c.send(0, b"x" * 100)
+    c.pkts.clear()
+    c.close()
+    tail = tmp_path / "tail.pcap"
+    write_pcap(tail, [(1.0 + i / 10, bytes(p)) for i, p in enumerate(c.pkts)])
+    udp = tmp_path / "udp.pcap"
+    write_pcap(udp, [(1.0, bytes(Ether() / IP(src="10.0.0.1", dst="10.0.0.2") / UDP() / b"x"))])
+    for path, expected in ((tail, False), (udp, True)):
+        for jobs in ((), ("-j", "2")):
+            r = subprocess.run(
+                [sys.executable, "-m", "analyzer", "stats", str(path), "--format", "json", *jobs],
+                capture_output=True,
+                text=True,
+                cwd=ROOT,
+                timeout=120,
+            )
+            codes = [a["anomaly"] for a in json.loads(r.stdout)["anomalies"]]
+            assert ("capture.no_tcp" in codes) is expected, (path.name, jobs, codes, r.stderr[-2000:])
