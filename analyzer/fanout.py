@@ -84,8 +84,8 @@ REORDER_DELAY = 2.0  # capture seconds an insight item waits for the other worke
 
 
 def _merge_issues(per_worker: list[list[Issue]], received: int, dropped: int, none_tcp: bool) -> list[Issue]:
-    """One list of capture issues: the drops summed into one issue, ``no_tcp`` when no worker
-    saw TCP among the packets they all saw (``none_tcp``), the rest once per distinct message."""
+    """One list of capture issues: the drops summed into one issue, ``capture.no_tcp`` when
+    ``none_tcp`` (no packet any worker saw was TCP), the rest once per distinct message."""
     from analyzer.capture.ring import dropped_issue
 
     out: list[Issue] = []

@@ -65,6 +65,7 @@ def coordinator_record_type(topic: str, record_type: int) -> tuple[str, int] | N
 
 
 @lru_cache(maxsize=256)
+@lru_cache(maxsize=1024)  # per resynchronisation candidate and per counted exchange: any 16-bit key
 def version_range(api_key: int) -> tuple[int, int] | None:
     """Lowest and highest known request version of ``api_key`` over all snapshots."""
     segments = MESSAGES.get((api_key, "request"))

@@ -145,20 +145,12 @@ def metric_extra(ex: Exchange) -> tuple[int | None, int, str | None]:
     return version, throttle, software
 
 
-_RANGES: dict[int, tuple[int, int]] = {}  # api key -> its request versions (the protocol table's)
-
-
 def _api_labels(key: int | None, name: str, version: int | None) -> tuple[str, str]:
     """The ``api`` and ``version`` labels of an exchange: bounded by the protocol table (the
     frames a stream resynchronised on after lost packets may carry any 16-bit key and version):
     a key it does not have is :data:`UNKNOWN_API`, a version outside its range for the API
     :data:`UNSUPPORTED`."""
-    if not _RANGES:
-        for k in schema.request_api_keys():
-            r = schema.version_range(k)
-            if r is not None:
-                _RANGES[k] = r
-    r = _RANGES.get(key) if key is not None else None
+    r = schema.version_range(key) if key is not None else None
     if r is None:
         return UNKNOWN_API, UNKNOWN if version is None else UNSUPPORTED
     if version is None:
