@@ -566,7 +566,8 @@ def write_tables(a: Analysis, out: str, capture_set: str, mode: str = "overwrite
     insights' (:data:`INSIGHT_NAMES`: a few rows per group, producer, client...) partitioned by
     ``capture_set=`` only. Each task writes its own rows: no shuffle. ``mode``: Spark's save
     mode (``overwrite`` replaces only the partitions written, so several capture sets can share
-    ``out``). Returns the tables' paths by name."""
+    ``out``). An insight table without a row in this set is not written. Returns the paths of
+    the tables written, by name."""
     tables = {"exchanges": a.exchanges, "issues": a.issues, "connections": a.connections}
     if a.records is not None:
         tables["records"] = a.records
@@ -586,10 +587,16 @@ def write_tables(a: Analysis, out: str, capture_set: str, mode: str = "overwrite
     # The small tables (a few rows per piece) are each a filter of the events: written one by
     # one, each write scanned every event again (13 scans of the whole capture set). Their rows
     # are kept apart once (one scan), then written concurrently: 13 small jobs that overlap.
+    # A table with no row in this set is not written: a write of nothing replaces no partition
+    # (``overwrite`` is dynamic) and costs a Spark job with its commit all the same (a third of
+    # a second each; most sets hold no transaction, many no group). The readers take a table's
+    # absent directory as no rows (:mod:`analyzer.spark.parquet`); ``captures`` is always written.
     kinds = {"captures": "capture", **{name: kind for kind, name in INSIGHT_NAMES.items()}}
     kept = a.events.where(F.col("kind").isin(list(kinds.values()))).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        kept.count()  # (kept once, before the concurrent writes read it)
+        # (kept once, before the concurrent writes read it; the kinds it holds)
+        held = {r["kind"] for r in kept.groupBy("kind").count().collect()}
+        kinds = {name: kind for name, kind in kinds.items() if name == "captures" or kind in held}
 
         def write_small(name: str) -> None:
             kind = kinds[name]
