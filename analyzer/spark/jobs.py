@@ -369,9 +369,15 @@ _FAILURES = (
         "(spark.driver.memory in local mode), e.g. --conf spark.driver.memory=4g",
     ),
     (
-        # (CPython's C code failing an allocation without setting MemoryError says the third:
-        # seen when the worker's spark.executor.pyspark.memory limit is hit while it compiles)
-        ("MemoryError", "[Errno 12] Cannot allocate memory", "returned NULL without setting an exception"),
+        # (CPython's C code failing an allocation without setting MemoryError says one of the
+        # last two, as a SystemError: seen when the worker's spark.executor.pyspark.memory limit
+        # is hit while it compiles, or in pyspark's worker.main itself)
+        (
+            "MemoryError",
+            "[Errno 12] Cannot allocate memory",
+            "returned NULL without setting an exception",
+            "error return without exception set",
+        ),
         "a Python worker ran out of memory (MemoryError): raise spark.executor.pyspark.memory "
         "or spark.executor.memoryOverhead, or run fewer tasks per executor (spark.executor.cores)",
     ),

@@ -617,6 +617,12 @@ def test_spark_failures_are_one_line():
     assert "spark.executor.pyspark.memory" in text(
         "SystemError: <built-in function compile> returned NULL without setting an exception"
     )
+    # or in pyspark's worker.main, after which the worker exits (both lines in the job's text;
+    # seen in CI)
+    assert "spark.executor.pyspark.memory" in text(
+        'File "pyspark/worker.py", line 4364, in main\nSystemError: error return without exception'
+        " set\norg.apache.spark.SparkException: Python worker exited unexpectedly (crashed)"
+    )
     assert "memoryOverhead" in text(
         "org.apache.spark.SparkException: Python worker exited unexpectedly (crashed)"
     )
