@@ -558,6 +558,10 @@ def _partitioned(df: DataFrame, ts: str, capture_set: str) -> DataFrame:
 # states (the decoded trees) at a time
 ROW_GROUP_BYTES = 8 << 20
 
+# the rows a task writes of the small tables (captures, the insights'): at most a few hundred
+# bytes a row
+SMALL_TABLE_ROWS = 500_000
+
 
 def write_tables(a: Analysis, out: str, capture_set: str, mode: str = "overwrite") -> dict[str, str]:
     """Write the tables as Parquet (zstd) under ``out``: ``exchanges``, ``issues``,
@@ -592,17 +596,20 @@ def write_tables(a: Analysis, out: str, capture_set: str, mode: str = "overwrite
     # a second each; most sets hold no transaction, many no group). The readers take a table's
     # absent directory as no rows (:mod:`analyzer.spark.parquet`); ``captures`` is always written.
     kinds = {"captures": "capture", **{name: kind for kind, name in INSIGHT_NAMES.items()}}
+    # Each is written by as few tasks as its rows need (SMALL_TABLE_ROWS a task): one file for
+    # most, where the events' partitioning (two per core, or one per owner of a piece cut into
+    # splits) made a file per partition, most of them a few rows, and a task and a commit each.
     kept = a.events.where(F.col("kind").isin(list(kinds.values()))).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        # (kept once, before the concurrent writes read it; the kinds it holds)
-        held = {r["kind"] for r in kept.groupBy("kind").count().collect()}
+        # (kept once, before the concurrent writes read it; the rows of each kind it holds)
+        held = {r["kind"]: r["count"] for r in kept.groupBy("kind").count().collect()}
         kinds = {name: kind for name, kind in kinds.items() if name == "captures" or kind in held}
 
         def write_small(name: str) -> None:
             kind = kinds[name]
             df = kept.where(F.col("kind") == kind).select(f"{kind}.*")
             (
-                (df.coalesce(1) if name == "captures" else df)
+                df.coalesce(max(1, -(-held.get(kind, 0) // SMALL_TABLE_ROWS)))
                 .withColumn("capture_set", F.lit(capture_set))
                 .write.mode(mode)
                 .option("compression", "zstd")
