@@ -30,29 +30,38 @@ TABLES = ("exchanges", "issues", "connections", "records", "captures")
 
 
 @pytest.fixture(scope="module")
-def outputs(spark, tmp_path_factory) -> dict[bool | str, tuple[Path, str]]:
+def outputs(spark, tmp_path_factory) -> dict[bool, tuple[Path, str]]:
     """``kafka-analyzer spark --records`` of the SASL captures, masked and with --show-secrets:
-    (the output directory, what the command printed), in one local session."""
+    (the output directory, what the command printed), in one local session. Each run takes
+    every capture twice: as it is, cut into 4 KB byte-range splits (analyzer.spark.stitch: the
+    owners of its connections write its rows), and gzip-compressed, analysed whole by one task
+    (a compressed file is one split) under the name NAME.gz: both paths of the executors, every
+    mechanism through each, the flag threaded to both."""
+    import gzip
+
     from analyzer.cli import build_parser
     from analyzer.spark.jobs import _spark_run, guarded
 
-    files = [str(CAPTURES / e["file"]) for e in SASL]
-    out: dict[bool | str, tuple[Path, str]] = {}
-    # "split": the files cut into 4 KB byte-range splits (analyzer.spark.stitch), the
-    # other path executors take; shown through it too, so the flag reaches its owners
-    for key in (False, True, "split"):
-        d = tmp_path_factory.mktemp("shown" if key is True else f"masked-{key}")
-        argv = ["spark", *files, "--out", str(d), "--records", "--set", "sasl"]
-        argv += ["--split-size", "4K" if key == "split" else "0"]
-        args = build_parser().parse_args(argv + (["--show-secrets"] if key is True else []))
+    src = tmp_path_factory.mktemp("sasl")
+    files = []
+    for e in SASL:
+        data = (CAPTURES / e["file"]).read_bytes()
+        (src / e["file"]).write_bytes(data)
+        (src / f"{e['file']}.gz").write_bytes(gzip.compress(data))
+        files += [str(src / e["file"]), str(src / f"{e['file']}.gz")]
+    out: dict[bool, tuple[Path, str]] = {}
+    for shown in (False, True):
+        d = tmp_path_factory.mktemp("shown" if shown else "masked")
+        argv = ["spark", *files, "--out", str(d), "--records", "--set", "sasl", "--split-size", "4K"]
+        args = build_parser().parse_args(argv + (["--show-secrets"] if shown else []))
         args.captures, args.top = args.inputs, 20  # as spark_command, in this session
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf):
             rc = guarded(args, _spark_run, spark)
         printed = buf.getvalue()
         assert rc == 0, printed
-        assert ("cut into" in printed) == (key == "split"), printed
-        out[key] = d, printed
+        assert f"{len(SASL)} big files cut into" in printed, printed  # the .gz ones are not
+        out[shown] = d, printed
     return out
 
 
@@ -105,11 +114,10 @@ def leaks(blob: bytes, texts: list[str], secret: bytes) -> bool:
     return any(t[:1] in ("{", "[") and any(secret in b for b in json_bytes(t)) for t in texts)
 
 
-@pytest.mark.parametrize("key", [False, "split"], ids=["whole", "split"])
-def test_parquet_tables_hold_no_secret(outputs, key):
-    base, printed = outputs[key]
+def test_parquet_tables_hold_no_secret(outputs):
+    base, printed = outputs[False]
     rows = tables(base)
-    assert {e["file"] for e in SASL} <= set(rows)
+    assert {f"{e['file']}{gz}" for e in SASL for gz in ("", ".gz")} <= set(rows)
     every = [s for e in SASL for s in secrets(e)]
     for name, got in rows.items():
         for blob, texts in got:
@@ -125,12 +133,14 @@ def test_parquet_tables_hold_no_secret(outputs, key):
 @pytest.mark.parametrize("entry", SASL, ids=lambda e: e["file"])
 def test_show_secrets_puts_them_in_the_tables(outputs, entry):
     """The grep above fails on --show-secrets' tables: each capture's secrets are in its rows."""
-    rows = tables(outputs[True][0])[entry["file"]]
-    for secret in shown_secrets(entry):
-        assert any(leaks(blob, texts, secret) for blob, texts in rows), secret
-    if entry["sasl"]["mechanism"] != "PLAIN":  # SCRAM sends no password, only proofs
-        password = entry["sasl"]["password"].encode()
-        assert not any(leaks(blob, texts, password) for blob, texts in rows)
+    every = tables(outputs[True][0])
+    for name in (entry["file"], f"{entry['file']}.gz"):  # in splits, and whole
+        rows = every[name]
+        for secret in shown_secrets(entry):
+            assert any(leaks(blob, texts, secret) for blob, texts in rows), (name, secret)
+        if entry["sasl"]["mechanism"] != "PLAIN":  # SCRAM sends no password, only proofs
+            password = entry["sasl"]["password"].encode()
+            assert not any(leaks(blob, texts, password) for blob, texts in rows), name
 
 
 @pytest.mark.parametrize("fmt", ["text", "json"])
