@@ -74,7 +74,10 @@ def tshark_fields(path, ports, display_filter, fields, two_pass=False) -> list[l
 
 
 @functools.cache
-def tshark_pdus(path, ports):
+def tshark_kafka(path, ports) -> tuple[tuple, frozenset]:
+    """One two-pass tshark run over the Kafka packets: its PDUs (as :func:`tshark_pdus`) and its
+    pairs (as :func:`tshark_links`; a response's ``kafka.request_frame`` is known in the
+    second pass only)."""
     fields = [
         "ip.src",
         "ipv6.src",
@@ -87,11 +90,13 @@ def tshark_pdus(path, ports):
         "kafka.request_key",
         "kafka.request.version",
         "_ws.malformed",
+        "frame.number",
+        "kafka.request_frame",
     ]
     rows = []
-    for src, src6, sport, dst, dst6, dport, lens, corrs, keys, vers, malformed in tshark_fields(
-        path, ports, "kafka", fields
-    ):
+    links = set()
+    for line in tshark_fields(path, ports, "kafka", fields, two_pass=True):
+        src, src6, sport, dst, dst6, dport, lens, corrs, keys, vers, malformed, frame, reqs = line
         rows.append(
             (
                 (src or src6, int(sport)),
@@ -103,7 +108,17 @@ def tshark_pdus(path, ports):
                 bool(malformed),
             )
         )
-    return tuple(rows)
+        if reqs:
+            for req, corr in zip(reqs.split(","), corrs.split(","), strict=False):
+                if req:
+                    links.add((int(req), int(frame), int(corr)))
+    return tuple(rows), frozenset(links)
+
+
+def tshark_pdus(path, ports) -> tuple:
+    """Per Kafka packet: (source, destination, its PDUs' lengths, correlation ids, request keys
+    and versions, malformed)."""
+    return tshark_kafka(path, ports)[0]
 
 
 @pytest.mark.parametrize("path", CAPTURES)
@@ -132,16 +147,9 @@ def test_requests_tshark_decodes_are_ours_too(path):
     assert unknown == mine.raw_tokens
 
 
-@functools.cache
-def tshark_links(path, ports):
+def tshark_links(path, ports) -> frozenset:
     """(request frame number, response frame number, correlation id) tshark pairs (two-pass)."""
-    fields = ["frame.number", "kafka.request_frame", "kafka.correlation_id"]
-    links = set()
-    for frame, reqs, corrs in tshark_fields(path, ports, "kafka.request_frame", fields, two_pass=True):
-        for req, corr in zip(reqs.split(","), corrs.split(","), strict=False):
-            if req:
-                links.add((int(req), int(frame), int(corr)))
-    return frozenset(links)
+    return tshark_kafka(path, ports)[1]
 
 
 @pytest.mark.parametrize("path", CAPTURES)
