@@ -142,6 +142,13 @@ def chain_spans(spans: Sequence[Span]) -> list[list[str]]:
     return out
 
 
+def chain_name(paths: Sequence[str]) -> str:
+    """The name of files read as one recording: the first's, ``(+N more)`` after it for a
+    chain of several (the export's ``file``, the Spark tables' ``capture``)."""
+    more = len(paths) - 1
+    return paths[0] if not more else f"{paths[0]} (+{more} more)"
+
+
 class CaptureSet:
     """The packets of several capture files, one after the other, as one source.
 
@@ -162,8 +169,7 @@ class CaptureSet:
         ``sizes`` the caller knows); by default the paths are local files."""
         self.paths = [os.fspath(p) for p in paths]
         self._opener = opener
-        more = len(self.paths) - 1
-        self.name = self.paths[0] if not more else f"{self.paths[0]} (+{more} more)"
+        self.name = chain_name(self.paths)
         self.issues: list[Issue] = []
         self.secrets: list[bytes] = []  # TLS key logs of the files' pcapng Decryption Secrets Blocks
         self.files: list[tuple[str, int]] = []  # (path, number of its first packet)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 from typing import BinaryIO, NamedTuple
 
+from analyzer.capture.sets import chain_name
+
 # about this much capture per task: several tasks per core balance uneven pieces
 TASK_BYTES = 128 << 20
 
@@ -23,8 +25,7 @@ class Piece(NamedTuple):
     @property
     def name(self) -> str:
         """The piece's ``capture`` value: its first file (``(+N more)`` for a chain)."""
-        more = len(self.uris) - 1
-        return self.uris[0] if not more else f"{self.uris[0]} (+{more} more)"
+        return chain_name(self.uris)
 
     @property
     def size(self) -> int:
