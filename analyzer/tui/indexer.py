@@ -52,7 +52,6 @@ class Indexer:
         late_after: float = 2.0,
         slice_seconds: float = 0.05,
         freeze_rows: int = 4000,
-        gc_young: int = 20_000,
     ) -> None:
         self.analysis = analysis
         self.index = index
@@ -64,7 +63,6 @@ class Indexer:
         self.late_after = late_after
         self.slice_seconds = slice_seconds
         self.freeze_rows = freeze_rows
-        self.gc_young = gc_young
 
     def run(
         self,
@@ -89,14 +87,9 @@ class Indexer:
         last_post = start = time.monotonic()
         wait = self.first_batch
         frozen = 0
-        # The events of a slice (the decoded messages of ~50 ms of capture) live until the
-        # slice is indexed: with the default young-generation threshold (700) the cyclic GC
-        # runs many times per slice, finds them all alive and moves them to the older
-        # generations, whose collections then cost 10x what `stats` (one packet's events at a
-        # time) spends in the GC. A young generation bigger than a slice's objects lets most
-        # of them die by reference counting first (0.54 s -> 0.08 s of GC on a 40 MB capture).
-        thresholds = gc.get_threshold()
-        gc.set_threshold(max(thresholds[0], self.gc_young), *thresholds[1:])
+        # (the events of a slice live until the slice is indexed: the analysis's batches keep
+        # the cyclic GC's young generation big enough for them, pipeline.YOUNG_GC, from the
+        # first batch until the last)
         try:
             for events in a.steps(stats, seconds=self.slice_seconds):
                 if cancelled():
@@ -131,4 +124,3 @@ class Indexer:
             post(Progress(rows, a.packets, None, done=True, error=error, connections=a.connections))
         finally:
             gc.unfreeze()  # indexing is over: cycles frozen on the way may be collected again
-            gc.set_threshold(*thresholds)

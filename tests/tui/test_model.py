@@ -295,15 +295,14 @@ def test_indexer_posts_every_row_once_then_done(tmp_path):
     stats = Stats(a.knowledge.topic_ids)
     posted = []
     thresholds = gc.get_threshold()
-    # the GC's thresholds while indexing: a young generation of at least gc_young objects (a
-    # post made while the analysis's batches run sees the pipeline's own, larger, YOUNG_GC: a
-    # slow machine posts before the end)
+    # the GC's thresholds while indexing: a post made while the analysis's batches run (a slow
+    # machine posts before the end) sees the pipeline's young generation of YOUNG_GC objects
     seen = []
-    Indexer(a, index, stats, threading.Lock(), first_batch=0.0, batch=0.0, gc_young=12345).run(
+    Indexer(a, index, stats, threading.Lock(), first_batch=0.0, batch=0.0).run(
         lambda p: posted.append(p) or seen.append(gc.get_threshold()) or True, lambda: False, str(TXN)
     )
-    assert seen and all(t[0] in (12345, YOUNG_GC) and t[1:] == thresholds[1:] for t in seen)
-    assert seen[-1][0] == 12345  # the last post (done): the analysis over, the indexer's own
+    assert all(t == (YOUNG_GC, *thresholds[1:]) for t in seen[:-1])
+    assert seen[-1] == thresholds  # the last post (done): the analysis over, the GC's own
     assert gc.get_threshold() == thresholds  # and as they were once done
     assert posted[-1].done and posted[-1].error is None and posted[-1].fraction == 1.0
     assert not any(p.done for p in posted[:-1])
