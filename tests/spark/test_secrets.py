@@ -45,10 +45,8 @@ def outputs(spark, tmp_path_factory) -> dict[bool, tuple[Path, str]]:
     src = tmp_path_factory.mktemp("sasl")
     files = []
     for e in SASL:
-        data = (CAPTURES / e["file"]).read_bytes()
-        (src / e["file"]).write_bytes(data)
-        (src / f"{e['file']}.gz").write_bytes(gzip.compress(data))
-        files += [str(src / e["file"]), str(src / f"{e['file']}.gz")]
+        (src / f"{e['file']}.gz").write_bytes(gzip.compress((CAPTURES / e["file"]).read_bytes()))
+        files += [str(CAPTURES / e["file"]), str(src / f"{e['file']}.gz")]
     out: dict[bool, tuple[Path, str]] = {}
     for shown in (False, True):
         d = tmp_path_factory.mktemp("shown" if shown else "masked")

@@ -60,10 +60,11 @@ def ours(path) -> Ours:
     return Ours(frames, requests, raw_tokens, frozenset(pairs), frozenset(ports))
 
 
-def tshark_fields(path, ports, display_filter, fields, two_pass=False) -> list[list[str]]:
+def tshark_fields(path, ports, display_filter, fields) -> list[list[str]]:
     """tshark's field values per packet (``|``-separated, occurrences joined with ``,``), Kafka
-    dissected on every broker port."""
-    args = ["tshark", *(["-2"] if two_pass else []), "-r", str(path), "-Y", display_filter, "-T", "fields"]
+    dissected on every broker port, in two passes (a response's ``kafka.request_frame`` is known
+    in the second only)."""
+    args = ["tshark", "-2", "-r", str(path), "-Y", display_filter, "-T", "fields"]
     args += ["-E", "separator=|", "-E", "occurrence=a", "-E", "aggregator=,"]
     for p in sorted(ports):
         args += ["-d", f"tcp.port=={p},kafka"]
@@ -75,9 +76,8 @@ def tshark_fields(path, ports, display_filter, fields, two_pass=False) -> list[l
 
 @functools.cache
 def tshark_kafka(path, ports) -> tuple[tuple, frozenset]:
-    """One two-pass tshark run over the Kafka packets: its PDUs (as :func:`tshark_pdus`) and its
-    pairs (as :func:`tshark_links`; a response's ``kafka.request_frame`` is known in the
-    second pass only)."""
+    """One tshark run over the Kafka packets: its PDUs (as :func:`tshark_pdus`) and its pairs
+    (as :func:`tshark_links`)."""
     fields = [
         "ip.src",
         "ipv6.src",
@@ -95,7 +95,7 @@ def tshark_kafka(path, ports) -> tuple[tuple, frozenset]:
     ]
     rows = []
     links = set()
-    for line in tshark_fields(path, ports, "kafka", fields, two_pass=True):
+    for line in tshark_fields(path, ports, "kafka", fields):
         src, src6, sport, dst, dst6, dport, lens, corrs, keys, vers, malformed, frame, reqs = line
         rows.append(
             (
@@ -108,10 +108,9 @@ def tshark_kafka(path, ports) -> tuple[tuple, frozenset]:
                 bool(malformed),
             )
         )
-        if reqs:
-            for req, corr in zip(reqs.split(","), corrs.split(","), strict=False):
-                if req:
-                    links.add((int(req), int(frame), int(corr)))
+        for req, corr in zip(reqs.split(","), corrs.split(","), strict=False):
+            if req:
+                links.add((int(req), int(frame), int(corr)))
     return tuple(rows), frozenset(links)
 
 
