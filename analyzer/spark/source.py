@@ -400,8 +400,10 @@ class Analysis:
         pieces: list[Piece] | None = None,
         split: dict[str, int] | None = None,
         owned=None,
+        persisted: DataFrame | None = None,
     ):
         self.events = events
+        self._persisted = persisted  # what ``events`` reads (coalesced), when persisted
         self.pieces = pieces or []
         self.split = split or {}  # the pieces cut into splits: first URI -> number of splits
         self._owned = owned  # the owners' output of the split files (persisted)
@@ -429,7 +431,7 @@ class Analysis:
         return self.events.where(F.col("kind") == kind).select(f"{kind}.*")
 
     def unpersist(self) -> None:
-        self.events.unpersist()
+        (self.events if self._persisted is None else self._persisted).unpersist()
         if self._owned is not None:
             self._owned.unpersist()
 
@@ -464,7 +466,8 @@ def analyze(
     least two per core, at most one per piece). ``recursive``/``glob_filter``: see
     :func:`list_files`. ``chain``: analyse rotated files of one recording as one piece (see
     :func:`plan_pieces`). ``persist``: keep the events (memory and disk) so that the tables do
-    not analyse the files again. ``tls_keylog``: an NSS key log file (read here, on the driver,
+    not analyse the files again: computed here (one count, with the analysis' parallelism) and then read
+    by a task per :data:`TASK_ROWS` rows. ``tls_keylog``: an NSS key log file (read here, on the driver,
     and shipped to the executors) to decrypt TLS connections with. ``where``: a display filter
     (``kafka-analyzer filters``), compiled here on the driver (a
     :class:`~analyzer.filter.FilterError` is raised at once for a bad one) and applied on the
@@ -529,9 +532,28 @@ def analyze(
             rdd = rdd.union(more.mapPartitions(partial(_analyze_partition, opts=opts)))
     assert rdd is not None  # list_files found at least one file
     events = spark.createDataFrame(rdd, EVENT, verifySchema=False)
+    persisted = None
     if persist:
-        events = events.persist(StorageLevel.DISK_ONLY)
-    return Analysis(events, records, pieces, {p.uris[0]: len(c) for p, c in big}, owned)
+        persisted = events.persist(StorageLevel.DISK_ONLY)
+        events = _by_rows(persisted, rdd.getNumPartitions())
+    return Analysis(events, records, pieces, {p.uris[0]: len(c) for p, c in big}, owned, persisted)
+
+
+# the rows (events: exchanges, records, issues...) a task reads of the persisted events when it
+# writes a table or answers a query: a few hundred bytes to a few kilobytes a row
+TASK_ROWS = 500_000
+
+
+def _by_rows(persisted: DataFrame, parts: int) -> DataFrame:
+    """The persisted events, computed at once by the analysis' tasks (one count), read by as
+    few tasks as their rows need (:data:`TASK_ROWS` a task). The analysis runs in two tasks per
+    core at least (balanced pieces) or one per owner of a piece cut into splits, most of them a
+    few rows for a small capture set; every job over the events (each table written, each query)
+    ran a task per partition, and each task of a Parquet write deserializes the whole Hadoop
+    configuration: a quarter of the JVM's CPU in a small run, measured with JFR."""
+    rows = persisted.count()  # (with the analysis' parallelism: the later reads are coalesced)
+    tasks = max(1, -(-rows // TASK_ROWS))
+    return persisted.coalesce(tasks) if tasks < parts else persisted
 
 
 # -- Parquet output --------------------------------------------------------------------------------
