@@ -13,6 +13,13 @@ import pytest
 # small jobs, where C2's compiling is most of the JVM's CPU: the same split analysis (the bundled
 # captures in 4 KB splits, local[2]) took 24 s of JVM CPU with these against 52 s without.
 JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# Projections interpreted, not generated: the events' schema is wide (18 kinds' structs, 292
+# columns), and each plan over it generated (and cleaned with regexes, before the compiled code's
+# cache is looked up) thousands of lines of Java; a test's rows are a few thousand. The same
+# Spark run of the SASL captures in 4 KB splits took 5.6 s of JVM CPU with codegen and 4.2 s
+# without. The product's own session keeps Spark's default (the CLI's and the standalone
+# cluster's tests run it).
+CODEGEN_FACTORY = "NO_CODEGEN"
 
 
 @contextlib.contextmanager
@@ -38,6 +45,7 @@ def local_spark(app: str) -> Iterator:
             .config("spark.default.parallelism", "2")
             .config("spark.driver.host", "127.0.0.1")
             .config("spark.driver.extraJavaOptions", JVM_OPTIONS)
+            .config("spark.sql.codegen.factoryMode", CODEGEN_FACTORY)
             .getOrCreate()
         )
         s.sparkContext.setLogLevel("ERROR")
