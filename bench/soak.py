@@ -106,6 +106,7 @@ class Usage:
     pss_mb: float = 0.0
     cpu_s: float = 0.0
     processes: int = 0
+    rss_each: list[float] = field(default_factory=list)  # MB: the parent, then each worker
 
 
 def usage(root: int, t0: float) -> Usage:
@@ -119,6 +120,7 @@ def usage(root: int, t0: float) -> Usage:
         rest = fields[fields.rindex(")") + 2 :].split()
         u.cpu_s += (int(rest[11]) + int(rest[12])) / TICK
         u.rss_mb += int(rest[21]) * PAGE / 2**20
+        u.rss_each.append(int(rest[21]) * PAGE / 2**20)
         m = re.search(r"^Pss:\s+(\d+) kB", rollup, re.M)
         u.pss_mb += int(m.group(1)) / 1024 if m else 0.0
         u.processes += 1
@@ -286,7 +288,8 @@ def watch(pid: int, url: str, t0: float, replay: threading.Thread, args) -> Run:
         if now >= next_say:
             next_say += 60
             print(
-                f"{now / 60:5.1f} min: RSS {u.rss_mb:.0f} MB (PSS {u.pss_mb:.0f}), CPU {u.cpu_s:.0f} s, "
+                f"{now / 60:5.1f} min: RSS {u.rss_mb:.0f} MB ({' + '.join(f'{m:.0f}' for m in u.rss_each)}; "
+                f"PSS {u.pss_mb:.0f}), CPU {u.cpu_s:.0f} s, "
                 f"packets {s.get('packets_total') or 0:.0f} + dropped "
                 f"{s.get('dropped_packets_total', where='kernel') or 0:.0f}, exchanges "
                 f"{s.get('exchanges_total') or 0:.0f}, connections tracked "
@@ -454,6 +457,7 @@ def curve(runs: Run, args, points: int = 8) -> list[dict]:
         {
             "minute": u.t / 60,
             "rss_mb": u.rss_mb,
+            "rss_each": u.rss_each,
             "pss_mb": u.pss_mb,
             "cpu_s": u.cpu_s,
             "packets": s.get("packets_total"),
@@ -514,12 +518,14 @@ def report(r: dict, args) -> str:
     lines += [f"| {name} | {'PASS' if ok else 'FAIL'} | {text} |" for name, ok, text in r["checks"]]
     lines += [
         "",
-        "| minute | RSS MB (sum) | PSS MB | CPU s | packets | exchanges | TCP connections tracked | tables |",
-        "|---|---|---|---|---|---|---|---|",
+        "| minute | RSS MB (sum) | parent + workers | PSS MB | CPU s | packets | exchanges "
+        "| TCP connections tracked | tables |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for p in r["curve"]:
         lines.append(
-            f"| {p['minute']:.1f} | {p['rss_mb']:.0f} | {p['pss_mb']:.0f} | {p['cpu_s']:.0f} | "
+            f"| {p['minute']:.1f} | {p['rss_mb']:.0f} | {' + '.join(f'{m:.0f}' for m in p['rss_each'])} | "
+            f"{p['pss_mb']:.0f} | {p['cpu_s']:.0f} | "
             f"{p['packets'] or 0:.0f} | {p['exchanges'] or 0:.0f} | {p['tracked'] or 0:.0f} | "
             f"{p['tables'] or '-'} |"
         )
