@@ -143,6 +143,7 @@ def metrics_server(args) -> tuple[LiveMetrics, Server] | None:
 def _run(args, reopen: list, hub: LiveMetrics | None) -> int:
     from analyzer.cli.live_feed import insight_feed, say_bounds
     from analyzer.cli.reopen import on_hangup
+    from analyzer.fanout import keep_heap_trimmed
     from analyzer.session.live_feed import InsightFeed
 
     if args.user:
@@ -173,6 +174,7 @@ def _run(args, reopen: list, hub: LiveMetrics | None) -> int:
             out.watch(hub)
         if hasattr(source, "reopen"):
             reopen.append(source.reopen)
+        keep_heap_trimmed()
         with on_hangup(*reopen):
             outcome = a.run(out)
         if hub is not None:
