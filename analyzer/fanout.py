@@ -90,9 +90,9 @@ def keep_heap_trimmed(every: float = TRIM_EVERY) -> threading.Thread | None:
     this process (a forked worker starts its own). Python gives the packets, the batches sent
     between processes and the parsed exchanges (anything over 512 bytes) to the C heap; their
     free pages stay in the process (freed memory among live blocks, in the arena of each thread
-    that allocated it) until trimmed, so a service's RSS kept every stall's peak: a soak grew
-    2-8 MB a minute with its tables flat. None where the C library has no ``malloc_trim``
-    (musl): RSS then keeps those pages."""
+    that allocated it) until trimmed: a stall's peak (a worker's full backlog) stays in RSS.
+    In a soak without stalls it was worth a few MB a process (bench/RESULTS.md). None where the
+    C library has no ``malloc_trim`` (musl): RSS then keeps those pages."""
     try:
         trim = ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):

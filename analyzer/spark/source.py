@@ -465,7 +465,7 @@ def analyze(
     ``partitions``: how many tasks (default: about :data:`TASK_BYTES` of capture per task, at
     least two per core, at most one per piece). ``recursive``/``glob_filter``: see
     :func:`list_files`. ``chain``: analyse rotated files of one recording as one piece (see
-    :func:`plan_pieces`). ``persist``: keep the events (memory and disk) so that the tables do
+    :func:`plan_pieces`). ``persist``: keep the events (on disk) so that the tables do
     not analyse the files again: computed here (one count, with the analysis' parallelism) and then read
     by a task per :data:`TASK_ROWS` rows. ``tls_keylog``: an NSS key log file (read here, on the driver,
     and shipped to the executors) to decrypt TLS connections with. ``where``: a display filter
