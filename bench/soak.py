@@ -127,6 +127,11 @@ def usage(root: int, t0: float) -> Usage:
     return u
 
 
+def each_text(rss_each: list[float]) -> str:
+    """The RSS of each process, ``parent + worker + ...`` in MB."""
+    return " + ".join(f"{m:.0f}" for m in rss_each)
+
+
 # -- the scrapes -----------------------------------------------------------------------------------
 
 
@@ -288,7 +293,7 @@ def watch(pid: int, url: str, t0: float, replay: threading.Thread, args) -> Run:
         if now >= next_say:
             next_say += 60
             print(
-                f"{now / 60:5.1f} min: RSS {u.rss_mb:.0f} MB ({' + '.join(f'{m:.0f}' for m in u.rss_each)}; "
+                f"{now / 60:5.1f} min: RSS {u.rss_mb:.0f} MB ({each_text(u.rss_each)}; "
                 f"PSS {u.pss_mb:.0f}), CPU {u.cpu_s:.0f} s, "
                 f"packets {s.get('packets_total') or 0:.0f} + dropped "
                 f"{s.get('dropped_packets_total', where='kernel') or 0:.0f}, exchanges "
@@ -524,7 +529,7 @@ def report(r: dict, args) -> str:
     ]
     for p in r["curve"]:
         lines.append(
-            f"| {p['minute']:.1f} | {p['rss_mb']:.0f} | {' + '.join(f'{m:.0f}' for m in p['rss_each'])} | "
+            f"| {p['minute']:.1f} | {p['rss_mb']:.0f} | {each_text(p['rss_each'])} | "
             f"{p['pss_mb']:.0f} | {p['cpu_s']:.0f} | "
             f"{p['packets'] or 0:.0f} | {p['exchanges'] or 0:.0f} | {p['tracked'] or 0:.0f} | "
             f"{p['tables'] or '-'} |"
