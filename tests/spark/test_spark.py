@@ -439,14 +439,16 @@ def test_cli_on_a_standalone_cluster(tmp_path):
         assert line is not None, f"the Spark master did not start: {master_log.read_text()[-2000:]}"
         url = line[line.index("spark://") :].split()[0]
         works = []
-        for i in range(2):
+        for i in range(2):  # both started at once, then waited for
             log, work = tmp_path / f"worker{i}.log", tmp_path / f"work{i}"
             worker = ["org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1"]
             worker += ["--port", str(_free_port()), "--webui-port", str(_free_port())]
             worker += ["--cores", "1", "--memory", "768m", "--work-dir", str(work)]
             procs.append(_start(worker, log, env))
             works.append(work)
-            registered = _wait_for(log, procs[-1], "Successfully registered with master", deadline)
+        for i in range(2):
+            log = tmp_path / f"worker{i}.log"
+            registered = _wait_for(log, procs[1 + i], "Successfully registered with master", deadline)
             assert registered is not None, f"Spark worker {i} did not start: {log.read_text()[-2000:]}"
         out = tmp_path / "out"
         conf = [
