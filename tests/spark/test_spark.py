@@ -438,7 +438,7 @@ def test_cli_on_a_standalone_cluster(tmp_path):
         line = _wait_for(master_log, procs[0], "Starting Spark master at spark://", deadline)
         assert line is not None, f"the Spark master did not start: {master_log.read_text()[-2000:]}"
         url = line[line.index("spark://") :].split()[0]
-        works = []
+        works, logs = [], []
         for i in range(2):  # both started at once, then waited for
             log, work = tmp_path / f"worker{i}.log", tmp_path / f"work{i}"
             worker = ["org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1"]
@@ -446,9 +446,9 @@ def test_cli_on_a_standalone_cluster(tmp_path):
             worker += ["--cores", "1", "--memory", "768m", "--work-dir", str(work)]
             procs.append(_start(worker, log, env))
             works.append(work)
-        for i in range(2):
-            log = tmp_path / f"worker{i}.log"
-            registered = _wait_for(log, procs[1 + i], "Successfully registered with master", deadline)
+            logs.append(log)
+        for i, (log, proc) in enumerate(zip(logs, procs[1:], strict=True)):
+            registered = _wait_for(log, proc, "Successfully registered with master", deadline)
             assert registered is not None, f"Spark worker {i} did not start: {log.read_text()[-2000:]}"
         out = tmp_path / "out"
         conf = [
