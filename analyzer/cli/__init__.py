@@ -20,7 +20,7 @@ import sys
 
 from analyzer import __version__
 from analyzer.capture.files import check_readable
-from analyzer.cli.args import byte_size
+from analyzer.cli.args import byte_size, output_problem
 from analyzer.cli.common import EXIT_OK, EXIT_USAGE, BadFilter, usage
 
 __all__ = ["build_parser", "byte_size", "main"]
@@ -80,6 +80,10 @@ def main(argv: list[str] | None = None) -> int:
                 for a in argv
             ]
     caps = getattr(args, "capture", None)
+    problem = output_problem(args, caps) if caps else None  # (live's outputs are its own)
+    if problem:
+        usage(problem)
+        return EXIT_USAGE
     if getattr(args, "parquet", False):
         return args.func_parquet(args)
     if caps:  # (tui -i has none)

@@ -4,6 +4,7 @@ display filter and ``read``'s filter shorthands; argument types."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from analyzer.dissect.codecs import DEFAULT_LIMITS
@@ -199,3 +200,55 @@ def add_filter_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--absolute", action="store_true", help="absolute UTC times instead of seconds from start")
     p.add_argument("-v", "--verbose", action="store_true", help="also print connection-level issues")
+
+
+# The options naming a file a command writes, with the flag a message names: checked in one place
+# (cli.main) before anything is read, so that no run writes over a file it reads (a capture, the
+# key log, the rules, the baseline it compares with) and a path that cannot be written is one line
+# at once, not a traceback after the analysis.
+OUTPUT_OPTIONS = (
+    ("output", "-o"),
+    ("write", "-w"),
+    ("junit", "--junit"),
+    ("sarif", "--sarif"),
+    ("metrics_file", "--metrics-file"),
+)
+
+
+def check_writable(out_path: str, reads: list[tuple[str, str]]) -> str | None:
+    """Why a file cannot be written at ``out_path`` (a sentence), or None when it can. ``reads``:
+    the files the run reads, each with what it is ("the capture")."""
+    if os.path.isdir(out_path):
+        return f"is a directory: {out_path}"
+    if os.path.exists(out_path):
+        for path, what in reads:
+            if os.path.exists(path) and os.path.samefile(out_path, path):
+                return f"{out_path} is {what} being read"
+    parent = os.path.dirname(os.path.abspath(out_path))
+    if not os.path.isdir(parent):
+        return f"no such directory: {parent}"
+    if not os.access(parent, os.W_OK) or (os.path.exists(out_path) and not os.access(out_path, os.W_OK)):
+        return f"cannot write {out_path}: permission denied"
+    return None
+
+
+def output_problem(args, captures: list[str]) -> str | None:
+    """The first output option of ``args`` that cannot be written (``FLAG: why``), or None. What
+    the run reads: the captures, ``--tls-keylog``, ``--rules`` and, unless it is the file
+    ``--update-baseline`` writes, ``--baseline``."""
+    update = getattr(args, "update_baseline", False)
+    reads = [(c, "the capture") for c in captures if c != "-"]
+    named = (("tls_keylog", "the key log"), ("rules", "the rules file"), ("baseline", "the baseline"))
+    for attr, what in named:
+        path = getattr(args, attr, None)
+        if isinstance(path, str) and not (attr == "baseline" and update):
+            reads.append((path, what))
+    outputs = [(flag, getattr(args, attr, None)) for attr, flag in OUTPUT_OPTIONS]
+    if update:
+        outputs.append(("--baseline", getattr(args, "baseline", None)))
+    for flag, path in outputs:
+        if isinstance(path, str) and path and path != "-":
+            problem = check_writable(path, reads)
+            if problem:
+                return f"{flag}: {problem}"
+    return None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections import Counter
 
@@ -151,11 +150,6 @@ def _run_write(args, flt) -> int:
     if "-" in paths:
         usage("read -w reads the capture twice: give a capture file, not stdin (-)")
         return EXIT_USAGE
-    if out_path != "-":
-        problem = _unwritable(out_path, paths)
-        if problem:
-            usage(f"-w: {problem}")
-            return EXIT_USAGE
     keep = ExchangePackets()
     with analysis(args, flt=flt, records=args.tree) as a:
         shown = (
@@ -186,17 +180,3 @@ def _run_write(args, flt) -> int:
             file=sys.stderr,
         )
     return finish(outcome)
-
-
-def _unwritable(out_path: str, inputs: list[str]) -> str | None:
-    """Why ``-w OUT`` cannot be written (before reading the capture), or None."""
-    if os.path.isdir(out_path):
-        return f"is a directory: {out_path}"
-    if os.path.exists(out_path) and any(os.path.samefile(out_path, p) for p in inputs if os.path.exists(p)):
-        return f"{out_path} is the capture being read"
-    parent = os.path.dirname(os.path.abspath(out_path))
-    if not os.path.isdir(parent):
-        return f"no such directory: {parent}"
-    if not os.access(parent, os.W_OK) or (os.path.exists(out_path) and not os.access(out_path, os.W_OK)):
-        return f"cannot write {out_path}: permission denied"
-    return None

@@ -144,4 +144,4 @@ def test_bad_metric_options_are_said(capsys, tmp_path, args):
 def test_an_unwritable_metrics_file_is_said(capsys, tmp_path):
     rc = main(["stats", str(CAPTURES / "group-lag.pcap"), "--metrics-file", str(tmp_path / "no" / "m.prom")])
     _, err = capsys.readouterr()
-    assert rc == 2 and "cannot write" in err
+    assert rc == 2 and "--metrics-file: no such directory" in err
