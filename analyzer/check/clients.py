@@ -83,6 +83,15 @@ class ClientJudge:
         self.tracker = tracker
         self.bounds = bounds
         self.seen: dict[tuple[str, str | None], _Seen] = {}
+        # the clients the tracker let go before the capture's end (--state-idle, --state-max)
+        # that a rule finds something on, judged as they go: kept for the findings
+        self.gone: list[tuple[ClientView, _Seen]] = []
+        tracker.on_evict = self._let_go
+
+    def _let_go(self, ck: tuple[str, str | None], c: ClientView) -> None:
+        s = self.seen.pop(ck, None) or _Seen()
+        if self._judge(c, s, c.first, False):
+            self.gone.append((c, s))
 
     def exchange(self, ex: Exchange, facts: tuple | None, n: int, loc: Callable[[], dict]) -> None:
         """After the tracker applied ``facts`` of ``ex`` (the ``n``-th exchange of the capture)."""
@@ -126,36 +135,43 @@ class ClientJudge:
         """The findings at the capture's end (``first``: the zero of the times said); ``clients``:
         only those client ids (``check -Y``), None for all."""
         t0 = first or 0.0
+        out: list[ClientFinding] = []
+        every = [(c, self.seen.get(ck) or _Seen(), True) for ck, c in self.tracker.clients.items()]
+        every += [(c, s, False) for c, s in self.gone]
+        for c, s, kept in sorted(every, key=lambda x: (x[0].first, str((x[0].host, x[0].client_id)))):
+            if clients is None or c.client_id in clients:
+                out += self._judge(c, s, t0, kept)
+        return out
+
+    def _judge(self, c: ClientView, s: _Seen, t0: float, kept: bool = True) -> list[ClientFinding]:
+        """The findings on one client (``kept``: False for a client let go before the end)."""
         b = self.bounds
         rules = b.rules
         out: list[ClientFinding] = []
-        for ck, c in sorted(self.tracker.clients.items(), key=lambda kv: (kv[1].first, str(kv[0]))):
-            if clients is not None and c.client_id not in clients:
-                continue
-            s = self.seen.get(ck) or _Seen()
-            row = c.row(b.target)
-            who = f"client {c.client_id or '-'} on {c.host} ({row['software']})"
-            cover = (
-                f"coverage: {s.exchanges} exchanges on {len(c.connections)} connections from "
-                f"{c.first - t0:.3f} s to {c.last - t0:.3f} s"
-            )
-            if READINESS in rules:
-                out += self._readiness(rules[READINESS], who, row, s, t0, cover)
-            if STORM in rules:
-                out += self._storm(rules[STORM], who, c, row, s, t0, cover)
-            if CHURN in rules:
-                out += self._churn(rules[CHURN], who, c, row, s, t0, cover)
-            if THROTTLE in rules and b.throttle_ms is not None and row["throttle_ms"] > b.throttle_ms:
-                by_api = ", ".join(f"{k} {v} ms" for k, v in row["throttle_by_api"].items())
-                first_at = f"; first at {s.throttled.names(t0)}" if s.throttled else ""
-                out.append(
-                    ClientFinding(
-                        rules[THROTTLE],
-                        f"{who}: throttled {row['throttle_ms']} ms > {b.throttle_ms:g} ms by the brokers' "
-                        f"quotas ({by_api}{first_at}); {cover}",
-                        s.throttled,
-                    )
+        row = c.row(b.target)
+        who = f"client {c.client_id or '-'} on {c.host} ({row['software']})"
+        gone = "" if kept else "; let go before the capture's end (--state-idle, --state-max)"
+        cover = (
+            f"coverage: {s.exchanges} exchanges on {len(c.connections)} connections from "
+            f"{c.first - t0:.3f} s to {c.last - t0:.3f} s{gone}"
+        )
+        if READINESS in rules:
+            out += self._readiness(rules[READINESS], who, row, s, t0, cover)
+        if STORM in rules:
+            out += self._storm(rules[STORM], who, c, row, s, t0, cover)
+        if CHURN in rules:
+            out += self._churn(rules[CHURN], who, c, row, s, t0, cover)
+        if THROTTLE in rules and b.throttle_ms is not None and row["throttle_ms"] > b.throttle_ms:
+            by_api = ", ".join(f"{k} {v} ms" for k, v in row["throttle_by_api"].items())
+            first_at = f"; first at {s.throttled.names(t0)}" if s.throttled else ""
+            out.append(
+                ClientFinding(
+                    rules[THROTTLE],
+                    f"{who}: throttled {row['throttle_ms']} ms > {b.throttle_ms:g} ms by the brokers' "
+                    f"quotas ({by_api}{first_at}); {cover}",
+                    s.throttled,
                 )
+            )
         return out
 
     def _readiness(

@@ -17,7 +17,10 @@ from analyzer.cli.common import EXIT_USAGE, analysis, finish, print_json
 from analyzer.dissect.protocol_table import CURRENT_RELEASE
 from analyzer.pipeline import Outcome
 from analyzer.session.client_text import client_lines, coverage_text, edge_label, readiness_head
-from analyzer.session.clients import TARGETS, ClientTracker
+from analyzer.session.clients import TARGETS, ClientTracker, LetGoVerdicts
+
+# rows kept of the clients let go not ready, without a --state-max to bound them
+LET_GO_ROWS = 10_000
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -44,32 +47,53 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     t.set_defaults(func=run_topology)
 
 
-def _run(args) -> tuple[ClientTracker, Outcome] | None:
+def _run(args, gone=None) -> tuple[ClientTracker, Outcome] | None:
+    """The clients of the capture; ``gone(tracker)``: set up on the tracker before the run."""
     bounds = state_bounds(args)
     if bounds is None:
         return None
     with analysis(args) as a:
         tracker = ClientTracker(a.knowledge.topic_ids, bounds)
+        if gone is not None:
+            gone(tracker)
         outcome = a.run(tracker)
     return tracker, outcome
 
 
 def run_clients(args) -> int:
-    done = _run(args)
+    wanted = set(args.client or ())
+    let_go: list[LetGoVerdicts] = []
+    done = _run(
+        args,
+        lambda t: let_go.append(
+            LetGoVerdicts(t, args.target, t.expiry.bounds.max_entries or LET_GO_ROWS, wanted or None)
+        ),
+    )
     if done is None:
         return EXIT_USAGE
     tracker, outcome = done
-    wanted = set(args.client or ())
+    gone = let_go[0]
     rows = [r for r in tracker.rows(args.target) if not wanted or r["client_id"] in wanted]
+    rows = sorted(rows + gone.not_ready, key=lambda r: (r["first"], r["client"], r["client_id"] or ""))
     report = with_evictions(
-        {"target": args.target, "clients": rows}, tracker.evictions, tracker.expiry.bounds
+        {
+            "target": args.target,
+            "clients": rows,
+            "let_go": {
+                "ready": gone.ready,
+                "not_ready": len(gone.not_ready),
+                "not_listed": gone.not_ready_unkept,
+            },
+        },
+        tracker.evictions,
+        tracker.expiry.bounds,
     )
     if args.format == "json":
         print_json(report)
         return finish(outcome)
-    out = [readiness_head(rows, args.target)]
-    if rows:
-        out.append(f"coverage: {coverage_text(rows)}")
+    out = [readiness_head(rows, args.target, gone.ready, gone.not_ready_unkept)]
+    if rows or gone:
+        out.append(f"coverage: {coverage_text(rows, let_go=len(gone))}")
         out.append("")
     for r in rows:
         out.extend(client_lines(r))

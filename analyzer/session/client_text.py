@@ -6,18 +6,22 @@ their counts, old formats, APIs, connections, hygiene findings), an edge's recor
 from __future__ import annotations
 
 
-def readiness_head(rows: list[dict], target: str) -> str:
-    """``N of M clients ready for Kafka T`` (rows: :meth:`ClientTracker.rows`')."""
-    if not rows:
+def readiness_head(rows: list[dict], target: str, ready_gone: int = 0, unlisted: int = 0) -> str:
+    """``N of M clients ready for Kafka T`` (rows: :meth:`ClientTracker.rows`', and the rows of
+    the clients let go that were not ready); ``ready_gone``: clients let go that were ready (no
+    row), ``unlisted``: clients let go not ready, past the rows kept."""
+    total = len(rows) + ready_gone + unlisted
+    if not total:
         return "no client in the capture"
-    return f"{sum(r['ready'] for r in rows)} of {len(rows)} clients ready for Kafka {target}"
+    return f"{sum(r['ready'] for r in rows) + ready_gone} of {total} clients ready for Kafka {target}"
 
 
-def coverage_text(rows: list[dict], dropped: dict[str, int] | None = None) -> str:
+def coverage_text(rows: list[dict], dropped: dict[str, int] | None = None, let_go: int = 0) -> str:
     """What the inventory could not see: the clients whose software no ApiVersions v3+ named
     (older clients, or connections opened before the capture), that readiness is judged on the
-    versions used during the capture only, and (live) the clients and edges let go."""
-    if not rows:
+    versions used during the capture only, the clients let go before its end (``let_go``: judged
+    as they went) and (live) the clients and edges let go."""
+    if not rows and not let_go:
         return ""
     named = sum(1 for r in rows if r["software"] not in ("before KIP-511", "not named"))
     before = sum(1 for r in rows if r["software"] == "before KIP-511")
@@ -26,6 +30,11 @@ def coverage_text(rows: list[dict], dropped: dict[str, int] | None = None) -> st
         why = "older clients, or connected before the capture"
         parts.append(f"{before} sent none ({why})")
     parts.append("readiness judged on the versions used while capturing")
+    if let_go:
+        parts.append(
+            f"{let_go} clients let go before the capture's end (--state-idle, --state-max) judged as "
+            "they went: counted above, those not ready listed"
+        )
     gone = {k: v for k, v in (dropped or {}).items() if v}
     if gone:
         parts.append("let go to stay bounded: " + ", ".join(f"{v} {k}" for k, v in gone.items()))

@@ -31,6 +31,7 @@ connection's end to the merge, which applies them in capture order as one run do
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from analyzer.dissect.constants import ApiKey, ErrorCode
@@ -247,6 +248,9 @@ class ClientTracker:
         self.keep: int | None = None  # (live, :meth:`follow`) clients, connections, edges kept
         self.dirty: set[tuple[str, str | None]] | None = None  # (live) clients changed since news
         self.dropped = {"clients": 0, "connections": 0, "edges": 0}  # let go to stay within keep
+        # told of each client let go (idle past the bounds, or the longest idle over the maximum)
+        # with its view, before the view goes: what is judged on a client is judged then too
+        self.on_evict: Callable[[tuple[str, str | None], ClientView], None] | None = None
 
     # -- feeding ------------------------------------------------------------------------------------
     def event(self, ev) -> None:
@@ -432,7 +436,9 @@ class ClientTracker:
         self.last_end.pop(key, None)
 
     def _evict(self, ck) -> None:
-        self.clients.pop(ck, None)
+        c = self.clients.pop(ck, None)
+        if c is not None and self.on_evict is not None:
+            self.on_evict(ck, c)
         self.groups.pop(ck, None)
         if self.dirty is not None:
             self.dirty.discard(ck)
@@ -566,3 +572,33 @@ class ClientTracker:
                 }
             )
         return out
+
+
+class LetGoVerdicts:
+    """The readiness of the clients a tracker lets go before the capture's end (idle past
+    ``--state-idle``, or over ``--state-max``), judged for ``target`` as each goes: the ready ones
+    counted, the rows of the others kept (at most ``keep``; the rest counted), so that a verdict
+    over a long capture still covers every client it saw. ``client_ids``: only those."""
+
+    def __init__(
+        self, tracker: ClientTracker, target: str, keep: int, client_ids: set[str | None] | None = None
+    ) -> None:
+        self.target, self.keep, self.client_ids = target, keep, client_ids
+        self.ready = 0
+        self.not_ready: list[dict] = []
+        self.not_ready_unkept = 0
+        tracker.on_evict = self._let_go
+
+    def _let_go(self, _ck, c: ClientView) -> None:
+        if self.client_ids is not None and c.client_id not in self.client_ids:
+            return
+        row = c.row(self.target)
+        if row["ready"]:
+            self.ready += 1
+        elif len(self.not_ready) < self.keep:
+            self.not_ready.append(row)
+        else:
+            self.not_ready_unkept += 1
+
+    def __len__(self) -> int:
+        return self.ready + len(self.not_ready) + self.not_ready_unkept

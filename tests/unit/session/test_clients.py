@@ -148,3 +148,50 @@ def test_clients_command_names_the_versions_with_their_counts():
     ).stdout
     assert "0 of 1 clients ready for Kafka 4.0" in out
     assert "OffsetCommit v1: 1 requests; Kafka 4.0 accepts v2-" in out
+
+
+def _two_days_apart(dest):
+    """kafka-python 0.8.2's clients (Kafka 4 refuses their versions), then, two days later in
+    the same capture, a librdkafka producer and consumer (ready): past the default
+    --state-idle of a day, the first two are let go before the capture's end."""
+    import struct
+
+    old = (CAPTURES / "kafka-python-0.8.2-none.pcap").read_bytes()
+    new = (CAPTURES / "librdkafka-produce-consume-none.pcap").read_bytes()
+    out, pos = [old], 24
+    while pos + 16 <= len(new):
+        sec, usec, caplen, wire = struct.unpack_from("<IIII", new, pos)
+        out.append(
+            struct.pack("<IIII", sec + 2 * 86400, usec, caplen, wire) + new[pos + 16 : pos + 16 + caplen]
+        )
+        pos += 16 + caplen
+    dest.write_bytes(b"".join(out))
+    return dest
+
+
+def test_clients_let_go_before_the_end_stay_in_the_verdict(tmp_path, capsys):
+    """A client let go before the capture's end (idle past --state-idle) is judged as it goes:
+    ``clients`` counts it in "N of M ready" and lists it when it is not ready, and says so in its
+    coverage; ``check``'s readiness rule finds it as it finds a client kept to the end."""
+    from analyzer import cli
+
+    cap = _two_days_apart(tmp_path / "two-days.pcap")
+    capsys.readouterr()
+    assert cli.main(["clients", str(cap), "--target", "4.0"]) == 0
+    text = capsys.readouterr().out
+    assert text.splitlines()[0] == "2 of 4 clients ready for Kafka 4.0"
+    assert "2 clients let go before the capture's end" in text
+    assert text.count("NOT READY for Kafka 4.0") == 2
+    assert cli.main(["clients", str(cap), "--target", "4.0", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["let_go"] == {"ready": 0, "not_ready": 2, "not_listed": 0}
+    assert sorted(r["ready"] for r in doc["clients"]) == [False, False, True, True]
+    # the same verdict with every client kept to the end
+    assert cli.main(["clients", str(cap), "--target", "4.0", "--state-idle", "0"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "2 of 4 clients ready for Kafka 4.0"
+
+    assert cli.main(["check", str(cap), "--format", "json", "--fail-on", "warning"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    rule = next(r for r in doc["rules"] if r["id"] == "kafka.client-readiness")
+    assert rule["status"] == "failed" and rule["count"] == 2  # (a warning, failing with --fail-on)
+    assert all("let go before the capture's end" in f["message"] for f in rule["findings"])
