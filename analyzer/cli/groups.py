@@ -71,8 +71,17 @@ def run(args) -> int:
 def groups_report(
     insights: GroupInsights, fetches: FetchTracker, now: float | None, wanted: set[str]
 ) -> dict:
-    """Plain data: per group its timeline, its lag rows and status; the fetching clients."""
-    return {"groups": insights.report(now, wanted), "fetch_clients": fetches.rows()}
+    """Plain data: per group its timeline, its lag rows and status; the fetching clients (with
+    ``wanted`` groups: the clients whose ids their members had)."""
+    groups = insights.report(now, wanted)
+    fetchers = fetches.rows()
+    if wanted:
+        ids = {m["client_id"] for g in groups for gen in g["generations"] for m in gen["members"]}
+        fetchers = [f for f in fetchers if f["client_id"] in ids]
+    report: dict[str, object] = {"groups": groups, "fetch_clients": fetchers}
+    if wanted:
+        report["wanted"] = sorted(wanted)
+    return report
 
 
 def _members(out, gen: dict) -> None:
@@ -88,7 +97,12 @@ def render(report: dict, out, origin: float | None, absolute: bool) -> None:  # 
         return "-" if ts is None else fmt_ts(ts, origin, absolute).strip()
 
     if not report["groups"]:
-        out.write("no consumer group in the capture\n")
+        named = report.get("wanted")
+        out.write(
+            f"no consumer group {', '.join(named)} in the capture\n"
+            if named
+            else "no consumer group in the capture\n"
+        )
     for g in report["groups"]:
         proto = ", ".join(x for x in (g["protocol_type"], g["protocol_name"]) if x)
         head = f"group {g['group']}" + (f" ({proto}; {g['protocol']} protocol)" if g["protocol"] else "")

@@ -83,7 +83,10 @@ def run_producers(args) -> int:
 
     out = []
     if not report["producers"]:
-        out.append("no producer in the capture")
+        named = ", ".join(sorted(args.client or ()))
+        out.append(
+            f"no producer with client id {named} in the capture" if named else "no producer in the capture"
+        )
     for p in report["producers"]:
         out.append(producer_head(p))
         out.append("  " + producer_counts(p, when))

@@ -55,6 +55,25 @@ def test_what_the_capture_could_not_see_is_said(capsys):
 
 def test_no_group_and_bad_settings(capsys):
     rc, out, _ = run(capsys, CAPTURES / "librdkafka-acks0.pcap", "--group", "nope")
+    assert rc == 0 and out.startswith("no consumer group nope in the capture")
+    rc, out, _ = run(capsys, CAPTURES / "librdkafka-acks0.pcap")
     assert rc == 0 and out.startswith("no consumer group in the capture")
+
+
+def test_a_group_named_keeps_its_own_fetching_clients(capsys):
+    """``--group G``: the fetching clients are those G's members were; a group the capture does
+    not have is named as missing, with no fetching client."""
+    rc, out, _ = run(capsys, CAPTURES / "group-lag.pcap", "--group", "nosuch", "--format", "json")
+    assert rc == 0 and json.loads(out)["groups"] == [] and json.loads(out)["fetch_clients"] == []
+    rc, out, _ = run(capsys, CAPTURES / "group-lag.pcap", "--group", "nosuch")
+    assert out.startswith("no consumer group nosuch in the capture")
+    rc, out, _ = run(capsys, CAPTURES / "group-lag.pcap", "--format", "json")
+    every = json.loads(out)
+    for g in every["groups"]:
+        rc, out, _ = run(capsys, CAPTURES / "group-lag.pcap", "--group", g["group"], "--format", "json")
+        one = json.loads(out)
+        ids = {m["client_id"] for gen in g["generations"] for m in gen["members"]}
+        assert one["fetch_clients"] == [f for f in every["fetch_clients"] if f["client_id"] in ids]
+        assert one["fetch_clients"] and len(one["fetch_clients"]) < len(every["fetch_clients"])
     rc, _, err = run(capsys, CAPTURES / "librdkafka-acks0.pcap", "--intervals", "0")
     assert rc == 2 and "--intervals is at least 1" in err
