@@ -47,34 +47,35 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     t.set_defaults(func=run_topology)
 
 
-def _run(args, gone=None) -> tuple[ClientTracker, Outcome] | None:
-    """The clients of the capture; ``gone(tracker)``: set up on the tracker before the run."""
+def _run(
+    args, target: str | None = None, wanted: set[str | None] | None = None
+) -> tuple[ClientTracker, LetGoVerdicts | None, Outcome] | None:
+    """The clients of the capture; with a ``target``, the verdicts on the clients let go before
+    its end (only the ``wanted`` client ids, when given)."""
     bounds = state_bounds(args)
     if bounds is None:
         return None
     with analysis(args) as a:
         tracker = ClientTracker(a.knowledge.topic_ids, bounds)
-        if gone is not None:
-            gone(tracker)
+        gone = (
+            None
+            if target is None
+            else LetGoVerdicts(tracker, target, bounds.max_entries or LET_GO_ROWS, wanted)
+        )
         outcome = a.run(tracker)
-    return tracker, outcome
+    return tracker, gone, outcome
 
 
 def run_clients(args) -> int:
-    wanted = set(args.client or ())
-    let_go: list[LetGoVerdicts] = []
-    done = _run(
-        args,
-        lambda t: let_go.append(
-            LetGoVerdicts(t, args.target, t.expiry.bounds.max_entries or LET_GO_ROWS, wanted or None)
-        ),
-    )
+    wanted: set[str | None] = set(args.client or ())
+    done = _run(args, args.target, wanted or None)
     if done is None:
         return EXIT_USAGE
-    tracker, outcome = done
-    gone = let_go[0]
+    tracker, gone, outcome = done
+    assert gone is not None
     rows = [r for r in tracker.rows(args.target) if not wanted or r["client_id"] in wanted]
-    rows = sorted(rows + gone.not_ready, key=lambda r: (r["first"], r["client"], r["client_id"] or ""))
+    if gone.not_ready:  # in the order of ClientTracker.rows
+        rows = sorted(rows + gone.not_ready, key=lambda r: (r["first"], str((r["client"], r["client_id"]))))
     report = with_evictions(
         {
             "target": args.target,
@@ -160,7 +161,7 @@ def run_topology(args) -> int:
     done = _run(args)
     if done is None:
         return EXIT_USAGE
-    tracker, outcome = done
+    tracker, _, outcome = done
     edges = tracker.edges()
     if args.format == "json":
         print_json({"edges": edges})
