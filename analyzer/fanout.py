@@ -50,7 +50,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from multiprocessing.connection import Connection, wait
 from typing import TYPE_CHECKING, cast
 
@@ -58,6 +57,7 @@ from analyzer.events import CaptureIssue, CaptureStats, ConnectionEnd
 from analyzer.issues import CAPTURE_NO_TCP, CAPTURE_PACKETS_DROPPED, CAPTURE_WORKER_FAILED
 from analyzer.model import Exchange, Issue
 from analyzer.pipeline import Analysis, Outcome, no_tcp
+from analyzer.plain import replace
 from analyzer.session.bounded import DEFAULT_BOUNDS, Bounds
 from analyzer.session.insights import Insights
 from analyzer.session.metrics import Health, Metrics, metric_extra

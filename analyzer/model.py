@@ -3,14 +3,16 @@
 Packet -> Segment -> StreamData | Gap -> Frame -> Message -> Exchange. The events that carry
 these between the stages (packets, segments, stream data, gaps, connection events) are in
 :mod:`analyzer.events`. Decoded output (Field, Issue, Frame, Message, Exchange) are slotted
-dataclasses; the hot-path events are NamedTuples.
+records (:mod:`analyzer.plain`; each writes its ``__init__``: they are made per field, per
+message); the hot-path events are NamedTuples.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any, NamedTuple
+
+from analyzer.plain import field, record
 
 
 class Severity(IntEnum):
@@ -24,7 +26,7 @@ class Severity(IntEnum):
         return self.name.lower()
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Issue:
     """A fact about bad or unusual input: collected as data, never raised past a stage.
 
@@ -41,6 +43,16 @@ class Issue:
     offset: int | None = None
     where: str | None = None
 
+    def __init__(
+        self, severity: Severity, code: str, message: str, offset: int | None = None, where: str | None = None
+    ) -> None:
+        setter = object.__setattr__
+        setter(self, "severity", severity)
+        setter(self, "code", code)
+        setter(self, "message", message)
+        setter(self, "offset", offset)
+        setter(self, "where", where)
+
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"severity": str(self.severity), "code": self.code, "message": self.message}
         if self.offset is not None:
@@ -50,7 +62,7 @@ class Issue:
         return d
 
 
-@dataclass(slots=True)
+@record
 class Field:
     """One decoded field: the tree every front end walks.
 
@@ -68,6 +80,24 @@ class Field:
     length: int
     children: list[Field] | None = None
     display: str | None = None
+
+    def __init__(
+        self,
+        name: str,
+        type: str,
+        value: Any,
+        offset: int,
+        length: int,
+        children: list[Field] | None = None,
+        display: str | None = None,
+    ) -> None:
+        self.name = name
+        self.type = type
+        self.value = value
+        self.offset = offset
+        self.length = length
+        self.children = children
+        self.display = display
 
     def child(self, name: str) -> Field | None:
         if self.children:
@@ -129,7 +159,7 @@ class Endpoint(NamedTuple):
         return f"[{self.ip}]:{self.port}" if ":" in self.ip else f"{self.ip}:{self.port}"
 
 
-@dataclass(slots=True)
+@record
 class Frame:
     """One size-prefixed Kafka frame; ``payload`` excludes the 4-byte size.
 
@@ -150,8 +180,32 @@ class Frame:
     kind: str = "request"  # "request" | "response": decided by the connection's roles
     packet_offsets: tuple[int, ...] = ()
 
+    def __init__(
+        self,
+        conn: int,
+        direction: int,
+        offset: int,
+        length: int,
+        payload: bytes | memoryview,
+        ts_first: float,
+        ts_last: float,
+        packet_indexes: tuple[int, ...],
+        kind: str = "request",
+        packet_offsets: tuple[int, ...] = (),
+    ) -> None:
+        self.conn = conn
+        self.direction = direction
+        self.offset = offset
+        self.length = length
+        self.payload = payload
+        self.ts_first = ts_first
+        self.ts_last = ts_last
+        self.packet_indexes = packet_indexes
+        self.kind = kind
+        self.packet_offsets = packet_offsets
 
-@dataclass(slots=True)
+
+@record
 class Message:
     """A decoded request or response."""
 
@@ -169,12 +223,38 @@ class Message:
     # (TopicRefs, whether some name a topic by id alone)
     topic_refs: tuple | None = field(default=None, compare=False, repr=False)
 
+    def __init__(
+        self,
+        frame: Frame,
+        kind: str,
+        api_key: int | None,
+        api_version: int | None,
+        correlation_id: int | None,
+        header: Field | None,
+        body: Field | None,
+        issues: list[Issue] | None = None,
+        client_id: str | None = None,
+        errors: list[int] | None = None,
+        topic_refs: tuple | None = None,
+    ) -> None:
+        self.frame = frame
+        self.kind = kind
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+        self.header = header
+        self.body = body
+        self.issues = [] if issues is None else issues
+        self.client_id = client_id
+        self.errors = [] if errors is None else errors
+        self.topic_refs = topic_refs
+
     @property
     def severity(self) -> Severity | None:
         return max((i.severity for i in self.issues), default=None)
 
 
-@dataclass(slots=True)
+@record
 class ConnInfo:
     """What is known of one TCP connection."""
 
@@ -194,6 +274,40 @@ class ConnInfo:
     tls: dict | None = None  # a TLS connection's facts: version, cipher, sni, alpn, decrypted...
     first_packet: int = 0  # the number of the packet that opened it (its SYN when captured)
 
+    def __init__(
+        self,
+        id: int,
+        a: Endpoint,
+        b: Endpoint,
+        ts_first: float,
+        syn: bool,
+        client_direction: int | None = None,
+        ts_last: float = 0.0,
+        closed: str | None = None,
+        closed_by: str | None = None,
+        frames: list[int] | None = None,
+        bytes: list[int] | None = None,
+        gaps: list[int] | None = None,
+        not_kafka: str | None = None,
+        tls: dict | None = None,
+        first_packet: int = 0,
+    ) -> None:
+        self.id = id
+        self.a = a
+        self.b = b
+        self.ts_first = ts_first
+        self.syn = syn
+        self.client_direction = client_direction
+        self.ts_last = ts_last
+        self.closed = closed
+        self.closed_by = closed_by
+        self.frames = [0, 0] if frames is None else frames
+        self.bytes = [0, 0] if bytes is None else bytes
+        self.gaps = [0, 0] if gaps is None else gaps
+        self.not_kafka = not_kafka
+        self.tls = tls
+        self.first_packet = first_packet
+
     @property
     def client(self) -> Endpoint:
         return self.b if self.client_direction == 1 else self.a
@@ -203,7 +317,7 @@ class ConnInfo:
         return self.a if self.client_direction == 1 else self.b
 
 
-@dataclass(slots=True)
+@record
 class Exchange:
     """A request paired with its response (either may be missing, with an issue saying why)."""
 
@@ -213,6 +327,20 @@ class Exchange:
     issues: list[Issue] = field(default_factory=list)
     # filled by the session layer from the messages and its per-capture knowledge
     topics: dict[str, list[int]] = field(default_factory=dict)
+
+    def __init__(
+        self,
+        conn: ConnInfo,
+        request: Message | None,
+        response: Message | None,
+        issues: list[Issue] | None = None,
+        topics: dict[str, list[int]] | None = None,
+    ) -> None:
+        self.conn = conn
+        self.request = request
+        self.response = response
+        self.issues = [] if issues is None else issues
+        self.topics = {} if topics is None else topics
 
     @property
     def api_key(self) -> int | None:

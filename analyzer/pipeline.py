@@ -29,7 +29,6 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
@@ -60,6 +59,7 @@ from analyzer.issues import (
     STREAM_EVICTED,
 )
 from analyzer.model import ConnInfo, Endpoint, Exchange, Issue, Severity
+from analyzer.plain import field, record, replace
 from analyzer.reassembly.packet import decode_tcp, skip_text
 from analyzer.reassembly.tcp import Reassembler
 from analyzer.session.knowledge import Knowledge
@@ -598,7 +598,7 @@ def no_tcp(packets: int, skipped: Mapping[str, int]) -> bool:
     return bool(packets) and sum(skipped.values()) >= packets
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Outcome:
     """What one run came to: the only thing front ends read after the events (summary
     counters, the exit code, the problems said on stderr or in the TUI). :meth:`combine` gives

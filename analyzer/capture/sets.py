@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import replace
 from typing import BinaryIO
 
 from analyzer.capture.files import CaptureFile
 from analyzer.issues import CAPTURE_UNREADABLE
 from analyzer.model import Issue
+from analyzer.plain import replace
 from analyzer.reassembly.packet import decode_tcp
 
 # Files whose ranges overlap by less than this are still one recording: rotated pieces can share

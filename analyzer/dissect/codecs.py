@@ -32,7 +32,6 @@ from __future__ import annotations
 import struct
 import threading
 import zlib
-from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -42,6 +41,7 @@ from analyzer.issues import (
     RECORDS_LZ4_LEGACY_CHECKSUM,
 )
 from analyzer.model import Issue
+from analyzer.plain import record
 
 # The codec libraries are imported on first use (a capture without snappy, LZ4 or zstd batches,
 # and every command that decodes no records, never loads them); None when one is not installed.
@@ -90,7 +90,7 @@ CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 MiB = 1 << 20
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Limits:
     """Resource limits for decompression.
 

@@ -22,7 +22,6 @@ with ``key`` or ``value``) and what was decoded stays.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
 
 from analyzer.dissect.coordinator_table import RECORD_TYPES
 from analyzer.dissect.decoder import Ctx, coordinator_plan, decode_struct
@@ -37,6 +36,7 @@ from analyzer.issues import (
     RECORDS_COORDINATOR_UNKNOWN_VERSION,
 )
 from analyzer.model import Field, Issue
+from analyzer.plain import field, record
 
 _i16 = struct.Struct(">h").unpack_from
 
@@ -58,7 +58,7 @@ TRANSACTION_STATES = {
 }
 
 
-@dataclass(slots=True)
+@record
 class CoordinatorRecord:
     """One decoded record of an internal topic.
 

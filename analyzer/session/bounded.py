@@ -18,8 +18,9 @@ import math
 from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass
 from typing import Any
+
+from analyzer.plain import record
 
 IDLE = 86_400.0  # capture seconds an entry may stay unused (a day)
 MAX_ENTRIES = 200_000  # entries per table
@@ -49,7 +50,7 @@ DEFAULT_BUCKETS: tuple[float, ...] = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Bounds:
     """The bounds of every long-lived table (``--state-idle``, ``--state-max``)."""
 

@@ -30,8 +30,9 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from enum import IntEnum
+
+from analyzer.plain import field, record
 
 
 class Status(IntEnum):
@@ -49,7 +50,7 @@ class Status(IntEnum):
         return self.name
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Params:
     """Burrow's settings: ``intervals`` (storage), ``min_distance`` (storage, seconds),
     ``minimum_complete`` (evaluator); Burrow's defaults."""
@@ -62,7 +63,7 @@ class Params:
 DEFAULT_PARAMS = Params()
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Commit:
     """One commit in a partition's window: offset, capture time, lag at the time."""
 
@@ -71,7 +72,7 @@ class Commit:
     lag: int
 
 
-@dataclass(slots=True)
+@record
 class Window:
     """One (group, topic, partition)'s windows: the last ``intervals`` commits and end offsets."""
 

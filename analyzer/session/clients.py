@@ -32,7 +32,6 @@ connection's end to the merge, which applies them in capture order as one run do
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from analyzer.dissect.constants import ApiKey, ErrorCode
 from analyzer.dissect.errors import error_name
@@ -40,6 +39,7 @@ from analyzer.dissect.protocol_table import CURRENT_RELEASE, CURRENT_VERSIONS
 from analyzer.dissect.schema import api_name, version_range
 from analyzer.events import ConnectionEnd
 from analyzer.model import Exchange
+from analyzer.plain import field, record
 from analyzer.session.bounded import DEFAULT_BOUNDS, Bounds, Evictions, Expiry, median
 from analyzer.session.consumption import host_of
 from analyzer.session.walks import fetched, produced, topic_of
@@ -106,7 +106,7 @@ def all_topics(ex: Exchange) -> bool | None:
     return not (topics and topics.children)
 
 
-@dataclass(slots=True)
+@record
 class ConnSeen:
     broker: str
     first: float
@@ -114,7 +114,7 @@ class ConnSeen:
     used: bool = False  # a request past the handshake (ApiVersions, SASL, Metadata)
 
 
-@dataclass(slots=True)
+@record
 class ClientView:
     client_id: str | None
     host: str

@@ -27,11 +27,11 @@ followed where its connection is) and the merge applies them in capture order, a
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import lru_cache
 
 from analyzer.dissect.constants import ApiKey, ErrorCode
 from analyzer.model import ConnInfo, Exchange
+from analyzer.plain import record
 from analyzer.session.walks import fetched, topic_of
 
 Fetcher = tuple[str, str | None]  # (client host, client id)
@@ -71,7 +71,7 @@ def fetcher_of(ev: Exchange) -> Fetcher:
     return host_of(addresses(ev.conn)[0]), ev.client_id
 
 
-@dataclass(slots=True)
+@record
 class Pause:
     """A partition's pause across a rebalance: from the group's last Fetch naming it before its
     new owner was given it to the owner's first Fetch naming it after."""

@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from dataclasses import dataclass, field, replace
 
 from analyzer.dissect.constants import ApiKey, ErrorCode
 from analyzer.model import Exchange
+from analyzer.plain import field, record, replace
 from analyzer.session.bounded import DEFAULT_BOUNDS, Bounds, Evictions, Expiry, duration_text
 from analyzer.session.consumption import fetcher_of
 from analyzer.session.walks import fetched, produced, topic_of
@@ -55,7 +55,7 @@ _KEYS = _GROUP_APIS | {ApiKey.PRODUCE, ApiKey.FETCH}
 PRODUCED, FETCHED, MEMBER = range(3)
 
 
-@dataclass(slots=True)
+@record
 class Latencies:
     """Latencies (ms) with their counts: exact values, then buckets."""
 

@@ -13,8 +13,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from analyzer.dissect.apikeys import (
     API_VERSIONS,
     CONSUMER_GROUP_HEARTBEAT,
@@ -25,6 +23,7 @@ from analyzer.dissect.apikeys import (
 )
 from analyzer.dissect.constants import ApiKey
 from analyzer.model import Exchange, Field, Message
+from analyzer.plain import field, record
 from analyzer.session.bounded import MAX_ENTRIES, Evictions
 from analyzer.session.entities import topic_refs
 from analyzer.session.groups import GroupMembers
@@ -66,7 +65,7 @@ _GROUP_APIS = frozenset(
 LEARNS_FROM = frozenset((ApiKey.METADATA, ApiKey.API_VERSIONS)) | _TOPIC_ID_ANSWERS | _GROUP_APIS
 
 
-@dataclass(slots=True)
+@record
 class Group:
     group_id: str
     protocol_type: str | None = None
@@ -83,7 +82,7 @@ class Group:
 UNNAMED_BROKER = "the broker"
 
 
-@dataclass(slots=True)
+@record
 class Knowledge:
     brokers: dict[int, str] = field(default_factory=dict)
     racks: dict[int, str] = field(default_factory=dict)

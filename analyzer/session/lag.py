@@ -33,10 +33,10 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from analyzer.dissect.constants import ApiKey, ErrorCode
 from analyzer.model import Exchange, Message
+from analyzer.plain import record
 from analyzer.session.burrow import DEFAULT_PARAMS, Params, Status, Window, group_status
 from analyzer.session.consumption import ConsumptionTracker, Fetcher, fetcher_of
 from analyzer.session.entities import topic_refs
@@ -54,7 +54,7 @@ TP = tuple[str, int]
 FETCH, PRODUCE, LIST_OFFSETS, COMMIT = range(4)  # the kinds of facts (LagTracker.facts)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class LagRow:
     """A commit's lag (the export's ``lag`` object)."""
 

@@ -35,12 +35,12 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from analyzer.dissect.constants import ApiKey, ErrorCode
 from analyzer.dissect.errors import error_name
 from analyzer.model import Exchange
+from analyzer.plain import field, record
 from analyzer.session.bounded import DEFAULT_BOUNDS, Bounds, Evictions, Expiry, median
 from analyzer.session.consumption import addresses, host_of
 from analyzer.session.walks import fetched, produced, topic_of
@@ -76,7 +76,7 @@ class Attempt(NamedTuple):
         return {"connection": self.connection, "correlation_id": self.correlation_id, "time": self.time}
 
 
-@dataclass(slots=True)
+@record
 class Batch:
     producer: tuple
     topic: str
@@ -91,7 +91,7 @@ class Batch:
     told: set | None = None  # (live) its retries told as their attempts came (:func:`retry_key`)
 
 
-@dataclass(slots=True)
+@record
 class ProducerView:
     """A producer: a client (host and client id) with one producer id (-1: not idempotent)."""
 

@@ -29,11 +29,11 @@ the capture; :attr:`GroupView.coverage` says what was and was not seen.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from analyzer.dissect.constants import ApiKey, ErrorCode
 from analyzer.model import Exchange, Field
+from analyzer.plain import field, record, replace
 from analyzer.session.internal import GroupMetadataFact
 
 RECORDS_SOURCE = "__consumer_offsets"  # a generation read from a GroupMetadata record
@@ -55,7 +55,7 @@ _EVICTING = {
 }
 
 
-@dataclass(slots=True)
+@record
 class Member:
     """A member of a generation: ids, who it is, what it was assigned."""
 
@@ -75,7 +75,7 @@ class Member:
         }
 
 
-@dataclass(slots=True)
+@record
 class Generation:
     group: str
     generation: int
@@ -101,7 +101,7 @@ class Generation:
         return out
 
 
-@dataclass(slots=True)
+@record
 class Rebalance:
     group: str
     protocol: str  # "classic" or "consumer" (KIP-848)
@@ -156,7 +156,7 @@ def _ms(v: float | None) -> float | None:
     return None if v is None else round(v, 3)
 
 
-@dataclass(slots=True)
+@record
 class _Open:
     """A rebalance in progress."""
 
@@ -176,7 +176,7 @@ class _Open:
     pending: set[str] = field(default_factory=set)  # KIP-848: members still reconciling
 
 
-@dataclass(slots=True)
+@record
 class GroupView:
     """One group's state and history."""
 

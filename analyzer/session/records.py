@@ -14,12 +14,12 @@ partition structs.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from analyzer.dissect.constants import ApiKey
 from analyzer.dissect.records_common import iso_timestamp
 from analyzer.dissect.records_view import entry_records
 from analyzer.model import Field, Message
+from analyzer.plain import record
 from analyzer.session.entities import TopicRef, topic_refs
 
 # the responses that carry fetched records (Produce requests carry the produced ones)
@@ -36,7 +36,7 @@ def partition_records(t: TopicRef) -> Iterator[tuple[int | None, Field]]:
                     yield partition, x
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class RecordView:
     """One record with where it was: the record fields are those of
     :class:`~analyzer.dissect.records_common.Record` (the export's ``record_list`` objects), for every
@@ -53,6 +53,33 @@ class RecordView:
     control_type: str | None  # "COMMIT", "ABORT"... for transaction markers
     magic: int | None
     codec: str | None
+
+    def __init__(  # one a record (Spark's records table, the TUI's records view): written out
+        self,
+        topic: str | None,
+        partition: int | None,
+        offset: int | None,
+        timestamp: int | None,
+        key: bytes | None,
+        value: bytes | None,
+        headers: tuple[tuple[str, bytes | None], ...],
+        control: bool,
+        control_type: str | None,
+        magic: int | None,
+        codec: str | None,
+    ) -> None:
+        setter = object.__setattr__
+        setter(self, "topic", topic)
+        setter(self, "partition", partition)
+        setter(self, "offset", offset)
+        setter(self, "timestamp", timestamp)
+        setter(self, "key", key)
+        setter(self, "value", value)
+        setter(self, "headers", headers)
+        setter(self, "control", control)
+        setter(self, "control_type", control_type)
+        setter(self, "magic", magic)
+        setter(self, "codec", codec)
 
     @property
     def timestamp_iso(self) -> str | None:

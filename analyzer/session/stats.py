@@ -8,7 +8,6 @@ error codes, unsupported versions, resynchronisations).
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from analyzer.dissect import schema
@@ -17,6 +16,7 @@ from analyzer.dissect.errors import ERRORS
 from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue, Event
 from analyzer.issues import PAIRING_NO_RESPONSE, REGISTRY
 from analyzer.model import ConnInfo, Exchange, Message, Severity
+from analyzer.plain import field, record, replace
 from analyzer.session.bounded import DEFAULT_BOUNDS, Bounds, Evictions, Expiry, Latencies
 from analyzer.session.entities import TopicRef, topic_refs
 from analyzer.session.records import FETCH_APIS
@@ -132,7 +132,7 @@ def exchange_facts(ex: Exchange, topic_ids: dict[str, str] | None = None) -> Exc
     )
 
 
-@dataclass(slots=True)
+@record
 class ApiStats:
     count: int = 0
     # exact (8 bytes a latency) up to Bounds.exact_latencies, then log buckets
@@ -143,7 +143,7 @@ class ApiStats:
     resp_bytes: int = 0
 
 
-@dataclass(slots=True)
+@record
 class TopicStats:
     produced_records: int = 0
     produced_bytes: int = 0
@@ -152,7 +152,7 @@ class TopicStats:
     requests: int = 0
 
 
-@dataclass(slots=True)
+@record
 class ClientStats:
     requests: int = 0
     errors: int = 0

@@ -27,11 +27,11 @@ order as one run does.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from analyzer.dissect.constants import ApiKey, ErrorCode
 from analyzer.dissect.errors import error_name, is_retriable
 from analyzer.model import Exchange
+from analyzer.plain import field, record
 from analyzer.session.bounded import DEFAULT_BOUNDS, Bounds, Evictions, Expiry
 from analyzer.session.consumption import addresses, host_of
 from analyzer.session.entities import topic_refs
@@ -53,7 +53,7 @@ _KEYS = frozenset(
 INIT, ADD, OFFSETS, COMMIT, END, PRODUCE, HELD = range(7)
 
 
-@dataclass(slots=True)
+@record
 class Transaction:
     transactional_id: str
     producer_id: int | None
@@ -94,7 +94,7 @@ class Transaction:
         }
 
 
-@dataclass(slots=True)
+@record
 class HeldBack:
     """A read_committed consumer's partition: how far its last stable offset lagged."""
 

@@ -57,7 +57,6 @@ import os
 import traceback
 from array import array
 from collections.abc import Iterable, Iterator
-from dataclasses import replace
 from functools import partial
 
 import orjson
@@ -92,6 +91,7 @@ from analyzer.export.parallel import Decoding, Route, Share, SplitWalk, plan_own
 from analyzer.issues import CAPTURE_NO_TCP, CAPTURE_UNREADABLE, SPARK_ANALYSIS_FAILED
 from analyzer.model import Exchange, Issue, Severity
 from analyzer.pipeline import Outcome, no_tcp
+from analyzer.plain import replace
 from analyzer.reassembly.packet import decode_tcp
 from analyzer.session.groups import GroupMembers, member_change
 from analyzer.session.insights import Insights

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from analyzer.dissect.constants import ApiKey
 from analyzer.dissect.message import Options, decode_request, decode_response
 from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue, Event
 from analyzer.model import ConnInfo, Exchange, Issue, Severity
+from analyzer.plain import replace
 from analyzer.session.insights import Insights
 from analyzer.session.internal import annotate
 from analyzer.tui.groups import GROUP_APIS, GroupTimeline
