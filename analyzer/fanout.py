@@ -321,9 +321,11 @@ class Fanout:
         feed: InsightFeed | None = None,
         metrics: LiveMetrics | None = None,
         bounds: Bounds = DEFAULT_BOUNDS,
+        flush: Callable[[], None] | None = None,
     ):
         """``bounds``: the workers' statistics' and knowledge's tables' (the insights' are the
-        ``feed``'s, in this process)."""
+        ``feed``'s, in this process); ``flush``: called after the outputs of each round of the
+        workers' batches were given to ``output`` (one flush of the output a round, not a line)."""
         self.bounds = bounds
         self.name = name
         self.rings = rings
@@ -331,6 +333,7 @@ class Fanout:
         self.make_analysis = make_analysis
         self.formatter = formatter
         self.output = output
+        self.flush = flush
         self.on_drops = on_drops
         self.feed = feed
         self.metrics = metrics  # each worker's counts, and the insights fed under its lock
@@ -380,6 +383,8 @@ class Fanout:
         while self._heap:
             self.output(heapq.heappop(self._heap)[2])
         self._feed(float("inf"))
+        if self.flush is not None:
+            self.flush()
         if self.metrics is not None:
             with self.metrics.lock:
                 self.metrics.ended = True
@@ -452,9 +457,12 @@ class Fanout:
                     self._watermarks[i] = float("inf")
                     del alive[c]
             low = min(self._watermarks)
+            wrote = bool(self._heap) and self._heap[0][0] <= low
             while self._heap and self._heap[0][0] <= low:
                 self.output(heapq.heappop(self._heap)[2])
             self._feed(max(low, self._newest - REORDER_DELAY))
+            if wrote and self.flush is not None:
+                self.flush()
             total = sum(self._dropped)
             if total != reported:
                 reported = total

@@ -370,11 +370,10 @@ def _fanout(args, n: int, reopen: list, hub: LiveMetrics | None) -> int:
             buf.truncate()
             return data
 
-        def write_ndjson(data) -> None:
+        def write_ndjson(data) -> None:  # (flushed once a round of the workers' batches)
             sys.stdout.buffer.write(data)
-            sys.stdout.buffer.flush()
 
-        formatter, output = ndjson, write_ndjson
+        formatter, output, flush = ndjson, write_ndjson, sys.stdout.buffer.flush
     else:
 
         def line(ev) -> str | None:  # in the worker
@@ -382,10 +381,10 @@ def _fanout(args, n: int, reopen: list, hub: LiveMetrics | None) -> int:
                 return exchange_line(ev, origin, args.absolute)
             return None
 
-        def print_line(text) -> None:
-            print(text, flush=True)
+        def print_line(text) -> None:  # (flushed once a round of the workers' batches)
+            print(text)
 
-        formatter, output = line, print_line
+        formatter, output, flush = line, print_line, sys.stdout.flush
 
     feed = insight_feed(args.mode, writer, lambda: origin, args.absolute, bounds=args.bounds)
     if hub is not None:
@@ -402,6 +401,7 @@ def _fanout(args, n: int, reopen: list, hub: LiveMetrics | None) -> int:
         feed,
         hub,
         args.bounds,
+        flush,
     )
     with on_hangup(*reopen, fan.hangup), graceful_interrupt(fan):
         stats, outcome = fan.run()

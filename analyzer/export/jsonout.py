@@ -42,6 +42,8 @@ from analyzer.session.internal import internal_partitions
 # a hostile array of millions of int32 must not cost a dict entry each)
 _ELEMENT_SPANS = 10_000
 _INT_TYPES = frozenset(("int8", "int16", "uint16", "int32", "uint32", "int64"))
+# isinstance() with a tuple: ``bytes | bytearray | memoryview`` builds a union at each call (3x slower)
+_BYTES_TYPES = (bytes, bytearray, memoryview)
 
 
 def bytes_json(raw: bytes | None) -> Any:
@@ -90,7 +92,7 @@ def field_json(
         return records_json(f, spans, path, records, internal)
     if ch is None:
         v = f.value
-        if isinstance(v, bytes | bytearray | memoryview):
+        if isinstance(v, _BYTES_TYPES):
             return bytes_json(bytes(v))
         return v
     if t.startswith("[]") or t == "array":
@@ -229,12 +231,25 @@ def struct_json(
 ) -> dict:
     out: dict[str, Any] = {}
     for c in f.children or ():
-        v = out[c.name] = field_json(c, spans, f"{path}/{c.name}", records, internal)
-        if c.display is not None and c.children is None and c.display != v:
-            if c.type in _INT_TYPES and c.name.endswith("error_code"):
-                out[c.name + "_name"] = c.display
+        name = c.name
+        if type(c) is Field and c.children is None and c.type != "records":
+            # a leaf (most of a message): field_json's leaf case inline, its path made only for a span
+            if spans is not None:
+                spans[f"{path}/{name}"] = [c.offset, c.length]
+            v = c.value
+            if isinstance(v, _BYTES_TYPES):
+                v = bytes_json(bytes(v))
+            out[name] = v
+        else:
+            v = out[name] = field_json(c, spans, f"{path}/{name}", records, internal)
+            if c.display is None or c.children is not None:  # (display first: children may be lazy)
+                continue
+        d = c.display
+        if d is not None and d != v:
+            if c.type in _INT_TYPES and name.endswith("error_code"):
+                out[name + "_name"] = d
             else:
-                out[c.name + "_text"] = c.display
+                out[name + "_text"] = d
     return out
 
 

@@ -76,10 +76,11 @@ class Writer:
             return
         else:
             return
-        data = orjson.dumps(obj, option=_OPTS)
         if self.fmt == "ndjson":
-            self.out.write(data + b"\n")
-        elif section is None:
+            self.out.write(orjson.dumps(obj, option=_OPTS | orjson.OPT_APPEND_NEWLINE))
+            return
+        data = orjson.dumps(obj, option=_OPTS)
+        if section is None:
             self.out.write(data if self.first_exchange else b",\n" + data)
             self.first_exchange = False
         else:
