@@ -28,12 +28,16 @@ For each set, one after the other, each once (the page cache warm from a first r
 ``--runs`` chosen:
 
 * ``cli1``, ``cli2``: ``kafka-analyzer stats SET/* -j 1`` and ``-j 2``;
+* ``export2``: ``kafka-analyzer export SET/* -j 2 -o /dev/null``, the CLI run issue #32 holds
+  Spark to: with default settings, at most 1.5 times its wall time plus 15 s (the report gives
+  the ratio and the verdict for each Spark run of a set that also has ``export2``);
 * ``local1``, ``local2``: ``kafka-analyzer spark SET --out DIR --master local[1]`` and
   ``local[2]``, default settings (driver memory 1 GiB): the analysis on the executors, the
   Parquet tables written;
 * ``default``: ``kafka-analyzer spark SET --out DIR``, nothing set at all (``local[*]``).
 
-For each: wall time, MB/s of capture (the set's bytes / wall time), and peak memory sampled
+For each: wall time, MB/s of capture, for Spark the time its session took to start (the
+``spark`` command says it on stderr) (the set's bytes / wall time), and peak memory sampled
 every 0.1 s with psutil over the process tree: the driver (the Python process started), the
 JVM, and the Python workers (Spark's daemon and its forks; the CLI's per-file processes), each
 the highest sum seen at one sample, and the highest total.
@@ -66,7 +70,8 @@ SCALE_SECTION = "## Spark at scale"
 
 SETS = ("rotated", "single", "copies", "huge", "many")
 SCALE = ("huge", "many")
-RUNS = ("cli1", "cli2", "local1", "local2", "default")
+RUNS = ("cli1", "cli2", "export2", "local1", "local2", "default")
+SESSION = re.compile(r"Spark's session started in ([\d.]+) s")
 
 
 def make_set(kind: str, args: argparse.Namespace) -> tuple[Path, int, str]:
@@ -212,6 +217,7 @@ def main() -> int:
         every = {
             "cli1": ("CLI `stats -j 1`", [*cli, "stats", *files, "-j", "1"]),
             "cli2": ("CLI `stats -j 2`", [*cli, "stats", *files, "-j", "2"]),
+            "export2": ("CLI `export -j 2`", [*cli, "export", *files, "-j", "2", "-o", os.devnull]),
             "local1": ("Spark `local[1]`", "local[1]"),
             "local2": ("Spark `local[2]`", "local[2]"),
             "default": ("Spark, default settings", ""),
@@ -223,10 +229,15 @@ def main() -> int:
             r = run(cmd, env)
             r["label"] = label
             text = r["stdout"].decode(errors="replace")
+            r["session"] = None
             if "spark" in cmd:
                 shutil.rmtree(out, ignore_errors=True)
                 head = text.splitlines()[:1]
                 r["said"] = head[0] if head else ""
+                m = SESSION.search(r["stderr"].decode(errors="replace"))
+                r["session"] = float(m.group(1)) if m else None
+            elif "export" in cmd:
+                r["said"] = ""
             else:
                 found = [int(n.replace(",", "")) for n in re.findall(r"(\d[\d,]*) Kafka exchanges", text)]
                 r["said"] = f"{sum(found)} exchanges" if found else ""
@@ -235,7 +246,8 @@ def main() -> int:
             print(
                 f"{kind} {label}: {r['wall']:.1f} s, {total / 1e6 / r['wall']:.1f} MB/s, rc {r['rc']}, "
                 f"peak MB driver {p['driver']:.0f} jvm {p['jvm']:.0f} workers {p['workers']:.0f} "
-                f"(one {p['worker']:.0f}) total {p['total']:.0f}; {r['said']}",
+                f"(one {p['worker']:.0f}) total {p['total']:.0f}; {r['said']}"
+                + (f"; session started in {r['session']:.1f} s" if r["session"] is not None else ""),
                 flush=True,
             )
             if r["rc"] not in (0, 1):
@@ -285,17 +297,20 @@ def report(title, done, started, load0, load1) -> str:
             "",
             f"* {what}",
             "",
-            "| run | wall s | MB/s | exit | driver MB | JVM MB | workers MB | one worker MB | total MB |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "| run | wall s | MB/s | session start s | exit | driver MB | JVM MB | workers MB | one worker MB"
+            " | total MB |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for r in results:
             p = r["peaks"]
+            session = "-" if r.get("session") is None else f"{r['session']:.1f}"
             lines.append(
-                f"| {r['label']} | {r['wall']:.1f} | {total / 1e6 / r['wall']:.1f} | {r['rc']} | "
+                f"| {r['label']} | {r['wall']:.1f} | {total / 1e6 / r['wall']:.1f} | {session} | {r['rc']} | "
                 f"{p['driver']:.0f} | {p['jvm']:.0f} | {p['workers']:.0f} | {p['worker']:.0f} | "
                 f"{p['total']:.0f} |"
             )
         lines.append("")
+        lines += target_lines(results)
         for r in results:
             cmd = " ".join(_short(c) for c in r["cmd"][1:])
             if len(cmd) > 200:
@@ -304,6 +319,26 @@ def report(title, done, started, load0, load1) -> str:
             lines.append(f"* {r['label']}: `python {cmd}`{said}")
         lines.append("")
     return "\n".join(lines)
+
+
+def target_lines(results: list[dict]) -> list[str]:
+    """Issue #32's Spark target for each Spark run beside an ``export -j 2`` of the same set: the
+    ratio of the wall times, and whether it is at most 1.5x plus 15 s."""
+    cli = next((r for r in results if r["label"] == "CLI `export -j 2`"), None)
+    if cli is None:
+        return []
+    out = []
+    for r in results:
+        if r.get("session") is None and "Spark" not in r["label"]:
+            continue
+        limit = 1.5 * cli["wall"] + 15
+        start = f", of which {r['session']:.1f} s the session's start" if r.get("session") is not None else ""
+        verdict = "met" if r["wall"] <= limit else "not met"
+        out.append(
+            f"* {r['label']}: {r['wall']:.1f} s{start}, {r['wall'] / cli['wall']:.2f}x `export -j 2` "
+            f"({cli['wall']:.1f} s); target at most 1.5x + 15 s = {limit:.1f} s: {verdict}"
+        )
+    return [*out, ""] if out else []
 
 
 def _short(arg: str) -> str:

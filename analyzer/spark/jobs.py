@@ -20,6 +20,7 @@ import argparse
 import contextlib
 import os
 import sys
+import time
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -532,10 +533,26 @@ def spark_command(args: argparse.Namespace) -> int:
     """``kafka-analyzer spark INPUT... --out DIR``: analyse on Spark, write the Parquet tables
     (:func:`~analyzer.spark.source.write_tables`), print what was written and the per-API
     summary. Exit codes as the CLI's: 0; 1 a capture is damaged or no Kafka exchange was found;
-    2 usage errors, missing files, Spark failures (one line naming the setting to change)."""
+    2 usage errors, missing files, Spark failures (one line naming the setting to change).
+    At the end, on stderr: how long Spark's session took to start (the JVM, the first
+    executors) apart from the rest (the analysis, the tables written, the session stopped)."""
     args.captures = args.inputs
     args.top = 20
-    return guarded(args, _spark_run)
+    t0 = time.monotonic()
+    started: list[float] = []
+
+    def timed(args: argparse.Namespace, spark: SparkSession) -> int:
+        started.append(time.monotonic() - t0)
+        return _spark_run(args, spark)
+
+    rc = guarded(args, timed)
+    if started:
+        print(
+            f"kafka-analyzer: Spark's session started in {started[0]:.1f} s; the analysis, its tables"
+            f" and the session's stop took {time.monotonic() - t0 - started[0]:.1f} s",
+            file=sys.stderr,
+        )
+    return rc
 
 
 def _spark_run(args: argparse.Namespace, spark: SparkSession) -> int:
