@@ -318,7 +318,7 @@ def report(title, done, started, load0, load1) -> str:
             said = f" -> {r['said']}" if r["said"] else ""
             lines.append(f"* {r['label']}: `python {cmd}`{said}")
         lines.append("")
-    return "\n".join(lines)
+    return "\n".join(lines) + "\n"  # (a blank line before the next section)
 
 
 def target_lines(results: list[dict]) -> list[str]:
