@@ -260,6 +260,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 _CACHE_BATCH = "spark.sql.inMemoryColumnarStorage.batchSize"
+# The JVM of local mode (this process starts it; it is the executors too). Its share of the work is
+# moving the Python workers' rows into Spark and the Parquet files out; the C2 compiler spent as
+# much CPU on Spark's generated classes (the events' schema is wide) as the tasks themselves, and
+# on a few cores G1's concurrent threads compete with the Python workers. The 1 GB rotated bench
+# set on 2 cores: 99.5 -> 82 s wall, the JVM's CPU 89 -> 48 s (bench/RESULTS.md). A cluster's
+# executors keep their defaults; a user's own spark.driver.extraJavaOptions come after these.
+LOCAL_JVM = "-XX:TieredStopAtLevel=1"
+LOCAL_JVM_FEW_CORES = "-XX:+UseSerialGC"  # up to FEW_CORES cores
+FEW_CORES = 4
 
 
 def _session(args) -> SparkSession:
@@ -286,6 +295,8 @@ def _session(args) -> SparkSession:
     # its own log configuration)
     log = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
     java = f"-Dlog4j2.configurationFile=file:{log} -Dkafka_analyzer.log_level={args.log_level.lower()}"
+    if master and master.startswith("local"):
+        java += f" {local_jvm_options(master)}"
     key = "spark.driver.extraJavaOptions"
     conf[key] = f"{java} {conf[key]}" if key in conf else java
     for k, v in conf.items():
@@ -302,6 +313,14 @@ def _session(args) -> SparkSession:
         spark.conf.set(_CACHE_BATCH, "1000")
     _quiet_glob_warning(spark)
     return spark
+
+
+def local_jvm_options(master: str) -> str:
+    """The JVM options of a local-mode session (``LOCAL_JVM``): the collector too on a machine of
+    at most ``FEW_CORES`` cores, or a master that uses that few (``local[2]``)."""
+    inside = master.partition("[")[2].partition("]")[0].split(",")[0]
+    cores = int(inside) if inside.isdigit() else 1 if master == "local" else (os.cpu_count() or 1)
+    return f"{LOCAL_JVM} {LOCAL_JVM_FEW_CORES}" if cores <= FEW_CORES else LOCAL_JVM
 
 
 def _quiet_glob_warning(spark: SparkSession) -> None:
@@ -534,8 +553,9 @@ def spark_command(args: argparse.Namespace) -> int:
     (:func:`~analyzer.spark.source.write_tables`), print what was written and the per-API
     summary. Exit codes as the CLI's: 0; 1 a capture is damaged or no Kafka exchange was found;
     2 usage errors, missing files, Spark failures (one line naming the setting to change).
-    At the end, on stderr: how long Spark's session took to start (the JVM, the first
-    executors) apart from the rest (the analysis, the tables written, the session stopped)."""
+    At the end of a run that completed, on stderr: how long Spark's session took to start (the
+    JVM, the first executors) apart from the rest (the analysis, the tables written, the session
+    stopped)."""
     args.captures = args.inputs
     args.top = 20
     t0 = time.monotonic()
@@ -546,7 +566,7 @@ def spark_command(args: argparse.Namespace) -> int:
         return _spark_run(args, spark)
 
     rc = guarded(args, timed)
-    if started:
+    if started and rc in (0, 1):  # (a failure's one line stays the only one)
         print(
             f"kafka-analyzer: Spark's session started in {started[0]:.1f} s; the analysis, its tables"
             f" and the session's stop took {time.monotonic() - t0 - started[0]:.1f} s",

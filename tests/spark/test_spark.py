@@ -601,6 +601,19 @@ def test_owners_grow_with_the_file():
     assert owner_parts(2 << 20, 500, 2) == 4  # tiny splits of a small file: two per core
 
 
+def test_local_mode_jvm_options():
+    """The JVM local mode starts compiles with C1 only (the C2 compiler cost as much CPU as the
+    tasks on the 1 GB bench set) and, on a few cores, collects with the serial collector."""
+    from analyzer.spark.jobs import local_jvm_options
+
+    assert local_jvm_options("local[2]") == "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+    assert local_jvm_options("local") == "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+    assert local_jvm_options("local[16]") == "-XX:TieredStopAtLevel=1"
+    assert local_jvm_options("local[8,3]") == "-XX:TieredStopAtLevel=1"
+    cores = os.cpu_count() or 1
+    assert ("SerialGC" in local_jvm_options("local[*]")) == (cores <= 4)
+
+
 def test_spark_failures_are_one_line():
     """Spark's failures become one line naming the setting to change; other exceptions are not
     Spark's to explain."""
