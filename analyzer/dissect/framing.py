@@ -129,7 +129,7 @@ def looks_like_tls(buf, p: int, end: int) -> bool:
 
 
 class _Direction:
-    __slots__ = ("buf", "start", "chunks", "synced", "skipped", "skipping", "skip_from", "frames")
+    __slots__ = ("buf", "start", "chunks", "synced", "skipped", "skipping", "skip_from", "frames", "need")
 
     def __init__(self, synced: bool) -> None:
         self.buf = bytearray()
@@ -140,6 +140,10 @@ class _Direction:
         self.skipping = 0  # bytes skipped since the last report
         self.skip_from = 0
         self.frames = 0
+        # synced: the bytes buf must hold before a frame can end in it (the frame in progress's
+        # size prefix and payload, or the prefix itself): a packet in the middle of a big frame
+        # is only added (set by _extract_dir, read only while synced)
+        self.need = 0
 
 
 class KafkaConnection:
@@ -212,6 +216,8 @@ class KafkaConnection:
             st.start = ev.offset
         st.buf += data
         st.chunks.append((st.start + len(st.buf), ev.ts, ev.packet_index))
+        if st.synced and len(st.buf) < st.need and self.client is not None:
+            return frames, issues  # the frame in progress is still incomplete: nothing can end
         self._extract(d, frames, issues)
         return frames, issues
 
@@ -429,8 +435,9 @@ class KafkaConnection:
         if self.not_kafka:
             return
         other = self.dirs[1 - d]
-        if other.buf and other is not st:
-            # the other direction may have waited for the roles to be known
+        if other.buf and other is not st and not (other.synced and len(other.buf) < other.need):
+            # the other direction may have waited for the roles to be known, or (not synced) for
+            # the requests whose correlation ids its scan looks for
             self._extract_dir(1 - d, frames, issues)
         self._extract_dir(d, frames, issues)
 
@@ -459,6 +466,7 @@ class KafkaConnection:
                 p = q
                 st.synced = True
             if n - p < 4:
+                st.need = 4
                 break
             size = _i32(buf, p)[0]
             if size < 0 or size > self.max_frame:
@@ -467,6 +475,7 @@ class KafkaConnection:
                 continue
             e = p + 4 + size
             if e > n:
+                st.need = e - p  # (counted from p, the start of buf once p bytes are deleted)
                 break
             ts_first, ts_last, packets, offsets = self._packets(st, st.start + p, st.start + e, self.offsets)
             frames.append(
