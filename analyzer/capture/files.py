@@ -144,11 +144,14 @@ def iter_pcap(
     cut = 0
     try:
         while True:
-            if not c.need(16):
-                if c.remaining():
-                    issues.append(_truncated("record header", c, index))
-                return
-            sec, frac, incl, orig = unpack_from(c.buf, c.pos)
+            buf, pos = c.buf, c.pos  # (need() is called only when the chunk runs short)
+            if len(buf) - pos < 16:
+                if not c.need(16):
+                    if c.remaining():
+                        issues.append(_truncated("record header", c, index))
+                    return
+                buf, pos = c.buf, c.pos
+            sec, frac, incl, orig = unpack_from(buf, pos)
             if incl != orig or not incl:
                 if c.need(24) and bytes(c.buf[c.pos : c.pos + 4]) in PCAP_MAGIC:
                     # another file's header: thiszone and sigfigs (0) read as incl/orig_len
@@ -169,6 +172,7 @@ def iter_pcap(
                         yield (0, -1, b"", c.buf[c.pos : c.pos + 24])
                     c.pos += 24
                     continue
+                buf, pos = c.buf, c.pos  # (need(24) may have moved them)
                 if incl < orig:
                     cut += 1
             if incl > MAX_RECORD:
@@ -180,15 +184,17 @@ def iter_pcap(
                     )
                 )
                 return
-            if not c.need(16 + incl):
-                issues.append(_truncated(f"packet {index + 1}", c, index))
-                return
-            start = c.pos + 16
+            if len(buf) - pos < 16 + incl:
+                if not c.need(16 + incl):
+                    issues.append(_truncated(f"packet {index + 1}", c, index))
+                    return
+                buf, pos = c.buf, c.pos
+            start = pos + 16
             index += 1
             if raw:
-                yield (index, linktype, c.buf[start : start + incl], c.buf[c.pos : start + incl])
+                yield (index, linktype, buf[start : start + incl], buf[pos : start + incl])
             else:
-                yield (index, sec + frac * scale, linktype, c.buf[start : start + incl])
+                yield (index, sec + frac * scale, linktype, buf[start : start + incl])
             c.pos = start + incl
     finally:
         if cut:
