@@ -133,7 +133,8 @@ def write_startup(text: str, path: Path = RESULTS) -> None:
     block = f"{BEGIN}\n{text.rstrip()}\n{END}\n"
     if BEGIN in old and END in old.split(BEGIN, 1)[1]:
         head, rest = old.split(BEGIN, 1)
-        new = head + block + rest.split(END, 1)[1].lstrip("\n")
+        after = rest.split(END, 1)[1].lstrip("\n")
+        new = head + block + ("\n" + after if after else "")  # (a blank line before what follows)
     else:
         new = old.rstrip("\n") + "\n\n" + block
     path.write_text(new, encoding="utf-8")
