@@ -229,6 +229,13 @@ class GroupView:
             return f"partial: generation {gens} formed outside the capture ({seen} seen)"
         if not self.generations:
             return f"partial: no generation formed in the capture ({seen} seen)"
+        last = self.rebalances[-1] if self.rebalances else None
+        if last is not None and last.end is None:  # (closed unfinished: the capture ended in it)
+            before = "-" if last.generation_before is None else last.generation_before
+            return (
+                f"{gone}partial: the last rebalance (from generation {before}) does not finish in "
+                f"the capture: who it keeps and who it evicts is not seen ({seen} seen)"
+            )
         return f"{gone}complete for the generations seen ({seen})"
 
 
@@ -681,8 +688,11 @@ class GroupTracker:
             return  # only an answer said so: the rebalance was not seen forming
         after = set(o.members)
         before = o.members_before
+        finished = o.generation is not None and o.end is not None
         left = sorted((before & g.left) - after)
-        evicted = sorted(before - after - g.left)
+        # who the new generation left out is known only once it formed: a rebalance the capture
+        # ends in (or one never answered) evicted no one that it shows
+        evicted = sorted(before - after - g.left) if finished else []
         expired = [m for m in evicted if self._silent(g, m, o.start)]
         joined_now = {m: ts for m, ts in o.joins.items() if m in after} or o.joins
         straggler = max(joined_now, key=lambda m: joined_now[m]) if joined_now else None
@@ -711,7 +721,6 @@ class GroupTracker:
                 )
             )
         cause = min(causes or [(UNSEEN, "not seen in the capture")])[1]
-        finished = o.generation is not None and o.end is not None
         g.rebalances.append(
             Rebalance(
                 g.group_id,

@@ -99,3 +99,30 @@ def test_the_manifest_names_every_recording_with_a_group():
     for n in GROUPED:
         by_client[MANIFEST[n]["client"]] += 1
     assert len(by_client) >= 5  # librdkafka, kafka-python, aiokafka, kafkajs, sarama, kafka-go...
+
+
+def test_a_capture_cut_in_a_rebalance_evicts_no_one_and_says_it_is_partial(tmp_path):
+    """group-joins cut 8 s in: the third member's rebalance began (6.5 s: it and both members
+    sent their JoinGroup) and its answers (9.5 s) are past the cut. The old members were not
+    evicted; who the rebalance keeps is not in the capture, and the coverage says so (before: both
+    "evicted", coverage "complete")."""
+    from analyzer.capture.files import CaptureFile
+    from tests.helpers.captures import cut
+
+    src = CAPTURES / "group-joins.pcap"
+    times = [p[1] for p in CaptureFile(src)]
+    first = cut(src, sum(1 for t in times if t < times[0] + 8.0), tmp_path)[0]
+    a = Analysis(str(first))
+    t = GroupTracker(a.knowledge.topic_ids)
+    a.run(t)
+    (g,) = t.groups.values()
+    last = g.rebalances[-1]
+    assert last.generation_before == 3 and last.generation_after is None and last.end is None
+    assert last.evicted == [] and last.expired == []
+    assert "member joining" in last.cause
+    assert g.coverage.startswith("partial: the last rebalance (from generation 3) does not finish")
+    # the whole recording: every rebalance finished, the coverage complete
+    whole = track("group-joins.pcap", tmp_path)
+    (g,) = whole.groups.values()
+    assert all(r.end is not None for r in g.rebalances)
+    assert g.coverage.startswith("complete")
