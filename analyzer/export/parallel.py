@@ -34,7 +34,9 @@ process given by a plan made from the first megabytes (the biggest connections s
 else by a hash of its address pair.
 Events are written in the order one run emits them: by the packet that completed them, then, at
 the end, by connection.
-Lines go through a temporary file per process; the merge holds only a small record per event.
+Lines and the records of the events (:class:`Item`) go through temporary files, two per
+process; the merge reads them back in order, so neither the processes' memory nor the merge's
+grows with the capture.
 
 The pieces are usable apart: :class:`Share` analyses the segments of some connections (fed in
 capture order) into a :class:`Part`, and :func:`merge` writes the parts as one export, given the
@@ -57,6 +59,7 @@ import tempfile
 import zlib
 from array import array
 from collections import Counter
+from collections.abc import Iterator
 from multiprocessing.reduction import ForkingPickler
 from typing import Any, BinaryIO, NamedTuple
 
@@ -156,7 +159,7 @@ class Totals(NamedTuple):
 class Part(NamedTuple):
     """What one share sends back: one record per event (its lines are in ``lines``)."""
 
-    items: list[Item]
+    items: list[Item] | str  # the items, or the file they were written to (part_items reads either)
     opens: list[int]  # packet number at which each of its connections opened (local id - 1)
     lines: str | bytes  # its rendered lines: a temporary file, or the bytes themselves
     totals: Totals | None  # the whole capture's (export -j: every process reads all of it)
@@ -312,9 +315,17 @@ class _Watched(dict):
         return dict.get(self, key, default)
 
 
+# items a share keeps before writing them to its items file (when it has one)
+ITEM_CHUNK = 2_000
+
+
 class Share:
     """Some of the connections of a capture, analysed and rendered: their TCP segments go to
     :meth:`feed` in capture order (with the capture's packet numbers), then :meth:`finish`.
+
+    With ``items_path``, its items go to that file as they are made (pickled lists of
+    :data:`ITEM_CHUNK`), and the part names the file: a process's memory, and the merge's, stay
+    the same whatever the size of the capture (the merge reads them back in order).
 
     What each ``export -j`` process runs on the connections it owns, and what a process on
     another machine can run on the packets of the connections it was given (Spark, after a
@@ -329,6 +340,7 @@ class Share:
         spans: bool = True,
         lines_path: str | None = None,
         render: bool = True,
+        items_path: str | None = None,
     ) -> None:
         self.render = render
         self.keylog = keylog if keylog is not None else KeyLog()
@@ -337,6 +349,8 @@ class Share:
         self.pipe.knowledge.topic_ids = self.ids
         self.pipe.knowledge.names_broker = False  # the merge names it, from every share's answers
         self.items: list = []
+        self.items_path = items_path
+        self.items_file: BinaryIO | None = open(items_path, "wb") if items_path else None  # noqa: SIM115 - closed by finish()
         self.opens: list[int] = []
         self.spans, self.records = spans, opts.records_bodies
         self.lines_path = lines_path
@@ -367,10 +381,15 @@ class Share:
         out = self.out
         lines: str | bytes = self.lines_path if self.lines_path else out.getvalue()  # type: ignore[attr-defined]  # a BytesIO without a path
         out.close()
+        items: list | str = self.items
+        if self.items_file is not None:
+            self._spill()
+            self.items_file.close()
+            items = self.items_path  # type: ignore[assignment]  # set with the file
         pipe = self.pipe
         kl = self.keylog
         return Part(
-            self.items,
+            items,
             self.opens,
             lines,
             totals,
@@ -425,14 +444,40 @@ class Share:
             if data:
                 write(data)
             self._seq += 1
+        if self.items_file is not None and len(items) >= ITEM_CHUNK:
+            self._spill()
+
+    def _spill(self) -> None:
+        """The items kept so far, appended to the items file (memoryviews as bytes)."""
+        assert self.items_file is not None
+        p = pickle.Pickler(self.items_file, pickle.HIGHEST_PROTOCOL)
+        p.dispatch_table = _DETACH
+        p.dump(self.items)
+        self.items.clear()
+
+
+def part_items(part: Part) -> Iterator[Item]:
+    """A part's items in order: its list, or read back from its items file."""
+    if not isinstance(part.items, str):
+        yield from part.items
+        return
+    with open(part.items, "rb") as f:
+        while True:
+            try:
+                chunk = pickle.load(f)
+            except EOFError:
+                return
+            yield from chunk
 
 
 def _share(job: Job, keylog: KeyLog) -> Share:
-    lines_path = None
+    lines_path = items_path = None
     if job.tmpdir is not None:
         fd, lines_path = tempfile.mkstemp(prefix=f"export-part{job.part}-", suffix=".ndjson", dir=job.tmpdir)
         os.close(fd)
-    return Share(job.decoding.options(), job.ports, keylog, job.spans, lines_path, job.render)
+        fd, items_path = tempfile.mkstemp(prefix=f"export-part{job.part}-", suffix=".items", dir=job.tmpdir)
+        os.close(fd)
+    return Share(job.decoding.options(), job.ports, keylog, job.spans, lines_path, job.render, items_path)
 
 
 # -- a plain pcap file: each packet read once ------------------------------------------------------
@@ -766,10 +811,11 @@ def statistics(
     """The statistics of one capture counted by ``jobs`` processes (no line rendered), as one
     process counts them, and the analysis for the summary and the exit code (``metrics``:
     counted too)."""
-    parts = run(paths, jobs, opts, ports, keylog, render=False)
-    if metrics is not None:
-        metrics.evicted += sum(p.evicted for p in parts)
-    outcome, stats, insights = combine(parts, _name(paths), keylog=keylog, metrics=metrics, bounds=bounds)
+    with tempfile.TemporaryDirectory(prefix="kafka-analyzer-") as tmpdir:  # (the parts' items)
+        parts = run(paths, jobs, opts, ports, keylog, tmpdir=tmpdir, render=False)
+        if metrics is not None:
+            metrics.evicted += sum(p.evicted for p in parts)
+        outcome, stats, insights = combine(parts, _name(paths), keylog=keylog, metrics=metrics, bounds=bounds)
     if metrics is not None:
         metrics.state_of(stats, outcome.knowledge)
     return outcome, stats, insights
@@ -820,7 +866,7 @@ def combine(  # noqa: C901 - one pass over the events, each kind inline
 
     def order(p: int):
         local_ids = ids[p]
-        for it in parts[p].items:
+        for it in part_items(parts[p]):
             batch = it.batch
             yield ((batch, local_ids[it.conn], it.seq) if batch == END else (batch, 0, it.seq)), p, it
 
