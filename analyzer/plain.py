@@ -120,7 +120,7 @@ def _build(cls: type, frozen: bool) -> type:
         ns["__delattr__"] = _frozen_delattr
         ns["__getstate__"] = _getstate
         ns["__setstate__"] = _setstate
-    elif "__hash__" not in cls.__dict__ or cls.__dict__["__hash__"] is None:
+    elif cls.__dict__.get("__hash__") is None:  # (none of its own: unhashable, as a dataclass)
         ns["__hash__"] = None
     new = type(cls)(cls.__name__, cls.__bases__, ns)
     new.__qualname__ = cls.__qualname__

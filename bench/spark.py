@@ -329,7 +329,7 @@ def target_lines(results: list[dict]) -> list[str]:
         return []
     out = []
     for r in results:
-        if r.get("session") is None and "Spark" not in r["label"]:
+        if "Spark" not in r["label"]:
             continue
         limit = 1.5 * cli["wall"] + 15
         start = f", of which {r['session']:.1f} s the session's start" if r.get("session") is not None else ""

@@ -382,10 +382,10 @@ class Share:
         lines: str | bytes = self.lines_path if self.lines_path else out.getvalue()  # type: ignore[attr-defined]  # a BytesIO without a path
         out.close()
         items: list | str = self.items
-        if self.items_file is not None:
+        if self.items_file is not None and self.items_path is not None:
             self._spill()
             self.items_file.close()
-            items = self.items_path  # type: ignore[assignment]  # set with the file
+            items = self.items_path
         pipe = self.pipe
         kl = self.keylog
         return Part(
