@@ -552,7 +552,10 @@ def _by_rows(persisted: DataFrame, parts: int) -> DataFrame:
     ran a task per partition, and each task of a Parquet write deserializes the whole Hadoop
     configuration: a quarter of the JVM's CPU in a small run, measured with JFR."""
     rows = persisted.count()  # (with the analysis' parallelism: the later reads are coalesced)
-    tasks = max(1, -(-rows // TASK_ROWS))
+    # at least a task per core: the exchanges' table alone (their JSON and state, about 10 KB
+    # a row) took 8 s to write in one task on the 1 GB bench set while the other core waited
+    cores = persisted.sparkSession.sparkContext.defaultParallelism
+    tasks = max(1, cores, -(-rows // TASK_ROWS))
     return persisted.coalesce(tasks) if tasks < parts else persisted
 
 

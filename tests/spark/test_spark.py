@@ -157,6 +157,16 @@ def analysed(spark, extra, expected):
     a.unpersist()
 
 
+def test_persisted_events_are_read_by_a_task_per_core_at_least(analysed, spark):
+    """A few rows are read back (each table written) by one task per core, not one task: the
+    exchanges' table of the 1 GB bench set took 8 s to write in one task, the other core idle."""
+    a, _, files = analysed
+    cores = spark.sparkContext.defaultParallelism
+    assert len(files) > cores  # the analysis ran in more tasks than that
+    assert a.events.count() < 500_000  # TASK_ROWS: one task would do
+    assert a.events.rdd.getNumPartitions() == cores
+
+
 def test_exchanges_equal_the_pipeline(analysed):
     a, ex, files = analysed
     rows = a.exchanges.collect()
