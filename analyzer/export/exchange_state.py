@@ -19,6 +19,8 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+import orjson
+
 from analyzer.model import ConnInfo, Endpoint, Exchange, Field, Frame, Issue, Message, Severity
 
 _SEVERITY = {str(s): s for s in Severity}
@@ -193,6 +195,68 @@ def exchange_state(ex: Exchange, software: tuple | None = None) -> dict:
         "topics": ex.topics,
         "software": None if software is None else list(software),
     }
+
+
+def _json(v: Any) -> bytes:
+    return orjson.dumps(v, option=orjson.OPT_NON_STR_KEYS)
+
+
+def state_parts(ex: Exchange) -> tuple[bytes, bytes, bytes, bytes]:
+    """The JSON of :func:`exchange_state` in the parts that a later step completes apart:
+    the connection, the request, the response and the exchange's issues. Spark's stitching
+    gives them the connection id, issues, topics and software one run has there
+    (:func:`joined_state`), without parsing the decoded trees again."""
+    return (
+        _json(conn_state(ex.conn)),
+        _json(message_state(ex.request)),
+        _json(message_state(ex.response)),
+        _json([issue_state(i) for i in ex.issues]),
+    )
+
+
+_FRAME = b'{"frame":['  # how a message's state starts (message_state): its connection id next
+
+
+def _frame_conn(message: bytes, conn: int) -> bytes:
+    """A message's state JSON (or ``null``) with its frame's connection id ``conn``."""
+    if message == b"null":
+        return message
+    assert message.startswith(_FRAME)
+    end = message.index(b",", len(_FRAME))
+    return _FRAME + str(conn).encode() + message[end:]
+
+
+def joined_state(
+    parts: tuple[bytes, bytes, bytes, bytes],
+    conn: int,
+    issues: list[Issue] | None,
+    topics: dict,
+    software: tuple | None,
+) -> bytes:
+    """The JSON of :func:`exchange_state` (``orjson``, non-string keys allowed) from its
+    :func:`state_parts`, with the connection id ``conn`` (the connection's and both frames'),
+    ``issues`` (None: the parts' own), ``topics`` and ``software``: the bytes that dumping the
+    whole state so completed gives."""
+    c, req, resp, own = parts
+    cs = orjson.loads(c)
+    cs["id"] = conn
+    return b"".join(
+        (
+            b'{"conn":',
+            _json(cs),
+            b',"request":',
+            _frame_conn(req, conn),
+            b',"response":',
+            _frame_conn(resp, conn),
+            b',"issues":',
+            own if issues is None else _json([issue_state(i) for i in issues]),
+            b',"topics":',
+            _json(topics),
+            b',"software":',
+            _json(None if software is None else list(software)),
+            b"}",
+        )
+    )
 
 
 def exchange_from_state(s: dict) -> tuple[Exchange, tuple | None]:

@@ -68,7 +68,7 @@ from analyzer.capture.split import Split, SplitSource, splits
 from analyzer.dissect.codecs import DEFAULT_LIMITS
 from analyzer.dissect.constants import ApiKey
 from analyzer.events import CaptureIssue, ConnectionEnd, ConnIssue
-from analyzer.export.exchange_state import exchange_state, issue_state
+from analyzer.export.exchange_state import joined_state, state_parts
 from analyzer.export.merge import (
     CONNECTION,
     END,
@@ -230,7 +230,7 @@ class _RowShare(Share):
                     named = True  # its quirk, if one run names it, says "the broker" until stitched
                 state = None
                 if opts["bodies"]:  # check --parquet's state: the stitching completes it
-                    state = orjson.dumps(exchange_state(ev), option=orjson.OPT_NON_STR_KEYS)
+                    state = state_parts(ev)
                 self._mark(batch, ev.conn.id)
                 out.append(
                     (
@@ -537,7 +537,7 @@ def _stitch(items: Iterable[tuple], shared) -> Iterator[tuple]:
 
 def _with_state(
     r: ExchangeRow,
-    state: bytes,
+    state: tuple[bytes, bytes, bytes, bytes],
     conn: int,
     key: tuple,
     knowing: _Knowing,
@@ -548,18 +548,10 @@ def _with_state(
 ) -> ExchangeRow:
     """An exchange row with its ``seq`` and ``state`` as one run writes them: the connection's id
     over the whole piece, the commit's quirk judged again, the topics and the broker named, the
-    client software one run knew then."""
-    s = orjson.loads(state)
-    s["conn"]["id"] = conn
-    for m in (s["request"], s["response"]):
-        if m is not None:
-            m["frame"][0] = conn
-    if commit is not None:
-        s["issues"] = [issue_state(i) for i in commit.own_issues(bool(empty))]
-    s["topics"] = r.topic_partitions
-    sw = knowing.client(r.client_id, key)
-    s["software"] = None if sw is None else list(sw)
-    js = orjson.dumps(s, option=orjson.OPT_NON_STR_KEYS)
+    client software one run knew then (``state``: the owner's
+    :func:`~analyzer.export.exchange_state.state_parts`, its decoded trees not parsed again)."""
+    issues = None if commit is None else commit.own_issues(bool(empty))
+    js = joined_state(state, conn, issues, r.topic_partitions, knowing.client(r.client_id, key))
     if software is not None:
         js = name_broker_in(js, software)
     return r._replace(seq=number, state=js.decode())

@@ -15,7 +15,13 @@ from analyzer.check.engine import Engine
 from analyzer.check.rules import build_rule
 from analyzer.check.run import config
 from analyzer.dissect.message import Options
-from analyzer.export.exchange_state import exchange_from_state, exchange_state
+from analyzer.export.exchange_state import (
+    exchange_from_state,
+    exchange_state,
+    issue_state,
+    joined_state,
+    state_parts,
+)
 from analyzer.model import Exchange
 from analyzer.pipeline import Analysis
 from tests.helpers.captures import CAPTURES as DIR
@@ -101,3 +107,36 @@ def test_the_state_keeps_secrets_masked(entry):
     assert b"auth_bytes" in out or b"sasl" in out.lower()
     for secret in secrets(entry):
         assert not shows(out, secret, True), secret
+
+
+@pytest.mark.parametrize("path", project_captures(), ids=[p.name for p in project_captures()])
+def test_joined_parts_are_the_completed_state_byte_for_byte(path):
+    """Spark's stitching completes each exchange's state from its parts (the connection id of
+    the whole piece, a commit's issues judged again, topics, software): the same bytes as
+    dumping the state so completed."""
+    a = Analysis(str(path), Options(records_bodies=True))
+    seen = 0
+    for ev in a.events():
+        if type(ev) is not Exchange:
+            continue
+        seen += 1
+        parts = state_parts(ev)
+        conn = ev.conn.id + 1000 * seen
+        topics = {"t\u00e9": [seen, 0], str(seen): []}
+        issues = ev.all_issues()[:2] if seen % 2 else None
+        software = ("librdkafka", "2.6.0") if seen % 3 else None
+        whole = exchange_state(ev)
+        whole["conn"]["id"] = conn
+        for m in (whole["request"], whole["response"]):
+            if m is not None:
+                m["frame"][0] = conn
+        if issues is not None:
+            whole["issues"] = [issue_state(i) for i in issues]
+        whole["topics"] = topics
+        whole["software"] = None if software is None else list(software)
+        want = orjson.dumps(whole, option=orjson.OPT_NON_STR_KEYS)
+        assert joined_state(parts, conn, issues, topics, software) == want
+        assert joined_state(parts, ev.conn.id, None, ev.topics, None) == orjson.dumps(
+            exchange_state(ev), option=orjson.OPT_NON_STR_KEYS
+        )
+    assert seen or path.stat().st_size < 2000
