@@ -52,3 +52,17 @@ def test_usage_sums_the_process_and_its_children():
     finally:
         child.kill()
         child.wait()
+
+
+def test_live_done_when_fails_a_replay_that_fell_behind_its_rate():
+    """bench/live.py's verdict below the limit: every pair and no drop is a pass only at the
+    rate asked for (a tcpreplay at --replay-nice 19 sends slower when the analyzer takes both
+    cores)."""
+    live = soak.live
+    pairs = {"Produce": 3}
+    run = {"pairs": dict(pairs), "dropped": 0, "rc": 0, "over": False, "rate": 50000, "achieved_pps": 49996.1}
+    live.judge(run, pairs)
+    assert run["ok"] and run["verdict"] == "pairs per API equal offline, 0 drops"
+    run.update(achieved_pps=45734.4)
+    live.judge(run, pairs)
+    assert not run["ok"] and run["verdict"] == "FAILS: sent at 45734 pps"
