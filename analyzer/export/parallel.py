@@ -523,7 +523,7 @@ def route_range(args: tuple) -> Route:
     names = [os.path.join(folder, f"range{number}-owner{o}") for o in range(parts)]
     files = [open(n, "wb") for n in names]  # noqa: SIM115 - closed below
     routes = [array("d") for _ in range(parts)]
-    window = _Window(path)
+    window = Window(path)
     try:
         clean, count, first_ts, last_ts, skipped = _walk(
             window, start, end, unpack, scale, linktype, owners, parts, routes, files
@@ -540,12 +540,12 @@ def route_range(args: tuple) -> Route:
 WINDOW = 8 << 20  # bytes of a capture file read at a time
 
 
-class _Window:
+class Window:
     """Bytes of a file at increasing offsets, read :data:`WINDOW` bytes at a time (the slices
     keep their window alive, as the capture reader's chunks do)."""
 
-    def __init__(self, path: str) -> None:
-        self.f = open(path, "rb")  # noqa: SIM115 - closed by close()
+    def __init__(self, path: str, opener: Opener | None = None) -> None:
+        self.f = opener(path)[0] if opener is not None else open(path, "rb")  # noqa: SIM115 - closed by close()
         self.start = 0
         self.buf = memoryview(b"")
 
@@ -563,6 +563,34 @@ class _Window:
 
     def close(self) -> None:
         self.f.close()
+
+
+def walk_routes(split: Split, owners: dict, parts: int, opener: Opener = open_local) -> tuple | None:
+    """A split of a plain pcap file walked as :func:`route_range` walks a range: ``(packets,
+    first ts, last ts, skipped, link type, routes)``, ``routes`` per owner the bytes of its
+    ``array("d")`` of (number in the split, ts, data offset, length). None when the split is
+    not plain pcap or its walk found damage: :class:`SplitWalk` reads it then (Spark's
+    executors: the owners read their packets from the file, the shuffle carries only these)."""
+    window = Window(split.path, opener)
+    try:
+        head = split.header or window.get(0, 24)
+        if head is None or len(head) < 24 or bytes(head[:4]) not in PCAP_MAGIC:
+            return None
+        order, scale = PCAP_MAGIC[bytes(head[:4])]
+        linktype = struct.unpack_from(order + "I", head, 20)[0] & 0x0FFFFFFF
+        unpack = struct.Struct(order + "IIII").unpack_from
+        start = split.start if split.start else 24
+        routes = [array("d") for _ in range(parts)]
+        full = [io.BytesIO() for _ in range(parts)]  # (what a walk flushes as an array fills)
+        clean, count, first_ts, last_ts, skipped = _walk(
+            window, start, split.end, unpack, scale, linktype, owners, parts, routes, full
+        )
+    finally:
+        window.close()
+    if not clean:
+        return None
+    tails = [f.getvalue() + r.tobytes() for f, r in zip(full, routes, strict=True)]
+    return count, first_ts, last_ts, skipped, linktype, tails
 
 
 FLUSH_ROUTES = 1 << 16  # route entries a walk holds per owner before writing them out
@@ -637,7 +665,7 @@ def run_routed(args: tuple) -> Part:
         fmt = _pcap_format(path)
         assert fmt is not None
         linktype = fmt[2]
-        window = _Window(path)
+        window = Window(path)
         get = window.get
         with open(name, "rb") as f:
             while True:

@@ -3,6 +3,7 @@ connection to one part, :class:`SplitWalk` walks a split once and its packets, s
 split, are the file's, each with its connection's owner; :func:`range_totals` counts the file
 from its splits as one reader does."""
 
+from array import array
 from collections import Counter
 
 import pytest
@@ -10,7 +11,15 @@ import pytest
 from analyzer.capture.files import CaptureFile
 from analyzer.capture.split import splits
 from analyzer.events import Skip
-from analyzer.export.parallel import Router, SplitWalk, flow_key, plan_owners, range_totals
+from analyzer.export.parallel import (
+    Router,
+    SplitWalk,
+    Window,
+    flow_key,
+    plan_owners,
+    range_totals,
+    walk_routes,
+)
 from analyzer.reassembly.packet import decode_tcp, skip_text
 from tests.helpers.captures import CAPTURES
 
@@ -43,6 +52,56 @@ def test_split_walks_give_the_files_packets_with_their_owners(name):
     assert totals.packets == base == len(want) + sum(skipped.values())
     assert (totals.first_ts, totals.last_ts) == (want[0][2], want[-1][2])
     assert totals.skipped == skipped
+
+
+@pytest.mark.parametrize("name", ["librdkafka-txn.pcap", "group-joins.pcap"])
+def test_routes_of_a_pcap_split_name_the_packets_its_walk_gives(name):
+    """Spark's walk of a plain pcap split sends each owner where its packets are, not the
+    packets: read back from the file at those places, they are the ones SplitWalk gives, with
+    the same numbers, times, counts and skips."""
+    path = CAPTURES / name
+    parts = 3
+    owners = plan_owners(str(path), parts, sample=4096)
+    cuts = splits(path, 4096)
+    assert len(cuts) > 2
+    for c in cuts:
+        walk = SplitWalk(c, owners, parts)
+        want = sorted((o, n, ts, bytes(d)) for o, n, ts, _lt, d in walk)
+        routed = walk_routes(c, owners, parts)
+        assert routed is not None
+        packets, first_ts, last_ts, skipped, linktype, routes = routed
+        assert (packets, first_ts, last_ts, skipped) == (
+            walk.packets,
+            walk.first_ts,
+            walk.last_ts,
+            walk.skipped,
+        )
+        assert not walk.issues and walk.format == "pcap" and linktype == 1
+        got = []
+        window = Window(str(path))
+        for owner, raw in enumerate(routes):
+            r = array("d")
+            r.frombytes(raw)
+            for i in range(0, len(r), 4):
+                got.append((owner, int(r[i]), r[i + 1], bytes(window.get(int(r[i + 2]), int(r[i + 3])))))
+        window.close()
+        assert sorted(got) == want
+
+
+def test_a_split_that_is_not_plain_pcap_or_is_damaged_has_no_routes(tmp_path):
+    ng = CAPTURES / "kafka-python-tls-tls13-aes128gcm-dsb.pcapng"
+    assert all(walk_routes(c, {}, 2) is None for c in splits(ng, 4096))
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes((CAPTURES / "librdkafka-txn.pcap").read_bytes()[:-7])  # the last record cut short
+    last = splits(cut, 4096)[-1]
+    assert walk_routes(last, {}, 2) is None
+    assert any(i.code == "capture.truncated" for i in _issues(SplitWalk(last, {}, 2)))
+
+
+def _issues(walk: SplitWalk) -> list:
+    for _ in walk:
+        pass
+    return walk.issues
 
 
 def _walk_splits(cuts, owners, parts) -> tuple[list, list, int]:
