@@ -19,7 +19,7 @@ their file. Then:
    ``owner``, the part its connection belongs to (canonical flow key: the plan of the first
    megabytes, else a hash, as ``export -j`` routes). A split of a plain pcap file on a local
    file system (a path, a ``file:`` URI) is walked as ``export -j`` walks its ranges
-   (:func:`~analyzer.export.parallel.walk_routes`): each owner gets, keyed ``(piece, owner,
+   (:func:`~analyzer.export.routes.walk_routes`): each owner gets, keyed ``(piece, owner,
    split, 0)``, where its packets are in the file (number in the split, time, offset, length:
    32 bytes a packet); any other split (pcapng, compressed,
    damage found) is read by :class:`~analyzer.export.parallel.SplitWalk` and each packet
@@ -97,15 +97,8 @@ from analyzer.export.merge import (
     unnamed,
     with_issues,
 )
-from analyzer.export.parallel import (
-    Decoding,
-    Route,
-    Share,
-    SplitWalk,
-    plan_owners,
-    range_totals,
-    walk_routes,
-)
+from analyzer.export.parallel import Decoding, Share, SplitWalk, plan_owners, range_totals
+from analyzer.export.routes import Route, walk_routes
 from analyzer.issues import CAPTURE_NO_TCP, CAPTURE_UNREADABLE, SPARK_ANALYSIS_FAILED
 from analyzer.model import Exchange, Issue, Severity
 from analyzer.pipeline import Outcome, no_tcp

@@ -88,9 +88,9 @@ def cut_splits(path: Path, size: int, out_dir: Path) -> list[str]:
 
 def connection_keys(path: Path) -> list[tuple]:
     """The TCP connections of a capture as ``export -j`` keys them
-    (:func:`~analyzer.export.parallel.flow_key`), in the order they are first seen."""
+    (:func:`~analyzer.export.routes.flow_key`), in the order they are first seen."""
     from analyzer.capture.files import CaptureFile
-    from analyzer.export.parallel import flow_key
+    from analyzer.export.routes import flow_key
     from analyzer.reassembly.packet import decode_tcp
 
     keys: dict[tuple, None] = {}

@@ -11,15 +11,8 @@ import pytest
 from analyzer.capture.files import CaptureFile
 from analyzer.capture.split import splits
 from analyzer.events import Skip
-from analyzer.export.parallel import (
-    Router,
-    SplitWalk,
-    Window,
-    flow_key,
-    plan_owners,
-    range_totals,
-    walk_routes,
-)
+from analyzer.export.parallel import SplitWalk, plan_owners, range_totals
+from analyzer.export.routes import Router, Window, flow_key, walk_routes
 from analyzer.reassembly.packet import decode_tcp, skip_text
 from tests.helpers.captures import CAPTURES
 
