@@ -3,6 +3,7 @@ between two network namespaces, ``kafka-analyzer live --mode export`` on the rec
 
     sudo .venv/bin/python bench/live.py [--capture bench/out/bench-50mb.pcap]
         [--rates 10000,20000,50000,100000] [--loop 1] [--workers 1,2] [--backend ring] [--tshark]
+        [--replay-nice 19]
 
 Per rate and worker count it reports: exchanges (request/response pairs) in the live export
 against ``kafka-analyzer export`` of the same file offline; the drops the live run reported

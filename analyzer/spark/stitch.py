@@ -21,11 +21,11 @@ their file. Then:
    file system (a path, a ``file:`` URI) is walked as ``export -j`` walks its ranges
    (:func:`~analyzer.export.routes.walk_routes`): each owner gets, keyed ``(piece, owner,
    split, 0)``, where its packets are in the file (number in the split, time, offset, length:
-   32 bytes a packet); any other split (pcapng, compressed,
-   damage found) is read by :class:`~analyzer.export.parallel.SplitWalk` and each packet
-   itself is keyed ``(piece, owner, split, number)`` (as is every split on a remote store:
-   an owner's reads of its own packets would be as many requests); each split also sends every owner its
-   packet count (number -1);
+   32 bytes a packet); any other split (pcapng, compressed, damage found) is read by
+   :class:`~analyzer.export.parallel.SplitWalk` and each packet itself is keyed ``(piece,
+   owner, split, number)``, as is every split on a remote store (an owner's reads of its own
+   packets would be as many requests); each split also sends every owner its packet count
+   (number -1);
 2. **one shuffle**: ``repartitionAndSortWithinPartitions`` on the owner, sorted by split and
    number, so each owner gets its packets, or where to read them, in capture order (the
    counts of the splits before number them as one run does); an owner reads its packets of a
@@ -221,6 +221,11 @@ def _read_routed(path: str, linktype: int, routes: bytes, base: int) -> Iterator
                 at = int(r[k + 2]) - start
                 yield base + int(r[k]), r[k + 1], decode_tcp(linktype, buf[at : at + int(r[k + 3])])
             i = j
+
+
+def _shuffled(index: int, ts: float, linktype: int, data: bytes) -> Iterator[tuple]:
+    """A packet that came through the shuffle, as :func:`_read_routed` gives them."""
+    yield index, ts, decode_tcp(linktype, data)
 
 
 class _RowShare(Share):
@@ -452,8 +457,7 @@ def _own(items: Iterable[tuple], names: list[tuple], opts: dict) -> Iterator[tup
         if number == 0:  # a routed split: this owner's packets, read from the file
             packets = _read_routed(value[0], value[1], value[2], bases[sno])
         else:
-            ts, linktype, data = value
-            packets = iter(((bases[sno] + number, ts, decode_tcp(linktype, data)),))
+            packets = _shuffled(bases[sno] + number, *value)
         index = bases[sno] + max(number, 1)
         try:
             for index, ts, seg in packets:
