@@ -97,10 +97,10 @@ from analyzer.export.merge import (
 from analyzer.export.routes import (
     FLUSH_ROUTES,
     Router,
-    Window,
     count_skip,
     flow_key,
     pcap_format,
+    read_routed,
     route_range,
 )
 from analyzer.export.writer import Writer
@@ -479,21 +479,15 @@ def run_routed(args: tuple) -> Part:
         fmt = pcap_format(path)
         assert fmt is not None
         linktype = fmt[2]
-        window = Window(path)
-        get = window.get
-        with open(name, "rb") as f:
+        with open(path, "rb") as capture, open(name, "rb") as f:
             while True:
                 r = array("d")
                 with contextlib.suppress(EOFError):  # the last block is short
                     r.fromfile(f, 4 * FLUSH_ROUTES)
                 if not r:
                     break
-                for i in range(0, len(r), 4):
-                    data = get(int(r[i + 2]), int(r[i + 3]))
-                    if data is None:
-                        raise OSError(f"{path} changed while it was read")
-                    feed(base + int(r[i]), r[i + 1], decode_tcp(linktype, data))
-        window.close()
+                for index, ts, seg in read_routed(capture, path, linktype, r, base):
+                    feed(index, ts, seg)
     return share.finish(None)
 
 

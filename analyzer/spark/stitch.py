@@ -29,7 +29,7 @@ their file. Then:
 2. **one shuffle**: ``repartitionAndSortWithinPartitions`` on the owner, sorted by split and
    number, so each owner gets its packets, or where to read them, in capture order (the
    counts of the splits before number them as one run does); an owner reads its packets of a
-   routed split from the file, its packets closer than ``READ_GAP`` in one read (the 1 GB
+   routed split from the file, its packets close together in one read (the 1 GB
    rotated bench set: 794 MB shuffled before, 12 MB now);
 3. **own**: each owner runs a :class:`~analyzer.export.parallel.Share` over its packets and
    turns its events into rows, with the connection ids of its own numbering;
@@ -98,7 +98,7 @@ from analyzer.export.merge import (
     with_issues,
 )
 from analyzer.export.parallel import Decoding, Share, SplitWalk, plan_owners, range_totals
-from analyzer.export.routes import Route, walk_routes
+from analyzer.export.routes import Route, read_routed, walk_routes
 from analyzer.issues import CAPTURE_NO_TCP, CAPTURE_UNREADABLE, SPARK_ANALYSIS_FAILED
 from analyzer.model import Exchange, Issue, Severity
 from analyzer.pipeline import Outcome, no_tcp
@@ -185,42 +185,15 @@ def _local(uri: str) -> bool:
     return "://" not in uri or uri.startswith("file:")
 
 
-# an owner reads its packets of a routed split in spans: packets closer than READ_GAP bytes in
-# one read of at most READ_SPAN. A dense owner (a few owners of a file) reads the file nearly
-# whole, in big reads; a sparse one (the 80 owners of a 10 GB file) reads its own packets, not
-# the file 80 times over
-READ_GAP = 16 << 10
-READ_SPAN = 4 << 20
-
-
 def _read_routed(path: str, linktype: int, routes: bytes, base: int) -> Iterator[tuple]:
-    """An owner's packets of a routed split (:func:`_walk`), read from the file: ``(index, ts,
-    segment)``, ``base`` the number of the piece's packets before the split."""
+    """An owner's packets of a routed split (:func:`_walk`), read from the file in spans
+    (:func:`~analyzer.export.routes.read_routed`): ``(index, ts, segment)``, ``base`` the
+    number of the piece's packets before the split."""
     r = array("d")
     r.frombytes(routes)
-    n = len(r) // 4
     f, _size = open_ranged(path)
     with f:
-        i = 0
-        while i < n:
-            start = int(r[4 * i + 2])
-            end = start + int(r[4 * i + 3])
-            j = i + 1
-            while j < n:
-                at = int(r[4 * j + 2])
-                stop = at + int(r[4 * j + 3])
-                if at - end > READ_GAP or stop - start > READ_SPAN:
-                    break
-                end = max(end, stop)
-                j += 1
-            f.seek(start)
-            buf = memoryview(f.read(end - start))
-            if len(buf) < end - start:
-                raise OSError(f"{path} changed while it was read")
-            for k in range(4 * i, 4 * j, 4):
-                at = int(r[k + 2]) - start
-                yield base + int(r[k]), r[k + 1], decode_tcp(linktype, buf[at : at + int(r[k + 3])])
-            i = j
+        yield from read_routed(f, path, linktype, r, base)
 
 
 def _shuffled(index: int, ts: float, linktype: int, data: bytes) -> Iterator[tuple]:
